@@ -1,0 +1,53 @@
+"""Cooperative search limits: a monotonic wall-clock deadline and a node cap."""
+
+from __future__ import annotations
+
+import time
+
+# Reading the clock costs far more than counting; look at it once per this many nodes.
+_CLOCK_EVERY = 256
+
+
+class BudgetExhausted(Exception):
+    """Raised by Budget.charge when the deadline or the node cap is reached."""
+
+
+class Budget:
+    """Counts expanded nodes and raises BudgetExhausted once a limit is passed.
+
+    Solvers call ``charge()`` once per expanded state (or ``charge(k)`` for k at
+    once), so node counts are comparable across heuristics of one kind.
+    """
+
+    __slots__ = ("nodes", "node_limit", "time_limit", "deadline", "_next_clock")
+
+    def __init__(self, time_limit: float | None = None, node_limit: int | None = None) -> None:
+        if time_limit is not None and time_limit <= 0:
+            raise ValueError("time_limit must be positive")
+        if node_limit is not None and node_limit <= 0:
+            raise ValueError("node_limit must be positive")
+        self.nodes = 0
+        self.time_limit = time_limit
+        self.node_limit = node_limit
+        self.deadline = None if time_limit is None else time.monotonic() + time_limit
+        self._next_clock = _CLOCK_EVERY
+
+    def charge(self, n: int = 1) -> None:
+        """Count n expanded nodes; raise BudgetExhausted when a limit is passed."""
+        self.nodes += n
+        if self.node_limit is not None and self.nodes > self.node_limit:
+            raise BudgetExhausted(f"node limit {self.node_limit} reached")
+        if self.nodes >= self._next_clock:
+            self._next_clock = self.nodes + _CLOCK_EVERY
+            self.check_clock()
+
+    def check_clock(self) -> None:
+        """Raise BudgetExhausted if the deadline has passed (for long steps between charges)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise BudgetExhausted(f"time limit {self.time_limit:g} s reached")
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline, or None without a time limit."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())

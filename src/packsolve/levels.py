@@ -1,0 +1,291 @@
+"""Reading levels from files, directories and packs; a level's name and identity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Files larger than this are refused as one invalid level instead of being read.
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+JSON_SUFFIXES = (".json",)
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+
+
+class LevelError(ValueError):
+    """A level that cannot be parsed; the message says what a person should fix."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+    def where(self) -> str:
+        if self.line is None:
+            return ""
+        return f"line {self.line}" + (f", column {self.column}" if self.column else "")
+
+    def __str__(self) -> str:
+        where = self.where()
+        return f"{where}: {self.message}" if where else self.message
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level as met in a pack: its name, kind, canonical JSON and identity.
+
+    A level that could not be parsed still is a Level, with ``error`` set; it
+    becomes an attempt with status ``invalid`` so the rest of the pack runs.
+    """
+
+    name: str
+    kind: str
+    data: Mapping[str, Any]
+    hash: str
+    size: int = 0
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.error is None
+
+
+def canonical_json(obj: Any) -> str:
+    """Return the one JSON spelling of obj (sorted keys, no spaces) used for hashing."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def level_hash(data: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+
+
+def make_level(name: str, raw: Any, kind: str | None = None) -> Level:
+    """Parse one level JSON object into a Level; a failure gives a Level with error set."""
+    from packsolve.puzzles import get_kind  # puzzles import LevelError from here
+
+    try:
+        if not isinstance(raw, Mapping):
+            raise LevelError(f"a level must be a JSON object, not {_json_type(raw)}")
+        kind_name = raw.get("kind", kind)
+        if kind_name is None:
+            raise LevelError("the level has no 'kind' field (or pass --kind)")
+        if not isinstance(kind_name, str):
+            raise LevelError(f"'kind' must be a string, not {_json_type(kind_name)}")
+        if kind is not None and kind_name != kind:
+            raise LevelError(f"level kind {kind_name!r} is not the requested kind {kind!r}")
+        try:
+            puzzle = get_kind(kind_name)
+        except KeyError as exc:
+            raise LevelError(exc.args[0]) from None
+        value = puzzle.parse(raw)
+        data = {**puzzle.canonical(value), "kind": puzzle.name}
+        return Level(name, puzzle.name, data, level_hash(data), puzzle.size(value))
+    except LevelError as exc:
+        return invalid_level(name, raw, str(exc), kind)
+    except RecursionError:
+        return invalid_level(name, raw, "level JSON is nested too deeply", kind)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+        # A parser that let a malformed field through still must not crash the pack.
+        return invalid_level(name, raw, f"malformed level ({type(exc).__name__}: {exc})", kind)
+
+
+def invalid_level(name: str, raw: Any, message: str, kind: str | None = None) -> Level:
+    """Return a Level carrying the error; its identity is the hash of what was read."""
+    try:
+        text = raw if isinstance(raw, str) else canonical_json(raw)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(raw)
+    kind_name = kind or (raw.get("kind") if isinstance(raw, Mapping) else None)
+    if not isinstance(kind_name, str):
+        kind_name = "unknown"
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    excerpt = text if len(text) <= 2000 else text[:2000] + "…"
+    return Level(name, kind_name[:64], {"raw": excerpt}, digest, 0, f"{name}: {message}")
+
+
+def read_levels(
+    paths: Iterable[str | os.PathLike[str]],
+    kind: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Iterator[Level]:
+    """Yield every level under paths in order: files as given, directories sorted recursively."""
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            for f in sorted(q for q in p.rglob("*") if q.is_file() and _is_level_file(q)):
+                yield from read_file(f, kind, max_bytes)
+        elif p.exists():
+            yield from read_file(p, kind, max_bytes)
+        else:
+            yield invalid_level(str(p), str(p), "no such file or directory", kind)
+
+
+def level_suffixes() -> dict[str, str]:
+    """Return {suffix: kind name} for every native format of the available kinds."""
+    from packsolve.puzzles import KINDS
+
+    return {suffix: name for name, k in KINDS.items() for suffix in k.native}
+
+
+def _is_level_file(p: Path) -> bool:
+    if p.name.startswith("."):
+        return False
+    suffix = p.suffix.lower()
+    return suffix in JSON_SUFFIXES or suffix in JSONL_SUFFIXES or suffix in level_suffixes()
+
+
+def read_file(path: Path, kind: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Level]:
+    """Yield the levels of one file; unreadable content yields invalid Levels, never raises."""
+    name = str(path)
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            yield invalid_level(name, name, f"file is {size} bytes, above the {max_bytes}-byte cap", kind)
+            return
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        yield invalid_level(name, name, f"not UTF-8 text (byte {exc.start})", kind)
+        return
+    except OSError as exc:
+        yield invalid_level(name, name, f"cannot read: {exc.strerror}", kind)
+        return
+    yield from read_text(name, text, path.suffix.lower(), kind)
+
+
+def read_text(name: str, text: str, suffix: str, kind: str | None = None) -> Iterator[Level]:
+    """Yield the levels of a file's text, its format chosen by suffix."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if suffix in JSONL_SUFFIXES:
+        yield from _read_jsonl(name, text, kind)
+        return
+    native = level_suffixes()
+    if suffix in native and suffix not in JSON_SUFFIXES:
+        yield from _read_native(name, text, native[suffix], suffix, kind)
+        return
+    yield from _read_json(name, text, kind)
+
+
+def _read_json(name: str, text: str, kind: str | None) -> Iterator[Level]:
+    try:
+        items = list(_json_items(text))
+    except LevelError as exc:
+        yield invalid_level(name, text, f"bad JSON at {exc}", kind)
+        return
+    except RecursionError:
+        yield invalid_level(name, text, "JSON is nested too deeply", kind)
+        return
+    if len(items) == 1 and items[0][0] == 0:
+        yield make_level(name, items[0][1], kind)
+        return
+    if not items:
+        yield invalid_level(name, text, "the file holds an empty list of levels", kind)
+    for line, item in items:
+        yield make_level(f"{name}:{line}", item, kind)
+
+
+def _json_items(text: str) -> Iterator[tuple[int, Any]]:
+    """Yield (line, value) for each element of a top-level JSON list, or (0, value) for one object.
+
+    Line numbers let a level inside a list be named FILE:LINE like any other.
+    """
+    decoder = json.JSONDecoder()
+    i = _skip_ws(text, 0)
+    if i < len(text) and text[i] == "[":
+        i = _skip_ws(text, i + 1)
+        if i < len(text) and text[i] == "]":
+            _expect_end(text, i + 1)
+            return
+        while True:
+            line = text.count("\n", 0, i) + 1
+            value, i = _decode(decoder, text, i)
+            yield line, value
+            i = _skip_ws(text, i)
+            if i < len(text) and text[i] == ",":
+                i = _skip_ws(text, i + 1)
+                continue
+            if i < len(text) and text[i] == "]":
+                _expect_end(text, i + 1)
+                return
+            raise _position_error(text, i, "expected ',' or ']'")
+    value, i = _decode(decoder, text, i)
+    _expect_end(text, i)
+    yield 0, value
+
+
+def _decode(decoder: json.JSONDecoder, text: str, i: int) -> tuple[Any, int]:
+    try:
+        return decoder.raw_decode(text, i)
+    except json.JSONDecodeError as exc:
+        raise LevelError(exc.msg, exc.lineno, exc.colno) from None
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _expect_end(text: str, i: int) -> None:
+    i = _skip_ws(text, i)
+    if i != len(text):
+        raise _position_error(text, i, "extra data after the JSON value")
+
+
+def _position_error(text: str, i: int, message: str) -> LevelError:
+    line = text.count("\n", 0, i) + 1
+    column = i - (text.rfind("\n", 0, i) + 1) + 1
+    return LevelError(message, line, column)
+
+
+def _read_jsonl(name: str, text: str, kind: str | None) -> Iterator[Level]:
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"{name}:{number}"
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield invalid_level(where, line, f"bad JSON at column {exc.colno}: {exc.msg}", kind)
+            continue
+        except RecursionError:
+            yield invalid_level(where, line, "JSON is nested too deeply", kind)
+            continue
+        yield make_level(where, raw, kind)
+
+
+def _read_native(name: str, text: str, native_kind: str, suffix: str, kind: str | None) -> Iterator[Level]:
+    from packsolve.puzzles import get_kind
+
+    if kind is not None and kind != native_kind:
+        yield invalid_level(name, name, f"{suffix} files hold {native_kind} levels, not {kind}", kind)
+        return
+    reader = get_kind(native_kind).native[suffix]
+    try:
+        entries = list(reader(text))
+    except LevelError as exc:
+        yield invalid_level(name, text, str(exc), native_kind)
+        return
+    if not entries:
+        yield invalid_level(name, text, f"no {native_kind} level found in the file", native_kind)
+        return
+    single = len(entries) == 1
+    for line, raw in entries:
+        where = name if single else f"{name}:{line}"
+        if isinstance(raw, LevelError):
+            if raw.line is None:
+                raw.line = line
+            yield invalid_level(where, f"{name}:{line}", str(raw), native_kind)
+        else:
+            yield make_level(where, {**raw, "kind": native_kind}, native_kind)
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )

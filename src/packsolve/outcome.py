@@ -1,0 +1,60 @@
+"""Pure value types for the result of one attempt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """Every state an attempt can be in; the same names in files, the CLI and the DB."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SOLVED = "solved"
+    NO_SOLUTION = "no_solution"
+    TIMEOUT = "timeout"
+    MEMOUT = "memout"
+    ERROR = "error"
+    INVALID = "invalid"
+    WRONG = "wrong"
+    LOST = "lost"
+    CANCELLED = "cancelled"
+
+    @property
+    def final(self) -> bool:
+        return self not in (Status.QUEUED, Status.RUNNING)
+
+    def __str__(self) -> str:  # click and f-strings show the plain value
+        return self.value
+
+
+PENDING = frozenset({Status.QUEUED, Status.RUNNING})
+FINAL = frozenset(s for s in Status if s.final)
+# Outcomes that count as "the solver finished its job" in summaries.
+SUCCESS = frozenset({Status.SOLVED, Status.NO_SOLUTION})
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    """Effort spent on one attempt; nodes mean 'states expanded' for every heuristic of a kind."""
+
+    nodes: int = 0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    peak_rss_mb: float = 0.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one attempt ended: status, the solution (JSON-ready) if any, effort and a message."""
+
+    status: Status
+    solution: Any = None
+    stats: SearchStats = field(default_factory=SearchStats)
+    message: str = ""
+
+    @property
+    def nodes(self) -> int:
+        return self.stats.nodes

@@ -1,0 +1,70 @@
+"""The registry of puzzle kinds: name -> PuzzleKind, imported on first use."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Iterator, Mapping
+
+from packsolve.puzzles.base import PuzzleKind
+
+# Explicit: a kind exists when it is listed here. Modules are imported lazily so
+# that a command touching one kind does not pay for the others' start-up.
+_MODULES = {
+    "onestroke": "packsolve.puzzles.onestroke",
+    "knights_tour": "packsolve.puzzles.knights_tour",
+    "sudoku": "packsolve.puzzles.sudoku",
+    "sliding": "packsolve.puzzles.sliding",
+    "tictactoe": "packsolve.puzzles.tictactoe",
+    "coins": "packsolve.puzzles.coins",
+    "floodfill": "packsolve.puzzles.floodfill",
+    "euler": "packsolve.puzzles.euler",
+}
+
+
+class _Registry(Mapping[str, PuzzleKind]):
+    """A read-only mapping of the kinds whose module is present."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, PuzzleKind] = {}
+
+    def _available(self) -> list[str]:
+        names = []
+        for name, module in _MODULES.items():
+            if importlib.util.find_spec(module) is not None:
+                names.append(name)
+        return names
+
+    def __getitem__(self, name: str) -> PuzzleKind:
+        if name not in self._loaded:
+            if name not in _MODULES:
+                raise KeyError(name)
+            try:
+                module = importlib.import_module(_MODULES[name])
+            except ModuleNotFoundError as exc:
+                if exc.name == _MODULES[name]:
+                    raise KeyError(name) from None
+                raise
+            self._loaded[name] = module.KIND
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._available())
+
+    def __len__(self) -> int:
+        return len(self._available())
+
+
+KINDS: Mapping[str, PuzzleKind] = _Registry()
+
+
+def get_kind(name: str) -> PuzzleKind:
+    """Return the kind called name; raise KeyError with the known kinds listed."""
+    try:
+        return KINDS[name]
+    except KeyError:
+        known = ", ".join(KINDS)
+        raise KeyError(f"unknown kind {name!r} (known: {known})") from None
+
+
+__all__ = ["KINDS", "PuzzleKind", "get_kind"]

@@ -1,0 +1,98 @@
+"""The contract every puzzle kind fulfils, and the one wrapper all solvers share."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from packsolve.budget import Budget, BudgetExhausted
+from packsolve.levels import LevelError
+from packsolve.outcome import Outcome, SearchStats, Status
+
+
+class Solve(Protocol):
+    def __call__(self, level: Any, budget: Budget) -> Outcome: ...
+
+
+# A native text format reader: yields (line number, level JSON object or the
+# LevelError that line produced), so one bad line never spoils its file.
+NativeReader = Callable[[str], Iterator[tuple[int, "dict[str, Any] | LevelError"]]]
+
+
+def _default_length(solution: Any) -> int | None:
+    return len(solution) if isinstance(solution, (list, str)) else None
+
+
+@dataclass(frozen=True)
+class PuzzleKind:
+    """One puzzle kind: parsing, solvers by heuristic name, verification and pictures.
+
+    ``parse`` takes the level's JSON object (the ``kind`` field may be present)
+    and returns the kind's level value or raises LevelError. ``canonical``
+    turns that value back into the JSON object whose hash is the level's
+    identity, so two spellings of one level are one level.
+    """
+
+    name: str
+    parse: Callable[[Mapping[str, Any]], Any]
+    canonical: Callable[[Any], dict[str, Any]]
+    solvers: Mapping[str, Solve]
+    default: str
+    verify: Callable[[Any, Any], str | None]
+    render: Callable[[Any, Any], str]
+    svg: Callable[[Any, Any], str]
+    size: Callable[[Any], int]
+    length: Callable[[Any], int | None] = _default_length
+    native: Mapping[str, NativeReader] = field(default_factory=dict)
+    description: str = ""
+
+    def solver(self, heuristic: str | None) -> tuple[str, Solve]:
+        """Return (resolved name, solve) for a heuristic; raise KeyError naming the choices."""
+        name = self.default if heuristic in (None, "", "default") else heuristic
+        try:
+            return name, self.solvers[name]
+        except KeyError:
+            choices = ", ".join(sorted(self.solvers))
+            raise KeyError(
+                f"kind {self.name!r} has no heuristic {name!r} (choose from: {choices}, default)"
+            ) from None
+
+
+def solver(fn: Callable[[Any, Budget], Any]) -> Solve:
+    """Wrap a search function into a Solve that never raises on an exhausted budget.
+
+    The wrapped function returns an Outcome, or raises BudgetExhausted, which
+    becomes ``Outcome(timeout)``. Node counts always come from the budget, so
+    every heuristic counts the same way.
+    """
+
+    @functools.wraps(fn)
+    def solve(level: Any, budget: Budget) -> Outcome:
+        try:
+            out = fn(level, budget)
+        except BudgetExhausted as exc:
+            return Outcome(Status.TIMEOUT, stats=SearchStats(nodes=budget.nodes), message=str(exc))
+        if not isinstance(out, Outcome):
+            raise TypeError(f"solver {fn.__name__} returned {type(out).__name__}, not Outcome")
+        return Outcome(out.status, out.solution, SearchStats(nodes=budget.nodes), out.message)
+
+    return solve
+
+
+def solved(solution: Any, message: str = "") -> Outcome:
+    return Outcome(Status.SOLVED, solution, message=message)
+
+
+def no_solution(reason: str) -> Outcome:
+    return Outcome(Status.NO_SOLUTION, None, message=reason)
+
+
+def field_of(data: Mapping[str, Any], key: str, kind: str) -> Any:
+    """Return data[key]; raise LevelError naming the kind and the missing field."""
+    if not isinstance(data, Mapping):
+        raise LevelError(f"a {kind} level must be a JSON object, not {type(data).__name__}")
+    if key not in data:
+        raise LevelError(f"{kind} level has no {key!r} field")
+    return data[key]

@@ -1,0 +1,269 @@
+"""One-stroke grid levels: from the start cell, visit every open cell once moving orthogonally."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from packsolve.budget import Budget
+from packsolve.levels import LevelError
+from packsolve.outcome import Outcome
+from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
+from packsolve.puzzles.graph import HamiltonProblem, depth_first, warnsdorff_order
+
+OPEN, BLOCKED, START = ".", "#", "S"
+MAX_CELLS = 250_000
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A one-stroke level: rows of '.', '#' and exactly one 'S'."""
+
+    rows: tuple[str, ...]
+    start: tuple[int, int]
+
+    @property
+    def height(self) -> int:
+        return len(self.rows)
+
+    @property
+    def width(self) -> int:
+        return len(self.rows[0])
+
+    def is_open(self, r: int, c: int) -> bool:
+        return 0 <= r < self.height and 0 <= c < self.width and self.rows[r][c] != BLOCKED
+
+    def cells(self) -> list[tuple[int, int]]:
+        """Open cells in row-major order: the write-up's vertex numbering."""
+        return [(r, c) for r in range(self.height) for c in range(self.width) if self.rows[r][c] != BLOCKED]
+
+
+def parse_grid(rows: Any, first_line: int | None = None) -> Grid:
+    """Return the Grid of DESIGN's form; raise LevelError pointing at the offending row."""
+
+    def err(msg: str, i: int | None = None, col: int | None = None) -> LevelError:
+        if first_line is not None and i is not None:
+            return LevelError(msg, first_line + i, col)
+        where = f"row {i + 1}" + (f", column {col}" if col else "") + ": " if i is not None else ""
+        return LevelError(where + msg)
+
+    if not isinstance(rows, list) or not rows:
+        raise err("'grid' must be a non-empty list of strings")
+    if any(not isinstance(row, str) for row in rows):
+        raise err("'grid' must be a list of strings")
+    width = len(rows[0])
+    if width == 0:
+        raise err("empty row", 0)
+    if len(rows) * width > MAX_CELLS:
+        raise err(f"grid has {len(rows) * width} cells, more than the {MAX_CELLS} supported")
+    start = None
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise err(f"ragged grid: this row has {len(row)} cells, the first row {width}", i)
+        for j, ch in enumerate(row):
+            if ch not in (OPEN, BLOCKED, START):
+                raise err(f"unknown character {ch!r} (use '.' open, '#' blocked, 'S' start)", i, j + 1)
+            if ch == START:
+                if start is not None:
+                    raise err(f"a second start 'S' (the first is at row {start[0] + 1})", i, j + 1)
+                start = (i, j)
+    if start is None:
+        raise err("no start cell 'S' in the grid")
+    return Grid(tuple(rows), start)
+
+
+def parse_map(rows: Any, start: Any) -> Grid:
+    """Return the Grid of the write-up's form: rows of 1/0 and the start's open-cell index."""
+    if not isinstance(rows, list) or not rows:
+        raise LevelError("'map' must be a non-empty list of rows of 1 (open) / 0 (blocked)")
+    text_rows = []
+    for i, row in enumerate(rows):
+        if isinstance(row, list):
+            row = "".join(str(x) for x in row)
+        if not isinstance(row, str) or any(ch not in "01" for ch in row):
+            raise LevelError(f"row {i + 1} of 'map' must hold only 1 (open) and 0 (blocked)")
+        text_rows.append(row.replace("1", OPEN).replace("0", BLOCKED))
+    if any(len(r) != len(text_rows[0]) for r in text_rows):
+        raise LevelError("ragged 'map': rows differ in length")
+    cells = [(r, c) for r, row in enumerate(text_rows) for c, ch in enumerate(row) if ch == OPEN]
+    if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < len(cells):
+        raise LevelError(f"'start' must be the index of an open cell, 0..{len(cells) - 1}")
+    r, c = cells[start]
+    text_rows[r] = text_rows[r][:c] + START + text_rows[r][c + 1 :]
+    return Grid(tuple(text_rows), (r, c))
+
+
+def parse(data: Mapping[str, Any]) -> Grid:
+    if isinstance(data, Mapping) and "grid" in data:
+        return parse_grid(data["grid"])
+    if isinstance(data, Mapping) and "map" in data:
+        return parse_map(data["map"], field_of(data, "start", "onestroke"))
+    raise LevelError("onestroke level needs 'grid' (rows of . # S) or 'map' + 'start'")
+
+
+def canonical(grid: Grid) -> dict[str, Any]:
+    return {"grid": list(grid.rows)}
+
+
+def read_stroke(text: str) -> Iterator[tuple[int, dict[str, Any] | LevelError]]:
+    """Read a .stroke file: ASCII grids separated by blank lines; '#'-only lines are grid rows."""
+    block: list[str] = []
+    first = 0
+    for number, line in enumerate([*text.splitlines(), ""], 1):
+        line = line.rstrip()
+        if line:
+            if not block:
+                first = number
+            block.append(line)
+            continue
+        if block:
+            try:
+                yield first, {"grid": list(parse_grid(block, first).rows)}
+            except LevelError as exc:
+                yield first, exc
+            block = []
+
+
+def problem(grid: Grid) -> tuple[HamiltonProblem, list[tuple[int, int]]]:
+    """Return the Hamiltonian-path problem of grid and the cell of each vertex.
+
+    Neighbours are listed in increasing vertex number, the order in which the
+    write-up's DFS scans its adjacency matrix.
+    """
+    cells = grid.cells()
+    index = {cell: i for i, cell in enumerate(cells)}
+    adj = []
+    for r, c in cells:
+        near = [index[n] for n in ((r - 1, c), (r, c - 1), (r, c + 1), (r + 1, c)) if n in index]
+        adj.append(tuple(sorted(near)))
+    return HamiltonProblem(tuple(adj), index[grid.start]), cells
+
+
+def _search(order: Any) -> Any:
+    def solve(grid: Grid, budget: Budget) -> Outcome:
+        p, cells = problem(grid)
+        path = depth_first(p, budget, order) if order else depth_first(p, budget)
+        if path is None:
+            return no_solution("exhaustive search found no path through every open cell")
+        return solved([list(cells[v]) for v in path])
+
+    return solver(solve)
+
+
+def verify(grid: Grid, solution: Any) -> str | None:
+    """Return why solution is not a one-stroke path of grid, or None if it is."""
+    if not isinstance(solution, list) or not solution:
+        return "solution must be a non-empty list of [row, col]"
+    steps = []
+    for i, cell in enumerate(solution):
+        if (
+            not isinstance(cell, (list, tuple))
+            or len(cell) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in cell)
+        ):
+            return f"step {i} is not a [row, col] pair: {cell!r}"
+        steps.append((cell[0], cell[1]))
+    if steps[0] != grid.start:
+        return f"path starts at {list(steps[0])}, not at the start {list(grid.start)}"
+    for i, (r, c) in enumerate(steps):
+        if not grid.is_open(r, c):
+            return f"step {i} enters {[r, c]}, which is blocked or off the grid"
+    for i in range(1, len(steps)):
+        (r0, c0), (r1, c1) = steps[i - 1], steps[i]
+        if abs(r0 - r1) + abs(c0 - c1) != 1:
+            return f"step {i} jumps from {[r0, c0]} to {[r1, c1]}"
+    if len(set(steps)) != len(steps):
+        return "path visits a cell twice"
+    missing = len(grid.cells()) - len(steps)
+    if missing:
+        return f"path misses {missing} open cell(s)"
+    return None
+
+
+# Box-drawing piece for a cell joined to the given neighbours (up, down, left, right).
+_PIECES = {
+    frozenset("UD"): "│", frozenset("LR"): "─", frozenset("DR"): "┌", frozenset("DL"): "┐",
+    frozenset("UR"): "└", frozenset("UL"): "┘", frozenset("U"): "╵", frozenset("D"): "╷",
+    frozenset("L"): "╴", frozenset("R"): "╶", frozenset(): "·",
+}  # fmt: skip
+
+
+def render(grid: Grid, solution: Any = None) -> str:
+    """Return the grid as text; with a solution, the path drawn in box-drawing lines."""
+    links: dict[tuple[int, int], set[str]] = {}
+    if solution:
+        path = [tuple(cell) for cell in solution]
+        for a, b in zip(path, path[1:]):
+            dr, dc = b[0] - a[0], b[1] - a[1]
+            way = {(-1, 0): ("U", "D"), (1, 0): ("D", "U"), (0, -1): ("L", "R"), (0, 1): ("R", "L")}.get((dr, dc))
+            if way:
+                links.setdefault(a, set()).add(way[0])
+                links.setdefault(b, set()).add(way[1])
+        end = path[-1]
+    out = []
+    for r, row in enumerate(grid.rows):
+        line = []
+        for c, ch in enumerate(row):
+            if ch == BLOCKED:
+                line.append("█")
+            elif (r, c) == grid.start:
+                line.append("S")
+            elif solution and (r, c) == end:
+                line.append("E")
+            elif solution:
+                line.append(_PIECES.get(frozenset(links.get((r, c), ())), "?"))
+            else:
+                line.append("·")
+        out.append(" ".join(line) if not solution else _join_row(line, r, links))
+    return "\n".join(out)
+
+
+def _join_row(cells: list[str], r: int, links: dict[tuple[int, int], set[str]]) -> str:
+    """Join a row's cells with '─' where the path crosses between them, so lines read as lines."""
+    parts = [cells[0]]
+    for c in range(1, len(cells)):
+        parts.append("─" if "R" in links.get((r, c - 1), ()) else " ")
+        parts.append(cells[c])
+    return "".join(parts)
+
+
+def svg(grid: Grid, solution: Any = None, cell: int = 24) -> str:
+    """Return an SVG picture of the grid and, if given, the path as a polyline."""
+    w, h = grid.width * cell, grid.height * cell
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}">',
+        f'<rect width="{w}" height="{h}" fill="#f7f7f7"/>',
+    ]
+    for r, row in enumerate(grid.rows):
+        for c, ch in enumerate(row):
+            fill = "#333" if ch == BLOCKED else ("#ffd54f" if ch == START else "#fff")
+            parts.append(
+                f'<rect x="{c * cell}" y="{r * cell}" width="{cell}" height="{cell}" '
+                f'fill="{fill}" stroke="#bbb"/>'
+            )
+    if solution:
+        pts = " ".join(f"{c * cell + cell / 2},{r * cell + cell / 2}" for r, c in solution)
+        parts.append(f'<polyline points="{escape(pts)}" fill="none" stroke="#1e88e5" stroke-width="{cell / 4}" '
+                     'stroke-linecap="round" stroke-linejoin="round"/>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+KIND = PuzzleKind(
+    name="onestroke",
+    parse=parse,
+    canonical=canonical,
+    solvers={
+        "plain": _search(None),
+        "warnsdorff": _search(warnsdorff_order),
+    },
+    default="warnsdorff",
+    verify=verify,
+    render=render,
+    svg=svg,
+    size=lambda grid: len(grid.cells()),
+    native={".stroke": read_stroke},
+    description="Hamiltonian path over every open cell of a grid from a start cell",
+)
