@@ -47,6 +47,9 @@ class PuzzleKind:
     length: Callable[[Any], int | None] = _default_length
     native: Mapping[str, NativeReader] = field(default_factory=dict)
     description: str = ""
+    # Optional level generator for `packsolve generate KIND`: (size spec such as
+    # "8x8" or "60", count, seed) -> level JSON objects, reproducible for a seed.
+    generate: Callable[[str, int, int], list[dict[str, Any]]] | None = None
 
     def solver(self, heuristic: str | None) -> tuple[str, Solve]:
         """Return (resolved name, solve) for a heuristic; raise KeyError naming the choices."""
