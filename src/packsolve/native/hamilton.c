@@ -1,0 +1,415 @@
+/* Hamiltonian-path search with pruning: the hot loop of the strong one-stroke solver.
+ *
+ * search(offsets, neighbours, start, end, closed, colour, order, prune,
+ *        node_limit, time_limit) -> (status, path or None, nodes)
+ *
+ * status: 0 path found, 1 no path exists (whole tree searched), 2 node limit,
+ * 3 time limit. One node is one vertex appended to the path, as in the Python
+ * depth_first of packsolve.puzzles.graph, so node counts compare across heuristics.
+ *
+ * Every expanded state (head h, unvisited set U) is tested against necessary
+ * conditions for a Hamiltonian path of G' = U + {h} starting at h:
+ *   - connectivity: U is connected and reached from h (one DFS from h);
+ *   - dead ends: a vertex of U with one usable neighbour must be the end; two prune;
+ *   - articulation points (Tarjan low-links in the same DFS): each cut vertex of G'
+ *     may have only one component hanging below it (the path goes through it once
+ *     and cannot come back), and those components must nest in one chain; the end
+ *     lies in the innermost one;
+ *   - colour parity (bipartite graphs): the path alternates colours, so each
+ *     segment between consecutive cut vertices of the chain must hold the colour
+ *     counts a path between its two ends can have.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PRUNE_DEAD 1
+#define PRUNE_CUT 2
+#define PRUNE_PARITY 4
+
+typedef struct {
+    int n, start, end, closed, order, prune, bip;
+    int *off, *nb;
+    int8_t *colour;
+    /* search state */
+    uint8_t *vis;
+    int *deg, *path, count;
+    /* per-depth candidate lists */
+    int maxdeg;
+    int *cands, *ncand, *ci;
+    /* DFS scratch */
+    unsigned *seen, *nbh, stamp;
+    int *disc, *low, *last, *parent, *it, *stack, *order_buf, *c0, *c1;
+    int *hang;         /* post-order list of (cut vertex, hanging child) */
+    unsigned *cutmark; /* == stamp: the vertex already has a hanging child */
+    uint8_t *adjstart; /* neighbours of the start, for closed paths */
+} Search;
+
+static int in_gp(const Search *s, int w, int h) { return !s->vis[w] || w == h; }
+
+/* Return whether a path from a (colour ca) through n0 + n1 vertices can end at a vertex of
+ * colour cb (cb < 0: anywhere). n0, n1 count colour-0 and colour-1 vertices, ends included. */
+static int segment_ok(int ca, int cb, int n0, int n1) {
+    int diff = ca == 0 ? n0 - n1 : n1 - n0;
+    if (cb < 0) return diff == 0 || diff == 1;
+    return cb == ca ? diff == 1 : diff == 0;
+}
+
+/* Return 1 if the state with head h passes every pruning test, 0 if it has no completion. */
+static int feasible(Search *s, int h) {
+    int rem = s->n - s->count;
+    if (rem == 0) return 1;
+    if (!s->prune) return 1;
+    unsigned st = ++s->stamp;
+    if (st == 0) { /* wrapped: reset */
+        memset(s->seen, 0, sizeof(unsigned) * s->n);
+        memset(s->nbh, 0, sizeof(unsigned) * s->n);
+        memset(s->cutmark, 0, sizeof(unsigned) * s->n);
+        st = s->stamp = 1;
+    }
+    for (int k = s->off[h]; k < s->off[h + 1]; k++) s->nbh[s->nb[k]] = st;
+
+    /* Iterative DFS from h over G' with Tarjan low-links and subtree colour counts. */
+    int timer = 0, sp = 0, nord = 0, nhang = 0;
+    s->seen[h] = st;
+    s->disc[h] = s->low[h] = timer++;
+    s->parent[h] = -1;
+    s->it[h] = s->off[h];
+    s->c0[h] = s->bip && s->colour[h] == 0;
+    s->c1[h] = s->bip && s->colour[h] == 1;
+    s->stack[sp++] = h;
+    s->order_buf[nord++] = h;
+    int cut = (s->prune & PRUNE_CUT) != 0;
+    while (sp > 0) {
+        int v = s->stack[sp - 1];
+        if (s->it[v] < s->off[v + 1]) {
+            int w = s->nb[s->it[v]++];
+            if (!in_gp(s, w, h)) continue;
+            if (s->seen[w] != st) {
+                s->seen[w] = st;
+                s->disc[w] = s->low[w] = timer++;
+                s->parent[w] = v;
+                s->it[w] = s->off[w];
+                s->c0[w] = s->bip && s->colour[w] == 0;
+                s->c1[w] = s->bip && s->colour[w] == 1;
+                s->stack[sp++] = w;
+                s->order_buf[nord++] = w;
+            } else if (w != s->parent[v] && s->disc[w] < s->low[v]) {
+                s->low[v] = s->disc[w];
+            }
+        } else {
+            sp--;
+            s->last[v] = timer - 1;
+            int p = s->parent[v];
+            if (p >= 0) {
+                if (s->low[v] < s->low[p]) s->low[p] = s->low[v];
+                s->c0[p] += s->c0[v];
+                s->c1[p] += s->c1[v];
+                if (cut && p != h && s->low[v] >= s->disc[p]) {
+                    /* p is a cut vertex and v's subtree hangs below it: the path enters
+                     * it through p and never leaves, so p may have only one such child. */
+                    if (s->cutmark[p] == st) return 0;
+                    s->cutmark[p] = st;
+                    s->hang[2 * nhang] = p;
+                    s->hang[2 * nhang + 1] = v;
+                    nhang++;
+                }
+            }
+        }
+    }
+    if (nord != rem + 1) return 0; /* U is not connected to h as one piece */
+
+    /* Dead ends: a vertex with one usable neighbour can only be the path's end. */
+    int dead = -1;
+    if (s->prune & PRUNE_DEAD) {
+        for (int i = 1; i < nord; i++) {
+            int v = s->order_buf[i];
+            int avail = s->deg[v] + (s->nbh[v] == st);
+            if (avail <= 1) {
+                if (avail == 0 && rem > 1) return 0;
+                if (dead >= 0) return 0;
+                if (s->end >= 0 && v != s->end) return 0;
+                dead = v;
+            }
+        }
+    }
+    int endv = s->end >= 0 ? s->end : dead;
+    if (s->closed && endv >= 0 && !s->adjstart[endv]) return 0; /* a closed path ends next to its start */
+
+    /* The hanging subtrees, innermost first (post-order), must nest in one chain. */
+    for (int j = 1; j < nhang; j++) {
+        int in = s->hang[2 * (j - 1) + 1], out = s->hang[2 * j + 1];
+        if (!(s->disc[out] <= s->disc[in] && s->last[in] <= s->last[out])) return 0;
+    }
+    if (nhang > 0 && endv >= 0) {
+        int inner = s->hang[1];
+        if (s->seen[endv] != st || s->disc[endv] < s->disc[inner] || s->disc[endv] > s->last[inner])
+            return 0;
+    }
+    if (!(s->prune & PRUNE_PARITY) || !s->bip) return 1;
+
+    /* Segments from the outermost cut vertex inwards: h -> c1 -> c2 ... -> ck -> end. */
+    int ce = endv >= 0 ? s->colour[endv] : -1;
+    if (nhang == 0) return segment_ok(s->colour[h], ce, s->c0[h], s->c1[h]);
+    int a = h, t0 = s->c0[h], t1 = s->c1[h];
+    for (int j = nhang - 1; j >= 0; j--) {
+        int c = s->hang[2 * j], child = s->hang[2 * j + 1];
+        /* the segment is everything of the current piece outside child's subtree */
+        int n0 = t0 - s->c0[child], n1 = t1 - s->c1[child];
+        if (!segment_ok(s->colour[a], s->colour[c], n0, n1)) return 0;
+        a = c;
+        t0 = s->c0[child] + (s->colour[c] == 0);
+        t1 = s->c1[child] + (s->colour[c] == 1);
+    }
+    return segment_ok(s->colour[a], ce, t0, t1);
+}
+
+static void visit(Search *s, int v) {
+    s->vis[v] = 1;
+    s->path[s->count++] = v;
+    for (int k = s->off[v]; k < s->off[v + 1]; k++) s->deg[s->nb[k]]--;
+}
+
+static void unvisit(Search *s) {
+    int v = s->path[--s->count];
+    s->vis[v] = 0;
+    for (int k = s->off[v]; k < s->off[v + 1]; k++) s->deg[s->nb[k]]++;
+}
+
+/* Fill the candidate list of depth d (head h): unvisited neighbours, fewest exits first. */
+static void candidates(Search *s, int d, int h) {
+    int *c = s->cands + (size_t)d * s->maxdeg, m = 0;
+    for (int k = s->off[h]; k < s->off[h + 1]; k++) {
+        int w = s->nb[k];
+        if (s->vis[w]) continue;
+        /* a required end may only be entered last */
+        if (w == s->end && s->count < s->n - 1) continue;
+        c[m++] = w;
+    }
+    if (s->order) { /* insertion sort by onward exits: stable, so ties keep natural order */
+        for (int i = 1; i < m; i++) {
+            int x = c[i], j = i - 1;
+            while (j >= 0 && s->deg[c[j]] > s->deg[x]) {
+                c[j + 1] = c[j];
+                j--;
+            }
+            c[j + 1] = x;
+        }
+    }
+    s->ncand[d] = m;
+    s->ci[d] = 0;
+}
+
+static int complete(const Search *s) {
+    int last = s->path[s->count - 1];
+    if (s->end >= 0 && last != s->end) return 0;
+    if (s->closed && s->n > 1) {
+        for (int k = s->off[last]; k < s->off[last + 1]; k++)
+            if (s->nb[k] == s->start) return 1;
+        return 0;
+    }
+    return 1;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Run the search; return the status code and set *nodes. */
+static int run(Search *s, long long node_limit, double time_limit, long long *nodes) {
+    double deadline = time_limit >= 0 ? now() + time_limit : -1;
+    long long nn = 1;
+    visit(s, s->start);
+    *nodes = 1;
+    if (s->n == 1) return complete(s) ? 0 : 1;
+    if (!feasible(s, s->start)) return 1;
+    candidates(s, 0, s->start);
+    int d = 0;
+    while (d >= 0) {
+        if (s->ci[d] >= s->ncand[d]) {
+            d--;
+            if (d >= 0) unvisit(s);
+            continue;
+        }
+        int u = s->cands[(size_t)d * s->maxdeg + s->ci[d]++];
+        nn++;
+        if ((nn & 1023) == 0) {
+            *nodes = nn;
+            if (node_limit >= 0 && nn > node_limit) return 2;
+            if (deadline >= 0 && now() >= deadline) return 3;
+            if ((nn & 0xFFFF) == 0 && PyErr_CheckSignals() < 0) return -1;
+        } else if (node_limit >= 0 && nn > node_limit) {
+            *nodes = nn;
+            return 2;
+        }
+        visit(s, u);
+        if (s->count == s->n) {
+            if (complete(s)) {
+                *nodes = nn;
+                return 0;
+            }
+            unvisit(s);
+            continue;
+        }
+        if (!feasible(s, u)) {
+            unvisit(s);
+            continue;
+        }
+        d++;
+        candidates(s, d, u);
+    }
+    *nodes = nn;
+    return 1;
+}
+
+static int *int_array(PyObject *seq, Py_ssize_t *len, const char *what) {
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast) return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(fast);
+    int *a = PyMem_Malloc(sizeof(int) * (m ? m : 1));
+    if (!a) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (x == -1 && PyErr_Occurred()) {
+            PyMem_Free(a);
+            Py_DECREF(fast);
+            return NULL;
+        }
+        a[i] = (int)x;
+    }
+    Py_DECREF(fast);
+    *len = m;
+    return a;
+}
+
+static PyObject *search(PyObject *self, PyObject *args) {
+    PyObject *off_o, *nb_o, *colour_o;
+    int start, end, closed, order, prune;
+    long long node_limit;
+    double time_limit;
+    if (!PyArg_ParseTuple(args, "OOiipOiiLd", &off_o, &nb_o, &start, &end, &closed, &colour_o, &order,
+                          &prune, &node_limit, &time_limit))
+        return NULL;
+    Search s;
+    memset(&s, 0, sizeof s);
+    Py_ssize_t noff, nnb;
+    s.off = int_array(off_o, &noff, "offsets must be a sequence of ints");
+    if (!s.off) return NULL;
+    s.nb = int_array(nb_o, &nnb, "neighbours must be a sequence of ints");
+    if (!s.nb) {
+        PyMem_Free(s.off);
+        return NULL;
+    }
+    s.n = (int)noff - 1;
+    PyObject *result = NULL;
+    int n = s.n;
+    if (n < 1 || start < 0 || start >= n || end >= n || s.off[0] != 0 || s.off[n] != nnb) {
+        PyErr_SetString(PyExc_ValueError, "bad graph: offsets, neighbours, start or end out of range");
+        goto done_arrays;
+    }
+    for (int v = 0; v < n; v++) {
+        if (s.off[v + 1] < s.off[v]) {
+            PyErr_SetString(PyExc_ValueError, "offsets must not decrease");
+            goto done_arrays;
+        }
+        if (s.off[v + 1] - s.off[v] > s.maxdeg) s.maxdeg = s.off[v + 1] - s.off[v];
+    }
+    for (Py_ssize_t k = 0; k < nnb; k++)
+        if (s.nb[k] < 0 || s.nb[k] >= n) {
+            PyErr_SetString(PyExc_ValueError, "neighbour out of range");
+            goto done_arrays;
+        }
+    if (s.maxdeg == 0) s.maxdeg = 1;
+    s.start = start;
+    s.end = end;
+    s.closed = closed;
+    s.order = order;
+    s.prune = prune;
+    s.colour = PyMem_Calloc(n, 1);
+    s.vis = PyMem_Calloc(n, 1);
+    s.deg = PyMem_Malloc(sizeof(int) * n);
+    s.path = PyMem_Malloc(sizeof(int) * n);
+    s.cands = PyMem_Malloc(sizeof(int) * (size_t)n * s.maxdeg);
+    s.ncand = PyMem_Malloc(sizeof(int) * n);
+    s.ci = PyMem_Malloc(sizeof(int) * n);
+    s.seen = PyMem_Calloc(n, sizeof(unsigned));
+    s.nbh = PyMem_Calloc(n, sizeof(unsigned));
+    s.cutmark = PyMem_Calloc(n, sizeof(unsigned));
+    s.adjstart = PyMem_Calloc(n, 1);
+    int **ints[] = {&s.disc, &s.low, &s.last, &s.parent, &s.it, &s.stack, &s.order_buf, &s.c0, &s.c1};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) *ints[i] = PyMem_Malloc(sizeof(int) * n);
+    s.hang = PyMem_Malloc(sizeof(int) * 2 * n);
+    int ok = s.colour && s.vis && s.deg && s.path && s.cands && s.ncand && s.ci && s.seen && s.nbh && s.hang && s.cutmark && s.adjstart;
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) ok = ok && *ints[i];
+    if (!ok) {
+        PyErr_NoMemory();
+        goto done_all;
+    }
+    if (colour_o != Py_None) {
+        Py_ssize_t nc;
+        int *col = int_array(colour_o, &nc, "colour must be a sequence of 0/1");
+        if (!col) goto done_all;
+        if (nc != n) {
+            PyMem_Free(col);
+            PyErr_SetString(PyExc_ValueError, "colour must have one entry per vertex");
+            goto done_all;
+        }
+        for (int v = 0; v < n; v++) s.colour[v] = (int8_t)(col[v] & 1);
+        PyMem_Free(col);
+        s.bip = 1;
+    }
+    for (int v = 0; v < n; v++) s.deg[v] = s.off[v + 1] - s.off[v];
+    for (int k = s.off[start]; k < s.off[start + 1]; k++) s.adjstart[s.nb[k]] = 1;
+    long long nodes = 0;
+    /* The GIL stays held: the loop polls PyErr_CheckSignals so Ctrl-C interrupts it. */
+    int status = run(&s, node_limit, time_limit, &nodes);
+    if (status == -1) goto done_all;
+    if (status == 0) {
+        PyObject *path = PyList_New(s.count);
+        if (!path) goto done_all;
+        for (int i = 0; i < s.count; i++) PyList_SET_ITEM(path, i, PyLong_FromLong(s.path[i]));
+        result = Py_BuildValue("(iNL)", status, path, nodes);
+    } else {
+        result = Py_BuildValue("(iOL)", status, Py_None, nodes);
+    }
+done_all:
+    PyMem_Free(s.colour);
+    PyMem_Free(s.vis);
+    PyMem_Free(s.deg);
+    PyMem_Free(s.path);
+    PyMem_Free(s.cands);
+    PyMem_Free(s.ncand);
+    PyMem_Free(s.ci);
+    PyMem_Free(s.seen);
+    PyMem_Free(s.nbh);
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) PyMem_Free(*ints[i]);
+    PyMem_Free(s.hang);
+    PyMem_Free(s.cutmark);
+    PyMem_Free(s.adjstart);
+done_arrays:
+    PyMem_Free(s.off);
+    PyMem_Free(s.nb);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"search", search, METH_VARARGS,
+     "search(offsets, neighbours, start, end, closed, colour, order, prune, node_limit, time_limit)"
+     " -> (status, path or None, nodes); status 0 found, 1 none exists, 2 node limit, 3 time limit."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "packsolve.native.hamilton",
+                                    "Pruned Hamiltonian-path search (see packsolve.puzzles.hamilton_prune).",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit_hamilton(void) { return PyModule_Create(&module); }

@@ -1,0 +1,246 @@
+"""Pruned Hamiltonian-path search: Warnsdorff order plus connectivity, dead-end,
+articulation-point and colour-parity tests on every expanded state.
+
+The hot loop lives in the C module ``packsolve.native.hamilton``; the pure
+Python ``_search`` below is the same algorithm, node for node, used when the
+extension is not built and by the tests to cross-check the C code.
+
+Every state (head h, unvisited set U) is tested against necessary conditions
+for a Hamiltonian path of G' = U + {h} that starts at h:
+
+- connectivity: one depth-first search from h must reach all of U;
+- dead ends: a vertex with one usable neighbour can only be the end, so two
+  of them (or one that is not the required end) prune;
+- articulation points (Tarjan's low-links, same search): the path crosses a
+  cut vertex once and never comes back, so a cut vertex may have only one
+  component hanging below it, those components must nest in a single chain,
+  and the end lies in the innermost one;
+- colour parity (bipartite graphs such as grids): a path alternates colours,
+  so each segment of that chain, between consecutive cut vertices, must hold
+  the colour counts a path between its two ends can have.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from packsolve.budget import Budget, BudgetExhausted
+from packsolve.puzzles.graph import HamiltonProblem
+
+PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY = 1, 2, 4
+PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY
+
+try:  # the C accelerator; absent in a source tree that was never built
+    from packsolve.native import hamilton as _native
+except ImportError:  # pragma: no cover - depends on the build
+    _native = None
+
+
+def bipartite_colouring(p: HamiltonProblem) -> list[int] | None:
+    """Return a 0/1 colour per vertex with every edge joining two colours, or None if odd cycles exist."""
+    colour = [-1] * p.n
+    for root in range(p.n):
+        if colour[root] >= 0:
+            continue
+        colour[root] = 0
+        queue = deque([root])
+        while queue:
+            v = queue.popleft()
+            for w in p.adj[v]:
+                if colour[w] < 0:
+                    colour[w] = 1 - colour[v]
+                    queue.append(w)
+                elif colour[w] == colour[v]:
+                    return None
+    return colour
+
+
+def pruned_search(
+    p: HamiltonProblem,
+    budget: Budget,
+    prune: int = PRUNE_ALL,
+    warnsdorff: bool = True,
+    native: bool = True,
+) -> list[int] | None:
+    """Return a Hamiltonian path of p, or None when none exists; raise BudgetExhausted at the limit.
+
+    One node is one vertex appended to the path, as in ``depth_first``.
+    """
+    colour = bipartite_colouring(p) if prune & PRUNE_PARITY else None
+    node_limit = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)
+    remaining = budget.remaining()
+    time_limit = -1.0 if remaining is None else remaining
+    end = -1 if p.end is None else p.end
+    if native and _native is not None:
+        offsets = [0]
+        flat: list[int] = []
+        for nbrs in p.adj:
+            flat.extend(nbrs)
+            offsets.append(len(flat))
+        status, path, nodes = _native.search(
+            offsets, flat, p.start, end, p.closed, colour, int(warnsdorff), prune, node_limit, time_limit
+        )
+    else:
+        status, path, nodes = _Search(p, colour, warnsdorff, prune).run(node_limit, time_limit)
+    # Counted in the search, so added without charge(): a found path must not be lost to the clock.
+    budget.nodes += nodes
+    if status == 2:
+        raise BudgetExhausted(f"node limit {budget.node_limit} reached")
+    if status == 3:
+        raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
+    return path
+
+
+def _segment_ok(ca: int, cb: int, n0: int, n1: int) -> bool:
+    """Whether a path from colour ca over n0 + n1 vertices can end on colour cb (-1: anywhere)."""
+    diff = n0 - n1 if ca == 0 else n1 - n0
+    if cb < 0:
+        return diff in (0, 1)
+    return diff == 1 if cb == ca else diff == 0
+
+
+class _Search:
+    """The pure-Python twin of the C search (same tests, same order, same node counts)."""
+
+    def __init__(self, p: HamiltonProblem, colour: list[int] | None, warnsdorff: bool, prune: int) -> None:
+        self.p, self.adj, self.n = p, p.adj, p.n
+        self.colour, self.warnsdorff, self.prune = colour, warnsdorff, prune
+        self.end = -1 if p.end is None else p.end
+        self.vis = [False] * p.n
+        self.deg = [len(a) for a in p.adj]
+        self.path: list[int] = []
+        self.adjstart = set(p.adj[p.start])
+
+    def visit(self, v: int) -> None:
+        self.vis[v] = True
+        self.path.append(v)
+        for w in self.adj[v]:
+            self.deg[w] -= 1
+
+    def unvisit(self) -> None:
+        v = self.path.pop()
+        self.vis[v] = False
+        for w in self.adj[v]:
+            self.deg[w] += 1
+
+    def candidates(self, h: int) -> list[int]:
+        cands = [
+            w for w in self.adj[h] if not self.vis[w] and (w != self.end or len(self.path) == self.n - 1)
+        ]
+        if self.warnsdorff:
+            cands.sort(key=self.deg.__getitem__)  # stable: ties keep the natural order
+        return cands
+
+    def complete(self) -> bool:
+        last = self.path[-1]
+        if self.end >= 0 and last != self.end:
+            return False
+        return not (self.p.closed and self.n > 1 and self.p.start not in self.adj[last])
+
+    def feasible(self, h: int) -> bool:  # noqa: C901 - one pass, mirrors the C code
+        rem = self.n - len(self.path)
+        if rem == 0 or not self.prune:
+            return True
+        adj, vis, colour = self.adj, self.vis, self.colour
+        disc, low, last, parent, c0, c1 = {}, {}, {}, {}, {}, {}
+        near_h = set(adj[h])
+        order, hang, cutmark = [], [], set()
+        cut = bool(self.prune & PRUNE_CUT)
+
+        def enter(w: int, par: int) -> None:
+            disc[w] = low[w] = len(order)
+            parent[w] = par
+            c0[w] = int(colour is not None and colour[w] == 0)
+            c1[w] = int(colour is not None and colour[w] == 1)
+            order.append(w)
+
+        enter(h, -1)
+        stack = [(h, iter(adj[h]))]
+        while stack:
+            v, it = stack[-1]
+            w = next(it, None)
+            if w is not None:
+                if vis[w] and w != h:
+                    continue
+                if w not in disc:
+                    enter(w, v)
+                    stack.append((w, iter(adj[w])))
+                elif w != parent[v] and disc[w] < low[v]:
+                    low[v] = disc[w]
+                continue
+            stack.pop()
+            last[v] = len(order) - 1
+            q = parent[v]
+            if q >= 0:
+                low[q] = min(low[q], low[v])
+                c0[q] += c0[v]
+                c1[q] += c1[v]
+                if cut and q != h and low[v] >= disc[q]:
+                    if q in cutmark:
+                        return False
+                    cutmark.add(q)
+                    hang.append((q, v))
+        if len(order) != rem + 1:
+            return False
+        dead = -1
+        if self.prune & PRUNE_DEAD:
+            for v in order[1:]:
+                avail = self.deg[v] + (v in near_h)
+                if avail <= 1:
+                    if (avail == 0 and rem > 1) or dead >= 0 or (self.end >= 0 and v != self.end):
+                        return False
+                    dead = v
+        endv = self.end if self.end >= 0 else dead
+        if self.p.closed and endv >= 0 and endv not in self.adjstart:
+            return False
+        for (_, inner), (_, outer) in zip(hang, hang[1:]):
+            if not (disc[outer] <= disc[inner] and last[inner] <= last[outer]):
+                return False
+        if hang and endv >= 0:
+            inner = hang[0][1]
+            if endv not in disc or not disc[inner] <= disc[endv] <= last[inner]:
+                return False
+        if not self.prune & PRUNE_PARITY or colour is None:
+            return True
+        ce = colour[endv] if endv >= 0 else -1
+        a, t0, t1 = h, c0[h], c1[h]
+        for c, child in reversed(hang):
+            if not _segment_ok(colour[a], colour[c], t0 - c0[child], t1 - c1[child]):
+                return False
+            a, t0, t1 = c, c0[child] + (colour[c] == 0), c1[child] + (colour[c] == 1)
+        return _segment_ok(colour[a], ce, t0, t1)
+
+    def run(self, node_limit: int, time_limit: float) -> tuple[int, list[int] | None, int]:
+        """Return (status, path, nodes) with the C module's status codes."""
+        deadline = time.monotonic() + time_limit if time_limit >= 0 else None
+        self.visit(self.p.start)
+        nodes = 1
+        if self.n == 1:
+            return (0, list(self.path), 1) if self.complete() else (1, None, 1)
+        if not self.feasible(self.p.start):
+            return 1, None, 1
+        stack = [iter(self.candidates(self.p.start))]
+        while stack:
+            u = next(stack[-1], None)
+            if u is None:
+                stack.pop()
+                if stack:
+                    self.unvisit()
+                continue
+            nodes += 1
+            if node_limit >= 0 and nodes > node_limit:
+                return 2, None, nodes
+            if deadline is not None and nodes % 256 == 0 and time.monotonic() >= deadline:
+                return 3, None, nodes
+            self.visit(u)
+            if len(self.path) == self.n:
+                if self.complete():
+                    return 0, list(self.path), nodes
+                self.unvisit()
+                continue
+            if not self.feasible(u):
+                self.unvisit()
+                continue
+            stack.append(iter(self.candidates(u)))
+        return 1, None, nodes
