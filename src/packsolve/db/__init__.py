@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy models, engines, Alembic migrations and the queries the CLI runs."""

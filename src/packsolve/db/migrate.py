@@ -1,0 +1,51 @@
+"""Alembic migrations run from code: `packsolve db upgrade`, and automatically on first use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, text
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+# Any constant works; it only has to be the same for every packsolve process.
+_PG_LOCK_KEY = 0x7061636B
+
+
+def alembic_config(engine: Engine) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
+    return cfg
+
+
+def head_revision(engine: Engine) -> str | None:
+    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine) -> bool:
+    """Bring the schema to the newest revision; return True if anything was applied.
+
+    Workers and CLIs may start together: on PostgreSQL an advisory lock makes
+    the second one wait and then find nothing to do.
+    """
+    head = head_revision(engine)
+    if current_revision(engine) == head:
+        return False
+    cfg = alembic_config(engine)
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+        if MigrationContext.configure(conn).get_current_revision() == head:
+            return False
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    return True

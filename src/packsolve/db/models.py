@@ -1,0 +1,95 @@
+"""SQLAlchemy 2 models: levels (by content hash), runs (with provenance) and attempts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class LevelRow(Base):
+    """A level, once, by the SHA-256 of its canonical JSON: its history follows it across packs."""
+
+    __tablename__ = "levels"
+
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64), index=True)
+    data: Mapped[str] = mapped_column(Text)  # canonical JSON (or the raw excerpt of an invalid level)
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    name: Mapped[str] = mapped_column(Text)  # the name it was first met by
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Run(Base):
+    """One batch: which levels, which heuristic, which limits, where and by which version."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    label: Mapped[str | None] = mapped_column(String(200))
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    mode: Mapped[str] = mapped_column(String(16))  # local | distributed
+    state: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | cancelled
+    heuristic: Mapped[str] = mapped_column(String(64), default="default")
+    kind: Mapped[str | None] = mapped_column(String(64))
+    time_limit: Mapped[float | None] = mapped_column(Float)
+    node_limit: Mapped[int | None] = mapped_column(BigInteger)
+    memory_limit_mb: Mapped[int | None] = mapped_column(Integer)
+    concurrency: Mapped[int | None] = mapped_column(Integer)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    host: Mapped[str] = mapped_column(String(255))
+    version: Mapped[str] = mapped_column(String(64))
+    options: Mapped[str] = mapped_column(Text, default="{}")  # JSON: the command line that made the run
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Attempt(Base):
+    """One level in one run: exists from submit on, updated in place until final."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (
+        UniqueConstraint("run_id", "level_hash", name="uq_attempt_run_level"),
+        Index("ix_attempts_run_status", "run_id", "status"),
+        Index("ix_attempts_level", "level_hash"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    level_hash: Mapped[str] = mapped_column(ForeignKey("levels.hash"))
+    seq: Mapped[int] = mapped_column(Integer, default=0)  # position in the pack, for stable listings
+    name: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(64))
+    heuristic: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    solution: Mapped[str | None] = mapped_column(Text)  # JSON text
+    length: Mapped[int | None] = mapped_column(Integer)
+    nodes: Mapped[int | None] = mapped_column(BigInteger)
+    wall_s: Mapped[float | None] = mapped_column(Float)
+    cpu_s: Mapped[float | None] = mapped_column(Float)
+    peak_rss_mb: Mapped[float | None] = mapped_column(Float)
+    worker: Mapped[str | None] = mapped_column(String(255))
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    message: Mapped[str | None] = mapped_column(Text)

@@ -1,0 +1,264 @@
+"""The database operations of a run: create, claim, record (idempotently), finish, read back."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, case, exists, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from packsolve import __version__
+from packsolve.db.models import Attempt, LevelRow, Run, utcnow
+from packsolve.levels import Level, canonical_json
+from packsolve.outcome import FINAL, PENDING, Outcome, Status
+
+PENDING_VALUES = tuple(s.value for s in PENDING)
+FINAL_VALUES = tuple(s.value for s in FINAL)
+# Rows per statement when writing many at once: well under SQLite's variable limit.
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run was asked to do; stored on the run as its provenance."""
+
+    mode: str
+    heuristic: str = "default"
+    kind: str | None = None
+    time_limit: float | None = None
+    node_limit: int | None = None
+    memory_limit_mb: int | None = None
+    concurrency: int | None = None
+    label: str | None = None
+    parent_id: int | None = None
+    extra: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PlannedAttempt:
+    """One row to create: a level with the heuristic resolved for its kind."""
+
+    level: Level
+    heuristic: str
+    seq: int
+
+
+def _insert_ignore(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
+    """Insert rows, skipping those whose key exists (another submit may insert the same level)."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        stmt = postgresql.insert(table).on_conflict_do_nothing()
+    elif dialect == "sqlite":
+        stmt = sqlite.insert(table).on_conflict_do_nothing()
+    else:
+        stmt = insert(table).prefix_with("IGNORE")
+    for i in range(0, len(rows), BATCH):
+        session.execute(stmt, rows[i : i + BATCH])
+
+
+def create_run(session: Session, planned: Sequence[PlannedAttempt], options: RunOptions) -> int:
+    """Create the run, its levels and one attempt row per level; return the run id.
+
+    Invalid levels are final from the start (status ``invalid``, message kept).
+    """
+    now = utcnow()
+    run = Run(
+        label=options.label,
+        parent_id=options.parent_id,
+        mode=options.mode,
+        state="running",
+        heuristic=options.heuristic,
+        kind=options.kind,
+        time_limit=options.time_limit,
+        node_limit=options.node_limit,
+        memory_limit_mb=options.memory_limit_mb,
+        concurrency=options.concurrency,
+        total=len(planned),
+        host=socket.gethostname(),
+        version=__version__,
+        options=json.dumps(options.extra or {}, sort_keys=True),
+        created_at=now,
+    )
+    session.add(run)
+    session.flush()
+    level_rows = {}
+    for p in planned:
+        lv = p.level
+        level_rows.setdefault(
+            lv.hash,
+            {"hash": lv.hash, "kind": lv.kind, "data": canonical_json(dict(lv.data)), "size": lv.size,
+             "name": lv.name, "created_at": now},
+        )
+    _insert_ignore(session, LevelRow.__table__, list(level_rows.values()))
+    attempts = []
+    for p in planned:
+        lv = p.level
+        attempts.append(
+            {
+                "run_id": run.id, "level_hash": lv.hash, "seq": p.seq, "name": lv.name, "kind": lv.kind,
+                "heuristic": p.heuristic,
+                "status": Status.QUEUED.value if lv.valid else Status.INVALID.value,
+                "message": lv.error, "tries": 0, "queued_at": now,
+                "finished_at": None if lv.valid else now,
+                "solution": None, "length": None, "nodes": None, "wall_s": None, "cpu_s": None,
+                "peak_rss_mb": None, "worker": None, "started_at": None,
+            }
+        )  # fmt: skip
+    for i in range(0, len(attempts), BATCH):
+        session.execute(insert(Attempt), attempts[i : i + BATCH])
+    session.flush()
+    return run.id
+
+
+def claim(session: Session, run_id: int, level_hash: str, worker: str, max_tries: int) -> str:
+    """Mark an attempt running for this worker; return 'run', 'skip' (final/cancelled) or 'lost'.
+
+    Each claim counts a try; a task redelivered once too often (its workers keep
+    dying) makes the attempt ``lost`` instead of running again.
+    """
+    now = utcnow()
+    res = session.execute(
+        update(Attempt)
+        .where(Attempt.run_id == run_id, Attempt.level_hash == level_hash)
+        .where(Attempt.status.in_(PENDING_VALUES), Attempt.tries < max_tries)
+        .values(status=Status.RUNNING.value, worker=worker, started_at=now, tries=Attempt.tries + 1)
+    )
+    if res.rowcount:
+        return "run"
+    res = session.execute(
+        update(Attempt)
+        .where(Attempt.run_id == run_id, Attempt.level_hash == level_hash)
+        .where(Attempt.status.in_(PENDING_VALUES))
+        .values(
+            status=Status.LOST.value,
+            finished_at=now,
+            message=f"attempt lost: its task was delivered {max_tries} times and never finished "
+            "(workers died or were killed while running it)",
+        )
+    )
+    if res.rowcount:
+        finish_run_if_done(session, run_id)
+        return "lost"
+    return "skip"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One finished attempt to record."""
+
+    run_id: int
+    level_hash: str
+    outcome: Outcome
+    length: int | None
+    worker: str | None
+    started_at: datetime | None = None
+
+
+def record(session: Session, results: Iterable[Result]) -> int:
+    """Write final outcomes; an attempt already final is left alone. Return rows written.
+
+    This is the idempotent upsert keyed by (run, level): a late duplicate of a
+    redelivered task finds the row final and changes nothing.
+    """
+    now = utcnow()
+    written = 0
+    runs = set()
+    for r in results:
+        o = r.outcome
+        values: dict[str, Any] = {
+            "status": o.status.value,
+            "solution": None if o.solution is None else json.dumps(o.solution, separators=(",", ":")),
+            "length": r.length,
+            "nodes": o.stats.nodes,
+            "wall_s": o.stats.wall_s,
+            "cpu_s": o.stats.cpu_s,
+            "peak_rss_mb": o.stats.peak_rss_mb,
+            "finished_at": now,
+            "message": o.message or None,
+        }
+        if r.worker is not None:
+            values["worker"] = r.worker
+        if r.started_at is not None:
+            values["started_at"] = r.started_at
+        res = session.execute(
+            update(Attempt)
+            .where(Attempt.run_id == r.run_id, Attempt.level_hash == r.level_hash)
+            .where(Attempt.status.in_(PENDING_VALUES))
+            .values(**values)
+        )
+        written += res.rowcount
+        runs.add(r.run_id)
+    for run_id in runs:
+        finish_run_if_done(session, run_id)
+    return written
+
+
+def finish_run_if_done(session: Session, run_id: int) -> bool:
+    """Stamp the run finished once no attempt is pending; return True if this call did it."""
+    pending = exists().where(Attempt.run_id == run_id, Attempt.status.in_(PENDING_VALUES))
+    res = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.finished_at.is_(None), ~pending)
+        .values(finished_at=utcnow(), state=case((Run.state == "cancelled", "cancelled"), else_="finished"))
+    )
+    return bool(res.rowcount)
+
+
+def cancel_pending(session: Session, run_id: int, message: str = "cancelled") -> int:
+    """Mark every queued attempt of the run cancelled; return how many."""
+    res = session.execute(
+        update(Attempt)
+        .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED.value)
+        .values(status=Status.CANCELLED.value, finished_at=utcnow(), message=message)
+    )
+    session.execute(update(Run).where(Run.id == run_id).values(state="cancelled"))
+    finish_run_if_done(session, run_id)
+    return res.rowcount
+
+
+def resolve_run(session: Session, ref: str | int | None) -> Run:
+    """Return the run named by id, 'latest' or None (latest), or by label; raise LookupError."""
+    if ref is None or ref == "latest":
+        run = session.scalars(select(Run).order_by(Run.id.desc()).limit(1)).first()
+        if run is None:
+            raise LookupError("no runs in the database yet")
+        return run
+    if isinstance(ref, int) or str(ref).isdigit():
+        run = session.get(Run, int(ref))
+        if run is None:
+            raise LookupError(f"no run with id {ref}")
+        return run
+    run = session.scalars(select(Run).where(Run.label == str(ref)).order_by(Run.id.desc()).limit(1)).first()
+    if run is None:
+        raise LookupError(f"no run with id or label {ref!r}")
+    return run
+
+
+def status_counts(session: Session, run_id: int) -> dict[str, int]:
+    rows = session.execute(
+        select(Attempt.status, func.count()).where(Attempt.run_id == run_id).group_by(Attempt.status)
+    )
+    return {status: n for status, n in rows}
+
+
+def attempts_of(session: Session, run_id: int) -> list[Attempt]:
+    return list(session.scalars(select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.seq)))
+
+
+def pending_of(session: Session, run_id: int) -> list[tuple[Attempt, LevelRow]]:
+    """Return the run's pending attempts with their levels, in pack order."""
+    rows = session.execute(
+        select(Attempt, LevelRow)
+        .join(LevelRow, LevelRow.hash == Attempt.level_hash)
+        .where(and_(Attempt.run_id == run_id, Attempt.status.in_(PENDING_VALUES)))
+        .order_by(Attempt.seq)
+    )
+    return [(a, lv) for a, lv in rows]

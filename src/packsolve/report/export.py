@@ -1,0 +1,71 @@
+"""`export`: one record per attempt, as JSON lines or CSV (DESIGN's export record)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt
+
+FIELDS = [
+    "run", "level", "level_hash", "kind", "heuristic", "status", "solution", "length", "nodes",
+    "wall_s", "cpu_s", "peak_rss_mb", "worker", "tries", "started_at", "finished_at", "message",
+]  # fmt: skip
+
+
+def export_records(session: Session, run_id: int) -> Iterator[dict[str, Any]]:
+    """Yield the export record of every attempt of the run, in pack order."""
+    rows = session.scalars(select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.seq))
+    for a in rows:
+        yield {
+            "run": a.run_id,
+            "level": a.name,
+            "level_hash": a.level_hash,
+            "kind": a.kind,
+            "heuristic": a.heuristic,
+            "status": a.status,
+            "solution": json.loads(a.solution) if a.solution is not None else None,
+            "length": a.length,
+            "nodes": a.nodes,
+            "wall_s": a.wall_s,
+            "cpu_s": a.cpu_s,
+            "peak_rss_mb": a.peak_rss_mb,
+            "worker": a.worker,
+            "tries": a.tries,
+            "started_at": iso(a.started_at),
+            "finished_at": iso(a.finished_at),
+            "message": a.message,
+        }
+
+
+def iso(dt: datetime | None) -> str | None:
+    """Return dt in ISO 8601 with its UTC offset (SQLite hands back naive UTC datetimes)."""
+    if dt is None:
+        return None
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).isoformat()
+
+
+def write_jsonl(records: Iterator[dict[str, Any]], out: IO[str]) -> int:
+    n = 0
+    for rec in records:
+        out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        n += 1
+    return n
+
+
+def write_csv(records: Iterator[dict[str, Any]], out: IO[str]) -> int:
+    writer = csv.DictWriter(out, fieldnames=FIELDS)
+    writer.writeheader()
+    n = 0
+    for rec in records:
+        if rec["solution"] is not None:
+            rec = {**rec, "solution": json.dumps(rec["solution"], separators=(",", ":"))}
+        writer.writerow(rec)
+        n += 1
+    return n

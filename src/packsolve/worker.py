@@ -1,0 +1,115 @@
+"""The Celery side: an app factory with packsolve's settings and one thin task around execute_attempt."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from celery import Celery, signals
+from celery.exceptions import SoftTimeLimitExceeded
+
+from packsolve.db.models import utcnow
+from packsolve.db.queries import Result, claim, record
+from packsolve.db.session import get_engine, session_scope
+from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.puzzles import get_kind
+from packsolve.runner import AttemptSpec, Limits, execute_attempt
+from packsolve.scheduler import DEFAULT_MAX_TRIES
+
+TASK_NAME = "packsolve.attempt"
+QUEUE = "packsolve"
+DEFAULT_BROKER_URL = "redis://localhost:6379/0"
+# Redis redelivers an unacknowledged task after this many seconds; it must exceed the longest
+# task (hard limit + time spent reserved). Runs with longer limits are refused at submit.
+DEFAULT_VISIBILITY_TIMEOUT = 12 * 3600
+# Celery's own limits sit above our hard kill of the solver child, so they only fire if that fails.
+CELERY_SOFT_MARGIN_S = 30
+CELERY_HARD_MARGIN_S = 60
+
+log = logging.getLogger("packsolve.worker")
+
+
+def broker_url(url: str | None = None) -> str:
+    """Return the broker URL: the argument, else PACKSOLVE_BROKER_URL, else local Redis."""
+    return url or os.environ.get("PACKSOLVE_BROKER_URL") or DEFAULT_BROKER_URL
+
+
+def make_app(broker: str | None = None, visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT) -> Celery:
+    """Return a Celery app with packsolve's settings (see DESIGN: why each one)."""
+    app = Celery("packsolve", broker=broker_url(broker))
+    app.conf.update(
+        # JSON only: pickle would execute code from anyone who can write to the queue.
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        # The database is the result store.
+        task_ignore_result=True,
+        result_backend=None,
+        # Long tasks: ack after the work, take one at a time, and requeue if the child dies.
+        task_acks_late=True,
+        worker_prefetch_multiplier=1,
+        task_reject_on_worker_lost=True,
+        task_default_queue=QUEUE,
+        broker_transport_options={"visibility_timeout": visibility_timeout},
+        broker_connection_retry_on_startup=True,
+        worker_send_task_events=False,
+        worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
+    )
+    app.conf.packsolve_visibility_timeout = visibility_timeout
+
+    @app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
+    def attempt(self: Any, payload: dict[str, Any]) -> None:
+        hostname = self.request.hostname or f"worker@{os.uname().nodename}"
+        run_payload(payload, hostname)
+
+    return app
+
+
+def celery_limits(limits: Limits) -> tuple[float | None, float | None]:
+    """Return Celery's (soft, hard) time limits for an attempt under these limits."""
+    hard = limits.hard_time()
+    if hard is None:
+        return None, None
+    return hard + CELERY_SOFT_MARGIN_S, hard + CELERY_HARD_MARGIN_S
+
+
+def run_payload(payload: dict[str, Any], hostname: str) -> None:
+    """Claim the attempt, run it, and record its outcome; skip attempts already final or cancelled."""
+    engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"))
+    run_id, level_hash = int(payload["run"]), str(payload["level"])
+    max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
+    with session_scope(engine) as session:
+        verdict = claim(session, run_id, level_hash, hostname, max_tries)
+    if verdict != "run":
+        log.info("run %s level %s: %s", run_id, level_hash[:12], verdict)
+        return
+    started = utcnow()
+    spec = AttemptSpec.from_json(payload["spec"])
+    try:
+        outcome = execute_attempt(spec)
+    except SoftTimeLimitExceeded:
+        # Only reached if the runner's own hard kill failed; the child is killed in its finally.
+        outcome = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
+    length = None
+    if outcome.solution is not None:
+        try:
+            length = get_kind(spec.kind).length(outcome.solution)
+        except Exception:
+            length = None
+    with session_scope(engine) as session:
+        record(session, [Result(run_id, level_hash, outcome, length, hostname, started)])
+
+
+def payload_for(run_id: int, level_hash: str, spec: AttemptSpec, max_tries: int = DEFAULT_MAX_TRIES) -> dict:
+    """Return the JSON message body of one attempt's task."""
+    return {"run": run_id, "level": level_hash, "max_tries": max_tries, "spec": spec.to_json()}
+
+
+@signals.worker_process_init.connect
+def _fresh_engines(**_: Any) -> None:
+    """Forget engines inherited from the parent: a pooled connection must never cross a fork."""
+    from packsolve.db import session as db_session
+
+    db_session._engines.clear()
