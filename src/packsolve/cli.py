@@ -499,6 +499,11 @@ def db_upgrade(database_url: str | None) -> None:
     click.echo(f"{safe_url(url)}: {state} revision {current_revision(engine)}")
 
 
+
+# Command modules that attach themselves to the groups above (kept apart so each stays small).
+from packsolve import cli_ops, cli_reports  # noqa: E402, F401
+
+
 def main() -> None:
     cli(prog_name="packsolve")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -125,6 +126,7 @@ def read_levels(
             yield invalid_level(str(p), str(p), "no such file or directory", kind)
 
 
+@functools.cache
 def level_suffixes() -> dict[str, str]:
     """Return {suffix: kind name} for every native format of the available kinds."""
     from packsolve.puzzles import KINDS

@@ -16,8 +16,7 @@ from packsolve.db.models import utcnow
 from packsolve.db.queries import Result, record
 from packsolve.db.session import session_scope
 from packsolve.outcome import Outcome
-from packsolve.puzzles import get_kind
-from packsolve.runner import AttemptSpec, execute_attempt
+from packsolve.runner import AttemptSpec, execute_attempt, solution_length
 
 # Results are written in batches: one transaction per result would make SQLite the bottleneck.
 FLUSH_EVERY_S = 0.5
@@ -27,13 +26,7 @@ FLUSH_EVERY_N = 200
 def _attempt(spec: AttemptSpec) -> tuple[Outcome, str, datetime, int | None]:
     started = utcnow()
     outcome = execute_attempt(spec)
-    length = None
-    if outcome.solution is not None:
-        try:
-            length = get_kind(spec.kind).length(outcome.solution)
-        except Exception:
-            length = None
-    return outcome, f"local@{socket.gethostname()}:{os.getpid()}", started, length
+    return outcome, f"local@{socket.gethostname()}:{os.getpid()}", started, solution_length(spec.kind, outcome)
 
 
 def run_local(

@@ -98,6 +98,16 @@ def execute_attempt(spec: AttemptSpec) -> Outcome:
     return Outcome(status, solution if status is Status.SOLVED else None, stats, message)
 
 
+def solution_length(kind: str, outcome: Outcome) -> int | None:
+    """Return the kind's length of the outcome's solution (the export's `length`), or None."""
+    if outcome.solution is None:
+        return None
+    try:
+        return get_kind(kind).length(outcome.solution)
+    except Exception:
+        return None
+
+
 def _run_in_child(work: Any, limits: Limits) -> tuple[dict[str, Any], SearchStats, tuple[Status, str] | None]:
     """Fork, run work(budget) in the child, and return (payload, stats, forced ending or None)."""
     read_fd, write_fd = os.pipe()

@@ -94,17 +94,22 @@ def cancel_run(session: Session, run_id: int) -> int:
     return cancel_pending(session, run_id, "cancelled by the user before it ran")
 
 
-def enqueue(app: object, run_id: int, specs: list[tuple[str, str, AttemptSpec]], max_tries: int) -> int:
-    """Send one task per attempt to the broker over one connection; return how many were sent."""
+def enqueue(
+    app: object, run_id: int, specs: list[tuple[str, str, AttemptSpec]], max_tries: int, chunk_size: int = 1
+) -> int:
+    """Send the attempts as tasks of chunk_size attempts each over one connection; return tasks sent."""
     from packsolve.worker import TASK_NAME, celery_limits, payload_for
 
+    if chunk_size < 1:
+        raise ValueError("chunk size must be at least 1")
     sent = 0
     with app.producer_or_acquire() as producer:  # type: ignore[attr-defined]
-        for level_hash, _name, spec in specs:
-            soft, hard = celery_limits(spec.limits)
+        for i in range(0, len(specs), chunk_size):
+            chunk = specs[i : i + chunk_size]
+            soft, hard = celery_limits(chunk[0][2].limits, len(chunk))
             app.send_task(  # type: ignore[attr-defined]
                 TASK_NAME,
-                args=[payload_for(run_id, level_hash, spec, max_tries)],
+                args=[payload_for(run_id, [(h, spec) for h, _name, spec in chunk], max_tries)],
                 soft_time_limit=soft,
                 time_limit=hard,
                 producer=producer,

@@ -13,8 +13,7 @@ from packsolve.db.models import utcnow
 from packsolve.db.queries import Result, claim, record
 from packsolve.db.session import get_engine, session_scope
 from packsolve.outcome import Outcome, SearchStats, Status
-from packsolve.puzzles import get_kind
-from packsolve.runner import AttemptSpec, Limits, execute_attempt
+from packsolve.runner import AttemptSpec, Limits, execute_attempt, solution_length
 from packsolve.scheduler import DEFAULT_MAX_TRIES
 
 TASK_NAME = "packsolve.attempt"
@@ -54,8 +53,6 @@ def make_app(broker: str | None = None, visibility_timeout: int = DEFAULT_VISIBI
         broker_transport_options={"visibility_timeout": visibility_timeout},
         broker_connection_retry_on_startup=True,
         worker_send_task_events=False,
-        worker_hijack_root_logger=False,
-        worker_redirect_stdouts=False,
     )
     app.conf.packsolve_visibility_timeout = visibility_timeout
 
@@ -67,44 +64,50 @@ def make_app(broker: str | None = None, visibility_timeout: int = DEFAULT_VISIBI
     return app
 
 
-def celery_limits(limits: Limits) -> tuple[float | None, float | None]:
-    """Return Celery's (soft, hard) time limits for an attempt under these limits."""
+def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, float | None]:
+    """Return Celery's (soft, hard) time limits for a task of this many attempts under limits."""
     hard = limits.hard_time()
     if hard is None:
         return None, None
-    return hard + CELERY_SOFT_MARGIN_S, hard + CELERY_HARD_MARGIN_S
+    return hard * attempts + CELERY_SOFT_MARGIN_S, hard * attempts + CELERY_HARD_MARGIN_S
 
 
 def run_payload(payload: dict[str, Any], hostname: str) -> None:
-    """Claim the attempt, run it, and record its outcome; skip attempts already final or cancelled."""
+    """Run every attempt of a task's chunk: claim it, run it, record it; skip final or cancelled ones.
+
+    Each result is written as soon as it is known, so a worker killed mid-chunk
+    loses at most the attempt it was running.
+    """
     engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"))
-    run_id, level_hash = int(payload["run"]), str(payload["level"])
+    run_id = int(payload["run"])
     max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
-    with session_scope(engine) as session:
-        verdict = claim(session, run_id, level_hash, hostname, max_tries)
-    if verdict != "run":
-        log.info("run %s level %s: %s", run_id, level_hash[:12], verdict)
-        return
-    started = utcnow()
-    spec = AttemptSpec.from_json(payload["spec"])
-    try:
-        outcome = execute_attempt(spec)
-    except SoftTimeLimitExceeded:
-        # Only reached if the runner's own hard kill failed; the child is killed in its finally.
-        outcome = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
-    length = None
-    if outcome.solution is not None:
+    for item in payload["items"]:
+        level_hash = str(item["level"])
+        with session_scope(engine) as session:
+            verdict = claim(session, run_id, level_hash, hostname, max_tries)
+        if verdict != "run":
+            log.info("run %s level %s: %s", run_id, level_hash[:12], verdict)
+            continue
+        started = utcnow()
+        spec = AttemptSpec.from_json(item["spec"])
         try:
-            length = get_kind(spec.kind).length(outcome.solution)
-        except Exception:
-            length = None
-    with session_scope(engine) as session:
-        record(session, [Result(run_id, level_hash, outcome, length, hostname, started)])
+            outcome = execute_attempt(spec)
+        except SoftTimeLimitExceeded:
+            # Only reached if the runner's own hard kill failed; the child is killed in its finally.
+            outcome = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
+        with session_scope(engine) as session:
+            record(session, [Result(run_id, level_hash, outcome, solution_length(spec.kind, outcome), hostname, started)])
 
 
-def payload_for(run_id: int, level_hash: str, spec: AttemptSpec, max_tries: int = DEFAULT_MAX_TRIES) -> dict:
-    """Return the JSON message body of one attempt's task."""
-    return {"run": run_id, "level": level_hash, "max_tries": max_tries, "spec": spec.to_json()}
+def payload_for(
+    run_id: int, items: list[tuple[str, AttemptSpec]], max_tries: int = DEFAULT_MAX_TRIES
+) -> dict[str, Any]:
+    """Return the JSON message body of a task carrying one or more attempts of a run."""
+    return {
+        "run": run_id,
+        "max_tries": max_tries,
+        "items": [{"level": level_hash, "spec": spec.to_json()} for level_hash, spec in items],
+    }
 
 
 @signals.worker_process_init.connect

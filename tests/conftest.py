@@ -1,0 +1,53 @@
+"""Shared fixtures: real Redis, real PostgreSQL, real Celery workers (never eager mode)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from services import Worker, flush_redis, postgres_database, redis_server  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+def broker(redis_url: str) -> str:
+    """A Redis broker URL with an empty database, so no earlier test's tasks linger."""
+    flush_redis(redis_url)
+    return redis_url
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with postgres_database() as url:
+        yield url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'packsolve.db'}"
+
+
+@pytest.fixture
+def start_worker(tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+    """Start real `packsolve worker` processes; all are stopped at the end of the test."""
+    workers: list[Worker] = []
+
+    def start(broker: str, database: str, hostname: str = "w1@test", concurrency: int = 1) -> Worker:
+        w = Worker(broker, database, hostname, concurrency, tmp_path / f"{hostname.split('@')[0]}.log")
+        workers.append(w)
+        w.wait_ready()
+        return w
+
+    yield start
+    for w in workers:
+        w.stop()

