@@ -1,0 +1,191 @@
+"""A fast backtracking knight's-path search on a rectangle, with a required end region.
+
+Warnsdorff's rule orders the moves (fewest onward exits first), a static
+tie-break key per square settles ties, and two cuts keep the tree small: a
+square left with no way in or out ends the branch, and so do two squares left
+with a single way each (only one of them can be the path's end). The end may be
+confined to a set of squares: that is how blocks hand over to their neighbour
+and how a closed tour comes back next to its start.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Collection, Sequence
+
+from packsolve.budget import Budget
+
+MOVES = ((1, -2), (2, -1), (2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2))
+
+
+class NodeLimit(Exception):
+    """Raised when one attempt of the search spends its own node allowance."""
+
+
+def knight_adjacency(h: int, w: int) -> list[tuple[int, ...]]:
+    """Return each square's knight moves on an h x w board (square index r * w + c)."""
+    return [
+        tuple((r + dr) * w + c + dc for dr, dc in MOVES if 0 <= r + dr < h and 0 <= c + dc < w)
+        for r in range(h)
+        for c in range(w)
+    ]
+
+
+def roth_key(h: int, w: int) -> list[float]:
+    """Return Roth's tie-break: farther from the centre sorts first."""
+    cy, cx = (h - 1) / 2, (w - 1) / 2
+    return [-math.hypot(r - cy, c - cx) for r in range(h) for c in range(w)]
+
+
+def toward_key(h: int, w: int, targets: Collection[int]) -> list[float]:
+    """Return a tie-break that visits squares far from the targets first, so the path ends near them.
+
+    Roth's distance from the centre breaks the remaining ties.
+    """
+    roth = roth_key(h, w)
+    pts = [divmod(t, w) for t in targets]
+    key = []
+    for r in range(h):
+        for c in range(w):
+            d = min(math.hypot(r - tr, c - tc) for tr, tc in pts)
+            key.append(-d + roth[r * w + c] * 1e-3)
+    return key
+
+
+def knight_path(
+    h: int,
+    w: int,
+    start: int,
+    ends: Collection[int] | None,
+    key: Sequence[float],
+    budget: Budget,
+    node_limit: int | None = None,
+    adj: list[tuple[int, ...]] | None = None,
+) -> list[int] | None:
+    """Return a knight's path over every square of h x w from start, ending in ends (None: anywhere).
+
+    Return None when the whole tree was searched (no such path); raise
+    NodeLimit when node_limit nodes were spent in this call. One node is one
+    square appended to the path, charged to budget.
+    """
+    n = h * w
+    adj = adj or knight_adjacency(h, w)
+    ends_set = None if ends is None else frozenset(ends)
+    if ends_set is not None and not ends_set:
+        return None
+    if n == 1:
+        return [start] if ends_set is None or start in ends_set else None
+    deg = [len(a) for a in adj]
+    visited = [False] * n
+    # Unvisited squares with a single way left: each must be the path's end.
+    ones = {v for v in range(n) if deg[v] == 1}
+    spent = 0
+    ends_left = n if ends_set is None else len(ends_set)
+
+    def visit(x: int) -> None:
+        nonlocal ends_left
+        visited[x] = True
+        ones.discard(x)
+        if ends_set is not None and x in ends_set:
+            ends_left -= 1
+        for y in adj[x]:
+            if not visited[y]:
+                d = deg[y] = deg[y] - 1
+                if d == 1:
+                    ones.add(y)
+                elif d == 0:
+                    ones.discard(y)
+
+    def unvisit(x: int) -> None:
+        nonlocal ends_left
+        if ends_set is not None and x in ends_set:
+            ends_left += 1
+        for y in adj[x]:
+            if not visited[y]:
+                d = deg[y] = deg[y] + 1
+                if d == 1:
+                    ones.add(y)
+                elif d == 2:
+                    ones.discard(y)
+        visited[x] = False
+        if deg[x] == 1:
+            ones.add(x)
+
+    def choices(x: int, left: int) -> list[int]:
+        """Order x's moves; [] when the position is already lost."""
+        cands = [y for y in adj[x] if not visited[y]]
+        if left == 1:
+            return [y for y in cands if ends_set is None or y in ends_set]
+        if ends_left == 0:
+            return []  # every allowed end is used up before the last square
+        near_ones = 0
+        for y in cands:
+            if deg[y] == 0:
+                return []  # y could only be the last square, and it is not
+            if deg[y] == 1:
+                near_ones += 1
+        far = len(ones) - near_ones
+        if far > 1:
+            return []
+        # A lone far dead end must be the path's end, so it must be an allowed end.
+        if far == 1 and ends_set is not None and not any(v in ends_set for v in ones if v not in cands):
+            return []
+        cands.sort(key=lambda y: (deg[y], key[y]))
+        return cands
+
+    path = [start]
+    budget.charge()
+    visit(start)
+    stack = [iter(choices(start, n - 1))]
+    while stack:
+        y = next(stack[-1], None)
+        if y is None:
+            stack.pop()
+            if len(path) > 1:
+                unvisit(path.pop())
+            continue
+        budget.charge()
+        spent += 1
+        if node_limit is not None and spent > node_limit:
+            raise NodeLimit
+        path.append(y)
+        if len(path) == n:
+            return path
+        visit(y)
+        stack.append(iter(choices(y, n - len(path))))
+    return None
+
+
+def knight_path_restarts(
+    h: int,
+    w: int,
+    start: int,
+    ends: Collection[int] | None,
+    key: Sequence[float],
+    budget: Budget,
+    tries: int = 8,
+    first_limit: int = 4000,
+    seed: int = 0,
+    adj: list[tuple[int, ...]] | None = None,
+    complete: bool = True,
+) -> list[int] | None:
+    """Return a path as knight_path, restarting with jittered tie-breaks and growing node allowances.
+
+    With complete, the last try has no allowance, so None means "searched to
+    the end: no such path" (the budget is what stops it on hopeless boards);
+    without, None may also mean "gave up".
+    """
+    rng = random.Random(seed)
+    adj = adj or knight_adjacency(h, w)
+    limit = first_limit
+    k = list(key)
+    for t in range(tries):
+        try:
+            return knight_path(
+                h, w, start, ends, k, budget, None if complete and t == tries - 1 else limit, adj
+            )
+        except NodeLimit:
+            k = [x + rng.random() * 0.5 for x in key]
+            limit *= 2
+    return None
