@@ -17,7 +17,13 @@
  *     lies in the innermost one;
  *   - colour parity (bipartite graphs): the path alternates colours, so each
  *     segment between consecutive cut vertices of the chain must hold the colour
- *     counts a path between its two ends can have.
+ *     counts a path between its two ends can have;
+ *   - degree relaxation (bipartite graphs): the path is a subgraph of G' where h
+ *     and the end have degree 1 and every other vertex degree 2, so such a
+ *     degree-constrained subgraph (a bipartite b-matching) must exist. It is
+ *     found by augmenting paths; when none exists, Hall's condition fails on
+ *     some region, which catches regions whose colour imbalance exceeds what
+ *     the few edges around them can feed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,6 +35,7 @@
 #define PRUNE_DEAD 1
 #define PRUNE_CUT 2
 #define PRUNE_PARITY 4
+#define PRUNE_DEGREE 8
 
 typedef struct {
     int n, start, end, closed, order, prune, bip;
@@ -46,6 +53,10 @@ typedef struct {
     int *hang;         /* post-order list of (cut vertex, hanging child) */
     unsigned *cutmark; /* == stamp: the vertex already has a hanging child */
     uint8_t *adjstart; /* neighbours of the start, for closed paths */
+    /* b-matching scratch: per adjacency slot and per vertex */
+    uint8_t *used;
+    int *rev, *owner, *cap, *load, *pred, *queue;
+    unsigned *mark, mstamp;
 } Search;
 
 static int in_gp(const Search *s, int w, int h) { return !s->vis[w] || w == h; }
@@ -56,6 +67,91 @@ static int segment_ok(int ca, int cb, int n0, int n1) {
     int diff = ca == 0 ? n0 - n1 : n1 - n0;
     if (cb < 0) return diff == 0 || diff == 1;
     return cb == ca ? diff == 1 : diff == 0;
+}
+
+/* Find an augmenting path from O-side vertex v to an E-side vertex with spare capacity; flip it. */
+static int augment(Search *s, int v, unsigned st) {
+    unsigned ms = ++s->mstamp;
+    if (ms == 0) {
+        memset(s->mark, 0, sizeof(unsigned) * s->n);
+        ms = s->mstamp = 1;
+    }
+    int qh = 0, qt = 0;
+    s->mark[v] = ms;
+    s->queue[qt++] = v;
+    while (qh < qt) {
+        int x = s->queue[qh++];
+        for (int k = s->off[x]; k < s->off[x + 1]; k++) {
+            int w = s->nb[k];
+            if (s->seen[w] != st || s->used[k] || s->mark[w] == ms) continue;
+            s->mark[w] = ms;
+            s->pred[w] = k;
+            if (s->load[w] < s->cap[w]) {
+                s->load[w]++;
+                s->load[v]++;
+                for (;;) { /* flip the alternating path back to v */
+                    int o = s->owner[k];
+                    s->used[k] = s->used[s->rev[k]] = 1;
+                    if (o == v) return 1;
+                    int k2 = s->pred[o]; /* used edge e -> o, now released */
+                    s->used[k2] = s->used[s->rev[k2]] = 0;
+                    k = s->pred[s->owner[k2]];
+                }
+            }
+            for (int k2 = s->off[w]; k2 < s->off[w + 1]; k2++) {
+                int x2 = s->nb[k2];
+                if (!s->used[k2] || s->seen[x2] != st || s->mark[x2] == ms) continue;
+                s->mark[x2] = ms;
+                s->pred[x2] = k2;
+                s->queue[qt++] = x2;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Return whether G' (the nord vertices of order_buf) has a subgraph with degree 1 at h and
+ * at the end (endv, or an unknown vertex when endv < 0) and degree 2 elsewhere. */
+static int degree_ok(Search *s, int h, int endv, int nord, unsigned st) {
+    int sum[2] = {0, 0};
+    for (int i = 0; i < nord; i++) {
+        int v = s->order_buf[i];
+        s->cap[v] = (v == h || v == endv) ? 1 : 2;
+        s->load[v] = 0;
+        sum[s->colour[v]] += s->cap[v];
+        for (int k = s->off[v]; k < s->off[v + 1]; k++) s->used[k] = 0;
+    }
+    /* Every edge joins the two colours, so their degree sums agree; an unknown end
+     * (degree 1, capacity 2 here) leaves its side exactly one unit of slack. */
+    int o;
+    if (endv >= 0) {
+        if (sum[0] != sum[1]) return 0;
+        o = 0;
+    } else if (sum[1] == sum[0] + 1) {
+        o = 0;
+    } else if (sum[0] == sum[1] + 1) {
+        o = 1;
+    } else {
+        return 0;
+    }
+    for (int i = 0; i < nord; i++) { /* greedy start, then augmenting paths for the rest */
+        int v = s->order_buf[i];
+        if (s->colour[v] != o) continue;
+        for (int k = s->off[v]; k < s->off[v + 1] && s->load[v] < s->cap[v]; k++) {
+            int w = s->nb[k];
+            if (s->seen[w] != st || s->load[w] >= s->cap[w]) continue;
+            s->used[k] = s->used[s->rev[k]] = 1;
+            s->load[v]++;
+            s->load[w]++;
+        }
+    }
+    for (int i = 0; i < nord; i++) {
+        int v = s->order_buf[i];
+        if (s->colour[v] != o) continue;
+        while (s->load[v] < s->cap[v])
+            if (!augment(s, v, st)) return 0;
+    }
+    return 1;
 }
 
 /* Return 1 if the state with head h passes every pruning test, 0 if it has no completion. */
@@ -149,11 +245,14 @@ static int feasible(Search *s, int h) {
         if (s->seen[endv] != st || s->disc[endv] < s->disc[inner] || s->disc[endv] > s->last[inner])
             return 0;
     }
-    if (!(s->prune & PRUNE_PARITY) || !s->bip) return 1;
+    if (!(s->prune & (PRUNE_PARITY | PRUNE_DEGREE)) || !s->bip) return 1;
 
     /* Segments from the outermost cut vertex inwards: h -> c1 -> c2 ... -> ck -> end. */
     int ce = endv >= 0 ? s->colour[endv] : -1;
-    if (nhang == 0) return segment_ok(s->colour[h], ce, s->c0[h], s->c1[h]);
+    if (nhang == 0) {
+        if (!segment_ok(s->colour[h], ce, s->c0[h], s->c1[h])) return 0;
+        return !(s->prune & PRUNE_DEGREE) || degree_ok(s, h, endv, nord, st);
+    }
     int a = h, t0 = s->c0[h], t1 = s->c1[h];
     for (int j = nhang - 1; j >= 0; j--) {
         int c = s->hang[2 * j], child = s->hang[2 * j + 1];
@@ -164,7 +263,8 @@ static int feasible(Search *s, int h) {
         t0 = s->c0[child] + (s->colour[c] == 0);
         t1 = s->c1[child] + (s->colour[c] == 1);
     }
-    return segment_ok(s->colour[a], ce, t0, t1);
+    if (!segment_ok(s->colour[a], ce, t0, t1)) return 0;
+    return !(s->prune & PRUNE_DEGREE) || degree_ok(s, h, endv, nord, st);
 }
 
 static void visit(Search *s, int v) {
@@ -345,10 +445,16 @@ static PyObject *search(PyObject *self, PyObject *args) {
     s.nbh = PyMem_Calloc(n, sizeof(unsigned));
     s.cutmark = PyMem_Calloc(n, sizeof(unsigned));
     s.adjstart = PyMem_Calloc(n, 1);
-    int **ints[] = {&s.disc, &s.low, &s.last, &s.parent, &s.it, &s.stack, &s.order_buf, &s.c0, &s.c1};
+    s.used = PyMem_Calloc(nnb ? nnb : 1, 1);
+    s.rev = PyMem_Malloc(sizeof(int) * (nnb ? nnb : 1));
+    s.owner = PyMem_Malloc(sizeof(int) * (nnb ? nnb : 1));
+    s.mark = PyMem_Calloc(n, sizeof(unsigned));
+    int **ints[] = {&s.disc, &s.low,  &s.last, &s.parent, &s.it,   &s.stack, &s.order_buf,
+                    &s.c0,   &s.c1,   &s.cap,  &s.load,   &s.pred, &s.queue};
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) *ints[i] = PyMem_Malloc(sizeof(int) * n);
     s.hang = PyMem_Malloc(sizeof(int) * 2 * n);
-    int ok = s.colour && s.vis && s.deg && s.path && s.cands && s.ncand && s.ci && s.seen && s.nbh && s.hang && s.cutmark && s.adjstart;
+    int ok = s.colour && s.vis && s.deg && s.path && s.cands && s.ncand && s.ci && s.seen && s.nbh && s.hang && s.cutmark && s.adjstart && s.used && s.rev &&
+             s.owner && s.mark;
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) ok = ok && *ints[i];
     if (!ok) {
         PyErr_NoMemory();
@@ -369,6 +475,19 @@ static PyObject *search(PyObject *self, PyObject *args) {
     }
     for (int v = 0; v < n; v++) s.deg[v] = s.off[v + 1] - s.off[v];
     for (int k = s.off[start]; k < s.off[start + 1]; k++) s.adjstart[s.nb[k]] = 1;
+    for (int v = 0; v < n; v++)
+        for (int k = s.off[v]; k < s.off[v + 1]; k++) {
+            int w = s.nb[k];
+            s.owner[k] = v;
+            s.rev[k] = -1;
+            for (int j = s.off[w]; j < s.off[w + 1]; j++)
+                if (s.nb[j] == v) s.rev[k] = j;
+        }
+    for (Py_ssize_t k = 0; k < nnb; k++)
+        if (s.rev[k] < 0) { /* the degree relaxation needs every edge listed both ways */
+            s.prune &= ~PRUNE_DEGREE;
+            break;
+        }
     long long nodes = 0;
     /* The GIL stays held: the loop polls PyErr_CheckSignals so Ctrl-C interrupts it. */
     int status = run(&s, node_limit, time_limit, &nodes);
@@ -395,6 +514,10 @@ done_all:
     PyMem_Free(s.hang);
     PyMem_Free(s.cutmark);
     PyMem_Free(s.adjstart);
+    PyMem_Free(s.used);
+    PyMem_Free(s.rev);
+    PyMem_Free(s.owner);
+    PyMem_Free(s.mark);
 done_arrays:
     PyMem_Free(s.off);
     PyMem_Free(s.nb);

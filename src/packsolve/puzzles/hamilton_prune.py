@@ -17,19 +17,25 @@ for a Hamiltonian path of G' = U + {h} that starts at h:
   and the end lies in the innermost one;
 - colour parity (bipartite graphs such as grids): a path alternates colours,
   so each segment of that chain, between consecutive cut vertices, must hold
-  the colour counts a path between its two ends can have.
+  the colour counts a path between its two ends can have;
+- degree relaxation (bipartite graphs): the path is a subgraph of G' with
+  degree 1 at h and at the end and 2 elsewhere, so such a degree-constrained
+  subgraph (a bipartite b-matching, found by augmenting paths) must exist.
+  Its failure is Hall's condition failing on some region: more colour
+  imbalance than the edges around the region can feed.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections import deque
 
 from packsolve.budget import Budget, BudgetExhausted
 from packsolve.puzzles.graph import HamiltonProblem
 
-PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY = 1, 2, 4
-PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY
+PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY, PRUNE_DEGREE = 1, 2, 4, 8
+PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY | PRUNE_DEGREE
 
 try:  # the C accelerator; absent in a source tree that was never built
     from packsolve.native import hamilton as _native
@@ -62,34 +68,76 @@ def pruned_search(
     prune: int = PRUNE_ALL,
     warnsdorff: bool = True,
     native: bool = True,
+    restarts: bool = True,
 ) -> list[int] | None:
     """Return a Hamiltonian path of p, or None when none exists; raise BudgetExhausted at the limit.
 
-    One node is one vertex appended to the path, as in ``depth_first``.
+    One node is one vertex appended to the path, as in ``depth_first``. With
+    ``restarts``, the search runs again with freshly shuffled tie-breaks under
+    a node cap that doubles each time: depth-first search is heavy-tailed (one
+    early mistake can cost millions of nodes) and a new order usually avoids
+    it. Every run is complete below its cap, so one that ends without a path
+    still proves there is none.
     """
     colour = bipartite_colouring(p) if prune & PRUNE_PARITY else None
-    node_limit = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)
-    remaining = budget.remaining()
-    time_limit = -1.0 if remaining is None else remaining
-    end = -1 if p.end is None else p.end
-    if native and _native is not None:
-        offsets = [0]
-        flat: list[int] = []
-        for nbrs in p.adj:
-            flat.extend(nbrs)
-            offsets.append(len(flat))
-        status, path, nodes = _native.search(
-            offsets, flat, p.start, end, p.closed, colour, int(warnsdorff), prune, node_limit, time_limit
+    run = _native_run if native and _native is not None else _python_run
+    cap = max(1000, 4 * p.n) if restarts else None
+    rng = random.Random(p.n)  # reproducible: the same level takes the same runs
+    q = p
+    while True:
+        node_limit = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)
+        capped = cap is not None and (node_limit < 0 or cap < node_limit)
+        if capped:
+            node_limit = cap
+        remaining = budget.remaining()
+        status, path, nodes = run(
+            q, colour, warnsdorff, prune, node_limit, -1.0 if remaining is None else remaining
         )
-    else:
-        status, path, nodes = _Search(p, colour, warnsdorff, prune).run(node_limit, time_limit)
-    # Counted in the search, so added without charge(): a found path must not be lost to the clock.
-    budget.nodes += nodes
-    if status == 2:
-        raise BudgetExhausted(f"node limit {budget.node_limit} reached")
-    if status == 3:
-        raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
-    return path
+        # Counted in the search, so added without charge(): a found path must not be lost to the clock.
+        budget.nodes += nodes
+        if status == 2 and capped:
+            cap *= 2
+            q = HamiltonProblem(tuple(tuple(rng.sample(a, len(a))) for a in p.adj), p.start, p.end, p.closed)
+            continue
+        if status == 2:
+            raise BudgetExhausted(f"node limit {budget.node_limit} reached")
+        if status == 3:
+            raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
+        return path
+
+
+Run = tuple[int, "list[int] | None", int]
+
+
+def _native_run(
+    p: HamiltonProblem,
+    colour: list[int] | None,
+    warnsdorff: bool,
+    prune: int,
+    node_limit: int,
+    time_limit: float,
+) -> Run:
+    offsets = [0]
+    flat: list[int] = []
+    for nbrs in p.adj:
+        flat.extend(nbrs)
+        offsets.append(len(flat))
+    end = -1 if p.end is None else p.end
+    assert _native is not None
+    return _native.search(
+        offsets, flat, p.start, end, p.closed, colour, int(warnsdorff), prune, node_limit, time_limit
+    )
+
+
+def _python_run(
+    p: HamiltonProblem,
+    colour: list[int] | None,
+    warnsdorff: bool,
+    prune: int,
+    node_limit: int,
+    time_limit: float,
+) -> Run:
+    return _Search(p, colour, warnsdorff, prune).run(node_limit, time_limit)
 
 
 def _segment_ok(ca: int, cb: int, n0: int, n1: int) -> bool:
@@ -194,14 +242,14 @@ class _Search:
         endv = self.end if self.end >= 0 else dead
         if self.p.closed and endv >= 0 and endv not in self.adjstart:
             return False
-        for (_, inner), (_, outer) in zip(hang, hang[1:]):
+        for (_, inner), (_, outer) in zip(hang, hang[1:], strict=False):
             if not (disc[outer] <= disc[inner] and last[inner] <= last[outer]):
                 return False
         if hang and endv >= 0:
             inner = hang[0][1]
             if endv not in disc or not disc[inner] <= disc[endv] <= last[inner]:
                 return False
-        if not self.prune & PRUNE_PARITY or colour is None:
+        if not self.prune & (PRUNE_PARITY | PRUNE_DEGREE) or colour is None:
             return True
         ce = colour[endv] if endv >= 0 else -1
         a, t0, t1 = h, c0[h], c1[h]
@@ -209,7 +257,9 @@ class _Search:
             if not _segment_ok(colour[a], colour[c], t0 - c0[child], t1 - c1[child]):
                 return False
             a, t0, t1 = c, c0[child] + (colour[c] == 0), c1[child] + (colour[c] == 1)
-        return _segment_ok(colour[a], ce, t0, t1)
+        if not _segment_ok(colour[a], ce, t0, t1):
+            return False
+        return not self.prune & PRUNE_DEGREE or _degree_ok(adj, colour, order, h, endv)
 
     def run(self, node_limit: int, time_limit: float) -> tuple[int, list[int] | None, int]:
         """Return (status, path, nodes) with the C module's status codes."""
@@ -244,3 +294,64 @@ class _Search:
                 continue
             stack.append(iter(self.candidates(u)))
         return 1, None, nodes
+
+
+def _degree_ok(
+    adj: tuple[tuple[int, ...], ...], colour: list[int], verts: list[int], h: int, endv: int
+) -> bool:
+    """Whether verts span a subgraph of degree 1 at h and the end (endv; any vertex if -1), else 2."""
+    members = set(verts)
+    cap = {v: 1 if v in (h, endv) else 2 for v in verts}
+    total = [0, 0]
+    for v in verts:
+        total[colour[v]] += cap[v]
+    if endv >= 0:
+        if total[0] != total[1]:
+            return False
+        side = 0
+    elif total[1] == total[0] + 1:  # an unknown end leaves its colour one unit of slack
+        side = 0
+    elif total[0] - total[1] == 1:
+        side = 1
+    else:
+        return False
+    # Max flow from the `side` colour to the other, unit capacity per edge (augmenting paths).
+    load = dict.fromkeys(verts, 0)
+    mate: set[tuple[int, int]] = set()  # used edges as (side vertex, other vertex)
+    for v in verts:
+        if colour[v] != side:
+            continue
+        while load[v] < cap[v]:
+            prev: dict[int, tuple[int, int]] = {}
+            seen = {v}
+            queue = deque([v])
+            found = None
+            while queue and found is None:
+                x = queue.popleft()
+                for w in adj[x]:
+                    if w not in members or (x, w) in mate or w in seen:
+                        continue
+                    seen.add(w)
+                    prev[w] = (x, w)
+                    if load[w] < cap[w]:
+                        found = w
+                        break
+                    for x2 in adj[w]:
+                        if (x2, w) in mate and x2 not in seen:
+                            seen.add(x2)
+                            prev[x2] = (x2, w)
+                            queue.append(x2)
+            if found is None:
+                return False
+            load[found] += 1
+            load[v] += 1
+            node = found
+            while True:  # flip the alternating path back to v
+                x, w = prev[node]
+                mate.add((x, w))
+                if x == v:
+                    break
+                _, e = prev[x]
+                mate.discard((x, e))
+                node = e
+    return True

@@ -9,9 +9,12 @@ from typing import Any
 
 from packsolve.budget import Budget
 from packsolve.levels import LevelError
-from packsolve.outcome import Outcome
+from packsolve.outcome import Outcome, Status
 from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
 from packsolve.puzzles.graph import HamiltonProblem, depth_first, warnsdorff_order
+from packsolve.puzzles.hamilton_cpsat import cpsat_search
+from packsolve.puzzles.hamilton_prune import pruned_search
+from packsolve.puzzles.onestroke_generate import generate
 
 OPEN, BLOCKED, START = ".", "#", "S"
 MAX_CELLS = 250_000
@@ -152,6 +155,31 @@ def _search(order: Any) -> Any:
     return solver(solve)
 
 
+@solver
+def prune(grid: Grid, budget: Budget) -> Outcome:
+    """Solve with the pruned search (parity, connectivity, dead ends, cut vertices, degrees)."""
+    p, cells = problem(grid)
+    path = pruned_search(p, budget)
+    if path is None:
+        return no_solution(
+            "no path: every branch fails a parity, connectivity, dead-end, cut-vertex or degree test"
+        )
+    return solved([list(cells[v]) for v in path])
+
+
+@solver
+def cpsat(grid: Grid, budget: Budget) -> Outcome:
+    """Solve with OR-Tools CP-SAT (one worker); an error Outcome if OR-Tools is not installed."""
+    p, cells = problem(grid)
+    try:
+        path = cpsat_search(p, budget)
+    except ImportError as exc:
+        return Outcome(Status.ERROR, message=str(exc))
+    if path is None:
+        return no_solution("CP-SAT proved the circuit model infeasible")
+    return solved([list(cells[v]) for v in path])
+
+
 def verify(grid: Grid, solution: Any) -> str | None:
     """Return why solution is not a one-stroke path of grid, or None if it is."""
     if not isinstance(solution, list) or not solution:
@@ -197,7 +225,9 @@ def render(grid: Grid, solution: Any = None) -> str:
         path = [tuple(cell) for cell in solution]
         for a, b in zip(path, path[1:]):
             dr, dc = b[0] - a[0], b[1] - a[1]
-            way = {(-1, 0): ("U", "D"), (1, 0): ("D", "U"), (0, -1): ("L", "R"), (0, 1): ("R", "L")}.get((dr, dc))
+            way = {(-1, 0): ("U", "D"), (1, 0): ("D", "U"), (0, -1): ("L", "R"), (0, 1): ("R", "L")}.get(
+                (dr, dc)
+            )
             if way:
                 links.setdefault(a, set()).add(way[0])
                 links.setdefault(b, set()).add(way[1])
@@ -245,8 +275,10 @@ def svg(grid: Grid, solution: Any = None, cell: int = 24) -> str:
             )
     if solution:
         pts = " ".join(f"{c * cell + cell / 2},{r * cell + cell / 2}" for r, c in solution)
-        parts.append(f'<polyline points="{escape(pts)}" fill="none" stroke="#1e88e5" stroke-width="{cell / 4}" '
-                     'stroke-linecap="round" stroke-linejoin="round"/>')
+        parts.append(
+            f'<polyline points="{escape(pts)}" fill="none" stroke="#1e88e5" stroke-width="{cell / 4}" '
+            'stroke-linecap="round" stroke-linejoin="round"/>'
+        )
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -258,12 +290,15 @@ KIND = PuzzleKind(
     solvers={
         "plain": _search(None),
         "warnsdorff": _search(warnsdorff_order),
+        "prune": prune,
+        "cpsat": cpsat,
     },
-    default="warnsdorff",
+    default="prune",
     verify=verify,
     render=render,
     svg=svg,
     size=lambda grid: len(grid.cells()),
     native={".stroke": read_stroke},
+    generate=generate,
     description="Hamiltonian path over every open cell of a grid from a start cell",
 )
