@@ -55,6 +55,7 @@ class Run(Base):
     node_limit: Mapped[int | None] = mapped_column(BigInteger)
     memory_limit_mb: Mapped[int | None] = mapped_column(Integer)
     concurrency: Mapped[int | None] = mapped_column(Integer)
+    max_tries: Mapped[int | None] = mapped_column(Integer)  # deliveries before an attempt is lost
     total: Mapped[int] = mapped_column(Integer, default=0)
     host: Mapped[str] = mapped_column(String(255))
     version: Mapped[str] = mapped_column(String(64))
@@ -71,6 +72,7 @@ class Attempt(Base):
         UniqueConstraint("run_id", "level_hash", name="uq_attempt_run_level"),
         Index("ix_attempts_run_status", "run_id", "status"),
         Index("ix_attempts_level", "level_hash"),
+        Index("ix_attempts_status_deadline", "status", "deadline"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -93,3 +95,7 @@ class Attempt(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     message: Mapped[str | None] = mapped_column(Text)
+    # Reconcile bookkeeping: when a running attempt must have reported back, and how
+    # often the scheduler re-sent its task.
+    deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
