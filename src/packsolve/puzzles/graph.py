@@ -35,7 +35,7 @@ class HamiltonProblem:
             return f"path starts at {path[0]}, not at the start {self.start}"
         if self.end is not None and path[-1] != self.end:
             return f"path ends at {path[-1]}, not at the required end {self.end}"
-        for a, b in zip(path, path[1:]):
+        for a, b in zip(path, path[1:], strict=False):
             if b not in self.adj[a]:
                 return f"{a} -> {b} is not an edge"
         if self.closed and self.n > 1 and path[0] not in self.adj[path[-1]]:
@@ -119,3 +119,14 @@ def depth_first(p: HamiltonProblem, budget: Budget, order: Ordering = natural_or
             continue
         stack.append(iter(candidates(nxt)))
     return None
+
+
+def pruned_search(p: HamiltonProblem, budget: Budget, **options: object) -> list[int] | None:
+    """Return a path found by the pruned search of ``hamilton_prune`` (parity, connectivity,
+    dead ends, cut vertices, degree relaxation), or None when it proves none exists.
+
+    Imported lazily: ``hamilton_prune`` builds on this module.
+    """
+    from packsolve.puzzles.hamilton_prune import pruned_search as search
+
+    return search(p, budget, **options)  # type: ignore[arg-type]

@@ -223,7 +223,7 @@ def render(grid: Grid, solution: Any = None) -> str:
     links: dict[tuple[int, int], set[str]] = {}
     if solution:
         path = [tuple(cell) for cell in solution]
-        for a, b in zip(path, path[1:]):
+        for a, b in zip(path, path[1:], strict=False):
             dr, dc = b[0] - a[0], b[1] - a[1]
             way = {(-1, 0): ("U", "D"), (1, 0): ("D", "U"), (0, -1): ("L", "R"), (0, 1): ("R", "L")}.get(
                 (dr, dc)

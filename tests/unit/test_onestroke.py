@@ -1,0 +1,235 @@
+"""One-stroke kind: the write-up's sample, heuristics against exhaustive search, proofs, formats, pictures."""
+
+from __future__ import annotations
+
+import random
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from packsolve.budget import Budget, BudgetExhausted
+from packsolve.levels import level_hash, make_level, read_text
+from packsolve.outcome import Status
+from packsolve.puzzles import get_kind
+from packsolve.puzzles.graph import HamiltonProblem
+from packsolve.puzzles.hamilton_cpsat import cpsat_available
+from packsolve.puzzles.hamilton_prune import PRUNE_ALL, PRUNE_DEGREE, _native, pruned_search
+from packsolve.puzzles.onestroke import problem
+from packsolve.puzzles.onestroke_generate import generate, move_start, parse_size
+
+KIND = get_kind("onestroke")
+SEARCHES = ["plain", "warnsdorff", "prune"]
+WRITE_UP = {"map": ["111111", "101101", "111111", "101101", "111111", "000000"], "start": 14}
+# A region of the bottom right holds more cells of one colour than its four links to the
+# rest can balance: parity of the whole grid is fine, yet no path exists.
+IMBALANCED = [
+    "..................", "..................", "..................", "..................",
+    "..................", "..................", "..................", "..###..##...###...",
+    "##########..###...", "##########.###....", "##############....", "##############....",
+    "#############.....", "#############.....", "###########.......", "###########.......",
+    "##########....S...", "##########........",
+]  # fmt: skip
+
+
+def solve(data, heuristic=None, **limits):
+    level = KIND.parse(data)
+    _, fn = KIND.solver(heuristic)
+    return level, fn(level, Budget(**(limits or {"time_limit": 10})))
+
+
+def random_grid(rng: random.Random, h: int, w: int, density: float) -> dict:
+    rows = [["#" if rng.random() < density else "." for _ in range(w)] for _ in range(h)]
+    cells = [(r, c) for r in range(h) for c in range(w) if rows[r][c] == "."] or [(0, 0)]
+    r, c = rng.choice(cells)
+    rows[r][c] = "S"
+    return {"grid": ["".join(row) for row in rows]}
+
+
+@pytest.mark.parametrize("heuristic", [*SEARCHES, "default"])
+def test_write_up_sample_has_a_path_from_vertex_14(heuristic):
+    level, out = solve(WRITE_UP, heuristic)
+    assert level.start == (2, 4)  # vertex 14 in row-major order of open cells
+    assert len(level.cells()) == 26
+    assert out.status == Status.SOLVED
+    assert out.solution[0] == [2, 4]
+    assert KIND.verify(level, out.solution) is None
+
+
+def test_plain_scans_neighbours_in_increasing_vertex_order():
+    """Like the write-up's adjacency-matrix scan: 0 -> 1 -> 2 -> 5 -> 4 -> 3 on a full 2x3 grid."""
+    _, out = solve({"grid": ["S..", "..."]}, "plain")
+    assert out.solution == [[0, 0], [0, 1], [0, 2], [1, 2], [1, 1], [1, 0]]
+    assert out.nodes == 6
+
+
+def test_map_and_grid_spellings_are_one_level():
+    grid = {"kind": "onestroke", "grid": ["......", ".#..#.", "....S.", ".#..#.", "......", "######"]}
+    a, b = make_level("a", {"kind": "onestroke", **WRITE_UP}), make_level("b", grid)
+    assert a.valid and b.valid and a.hash == b.hash == level_hash(b.data)
+    assert a.size == 26
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_heuristics_agree_with_exhaustive_search(seed):
+    """plain is exhaustive; every other heuristic must find a path exactly when it does."""
+    rng = random.Random(seed)
+    data = random_grid(rng, rng.randint(2, 5), rng.randint(2, 5), rng.choice([0.0, 0.15, 0.3]))
+    level, reference = solve(data, "plain")
+    assert reference.status in (Status.SOLVED, Status.NO_SOLUTION)
+    for heuristic in ["warnsdorff", "prune"] + (["cpsat"] if cpsat_available() else []):
+        _, out = solve(data, heuristic)
+        assert out.status == reference.status, (heuristic, data)
+        if out.status == Status.SOLVED:
+            assert KIND.verify(level, out.solution) is None
+
+
+def test_parity_proves_no_solution_before_any_search():
+    """A 3x3 grid has five cells of one colour and four of the other; a path must start on the five."""
+    _, out = solve({"grid": ["...", "S..", "..."]}, "prune")
+    assert out.status == Status.NO_SOLUTION and out.nodes == 1
+    _, out = solve({"grid": ["...", ".S.", "..."]}, "prune")
+    assert out.status == Status.SOLVED
+
+
+def test_two_dead_ends_prove_no_solution():
+    _, out = solve({"grid": [".#.", "...", "#S#"]}, "prune")
+    assert out.status == Status.NO_SOLUTION
+
+
+def test_degree_relaxation_refutes_colour_imbalanced_region_at_the_root():
+    _, out = solve({"grid": IMBALANCED}, "prune")
+    assert out.status == Status.NO_SOLUTION and out.nodes == 1
+    p, _ = problem(KIND.parse({"grid": IMBALANCED}))
+    budget = Budget(node_limit=20_000)
+    with pytest.raises(BudgetExhausted):  # without it, plain DFS drowns in the open top area
+        pruned_search(p, budget, prune=PRUNE_ALL & ~PRUNE_DEGREE, restarts=False)
+
+
+@pytest.mark.skipif(_native is None, reason="C accelerator not built")
+@pytest.mark.parametrize("seed", range(6))
+def test_c_search_matches_its_python_twin_node_for_node(seed):
+    rng = random.Random(seed)
+    level = rng.choice(generate("9x8", 1, seed) + [move_start(generate("9x8", 1, seed)[0], rng)])
+    p, _ = problem(KIND.parse(level))
+    runs = []
+    for native in (True, False):
+        budget = Budget(node_limit=100_000)
+        runs.append((pruned_search(p, budget, native=native), budget.nodes))
+    assert runs[0] == runs[1]
+
+
+def test_required_end_and_closed_paths_on_the_shared_core():
+    # 2x3 grid: 0 1 2 / 3 4 5; ending on 4 breaks colour parity (even length, same colour)
+    adj = ((1, 3), (0, 2, 4), (1, 5), (0, 4), (1, 3, 5), (2, 4))
+    for native in (True, False):
+        path = pruned_search(HamiltonProblem(adj, 0, end=5), Budget(10), native=native)
+        assert path is not None and path[-1] == 5 and HamiltonProblem(adj, 0, end=5).is_path(path) is None
+        closed = HamiltonProblem(adj, 0, closed=True)
+        path = pruned_search(closed, Budget(10), native=native)
+        assert path is not None and closed.is_path(path) is None
+        assert pruned_search(HamiltonProblem(adj, 0, end=4), Budget(10), native=native) is None
+
+
+def test_time_and_node_limits_give_timeout_with_nodes():
+    _, out = solve({"grid": IMBALANCED}, "plain", node_limit=500)
+    assert out.status == Status.TIMEOUT and out.nodes > 500
+    _, out = solve({"grid": IMBALANCED}, "warnsdorff", time_limit=0.05)
+    assert out.status == Status.TIMEOUT and out.nodes > 0
+
+
+def test_cpsat_without_ortools_is_an_error_naming_the_extra(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ortools(name, *args, **kwargs):
+        if name.startswith("ortools"):
+            raise ImportError("No module named 'ortools'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ortools)
+    _, out = solve(WRITE_UP, "cpsat")
+    assert out.status == Status.ERROR and "pip install packsolve[cpsat]" in out.message
+
+
+@pytest.mark.skipif(not cpsat_available(), reason="OR-Tools not installed")
+def test_cpsat_solves_and_proves():
+    level, out = solve(WRITE_UP, "cpsat")
+    assert out.status == Status.SOLVED and KIND.verify(level, out.solution) is None
+    _, out = solve({"grid": ["...", "S..", "..."]}, "cpsat")
+    assert out.status == Status.NO_SOLUTION
+
+
+@pytest.mark.parametrize(
+    ("solution", "complaint"),
+    [
+        ([[0, 0], [0, 1], [0, 2], [1, 2], [1, 1], [1, 0]], "starts at"),
+        ([[1, 0], [0, 0], [0, 1], [1, 1], [1, 2]], "misses 1"),
+        ([[1, 0], [0, 0], [0, 1], [0, 2], [1, 1], [1, 2]], "jumps"),
+        ([[1, 0], [0, 0], [0, 1], [0, 0], [0, 1], [0, 2]], "twice"),
+        ([[1, 0], [1, 1], [2, 1]], "blocked or off the grid"),
+        ([[1, 0], "x"], "not a [row, col]"),
+        ([], "non-empty"),
+    ],
+)
+def test_verify_rejects_bad_paths(solution, complaint):
+    level = KIND.parse({"grid": ["...", "S.."]})
+    assert complaint in KIND.verify(level, solution)
+
+
+STROKE = "S..\n...\n\n.#.\n.S.\n\n"
+
+
+def test_stroke_file_holds_levels_separated_by_blank_lines():
+    levels = list(read_text("pack.stroke", STROKE, ".stroke"))
+    assert [lv.name for lv in levels] == ["pack.stroke:1", "pack.stroke:4"]
+    assert all(lv.valid and lv.kind == "onestroke" for lv in levels)
+    assert levels[1].data["grid"] == [".#.", ".S."]
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "what"),
+    [
+        ("S..\n..\n...\n", "line 2", "ragged"),
+        ("...\n...\n", "line 1", "no start"),
+        ("S..\n\n...\n.S.\n.xS\n", "line 5, column 2", "unknown character 'x'"),
+        ("S..\n..S\n", "line 2, column 3", "second start"),
+    ],
+)
+def test_bad_stroke_levels_are_invalid_and_point_at_the_line(text, where, what):
+    bad = [lv for lv in read_text("p.stroke", text, ".stroke") if not lv.valid]
+    assert len(bad) == 1
+    assert where in bad[0].error and what in bad[0].error
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{"grid": []}, {"grid": ["S.", "..."]}, {"map": ["11", "1"], "start": 0}, {"map": ["12"], "start": 0}],
+)
+def test_bad_json_levels_are_invalid(data):
+    level = make_level("x", {"kind": "onestroke", **data})
+    assert not level.valid
+
+
+def test_generator_is_reproducible_and_makes_solvable_levels_of_the_asked_size():
+    a, b = generate("7x5", 4, seed=11), generate("7x5", 4, seed=11)
+    assert a == b and a != generate("7x5", 4, seed=12)
+    for data in a:
+        assert len(data["grid"]) == 5 and all(len(row) == 7 for row in data["grid"])
+        level, out = solve(data, "prune")
+        assert out.status == Status.SOLVED and KIND.verify(level, out.solution) is None
+    assert KIND.generate is not None and KIND.generate("6", 1, 0)[0]["kind"] == "onestroke"
+    assert parse_size("12x9") == (12, 9)
+    with pytest.raises(ValueError, match="WxH"):
+        parse_size("big")
+
+
+def test_terminal_and_svg_pictures_show_the_path():
+    level, out = solve({"grid": ["S..", "...", "#.."]}, "prune")
+    text = KIND.render(level, out.solution)
+    assert text.count("S") == 1 and text.count("E") == 1 and "█" in text
+    assert len(text.splitlines()) == 3
+    assert "S" in KIND.render(level, None)
+    root = ET.fromstring(KIND.svg(level, out.solution))
+    line = root.find("{http://www.w3.org/2000/svg}polyline")
+    assert line is not None and len(line.get("points").split()) == len(out.solution)
