@@ -1,0 +1,173 @@
+"""Sliding-tile puzzles (8-, 15-, 24-puzzle): bring the tiles to 0, 1, 2, ... with the blank top-left."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from fractions import Fraction
+from html import escape
+from typing import Any
+
+from packsolve.budget import Budget
+from packsolve.levels import LevelError
+from packsolve.outcome import Outcome
+from packsolve.puzzles import sliding_ida
+from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
+from packsolve.puzzles.sliding_board import (
+    MAX_N,
+    MIN_N,
+    Board,
+    apply_moves,
+    parse_tiles,
+    random_board,
+    read_slide,
+    unsolvable_reason,
+)
+from packsolve.puzzles.sliding_search import a_star, breadth_first
+
+
+def parse(data: Mapping[str, Any]) -> Board:
+    return parse_tiles(field_of(data, "tiles", "sliding"))
+
+
+def canonical(board: Board) -> dict[str, Any]:
+    return {"tiles": board.rows()}
+
+
+def _optimal(search: Any) -> Any:
+    """Wrap a search returning moves (or None) into a solver that first rules out odd parity."""
+
+    def solve(board: Board, budget: Budget) -> Outcome:
+        reason = unsolvable_reason(board)
+        if reason is not None:
+            return no_solution(reason)
+        moves = search(board, budget)
+        if moves is None:
+            return no_solution("the search exhausted every reachable board without meeting the goal")
+        return solved(moves)
+
+    solve.__name__ = getattr(search, "__name__", "solve")
+    return solver(solve)
+
+
+def _ida(mode: int) -> Any:
+    def search(board: Board, budget: Budget) -> list[int] | None:
+        return sliding_ida.ida_star(board, budget, mode)
+
+    return search
+
+
+def _weighted(board: Board, budget: Budget) -> Outcome:
+    reason = unsolvable_reason(board)
+    if reason is not None:
+        return no_solution(reason)
+    # Pattern databases where they are cheap to build; linear conflict on 2x2 and 3x3.
+    mode = sliding_ida.PDB if board.n >= 4 else sliding_ida.LINEAR_CONFLICT
+    found = sliding_ida.weighted(board, budget, mode)
+    bound = "optimal" if found.weight == Fraction(1) else f"at most {found.weight} x optimal"
+    return solved(found.moves, f"weighted IDA*, w = {found.weight}: length {len(found.moves)}, {bound}")
+
+
+def verify(board: Board, solution: Any) -> str | None:
+    """Return why solution does not bring board to the goal, or None if it does."""
+    if not isinstance(solution, list):
+        return "solution must be a list of the tile numbers moved"
+    end, error = apply_moves(board, solution)
+    if error:
+        return error
+    if not end.is_goal():
+        wrong = sum(1 for p, t in enumerate(end.tiles) if t and t != p)
+        return f"after {len(solution)} moves {wrong} tile(s) are still out of place"
+    return None
+
+
+def _grid_text(board: Board) -> str:
+    width = len(str(board.n * board.n - 1))
+    return "\n".join(
+        " ".join("·".rjust(width) if t == 0 else str(t).rjust(width) for t in row) for row in board.rows()
+    )
+
+
+def render(board: Board, solution: Any = None) -> str:
+    """Return the board as text; with a solution, the moves and the board they end on."""
+    out = [_grid_text(board)]
+    if solution is not None:
+        out.append(f"{len(solution)} moves: " + (" ".join(str(t) for t in solution) or "(already solved)"))
+        end, error = apply_moves(board, solution)
+        out.append(error if error else _grid_text(end))
+    return "\n".join(out)
+
+
+def svg(board: Board, solution: Any = None, cell: int = 40) -> str:
+    """Return an SVG of the start board and, below it, the numbered moves."""
+    n = board.n
+    side = n * cell
+    moves = list(solution or [])
+    per_line = max(1, side // 28)
+    lines = [moves[i : i + per_line] for i in range(0, len(moves), per_line)]
+    height = side + (18 * (len(lines) + 1) + 8 if solution is not None else 0)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{side}" height="{height}" '
+        f'viewBox="0 0 {side} {height}" font-family="sans-serif">',
+        f'<rect width="{side}" height="{side}" fill="#555"/>',
+    ]
+    for p, t in enumerate(board.tiles):
+        r, c = divmod(p, n)
+        if t == 0:
+            continue
+        home = t == p
+        parts.append(
+            f'<rect x="{c * cell + 2}" y="{r * cell + 2}" width="{cell - 4}" height="{cell - 4}" rx="4" '
+            f'fill="{"#c8e6c9" if home else "#ffe0b2"}" stroke="#333"/>'
+        )
+        parts.append(
+            f'<text x="{c * cell + cell / 2}" y="{r * cell + cell / 2 + 6}" text-anchor="middle" '
+            f'font-size="{cell // 2 - 2}">{t}</text>'
+        )
+    if solution is not None:
+        y = side + 18
+        parts.append(f'<text x="4" y="{y}" font-size="13">{len(moves)} moves:</text>')
+        for i, chunk in enumerate(lines):
+            text = escape(" ".join(str(t) for t in chunk))
+            parts.append(f'<text x="4" y="{y + 18 * (i + 1)}" font-size="13">{text}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def generate(size_spec: str, count: int, seed: int) -> list[dict[str, Any]]:
+    """Return count random solvable boards of size 'N' or 'NxN'; raise LevelError on a bad size."""
+    spec = size_spec.lower().strip()
+    parts = spec.split("x")
+    if len(parts) == 2 and parts[0] != parts[1]:
+        raise LevelError(f"sliding boards are square: {size_spec!r} is not NxN")
+    try:
+        n = int(parts[0])
+    except ValueError:
+        raise LevelError(f"size {size_spec!r} is not N or NxN") from None
+    if not MIN_N <= n <= MAX_N:
+        raise LevelError(f"board size must be {MIN_N}..{MAX_N}, not {n}")
+    rng = random.Random(seed)
+    return [{"kind": "sliding", "tiles": random_board(n, rng).rows()} for _ in range(count)]
+
+
+KIND = PuzzleKind(
+    name="sliding",
+    parse=parse,
+    canonical=canonical,
+    solvers={
+        "plain": _optimal(breadth_first),
+        "astar": _optimal(a_star),
+        "idastar": _optimal(_ida(sliding_ida.MANHATTAN)),
+        "linear-conflict": _optimal(_ida(sliding_ida.LINEAR_CONFLICT)),
+        "pdb": _optimal(_ida(sliding_ida.PDB)),
+        "weighted": solver(_weighted),
+    },
+    default="pdb",
+    verify=verify,
+    render=render,
+    svg=svg,
+    size=lambda board: board.n * board.n,
+    native={".slide": read_slide},
+    description="N x N sliding tiles (N = 2..5), fewest moves to 0, 1, 2, ... with the blank top-left",
+    generate=generate,
+)

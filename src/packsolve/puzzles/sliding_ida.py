@@ -1,0 +1,106 @@
+"""IDA* for sliding tiles in C: Manhattan, linear conflict, pattern databases, and weighted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from packsolve.budget import Budget, BudgetExhausted
+from packsolve.puzzles import sliding_pdb
+from packsolve.puzzles.sliding_board import Board
+
+MANHATTAN, LINEAR_CONFLICT, PDB = 0, 1, 2
+_SOLVED, _NODE_LIMIT, _TIME_LIMIT, _DEPTH = 0, 1, 2, 3
+
+# Weighted IDA* runs these weights in turn, keeping the shortest answer: the
+# first finds a solution fast, the later ones tighten the bound while time lasts.
+WEIGHTS = (Fraction(2), Fraction(3, 2), Fraction(5, 4))
+# Node cap for each refinement after the first weight, so an unlimited budget still ends.
+REFINE_NODES = 100_000_000
+
+
+@dataclass(frozen=True)
+class Found:
+    """A solution and the weight it was found with (1 means optimal)."""
+
+    moves: list[int]
+    weight: Fraction
+
+
+def _native():
+    from packsolve.native import sliding
+
+    return sliding
+
+
+def ida_star(
+    board: Board,
+    budget: Budget,
+    mode: int,
+    weight: Fraction = Fraction(1),
+    node_cap: int | None = None,
+) -> list[int] | None:
+    """Return the moves found by (weighted) IDA* with the given heuristic; None if node_cap was hit.
+
+    Raises BudgetExhausted when the budget's deadline or node limit is reached.
+    The C search counts its expansions; they are charged to the budget in one go.
+    """
+    tables: tuple[object, ...] | None = None
+    groups = None
+    if mode == PDB:
+        db = sliding_pdb.load(board.n)
+        tables, groups = db.tables, db.groups
+    limits = []
+    if budget.node_limit is not None:
+        limits.append(budget.node_limit - budget.nodes + 1)
+    if node_cap is not None:
+        limits.append(node_cap)
+    node_limit = max(1, min(limits)) if limits else 0
+    deadline = budget.deadline if budget.deadline is not None else 0.0
+    budget.check_clock()
+    status, moves, nodes, _ = _native().ida_star(
+        bytes(board.tiles),
+        board.n,
+        mode,
+        weight.numerator,
+        weight.denominator,
+        node_limit,
+        deadline,
+        tables,
+        groups,
+    )
+    if status == _SOLVED:
+        # The answer is in hand: count the work without letting a limit passed meanwhile discard it.
+        budget.nodes += nodes
+        return moves
+    budget.charge(nodes)
+    if status == _TIME_LIMIT:
+        raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
+    if status == _DEPTH:
+        raise BudgetExhausted("search depth limit reached")
+    if node_cap is not None:
+        return None
+    raise BudgetExhausted(f"node limit {budget.node_limit} reached")
+
+
+def weighted(board: Board, budget: Budget, mode: int) -> Found:
+    """Return the shortest answer of weighted IDA* over WEIGHTS (length <= weight x optimal).
+
+    Raises BudgetExhausted if even the first weight finds nothing in the budget.
+    """
+    best: Found | None = None
+    for weight in WEIGHTS:
+        try:
+            moves = ida_star(board, budget, mode, weight, None if best is None else REFINE_NODES)
+        except BudgetExhausted:
+            if best is None:
+                raise
+            break
+        if moves is None:
+            break
+        if best is None or len(moves) <= len(best.moves):
+            best = Found(moves, weight)
+        else:
+            best = Found(best.moves, weight)
+    assert best is not None
+    return best

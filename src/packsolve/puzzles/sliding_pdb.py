@@ -1,0 +1,151 @@
+"""Additive disjoint pattern databases for sliding tiles: partitions, build, on-disk cache, fast load.
+
+A table for a group of tiles holds, for every placement of those tiles, the
+fewest moves *of those tiles* that bring them home (other tiles move for
+free), so the tables of disjoint groups add up to an admissible heuristic.
+Tables are indexed by sum(pos_i * (N*N)**i): sparse, but a move updates the
+index with one multiply-add.  They are built once by breadth-first search in
+C, written atomically to the user's cache directory under a lock (two
+processes racing build it once), and memory-mapped read-only, so forked
+workers share one copy through the page cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import mmap
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+FORMAT_VERSION = 1
+
+# Korf & Felner's static partitions (blank top-left).  4x4: 6-6-3, the two
+# left and two right columns below the top row plus the top row's three tiles;
+# the mirrored lookup (transpose about the main diagonal, which fixes the goal)
+# gives a second, different partition for free.  5x5: six 4-tile blocks
+# keep the tables small (390 625 entries each) and quick to build.
+PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
+    2: ((1, 2, 3),),
+    3: ((1, 2, 3, 4), (5, 6, 7, 8)),
+    4: ((1, 2, 3), (4, 5, 8, 9, 12, 13), (6, 7, 10, 11, 14, 15)),
+    5: (
+        (1, 2, 5, 6),
+        (3, 4, 8, 9),
+        (7, 12, 13, 14),
+        (10, 11, 15, 16),
+        (20, 21, 22, 23),
+        (17, 18, 19, 24),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class PatternDatabase:
+    """The tables of one partition, ready for the C search (buffers stay mapped while held)."""
+
+    n: int
+    groups: tuple[tuple[int, ...], ...]
+    tables: tuple[object, ...]
+    build_s: float
+
+
+def cache_dir() -> Path:
+    """Return the directory for cached tables: $PACKSOLVE_CACHE_DIR or the user's cache directory."""
+    env = os.environ.get("PACKSOLVE_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("packsolve"))
+
+
+def table_path(n: int, group: tuple[int, ...]) -> Path:
+    name = "-".join(str(t) for t in group)
+    return cache_dir() / f"sliding-pdb-v{FORMAT_VERSION}-{n}x{n}-{name}.bin"
+
+
+def table_size(n: int, group: tuple[int, ...]) -> int:
+    return (n * n) ** len(group)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _map(path: Path, size: int) -> mmap.mmap | None:
+    """Return the file mapped read-only, or None if it is missing or of the wrong size."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size != size:
+                return None
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError:
+        return None
+
+
+def ensure_table(n: int, group: tuple[int, ...]) -> tuple[mmap.mmap, float]:
+    """Return the mapped table of a group, building and caching it first if needed; and build seconds.
+
+    Raises OSError if the cache directory cannot be written.
+    """
+    path = table_path(n, group)
+    size = table_size(n, group)
+    table = _map(path, size)
+    if table is not None:
+        return table, 0.0
+    with _locked(path):
+        table = _map(path, size)  # another process may have built it while we waited
+        if table is not None:
+            return table, 0.0
+        from packsolve.native import sliding as native
+
+        start = time.perf_counter()
+        data = native.build_pdb(n, group)
+        elapsed = time.perf_counter() - start
+        _write_atomically(path, data)
+    table = _map(path, size)
+    if table is None:
+        raise OSError(f"pattern table {path} vanished after it was written")
+    return table, elapsed
+
+
+_LOADED: dict[int, PatternDatabase] = {}
+
+
+def load(n: int) -> PatternDatabase:
+    """Return the pattern database for N x N boards, built on first use; KeyError for an unknown N."""
+    if n not in _LOADED:
+        groups = PARTITIONS[n]
+        tables, total = [], 0.0
+        for group in groups:
+            table, seconds = ensure_table(n, group)
+            tables.append(table)
+            total += seconds
+        _LOADED[n] = PatternDatabase(n, groups, tuple(tables), total)
+    return _LOADED[n]

@@ -1,0 +1,227 @@
+"""Sliding tiles: parsing, parity, verification, and optimality of every heuristic against BFS truth."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from fractions import Fraction
+
+import pytest
+
+from packsolve.budget import Budget
+from packsolve.levels import LevelError, read_text
+from packsolve.outcome import Status
+from packsolve.puzzles import get_kind, sliding_pdb
+from packsolve.puzzles.sliding_board import Board, neighbours, unsolvable_reason
+
+KIND = get_kind("sliding")
+OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb"]
+KORF = "/work/shared/benchmarks/sliding_puzzle/korf100_15puzzle.txt"
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Keep pattern tables of the tests out of the user's cache directory."""
+    monkeypatch.setenv("PACKSOLVE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "pdb-cache"))
+
+
+@pytest.fixture(scope="module")
+def distances() -> dict[tuple[int, ...], int]:
+    """Exact distance to the goal of every solvable 3x3 board, by breadth-first search from the goal."""
+    goal = tuple(range(9))
+    near = neighbours(3)
+    dist = {goal: 0}
+    queue = deque([goal])
+    while queue:
+        state = queue.popleft()
+        blank = state.index(0)
+        for p in near[blank]:
+            nxt = list(state)
+            nxt[blank], nxt[p] = nxt[p], 0
+            key = tuple(nxt)
+            if key not in dist:
+                dist[key] = dist[state] + 1
+                queue.append(key)
+    return dist
+
+
+def solve(tiles, heuristic, time_limit=20.0):
+    board = KIND.parse({"tiles": tiles})
+    return board, KIND.solvers[heuristic](board, Budget(time_limit))
+
+
+def test_write_up_sample_needs_seven_moves_with_plain_bfs():
+    board, out = solve([[3, 0, 2], [4, 1, 7], [6, 8, 5]], "plain")
+    assert out.status is Status.SOLVED
+    assert len(out.solution) == 7
+    assert KIND.verify(board, out.solution) is None
+
+
+def test_bfs_table_covers_exactly_the_solvable_half(distances):
+    assert len(distances) == 181440
+    assert max(distances.values()) == 31
+
+
+@pytest.mark.parametrize("heuristic", ["plain", *OPTIMAL])
+def test_optimal_heuristics_match_bfs_lengths_on_random_3x3_boards(heuristic, distances):
+    rng = random.Random(6)
+    boards = rng.sample(sorted(distances), 8 if heuristic == "plain" else 150)
+    boards.append(next(b for b, d in distances.items() if d == 31))
+    for tiles in boards:
+        board, out = solve(list(tiles), heuristic)
+        assert out.status is Status.SOLVED, (tiles, out)
+        assert KIND.verify(board, out.solution) is None
+        assert len(out.solution) == distances[tiles], (heuristic, tiles)
+        assert out.nodes >= 0
+
+
+def test_weighted_stays_within_its_weight_bound_on_3x3(distances):
+    rng = random.Random(7)
+    for tiles in rng.sample(sorted(distances), 100):
+        board, out = solve(list(tiles), "weighted")
+        assert out.status is Status.SOLVED
+        assert KIND.verify(board, out.solution) is None
+        weight = Fraction(out.message.split("w = ")[1].split(":")[0])
+        assert len(out.solution) <= weight * distances[tiles]
+
+
+@pytest.mark.parametrize("heuristic", ["plain", *OPTIMAL, "weighted"])
+def test_odd_parity_boards_are_no_solution_at_once(heuristic):
+    odd_4x4 = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 15, 14]]
+    for tiles in ([[0, 2, 1], [3, 4, 5], [6, 7, 8]], [[0, 1], [3, 2]], odd_4x4):
+        _, out = solve(tiles, heuristic, time_limit=1.0)
+        assert out.status is Status.NO_SOLUTION
+        assert "parity" in out.message
+        assert out.nodes == 0
+
+
+def test_parity_rule_agrees_with_reachability(distances):
+    rng = random.Random(8)
+    for _ in range(400):
+        tiles = list(range(9))
+        rng.shuffle(tiles)
+        reason = unsolvable_reason(Board(3, tuple(tiles)))
+        assert (reason is None) == (tuple(tiles) in distances)
+
+
+def test_even_width_parity_counts_the_blank_row():
+    # Moving the blank down one row on 4x4 is reachable; the same tiles with 14/15 swapped are not.
+    assert unsolvable_reason(Board(4, (4, 1, 2, 3, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))) is None
+    assert unsolvable_reason(Board(4, (4, 1, 2, 3, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 14))) is not None
+
+
+def _korf(ids):
+    rows = {}
+    with open(KORF) as fh:
+        lines = fh.read().splitlines()
+    for line in lines:
+        if line.startswith("#"):
+            continue
+        parts = [int(x) for x in line.split()]
+        rows[parts[0]] = (parts[1], parts[2:])
+    return [rows[i] for i in ids]
+
+
+def test_pdb_with_small_tables_finds_korf_published_lengths(monkeypatch):
+    """The C IDA* with additive tables (a quick 4-4-4-3 split) returns Korf's optimal lengths."""
+    quick = ((1, 2, 3), (4, 5, 8, 9), (6, 7, 10, 11), (12, 13, 14, 15))
+    monkeypatch.setitem(sliding_pdb.PARTITIONS, 4, quick)
+    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    for optimal, tiles in _korf([9, 2, 4]):
+        board, out = solve(tiles, "pdb", time_limit=30)
+        assert out.status is Status.SOLVED
+        assert KIND.verify(board, out.solution) is None
+        assert len(out.solution) == optimal
+
+
+def test_linear_conflict_finds_korf_published_length_on_an_easy_instance():
+    for optimal, tiles in _korf([9]):
+        board, out = solve(tiles, "linear-conflict")
+        assert len(out.solution) == optimal
+        assert KIND.verify(board, out.solution) is None
+
+
+def test_time_limit_gives_timeout_with_nodes():
+    _, out = solve(_korf([88])[0][1], "idastar", time_limit=0.3)
+    assert out.status is Status.TIMEOUT
+    assert out.nodes > 0
+
+
+def test_node_limit_gives_timeout():
+    board = KIND.parse({"tiles": _korf([1])[0][1]})
+    out = KIND.solvers["linear-conflict"](board, Budget(node_limit=1000))
+    assert out.status is Status.TIMEOUT
+    assert out.nodes > 1000
+
+
+def test_weighted_solves_a_24_puzzle_within_its_bound():
+    with open("/work/shared/benchmarks/sliding_puzzle/korf_felner50_24puzzle.txt") as fh:
+        line = fh.read().splitlines()[1]
+    optimal, tiles = int(line.split()[1]), [int(x) for x in line.split()[2:]]
+    board, out = solve(tiles, "weighted", time_limit=30)
+    assert out.status is Status.SOLVED
+    assert KIND.verify(board, out.solution) is None
+    weight = Fraction(out.message.split("w = ")[1].split(":")[0])
+    assert optimal <= len(out.solution) <= weight * optimal
+
+
+def test_verify_rejects_illegal_and_unfinished_move_lists():
+    board = KIND.parse({"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]})
+    assert "not next to the blank" in KIND.verify(board, [7])
+    assert "still out of place" in KIND.verify(board, [1, 7])
+    assert "not a tile" in KIND.verify(board, [0])
+    assert KIND.verify(board, "17") is not None
+    assert KIND.verify(board, [1, 7, 5, 8, 7, 4, 3]) is None
+
+
+@pytest.mark.parametrize(
+    ("tiles", "needle"),
+    [
+        ([[0, 1], [2, 2]], "appears twice"),
+        ([[0, 1, 2], [3, 4]], "row 1 has 3"),
+        ([0, 1, 2], "N x N"),
+        ([[0, 1], [2, 9]], "0..3"),
+        ([[0, 1], [2, "3"]], "not an integer"),
+        (list(range(36)), "N x N"),
+    ],
+)
+def test_bad_boards_raise_actionable_level_errors(tiles, needle):
+    with pytest.raises(LevelError, match=needle):
+        KIND.parse({"tiles": tiles})
+
+
+def test_flat_rows_and_slide_spellings_are_one_level():
+    text = "# a comment\n0 1 2 3 4 5 8 6 7\nk7 3 0 1 2 3 4 5 8 6 7\n3 0 1 2 3 4 5 8 6 7\n"
+    levels = list(read_text("p.slide", text, ".slide"))
+    assert [lv.name for lv in levels] == ["p.slide:2", "p.slide:3", "p.slide:4"]
+    assert all(lv.valid for lv in levels)
+    assert len({lv.hash for lv in levels}) == 1
+    flat = KIND.canonical(KIND.parse({"tiles": [0, 1, 2, 3, 4, 5, 8, 6, 7]}))
+    assert {**flat, "kind": "sliding"} == dict(levels[0].data)
+    assert flat == {"tiles": [[0, 1, 2], [3, 4, 5], [8, 6, 7]]}
+
+
+def test_slide_reader_reports_the_bad_line():
+    levels = list(read_text("p.slide", "0 1 2 3\n0 1 2\n0 1 x 3\n", ".slide"))
+    assert levels[0].valid
+    assert not levels[1].valid and "line 2" in levels[1].error
+    assert not levels[2].valid and "line 3" in levels[2].error and "'x'" in levels[2].error
+
+
+def test_generate_is_reproducible_and_solvable():
+    a = KIND.generate("4x4", 5, seed=3)
+    assert a == KIND.generate("4", 5, seed=3)
+    assert a != KIND.generate("4", 5, seed=4)
+    for raw in a:
+        assert unsolvable_reason(KIND.parse(raw)) is None
+    with pytest.raises(LevelError):
+        KIND.generate("3x4", 1, seed=0)
+
+
+def test_render_and_svg_show_board_and_moves():
+    board = KIND.parse({"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]})
+    text = KIND.render(board, [1, 7, 5, 8, 7, 4, 3])
+    assert "7 moves: 1 7 5 8 7 4 3" in text
+    assert text.splitlines()[-3:] == ["· 1 2", "3 4 5", "6 7 8"]
+    picture = KIND.svg(board, [1, 7, 5, 8, 7, 4, 3])
+    assert picture.startswith("<svg") and ">7 moves:<" in picture and ">8<" in picture
