@@ -1,0 +1,94 @@
+"""The database layer on SQLite and PostgreSQL: migrations, rows from submit on, idempotent results."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import inspect, select
+
+from packsolve.db.migrate import current_revision, head_revision, upgrade
+from packsolve.db.models import Attempt, Run
+from packsolve.db.queries import Result, RunOptions, claim, create_run, record, status_counts
+from packsolve.db.session import get_engine, make_engine, session_scope
+from packsolve.levels import make_level
+from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.puzzles import get_kind
+from packsolve.scheduler import resolve_heuristics
+
+LEVELS = [
+    make_level("a", {"kind": "onestroke", "grid": ["S.."]}),
+    make_level("b", {"kind": "onestroke", "grid": ["S.", ".."]}),
+    make_level("bad", {"kind": "onestroke", "grid": ["S?"]}),
+]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request):
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+
+
+def test_migrations_create_the_schema_once(db_url):
+    engine = make_engine(db_url)
+    assert upgrade(engine) is True
+    assert upgrade(engine) is False
+    assert current_revision(engine) == head_revision(engine)
+    assert {"levels", "runs", "attempts"} <= set(inspect(engine).get_table_names())
+
+
+def test_every_attempt_row_exists_from_submit_on(db_url):
+    engine = get_engine(db_url)
+    with session_scope(engine) as s:
+        run_id = create_run(s, resolve_heuristics(LEVELS, None), RunOptions(mode="distributed", time_limit=5))
+    with session_scope(engine) as s:
+        assert status_counts(s, run_id) == {"queued": 2, "invalid": 1}
+        run = s.get(Run, run_id)
+        assert run.total == 3 and run.host and run.version and run.finished_at is None
+        heuristics = {a.name: a.heuristic for a in s.scalars(select(Attempt).where(Attempt.run_id == run_id))}
+        assert heuristics["a"] == get_kind("onestroke").default
+
+
+def test_results_are_idempotent_and_a_late_duplicate_never_overwrites(db_url):
+    engine = get_engine(db_url)
+    with session_scope(engine) as s:
+        run_id = create_run(s, resolve_heuristics(LEVELS[:2], None), RunOptions(mode="distributed"))
+    a, b = LEVELS[0].hash, LEVELS[1].hash
+    with session_scope(engine) as s:
+        assert claim(s, run_id, a, "w1", max_tries=3) == "run"
+        first = Outcome(Status.SOLVED, [[0, 0], [0, 1], [0, 2]], SearchStats(3, 0.1, 0.1, 10))
+        assert record(s, [Result(run_id, a, first, 3, "w1")]) == 1
+    with session_scope(engine) as s:
+        late = Outcome(Status.TIMEOUT, None, SearchStats(99, 9, 9, 9), "late duplicate")
+        assert record(s, [Result(run_id, a, late, None, "w2")]) == 0
+        assert claim(s, run_id, a, "w2", max_tries=3) == "skip"
+        row = s.scalars(select(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == a)).one()
+        assert (row.status, row.worker, row.nodes) == ("solved", "w1", 3)
+        assert s.get(Run, run_id).finished_at is None  # b still queued
+    with session_scope(engine) as s:
+        record(s, [Result(run_id, b, Outcome(Status.NO_SOLUTION), None, "w1")])
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        assert run.finished_at is not None and run.state == "finished"
+
+
+def test_a_task_delivered_too_often_becomes_lost(db_url):
+    engine = get_engine(db_url)
+    with session_scope(engine) as s:
+        run_id = create_run(s, resolve_heuristics(LEVELS[:1], None), RunOptions(mode="distributed"))
+    h = LEVELS[0].hash
+    with session_scope(engine) as s:
+        assert [claim(s, run_id, h, f"w{i}", max_tries=2) for i in range(3)] == ["run", "run", "lost"]
+        row = s.scalars(select(Attempt).where(Attempt.run_id == run_id)).one()
+        assert row.status == "lost" and row.tries == 2 and "delivered 2 times" in row.message
+        assert s.get(Run, run_id).finished_at is not None
+
+
+def test_same_level_in_two_runs_is_one_level_with_two_attempts(db_url):
+    engine = get_engine(db_url)
+    with session_scope(engine) as s:
+        r1 = create_run(s, resolve_heuristics(LEVELS, None), RunOptions(mode="local"))
+        r2 = create_run(s, resolve_heuristics(LEVELS, "plain"), RunOptions(mode="local", heuristic="plain"))
+    from packsolve.db.models import LevelRow
+
+    with session_scope(engine) as s:
+        assert len(s.scalars(select(LevelRow)).all()) == 3
+        n = s.scalars(select(Attempt).where(Attempt.level_hash == LEVELS[0].hash)).all()
+        assert {a.run_id for a in n} == {r1, r2}

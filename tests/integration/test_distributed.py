@@ -1,0 +1,79 @@
+"""`packsolve submit` + real `packsolve worker` processes on real Redis, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from services import run_cli, wait_for_run
+
+from packsolve.levels import read_levels
+from packsolve.puzzles import get_kind
+from test_local import make_pack
+
+
+def submit(pack, env, *args):
+    res = run_cli("submit", str(pack), *args, env=env)
+    assert res.returncode == 0, res.stderr
+    return int(res.stdout.strip().splitlines()[-1])
+
+
+def export(env, run_id):
+    res = run_cli("export", str(run_id), env=env)
+    assert res.returncode == 0, res.stderr
+    return [json.loads(line) for line in res.stdout.splitlines()]
+
+
+def check_records(pack, records):
+    kind = get_kind("onestroke")
+    levels = {lv.hash: lv for lv in read_levels([pack])}
+    statuses = sorted(r["status"] for r in records)
+    assert statuses == ["invalid", "no_solution", "solved", "solved", "solved", "solved"]
+    for r in records:
+        if r["status"] == "solved":
+            assert kind.verify(kind.parse(levels[r["level_hash"]].data), r["solution"]) is None
+        if r["status"] != "invalid":
+            assert r["tries"] == 1 and r["worker"] in ("w1@test", "w2@test")
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_submit_to_two_workers_end_to_end(database, request, tmp_path, broker, start_worker):
+    db_url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
+    env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
+    pack = make_pack(tmp_path)
+    start_worker(broker, db_url, "w1@test")
+    start_worker(broker, db_url, "w2@test")
+    run_id = submit(pack, env, "--time-limit", "10")
+    wait_for_run(db_url, run_id, timeout=60)
+    check_records(pack, export(env, run_id))
+    res = run_cli("report", "summary", str(run_id), "--format", "json", env=env)
+    summary = json.loads(res.stdout)
+    assert summary["solved"] == 4 and summary["state"] == "finished" and summary["mode"] == "distributed"
+
+
+def test_timeout_under_a_one_second_limit_then_the_same_worker_solves_the_next(
+    tmp_path, broker, sqlite_url, start_worker
+):
+    pack = tmp_path / "p"
+    pack.mkdir()
+    (pack / "a_hard.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13}))
+    (pack / "b_easy.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "...."]}))
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    w = start_worker(broker, sqlite_url, "solo@test", concurrency=1)
+    start = time.monotonic()
+    run_id = submit(pack, env, "--heuristic", "plain", "--time-limit", "1")
+    wait_for_run(sqlite_url, run_id, timeout=30)
+    hard, easy = export(env, run_id)
+    assert hard["status"] == "timeout" and 1.0 <= hard["wall_s"] < 3.0
+    assert easy["status"] == "solved"
+    assert hard["worker"] == easy["worker"] == "solo@test"
+    assert time.monotonic() - start < 15
+    assert w.proc.poll() is None  # the worker lives on
+
+
+def test_submit_fails_clearly_when_the_broker_is_unreachable(tmp_path, sqlite_url):
+    pack = make_pack(tmp_path)
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": "redis://127.0.0.1:1/0"}
+    res = run_cli("submit", str(pack), env=env, timeout=60)
+    assert res.returncode != 0 and "cannot reach the broker" in res.stderr
