@@ -6,6 +6,7 @@ import functools
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,8 +188,11 @@ def _read_json(name: str, text: str, kind: str | None) -> Iterator[Level]:
         return
     if not items:
         yield invalid_level(name, text, "the file holds an empty list of levels", kind)
-    for line, item in items:
-        yield make_level(f"{name}:{line}", item, kind)
+    # Levels share a line in a list written on one line: the list index tells them apart.
+    crowded = {line for line, n in Counter(line for line, _ in items).items() if n > 1}
+    for index, (line, item) in enumerate(items):
+        suffix = f"{line}[{index}]" if line in crowded else str(line)
+        yield make_level(f"{name}:{suffix}", item, kind)
 
 
 def _json_items(text: str) -> Iterator[tuple[int, Any]]:

@@ -55,7 +55,7 @@ def test_solve_then_export_gives_one_verified_record_per_level(tmp_path):
         assert r["nodes"] >= r["length"] and r["wall_s"] > 0 and r["peak_rss_mb"] > 0
         assert r["worker"].startswith("local@") and r["finished_at"].endswith("+00:00")
     [bad] = by_status["invalid"]
-    assert "unknown character" in bad["message"] and bad["level"].endswith("levels.json:1") is False
+    assert "unknown character" in bad["message"] and bad["level"].endswith("levels.json:1[3]")
     assert set(records[0]) == {
         "run", "level", "level_hash", "kind", "heuristic", "status", "solution", "length", "nodes",
         "wall_s", "cpu_s", "peak_rss_mb", "worker", "tries", "started_at", "finished_at", "message",

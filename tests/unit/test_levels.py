@@ -118,3 +118,9 @@ def test_missing_path_is_an_invalid_level(tmp_path):
 def test_kind_filter_rejects_levels_of_another_kind():
     lv = make_level("x", {"kind": "onestroke", "grid": ["S."]}, kind="sudoku")
     assert not lv.valid and "not the requested kind" in lv.error
+
+
+def test_levels_of_a_one_line_json_list_get_distinct_names(tmp_path):
+    f = write(tmp_path / "l.json", json.dumps([{"kind": "onestroke", "grid": ["S."]}, {"kind": "onestroke", "grid": ["S.."]}]))
+    names = [lv.name for lv in read_levels([f])]
+    assert names == [f"{f}:1[0]", f"{f}:1[1]"]
