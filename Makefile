@@ -1,0 +1,31 @@
+# Two entry points for a fresh machine with Python 3.11+ and make:
+#   make demo   — virtualenv, install, solve the sample packs locally into SQLite, print the summary
+#   make test   — virtualenv with the test tools, then the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+
+.PHONY: demo test lint clean
+
+$(BIN)/.installed: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,cpsat]'
+	touch $@
+
+demo: $(BIN)/.installed
+	$(BIN)/packsolve solve examples/packs --time-limit 10
+	$(BIN)/packsolve report summary latest
+
+test: $(BIN)/.installed
+	$(PY) setup.py --quiet build_ext --inplace
+	$(PY) -m pytest
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info src/packsolve/native/*.so
