@@ -122,13 +122,15 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
 class Worker:
     """A real `packsolve worker` process, stopped (and its children killed) on close."""
 
-    def __init__(self, broker: str, database: str, hostname: str, concurrency: int = 1, log: Path | None = None):
+    def __init__(
+        self, broker: str, database: str, hostname: str, concurrency: int = 1, log: Path | None = None
+    ):
         self.hostname = hostname
         self.log_path = log or Path(tempfile.mkstemp(prefix="packsolve-worker-", suffix=".log")[1])
-        self._log = open(self.log_path, "w")
+        self._log = open(self.log_path, "w")  # noqa: SIM115 (kept open for the worker's lifetime)
         env = {**os.environ, "PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database}
         self.proc = subprocess.Popen(
-            packsolve_cmd("worker", "--concurrency", str(concurrency), "--hostname", hostname, "--loglevel", "INFO"),
+            packsolve_cmd("worker", "-c", str(concurrency), "-n", hostname, "-l", "INFO"),
             env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.broker = broker

@@ -26,7 +26,12 @@ FLUSH_EVERY_N = 200
 def _attempt(spec: AttemptSpec) -> tuple[Outcome, str, datetime, int | None]:
     started = utcnow()
     outcome = execute_attempt(spec)
-    return outcome, f"local@{socket.gethostname()}:{os.getpid()}", started, solution_length(spec.kind, outcome)
+    return (
+        outcome,
+        f"local@{socket.gethostname()}:{os.getpid()}",
+        started,
+        solution_length(spec.kind, outcome),
+    )
 
 
 def run_local(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Every state an attempt can be in; the same names in files, the CLI and the DB."""
 
     QUEUED = "queued"
@@ -25,9 +25,6 @@ class Status(str, Enum):
     @property
     def final(self) -> bool:
         return self not in (Status.QUEUED, Status.RUNNING)
-
-    def __str__(self) -> str:  # click and f-strings show the plain value
-        return self.value
 
 
 PENDING = frozenset({Status.QUEUED, Status.RUNNING})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -137,10 +138,8 @@ def _run_in_child(work: Any, limits: Limits) -> tuple[dict[str, Any], SearchStat
     finally:
         os.close(read_fd)
         if reaped is None:  # interrupted (Celery soft limit, Ctrl-C): leave no orphan behind
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             os.waitpid(pid, 0)
     wall = time.monotonic() - started
     _, wstatus, usage = reaped

@@ -6,11 +6,11 @@ import json
 import time
 
 import pytest
-from services import run_cli, wait_for_run
+from test_local import make_pack
 
 from packsolve.levels import read_levels
 from packsolve.puzzles import get_kind
-from test_local import make_pack
+from services import run_cli, wait_for_run
 
 
 def submit(pack, env, *args):
@@ -57,7 +57,9 @@ def test_timeout_under_a_one_second_limit_then_the_same_worker_solves_the_next(
 ):
     pack = tmp_path / "p"
     pack.mkdir()
-    (pack / "a_hard.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13}))
+    (pack / "a_hard.json").write_text(
+        json.dumps({"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13})
+    )
     (pack / "b_easy.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "...."]}))
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     w = start_worker(broker, sqlite_url, "solo@test", concurrency=1)

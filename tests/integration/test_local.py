@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from services import run_cli
-
 from packsolve.puzzles import get_kind
+from services import run_cli
 
 
 def make_pack(root: Path) -> Path:
@@ -102,7 +101,9 @@ def test_usage_errors_exit_non_zero_with_a_message(tmp_path):
 def test_a_level_plain_cannot_finish_times_out_and_the_rest_still_runs(tmp_path):
     pack = tmp_path / "p"
     pack.mkdir()
-    (pack / "a_hard.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13}))
+    (pack / "a_hard.json").write_text(
+        json.dumps({"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13})
+    )
     (pack / "b_easy.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "...."]}))
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
     res = run_cli("solve", str(pack), "--heuristic", "plain", "--time-limit", "1", "--jobs", "1", "-q",

@@ -37,7 +37,9 @@ def test_single_json_file_is_named_by_its_path(tmp_path):
 
 
 def test_json_list_names_levels_by_line(tmp_path):
-    text = '[\n  {"kind": "onestroke", "grid": ["S.."]},\n\n  {"kind": "onestroke", "grid": ["S.", ".."]}\n]\n'
+    text = (
+        '[\n  {"kind": "onestroke", "grid": ["S.."]},\n\n  {"kind": "onestroke", "grid": ["S.", ".."]}\n]\n'
+    )
     f = write(tmp_path / "list.json", text)
     levels = list(read_levels([f]))
     assert [lv.name for lv in levels] == [f"{f}:2", f"{f}:4"]
@@ -90,7 +92,7 @@ def test_bad_inputs_become_invalid_levels_with_actionable_messages(tmp_path):
         "badstart.json": ('{"kind": "onestroke", "map": ["11"], "start": 5}', "'start' must be"),
         "deep.json": ("[" * 100000 + "]" * 100000, "nested too deeply"),
     }
-    for name, (text, expected) in cases.items():
+    for name, (text, _expected) in cases.items():
         write(tmp_path / name, text)
     levels = {Path(lv.name.split(":")[0]).name: lv for lv in read_levels([tmp_path])}
     for name, (_, expected) in cases.items():
@@ -121,6 +123,9 @@ def test_kind_filter_rejects_levels_of_another_kind():
 
 
 def test_levels_of_a_one_line_json_list_get_distinct_names(tmp_path):
-    f = write(tmp_path / "l.json", json.dumps([{"kind": "onestroke", "grid": ["S."]}, {"kind": "onestroke", "grid": ["S.."]}]))
+    f = write(
+        tmp_path / "l.json",
+        json.dumps([{"kind": "onestroke", "grid": ["S."]}, {"kind": "onestroke", "grid": ["S.."]}]),
+    )
     names = [lv.name for lv in read_levels([f])]
     assert names == [f"{f}:1[0]", f"{f}:1[1]"]
