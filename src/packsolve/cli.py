@@ -56,11 +56,13 @@ def format_option(fn: Callable) -> Callable:
 def run_options(fn: Callable) -> Callable:
     """Options shared by every command that starts a run."""
     decorators = [
-        click.option("--kind", default=None, help="Only accept levels of this kind (needed for ambiguous files)."),
-        click.option("--heuristic", default="default", show_default=True, help="Solver to use; see `packsolve kinds`."),
+        click.option("--kind", default=None, help="Only accept levels of this kind."),
+        click.option(
+            "--heuristic", default="default", show_default=True, help="Solver to use; see `packsolve kinds`."
+        ),
         click.option(
             "--time-limit", type=float, default=DEFAULT_TIME_LIMIT, show_default=True,
-            help="Wall seconds per level (0: none). The solver stops cooperatively; the process is killed soon after.",
+            help="Wall seconds per level (0: none); the solver is stopped, then killed soon after.",
         ),
         click.option("--node-limit", type=int, default=None, help="Expanded nodes per level."),
         click.option("--memory-limit", type=int, default=None, help="MB a solver may allocate per level."),
@@ -112,7 +114,9 @@ def _limits(time_limit: float | None, node_limit: int | None, memory_limit: int 
     return Limits(_positive_or_none(time_limit), node_limit, memory_limit)
 
 
-def _create_run(engine: Any, paths: tuple[str, ...], mode: str, opts: dict[str, Any], concurrency: int | None):
+def _create_run(
+    engine: Any, paths: tuple[str, ...], mode: str, opts: dict[str, Any], concurrency: int | None
+):
     """Plan the run from paths and create its rows; return (run id, plan, limits)."""
     from packsolve.db.queries import RunOptions, create_run
     from packsolve.db.session import session_scope
@@ -128,6 +132,7 @@ def _create_run(engine: Any, paths: tuple[str, ...], mode: str, opts: dict[str, 
         node_limit=limits.node_limit,
         memory_limit_mb=limits.memory_limit_mb,
         concurrency=concurrency,
+        max_tries=opts.get("max_tries"),
         label=opts["label"],
         extra={"argv": sys.argv[1:], "paths": list(paths)},
     )
@@ -144,7 +149,9 @@ def _create_run(engine: Any, paths: tuple[str, ...], mode: str, opts: dict[str, 
 @format_option
 @database_option
 @usage_errors
-def solve(paths: tuple[str, ...], jobs: int | None, quiet: bool, fmt: str, database_url: str | None, **opts: Any):
+def solve(
+    paths: tuple[str, ...], jobs: int | None, quiet: bool, fmt: str, database_url: str | None, **opts: Any
+):
     """Solve every level under PATHS on a local process pool; results go to the database."""
     from packsolve.db.queries import cancel_pending, resolve_run
     from packsolve.db.session import get_engine, session_scope
@@ -231,7 +238,7 @@ def _emit(data: Any, fmt: str, table: Callable[[Any], Any]) -> None:
     elif fmt == "csv":
         import csv
 
-        rows = data if isinstance(data, list) else [_flatten(data)]
+        rows = [_flatten(r) for r in data] if isinstance(data, list) else [_flatten(data)]
         if rows:
             writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
             writer.writeheader()
@@ -246,22 +253,29 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(v, dict):
             flat.update(_flatten(v, f"{prefix}{k}."))
         else:
-            flat[f"{prefix}{k}"] = v
+            # Lists (hosts, solutions) as JSON text: a CSV cell holds one value a script can parse.
+            flat[f"{prefix}{k}"] = json.dumps(v) if isinstance(v, list) else v
     return flat
 
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
-@click.option("--max-tries", type=int, default=None, help="Deliveries of a task before it counts as lost [default: 3].")
+@click.option(
+    "--max-tries", type=int, default=None, help="Deliveries of a task before it counts as lost [default: 3]."
+)
 @database_option
 @broker_option
 @usage_errors
-def submit(paths: tuple[str, ...], max_tries: int | None, database_url: str | None, broker_url: str | None, **opts):
+def submit(
+    paths: tuple[str, ...], max_tries: int | None, database_url: str | None, broker_url: str | None, **opts
+):
     """Create a run for the levels under PATHS and enqueue one task per level; print the run id."""
+    from packsolve.db.queries import mark_sent
     from packsolve.db.session import get_engine, safe_url, session_scope
-    from packsolve.scheduler import DEFAULT_MAX_TRIES, enqueue, pending_specs
-    from packsolve.worker import DEFAULT_VISIBILITY_TIMEOUT, broker_url as resolve_broker, make_app
+    from packsolve.scheduler import DEFAULT_MAX_TRIES, enqueue, hardest_first, pending_specs
+    from packsolve.worker import DEFAULT_VISIBILITY_TIMEOUT, make_app
+    from packsolve.worker import broker_url as resolve_broker
 
     limits = _limits(opts["time_limit"], opts["node_limit"], opts["memory_limit"])
     hard = limits.hard_time()
@@ -272,13 +286,19 @@ def submit(paths: tuple[str, ...], max_tries: int | None, database_url: str | No
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=2, interval_start=0.2, interval_step=0.5)
     except Exception as exc:
-        raise click.ClickException(f"cannot reach the broker at {safe_url(resolve_broker(broker_url))}: {exc}") from None
+        raise click.ClickException(
+            f"cannot reach the broker at {safe_url(resolve_broker(broker_url))}: {exc}"
+        ) from None
     engine = get_engine(database_url)
-    run_id, plan, limits = _create_run(engine, paths, "distributed", opts, None)
+    max_tries = max_tries or DEFAULT_MAX_TRIES
+    run_id, plan, limits = _create_run(engine, paths, "distributed", {**opts, "max_tries": max_tries}, None)
     with session_scope(engine) as session:
-        specs = pending_specs(session, run_id, limits)
+        # Longest expected first: the overnight makespan is set by the hardest levels started last.
+        specs = hardest_first(session, run_id, pending_specs(session, run_id, limits))
     started = time.monotonic()
-    sent = enqueue(app, run_id, specs, max_tries or DEFAULT_MAX_TRIES)
+    sent = enqueue(app, run_id, specs, max_tries)
+    with session_scope(engine) as session:
+        mark_sent(session, run_id)  # the scheduler's grace for queued attempts counts from here
     err_console.print(
         f"run {run_id}: {len(plan.attempts)} level(s), {sent} task(s) enqueued in "
         f"{time.monotonic() - started:.2f} s, {len(plan.attempts) - len(specs)} invalid"
@@ -288,7 +308,9 @@ def submit(paths: tuple[str, ...], max_tries: int | None, database_url: str | No
 
 @cli.command()
 @click.option("--concurrency", "-c", type=int, default=None, help="Processes [default: number of cores].")
-@click.option("--hostname", "-n", default=None, help="Worker name, recorded on every attempt [default: celery@HOST].")
+@click.option(
+    "--hostname", "-n", default=None, help="Worker name, recorded on every attempt [default: celery@HOST]."
+)
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @click.option("--visibility-timeout", type=int, default=None, help="Seconds before Redis redelivers a task.")
 @database_option
@@ -296,14 +318,23 @@ def submit(paths: tuple[str, ...], max_tries: int | None, database_url: str | No
 @usage_errors
 def worker(concurrency, hostname, loglevel, visibility_timeout, database_url, broker_url):
     """Start a Celery worker that runs packsolve attempts."""
-    from packsolve.db.session import database_url as resolve_db, get_engine
+    from packsolve.db.session import database_url as resolve_db
+    from packsolve.db.session import get_engine
     from packsolve.worker import DEFAULT_VISIBILITY_TIMEOUT, QUEUE, make_app
 
     url = resolve_db(database_url)
     os.environ["PACKSOLVE_DATABASE_URL"] = url  # the pool processes read it
     get_engine(url)  # fail early, and migrate, before taking tasks
     app = make_app(broker_url, visibility_timeout or DEFAULT_VISIBILITY_TIMEOUT)
-    argv = ["worker", f"--loglevel={loglevel}", "-Q", QUEUE, "--pool=prefork", "--without-gossip", "--without-mingle"]
+    argv = [
+        "worker",
+        f"--loglevel={loglevel}",
+        "-Q",
+        QUEUE,
+        "--pool=prefork",
+        "--without-gossip",
+        "--without-mingle",
+    ]
     argv.append(f"--concurrency={concurrency or os.cpu_count() or 1}")
     if hostname:
         argv.append(f"--hostname={hostname}")
@@ -318,66 +349,53 @@ def worker(concurrency, hostname, loglevel, visibility_timeout, database_url, br
 @database_option
 @usage_errors
 def status(run: str | None, watch: bool, interval: float, fmt: str, database_url: str | None):
-    """Show the progress of a run (default: the latest)."""
+    """Show the progress of a run (default: the latest): counts, rate, ETA from the median time so far.
+
+    With --watch the table refreshes until the run is finished; with --format
+    json it prints one JSON object per line at every refresh.
+    """
+    import csv
+
     from packsolve.db.session import get_engine
+    from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
 
     engine = get_engine(database_url)
-    if not watch or fmt != "table":
-        _emit(_progress(engine, run), fmt, _render_progress)
+    if fmt != "table":
+        # One JSON object (or CSV row, stable columns) per refresh: a script can follow the run.
+        writer = csv.DictWriter(sys.stdout, fieldnames=PROGRESS_COLUMNS) if fmt == "csv" else None
+        if writer:
+            writer.writeheader()
+        while True:
+            p = _progress(engine, run)
+            if writer:
+                writer.writerow(progress_row(p))
+                sys.stdout.flush()
+            else:
+                click.echo(json.dumps(p, indent=None if watch else 2))
+            if not watch or p["finished"]:
+                return
+            time.sleep(interval)
+    if not watch:
+        out_console.print(render_progress(_progress(engine, run)))
         return
     from rich.live import Live
 
-    with Live(_render_progress(_progress(engine, run)), console=out_console, auto_refresh=False) as live:
+    with Live(render_progress(_progress(engine, run)), console=out_console, auto_refresh=False) as live:
         while True:
             p = _progress(engine, run)
-            live.update(_render_progress(p), refresh=True)
+            live.update(render_progress(p), refresh=True)
             if p["finished"]:
                 break
             time.sleep(interval)
 
 
 def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
-    from packsolve.db.queries import resolve_run, status_counts
+    from packsolve.db.queries import resolve_run
     from packsolve.db.session import session_scope
-    from packsolve.outcome import PENDING
+    from packsolve.report.progress import run_progress
 
     with session_scope(engine) as session:
-        run = resolve_run(session, ref)
-        counts = status_counts(session, run.id)
-        total = sum(counts.values())
-        pending = sum(counts.get(s.value, 0) for s in PENDING)
-        created = run.created_at
-        from datetime import UTC, datetime
-
-        created = created if created.tzinfo else created.replace(tzinfo=UTC)
-        elapsed = (datetime.now(UTC) - created).total_seconds()
-        done = total - pending
-        rate = done / elapsed if elapsed > 0 and done else 0.0
-        return {
-            "run": run.id,
-            "label": run.label,
-            "total": total,
-            "done": done,
-            "counts": counts,
-            "finished": run.finished_at is not None,
-            "elapsed_s": round(elapsed, 1),
-            "rate_per_s": round(rate, 3),
-            "eta_s": round(pending / rate, 1) if rate and pending else (0 if not pending else None),
-        }
-
-
-def _render_progress(p: dict[str, Any]) -> Any:
-    from rich.table import Table
-
-    t = Table(title=f"run {p['run']}" + (f" ({p['label']})" if p["label"] else ""), title_justify="left")
-    t.add_column("status")
-    t.add_column("levels", justify="right")
-    for status_name, n in sorted(p["counts"].items()):
-        t.add_row(status_name, str(n))
-    eta = "—" if p["eta_s"] is None else f"{p['eta_s']:.0f} s"
-    state = "finished" if p["finished"] else "running"
-    t.caption = f"{p['done']}/{p['total']} final · {state} · {p['rate_per_s']:.2f}/s · eta {eta}"
-    return t
+        return run_progress(session, resolve_run(session, ref))
 
 
 @cli.group()
@@ -458,7 +476,9 @@ def kinds() -> None:
 @click.option("--size", required=True, help="Size spec of the kind, e.g. 8x8 or 60.")
 @click.option("--count", type=int, default=10, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), default="-", help="JSONL file [default: stdout].")
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), default="-", help="JSONL file [default: stdout]."
+)
 def generate(kind: str, size: str, count: int, seed: int, output: str) -> None:
     """Generate COUNT levels of KIND as JSON lines (reproducible for a seed)."""
     from packsolve.levels import canonical_json
@@ -490,14 +510,14 @@ def db() -> None:
 def db_upgrade(database_url: str | None) -> None:
     """Apply the Alembic migrations up to the newest revision."""
     from packsolve.db.migrate import current_revision, upgrade
-    from packsolve.db.session import database_url as resolve_db, make_engine, safe_url
+    from packsolve.db.session import database_url as resolve_db
+    from packsolve.db.session import make_engine, safe_url
 
     url = resolve_db(database_url)
     engine = make_engine(url)
     applied = upgrade(engine)
     state = "upgraded to" if applied else "already at"
     click.echo(f"{safe_url(url)}: {state} revision {current_revision(engine)}")
-
 
 
 # Command modules that attach themselves to the groups above (kept apart so each stays small).

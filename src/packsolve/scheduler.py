@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
 
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from packsolve.db.models import utcnow
 from packsolve.db.queries import PlannedAttempt, cancel_pending, pending_of
 from packsolve.levels import DEFAULT_MAX_BYTES, Level, read_levels
+from packsolve.outcome import Status
 from packsolve.puzzles import KINDS, get_kind
 from packsolve.runner import AttemptSpec, Limits
 
 # How many times a task may be delivered (worker deaths, redeliveries) before its attempt is lost.
 DEFAULT_MAX_TRIES = 3
+# (level hash, name, spec): one attempt as the scheduler hands it to the queue or the pool.
+Spec = tuple[str, str, AttemptSpec]
 
 
 class PlanError(ValueError):
@@ -116,3 +124,197 @@ def enqueue(
             )
             sent += 1
     return sent
+
+
+# --- ordering: longest processing time first -------------------------------------------------
+
+
+def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec]:
+    """Return specs ordered longest-expected-first (LPT shortens the makespan of a run).
+
+    A level's expected time is its best past time (fastest solved or proved
+    attempt in any other run; a level that only ever ran out of time or memory
+    counts as its longest such attempt). A level never seen gets the expected
+    time of the known level of its kind nearest in size, so it goes in between;
+    with no history for its kind, the median of all known times. Ties: bigger
+    first, then pack order.
+    """
+    from packsolve.db.queries import level_facts
+
+    facts = level_facts(session, [h for h, _, _ in specs], exclude_run=run_id)
+    known = {h: t for h, (_, t) in facts.items() if t is not None}
+
+    def size(s: Spec) -> int:
+        return facts.get(s[0], (0, None))[0]
+
+    if not known:
+        return sorted(specs, key=lambda s: -size(s))
+    by_kind: dict[str, list[tuple[int, float]]] = {}
+    for s in specs:
+        if s[0] in known:
+            by_kind.setdefault(s[2].kind, []).append((size(s), known[s[0]]))
+    median = sorted(known.values())[len(known) // 2]
+
+    def expected(s: Spec) -> float:
+        if s[0] in known:
+            return known[s[0]]
+        points = by_kind.get(s[2].kind)
+        if not points:
+            return median
+        return min(points, key=lambda p: (abs(p[0] - size(s)), -p[1]))[1]
+
+    return sorted(specs, key=lambda s: (-expected(s), -size(s)))
+
+
+# --- reconcile: requeue attempts whose task is gone, mark the hopeless lost, finish runs ----
+
+
+@dataclass
+class Reconciled:
+    """What one reconcile pass did."""
+
+    requeued: int = 0
+    lost: int = 0
+    finished: int = 0
+    broker_error: str | None = None
+
+
+def reconcile(
+    engine: Engine, app: Any, broker: str, grace_s: float, default_max_tries: int = DEFAULT_MAX_TRIES
+) -> Reconciled:
+    """Requeue stale attempts of unfinished distributed runs, mark those past the cap lost, finish runs.
+
+    Stale: running past its deadline (start + hard limit) plus grace, or queued
+    for longer than grace with no task for it in the broker. Every change is a
+    guarded update (the row must still be as it was read), so two schedulers at
+    once requeue an attempt at most once between them. If the broker cannot be
+    read, only running attempts past their deadline are considered.
+    """
+    from packsolve.brokerscan import BrokerUnreadable, live_attempts
+    from packsolve.db.models import Run
+    from packsolve.db.queries import finish_run_if_done, stale_attempts, take_stale, unfinished_runs
+    from packsolve.db.session import session_scope
+    from packsolve.worker import QUEUE, TASK_NAME
+
+    done = Reconciled()
+    cutoff = utcnow() - timedelta(seconds=grace_s)
+    with session_scope(engine) as session:
+        candidates = stale_attempts(session, cutoff)
+    live: set[tuple[int, str]] | None = None
+    if candidates:
+        try:
+            live = live_attempts(broker, QUEUE, TASK_NAME, grace_s)
+        except BrokerUnreadable as exc:
+            done.broker_error = str(exc)
+    if live is None:
+        candidates = [c for c in candidates if c.status == Status.RUNNING.value]
+    else:
+        candidates = [c for c in candidates if (c.run_id, c.level_hash) not in live]
+    batches: list[tuple[int, list[Spec], int]] = []
+    with session_scope(engine) as session:
+        taken = take_stale(session, candidates, default_max_tries)
+        done.lost = sum(1 for t in taken if t.lost)
+        by_run: dict[int, list[str]] = {}
+        for t in taken:
+            if not t.lost:
+                by_run.setdefault(t.run_id, []).append(t.level_hash)
+        for run_id, hashes in by_run.items():
+            run = session.get(Run, run_id)
+            assert run is not None
+            batches.append((run_id, _specs_for(session, run, hashes), run.max_tries or default_max_tries))
+    # Sent after the commit: a crash in between leaves the attempts queued with no task,
+    # which the next pass (after grace) finds and sends again.
+    for run_id, specs, max_tries in batches:
+        done.requeued += enqueue(app, run_id, specs, max_tries)
+    with session_scope(engine) as session:
+        for run_id in unfinished_runs(session):
+            done.finished += finish_run_if_done(session, run_id)
+    return done
+
+
+def _specs_for(session: Session, run: Any, hashes: list[str]) -> list[Spec]:
+    """Return specs for some attempts of a run, with the run's limits, in pack order."""
+    import json
+
+    from packsolve.db.queries import attempts_with_levels
+
+    limits = Limits(run.time_limit, run.node_limit, run.memory_limit_mb)
+    return [
+        (a.level_hash, a.name, AttemptSpec(a.kind, a.heuristic, json.loads(lv.data), limits))
+        for a, lv in attempts_with_levels(session, run.id, hashes)
+    ]
+
+
+def run_scheduler(
+    engine: Engine, app: Any, broker: str, grace_s: float, interval_s: float, once: bool, report: Any
+) -> Reconciled:
+    """Reconcile every interval_s seconds (once: a single pass); report(Reconciled) after each pass."""
+    while True:
+        result = reconcile(engine, app, broker, grace_s)
+        report(result)
+        if once:
+            return result
+        time.sleep(interval_s)
+
+
+# --- rerun: a child run of a parent's failures -----------------------------------------------
+
+
+def create_rerun(
+    session: Session,
+    parent_ref: str,
+    statuses: Sequence[str],
+    kind: str | None,
+    heuristic: str | None,
+    time_limit: float | None,
+    node_limit: int | None,
+    memory_limit_mb: int | None,
+    label: str | None,
+    max_tries: int | None,
+    argv: list[str],
+) -> tuple[int, str, Limits]:
+    """Create a child run of the parent's attempts in statuses; return (child id, parent mode, limits).
+
+    Unset heuristic and limits are the parent's. Raise LookupError for an
+    unknown parent, PlanError when no attempt matches.
+    """
+    import json
+
+    from packsolve.db.queries import RunOptions, attempts_to_rerun, create_run, resolve_run
+
+    parent = resolve_run(session, parent_ref)
+    rows = attempts_to_rerun(session, parent.id, statuses, kind)
+    if not rows:
+        raise PlanError(f"run {parent.id} has no attempt with status {', '.join(statuses)}" + (
+            f" of kind {kind}" if kind else ""))  # fmt: skip
+    levels = []
+    for attempt, row in rows:
+        data = json.loads(row.data)
+        if attempt.status == Status.INVALID.value:
+            levels.append(
+                Level(attempt.name, row.kind, data, row.hash, row.size, attempt.message or "invalid level")
+            )
+        else:
+            levels.append(Level(attempt.name, row.kind, data, row.hash, row.size))
+    if heuristic is None:
+        # The parent's heuristic, unless it named a kind's default: then each kind's default again.
+        heuristic = parent.heuristic
+    limits = Limits(
+        parent.time_limit if time_limit is None else (time_limit if time_limit > 0 else None),
+        parent.node_limit if node_limit is None else node_limit,
+        parent.memory_limit_mb if memory_limit_mb is None else memory_limit_mb,
+    )
+    planned = resolve_heuristics(levels, heuristic)
+    options = RunOptions(
+        mode=parent.mode,
+        heuristic=heuristic or "default",
+        kind=kind or parent.kind,
+        time_limit=limits.time_limit,
+        node_limit=limits.node_limit,
+        memory_limit_mb=limits.memory_limit_mb,
+        label=label,
+        parent_id=parent.id,
+        max_tries=max_tries or parent.max_tries,
+        extra={"argv": argv, "rerun_of": parent.id, "statuses": list(statuses)},
+    )
+    return create_run(session, planned, options), parent.mode, limits

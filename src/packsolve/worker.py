@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from celery import Celery, signals
 from celery.exceptions import SoftTimeLimitExceeded
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from packsolve.db.models import utcnow
 from packsolve.db.queries import Result, claim, record
@@ -26,7 +29,12 @@ DEFAULT_VISIBILITY_TIMEOUT = 12 * 3600
 CELERY_SOFT_MARGIN_S = 30
 CELERY_HARD_MARGIN_S = 60
 
+# A database write that fails on a dropped connection (server restart, pg_terminate_backend,
+# SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
+DB_RETRY_S = 120.0
+
 log = logging.getLogger("packsolve.worker")
+T = TypeVar("T")
 
 
 def broker_url(url: str | None = None) -> str:
@@ -83,20 +91,46 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
     max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
     for item in payload["items"]:
         level_hash = str(item["level"])
-        with session_scope(engine) as session:
-            verdict = claim(session, run_id, level_hash, hostname, max_tries)
+        spec = AttemptSpec.from_json(item["spec"])
+        hard = spec.limits.hard_time()
+
+        def claim_it(session: Any, level_hash: str = level_hash, hard: float | None = hard) -> str:
+            return claim(session, run_id, level_hash, hostname, max_tries, hard)
+
+        verdict = with_db_retry(engine, claim_it)
         if verdict != "run":
             log.info("run %s level %s: %s", run_id, level_hash[:12], verdict)
             continue
         started = utcnow()
-        spec = AttemptSpec.from_json(item["spec"])
         try:
             outcome = execute_attempt(spec)
         except SoftTimeLimitExceeded:
             # Only reached if the runner's own hard kill failed; the child is killed in its finally.
+            # Recorded as the timeout it is, then the loop goes on: never swallowed into an error.
             outcome = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
-        with session_scope(engine) as session:
-            record(session, [Result(run_id, level_hash, outcome, solution_length(spec.kind, outcome), hostname, started)])
+        result = Result(run_id, level_hash, outcome, solution_length(spec.kind, outcome), hostname, started)
+        with_db_retry(engine, lambda session, result=result: record(session, [result]))
+
+
+def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:
+    """Run work(session) in a transaction, retrying on a lost connection; re-raise after patience_s.
+
+    Both writes a worker makes are safe to repeat: claim is guarded by status and
+    tries, record never overwrites a final result.
+    """
+    deadline = time.monotonic() + patience_s
+    delay = 0.1
+    while True:
+        try:
+            with session_scope(engine) as session:
+                return work(session)
+        except (OperationalError, InterfaceError, DBAPIError) as exc:
+            transient = isinstance(exc, (OperationalError, InterfaceError)) or exc.connection_invalidated
+            if not transient or time.monotonic() + delay > deadline:
+                raise
+            log.warning("database write failed (%s); retrying in %.1f s", type(exc.orig).__name__, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
 
 def payload_for(

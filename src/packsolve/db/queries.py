@@ -6,10 +6,10 @@ import json
 import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, exists, func, insert, select, update
+from sqlalchemy import and_, case, exists, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -37,6 +37,7 @@ class RunOptions:
     concurrency: int | None = None
     label: str | None = None
     parent_id: int | None = None
+    max_tries: int | None = None
     extra: dict[str, Any] | None = None
 
 
@@ -81,6 +82,7 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
         node_limit=options.node_limit,
         memory_limit_mb=options.memory_limit_mb,
         concurrency=options.concurrency,
+        max_tries=options.max_tries,
         total=len(planned),
         host=socket.gethostname(),
         version=__version__,
@@ -118,18 +120,28 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
     return run.id
 
 
-def claim(session: Session, run_id: int, level_hash: str, worker: str, max_tries: int) -> str:
+def claim(
+    session: Session, run_id: int, level_hash: str, worker: str, max_tries: int, hard_s: float | None = None
+) -> str:
     """Mark an attempt running for this worker; return 'run', 'skip' (final/cancelled) or 'lost'.
 
     Each claim counts a try; a task redelivered once too often (its workers keep
-    dying) makes the attempt ``lost`` instead of running again.
+    dying) makes the attempt ``lost`` instead of running again. hard_s (the hard
+    limit) sets the deadline after which the scheduler presumes the worker dead.
     """
     now = utcnow()
+    deadline = None if hard_s is None else now + timedelta(seconds=hard_s)
     res = session.execute(
         update(Attempt)
         .where(Attempt.run_id == run_id, Attempt.level_hash == level_hash)
         .where(Attempt.status.in_(PENDING_VALUES), Attempt.tries < max_tries)
-        .values(status=Status.RUNNING.value, worker=worker, started_at=now, tries=Attempt.tries + 1)
+        .values(
+            status=Status.RUNNING.value,
+            worker=worker,
+            started_at=now,
+            tries=Attempt.tries + 1,
+            deadline=deadline,
+        )
     )
     if res.rowcount:
         return "run"
@@ -262,3 +274,195 @@ def pending_of(session: Session, run_id: int) -> list[tuple[Attempt, LevelRow]]:
         .order_by(Attempt.seq)
     )
     return [(a, lv) for a, lv in rows]
+
+
+# --- reconcile, ordering and rerun (the scheduler's queries) ---------------------------------
+
+
+@dataclass(frozen=True)
+class StaleAttempt:
+    """An attempt that may have lost its task, as read (the guarded update checks it is unchanged)."""
+
+    id: int
+    run_id: int
+    level_hash: str
+    status: str
+    tries: int
+    requeues: int
+    worker: str | None
+    max_tries: int | None
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A stale attempt this scheduler took: requeue it, or it was marked lost."""
+
+    run_id: int
+    level_hash: str
+    lost: bool
+
+
+def stale_attempts(session: Session, cutoff: datetime) -> list[StaleAttempt]:
+    """Return attempts of unfinished distributed runs running past deadline, or queued, before cutoff.
+
+    cutoff is now minus the grace: a running attempt whose deadline is older, or
+    a queued one sent before it, is a candidate (the broker decides for queued ones).
+    """
+    rows = session.execute(
+        select(
+            Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries,
+            Attempt.requeues, Attempt.worker, Run.max_tries,
+        )
+        .join(Run, Run.id == Attempt.run_id)
+        .where(Run.finished_at.is_(None), Run.mode == "distributed")
+        .where(
+            or_(
+                and_(Attempt.status == Status.RUNNING.value, Attempt.deadline < cutoff),
+                and_(Attempt.status == Status.QUEUED.value, Attempt.queued_at < cutoff),
+            )
+        )
+        .order_by(Attempt.run_id, Attempt.seq)
+    )  # fmt: skip
+    return [StaleAttempt(*row) for row in rows]
+
+
+def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max_tries: int) -> list[Taken]:
+    """Requeue each candidate (back to queued, requeues + 1) or, past the cap, mark it lost.
+
+    Each update only applies if the row is still as read, so of two schedulers
+    only one takes an attempt; a worker that reported meanwhile wins too. On
+    PostgreSQL rows another scheduler holds are skipped (FOR UPDATE SKIP LOCKED)
+    instead of waited for.
+    """
+    if not candidates:
+        return []
+    ids = [c.id for c in candidates]
+    if session.get_bind().dialect.name == "postgresql":
+        locked: set[int] = set()
+        for i in range(0, len(ids), BATCH):
+            locked.update(
+                session.scalars(
+                    select(Attempt.id)
+                    .where(Attempt.id.in_(ids[i : i + BATCH]))
+                    .with_for_update(skip_locked=True)
+                )
+            )
+        candidates = [c for c in candidates if c.id in locked]
+    now = utcnow()
+    taken: list[Taken] = []
+    for c in candidates:
+        cap = c.max_tries or default_max_tries
+        lost = c.tries >= cap or c.requeues >= cap
+        if lost:
+            values: dict[str, Any] = {
+                "status": Status.LOST.value,
+                "finished_at": now,
+                "deadline": None,
+                "message": _lost_reason(c, cap),
+            }
+        else:
+            values = {
+                "status": Status.QUEUED.value,
+                "queued_at": now,
+                "deadline": None,
+                "requeues": c.requeues + 1,
+            }
+        res = session.execute(
+            update(Attempt)
+            .where(Attempt.id == c.id, Attempt.status == c.status)
+            .where(Attempt.tries == c.tries, Attempt.requeues == c.requeues)
+            .values(**values)
+        )
+        if res.rowcount:
+            taken.append(Taken(c.run_id, c.level_hash, lost))
+    for run_id in {t.run_id for t in taken if t.lost}:
+        finish_run_if_done(session, run_id)
+    return taken
+
+
+def _lost_reason(c: StaleAttempt, cap: int) -> str:
+    if c.tries >= cap:
+        return (
+            f"attempt lost: started {c.tries} times (cap {cap}) and never reported back; the last worker "
+            f"({c.worker or 'unknown'}) died, was killed or lost its connection while running it"
+        )
+    return (
+        f"attempt lost: its task vanished from the broker {c.requeues} times (cap {cap}) before a worker "
+        "took it (broker restarted without persistence?)"
+    )
+
+
+def unfinished_runs(session: Session) -> list[int]:
+    return list(session.scalars(select(Run.id).where(Run.finished_at.is_(None)).order_by(Run.id)))
+
+
+def attempts_with_levels(
+    session: Session, run_id: int, hashes: Sequence[str]
+) -> list[tuple[Attempt, LevelRow]]:
+    """Return the run's attempts for these level hashes with their levels, in pack order."""
+    out: list[tuple[Attempt, LevelRow]] = []
+    for i in range(0, len(hashes), BATCH):
+        rows = session.execute(
+            select(Attempt, LevelRow)
+            .join(LevelRow, LevelRow.hash == Attempt.level_hash)
+            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(hashes[i : i + BATCH]))
+        )
+        out.extend((a, lv) for a, lv in rows)
+    out.sort(key=lambda pair: pair[0].seq)
+    return out
+
+
+def level_facts(session: Session, hashes: Sequence[str], exclude_run: int | None = None):
+    """Return {hash: (size, expected seconds or None)} from the levels' history in other runs.
+
+    Expected seconds: the fastest solved/no_solution attempt; failing that the
+    longest timeout/memout (it took at least that); None for a level never run.
+    """
+    success = tuple(s.value for s in (Status.SOLVED, Status.NO_SOLUTION))
+    spent = (Status.TIMEOUT.value, Status.MEMOUT.value)
+    facts: dict[str, tuple[int, float | None]] = {}
+    unique = list(dict.fromkeys(hashes))
+    for i in range(0, len(unique), BATCH):
+        chunk = unique[i : i + BATCH]
+        sizes = dict(
+            session.execute(select(LevelRow.hash, LevelRow.size).where(LevelRow.hash.in_(chunk))).all()
+        )
+        query = (
+            select(
+                Attempt.level_hash,
+                func.min(case((Attempt.status.in_(success), Attempt.wall_s))),
+                func.max(case((Attempt.status.in_(spent), Attempt.wall_s))),
+            )
+            .where(Attempt.level_hash.in_(chunk))
+            .group_by(Attempt.level_hash)
+        )
+        if exclude_run is not None:
+            query = query.where(Attempt.run_id != exclude_run)
+        times = {h: best if best is not None else worst for h, best, worst in session.execute(query)}
+        for h in chunk:
+            facts[h] = (sizes.get(h) or 0, times.get(h))
+    return facts
+
+
+def attempts_to_rerun(
+    session: Session, run_id: int, statuses: Sequence[str], kind: str | None = None
+) -> list[tuple[Attempt, LevelRow]]:
+    """Return the run's attempts in statuses (and of kind, if given) with their levels, in pack order."""
+    query = (
+        select(Attempt, LevelRow)
+        .join(LevelRow, LevelRow.hash == Attempt.level_hash)
+        .where(Attempt.run_id == run_id, Attempt.status.in_(list(statuses)))
+        .order_by(Attempt.seq)
+    )
+    if kind is not None:
+        query = query.where(Attempt.kind == kind)
+    return [(a, lv) for a, lv in session.execute(query)]
+
+
+def mark_sent(session: Session, run_id: int) -> None:
+    """Stamp the run's queued attempts as sent now: the scheduler's grace for queued ones counts from here."""
+    session.execute(
+        update(Attempt)
+        .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED.value)
+        .values(queued_at=utcnow())
+    )
