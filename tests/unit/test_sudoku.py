@@ -179,7 +179,7 @@ def _transform(grid: str, rnd: random.Random) -> str:
     cols = [s * 3 + c for s in stacks for c in rnd.sample(range(3), 3)]
     cells = [[relabel[grid[r * 9 + c]] for c in cols] for r in rows]
     if rnd.random() < 0.5:
-        cells = [list(col) for col in zip(*cells)]
+        cells = [list(col) for col in zip(*cells, strict=True)]
     return "".join("".join(row) for row in cells)
 
 
