@@ -11,7 +11,7 @@ from packsolve.budget import Budget, BudgetExhausted
 from packsolve.levels import level_hash, make_level, read_text
 from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
-from packsolve.puzzles.graph import HamiltonProblem
+from packsolve.puzzles.graph import HamiltonProblem, depth_first
 from packsolve.puzzles.hamilton_cpsat import cpsat_available
 from packsolve.puzzles.hamilton_prune import PRUNE_ALL, PRUNE_DEGREE, _native, pruned_search
 from packsolve.puzzles.onestroke import problem
@@ -233,3 +233,27 @@ def test_terminal_and_svg_pictures_show_the_path():
     root = ET.fromstring(KIND.svg(level, out.solution))
     line = root.find("{http://www.w3.org/2000/svg}polyline")
     assert line is not None and len(line.get("points").split()) == len(out.solution)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pruned_search_is_exact_on_random_graphs_with_ends_and_closure(seed):
+    """Every pruning test is a necessary condition: the answer must match exhaustive search."""
+    rng = random.Random(seed)
+    for _ in range(150):
+        n, bipartite = rng.randint(1, 9), rng.random() < 0.5
+        colour = [rng.randint(0, 1) for _ in range(n)]
+        adj = [set() for _ in range(n)]
+        for u in range(n):
+            for v in range(u + 1, n):
+                if (not bipartite or colour[u] != colour[v]) and rng.random() < 0.4:
+                    adj[u].add(v)
+                    adj[v].add(u)
+        start = rng.randrange(n)
+        end = rng.choice([None, None, rng.randrange(n)])
+        p = HamiltonProblem(
+            tuple(tuple(sorted(a)) for a in adj), start, None if end == start else end, rng.random() < 0.3
+        )
+        expected = depth_first(p, Budget())
+        path = pruned_search(p, Budget(), native=rng.random() < 0.5)
+        assert (path is None) == (expected is None), p
+        assert path is None or p.is_path(path) is None

@@ -23,7 +23,11 @@
  *     degree-constrained subgraph (a bipartite b-matching) must exist. It is
  *     found by augmenting paths; when none exists, Hall's condition fails on
  *     some region, which catches regions whose colour imbalance exceeds what
- *     the few edges around them can feed.
+ *     the few edges around them can feed;
+ *   - forced edges (once the end is known): a vertex with exactly as many usable
+ *     edges as its degree in the path uses them all, and one whose forced edges
+ *     fill its degree loses the rest; propagated to a fixpoint, a forced cycle,
+ *     an overfull vertex or a forced h..end chain that misses vertices prunes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,6 +40,7 @@
 #define PRUNE_CUT 2
 #define PRUNE_PARITY 4
 #define PRUNE_DEGREE 8
+#define PRUNE_FORCED 16
 
 typedef struct {
     int n, start, end, closed, order, prune, bip;
@@ -57,6 +62,9 @@ typedef struct {
     uint8_t *used;
     int *rev, *owner, *cap, *load, *pred, *queue;
     unsigned *mark, mstamp;
+    /* forced-edge scratch: edge state per slot (0 open, 1 forced, 2 removed), union-find */
+    uint8_t *ef;
+    int *av, *fc, *uf, *usz, *work;
 } Search;
 
 static int in_gp(const Search *s, int w, int h) { return !s->vis[w] || w == h; }
@@ -150,6 +158,65 @@ static int degree_ok(Search *s, int h, int endv, int nord, unsigned st) {
         if (s->colour[v] != o) continue;
         while (s->load[v] < s->cap[v])
             if (!augment(s, v, st)) return 0;
+    }
+    return 1;
+}
+
+static int uf_find(int *uf, int v) {
+    while (uf[v] != v) {
+        uf[v] = uf[uf[v]];
+        v = uf[v];
+    }
+    return v;
+}
+
+/* Propagate forced and removed edges of G' (end endv known); return 0 on a contradiction. */
+static int forced_ok(Search *s, int h, int endv, int nord, unsigned st) {
+    int nw = 0;
+    for (int i = 0; i < nord; i++) {
+        int v = s->order_buf[i], a = 0;
+        for (int k = s->off[v]; k < s->off[v + 1]; k++) {
+            s->ef[k] = 0;
+            a += s->seen[s->nb[k]] == st;
+        }
+        s->av[v] = a;
+        s->fc[v] = 0;
+        s->uf[v] = v;
+        s->usz[v] = 1;
+        s->work[nw++] = v;
+    }
+    while (nw > 0) {
+        int v = s->work[--nw];
+        int b = (v == h || v == endv) ? 1 : 2;
+        if (s->av[v] < b || s->fc[v] > b) return 0;
+        if (s->av[v] == s->fc[v]) continue;
+        int force = s->av[v] == b; /* else fc == b: the open edges are not in the path */
+        if (!force && s->fc[v] < b) continue;
+        for (int k = s->off[v]; k < s->off[v + 1]; k++) {
+            int w = s->nb[k];
+            if (s->seen[w] != st || s->ef[k]) continue;
+            if (force) {
+                int rv = uf_find(s->uf, v), rw = uf_find(s->uf, w);
+                if (rv == rw) return 0; /* a forced cycle */
+                if (s->usz[rv] < s->usz[rw]) {
+                    int t = rv;
+                    rv = rw;
+                    rw = t;
+                }
+                s->uf[rw] = rv;
+                s->usz[rv] += s->usz[rw];
+                if (uf_find(s->uf, h) == uf_find(s->uf, endv) && s->usz[rv] < nord) return 0;
+                s->ef[k] = s->ef[s->rev[k]] = 1;
+                s->fc[v]++;
+                s->fc[w]++;
+            } else {
+                s->ef[k] = s->ef[s->rev[k]] = 2;
+                s->av[v]--;
+                s->av[w]--;
+            }
+            s->work[nw++] = w;
+        }
+        s->work[nw++] = v; /* recheck v itself after the change */
     }
     return 1;
 }
@@ -267,6 +334,21 @@ static int feasible(Search *s, int h) {
     return !(s->prune & PRUNE_DEGREE) || degree_ok(s, h, endv, nord, st);
 }
 
+/* Return 1 if the state passes feasible() and, when the end is known, forced-edge propagation. */
+static int feasible_all(Search *s, int h) {
+    if (!feasible(s, h)) return 0;
+    if (!(s->prune & PRUNE_FORCED) || s->n - s->count == 0) return 1;
+    int endv = s->end;
+    if (endv < 0) { /* a dead end found by feasible() is the end */
+        unsigned st = s->stamp;
+        for (int i = 1; i < s->n - s->count + 1; i++) {
+            int v = s->order_buf[i];
+            if (s->deg[v] + (s->nbh[v] == st) <= 1) endv = v;
+        }
+    }
+    return endv < 0 || forced_ok(s, h, endv, s->n - s->count + 1, s->stamp);
+}
+
 static void visit(Search *s, int v) {
     s->vis[v] = 1;
     s->path[s->count++] = v;
@@ -327,7 +409,7 @@ static int run(Search *s, long long node_limit, double time_limit, long long *no
     visit(s, s->start);
     *nodes = 1;
     if (s->n == 1) return complete(s) ? 0 : 1;
-    if (!feasible(s, s->start)) return 1;
+    if (!feasible_all(s, s->start)) return 1;
     candidates(s, 0, s->start);
     int d = 0;
     while (d >= 0) {
@@ -356,7 +438,7 @@ static int run(Search *s, long long node_limit, double time_limit, long long *no
             unvisit(s);
             continue;
         }
-        if (!feasible(s, u)) {
+        if (!feasible_all(s, u)) {
             unvisit(s);
             continue;
         }
@@ -449,12 +531,15 @@ static PyObject *search(PyObject *self, PyObject *args) {
     s.rev = PyMem_Malloc(sizeof(int) * (nnb ? nnb : 1));
     s.owner = PyMem_Malloc(sizeof(int) * (nnb ? nnb : 1));
     s.mark = PyMem_Calloc(n, sizeof(unsigned));
+    s.ef = PyMem_Calloc(nnb ? nnb : 1, 1);
+    /* each vertex once, then at most two pushes per edge change and one re-push of its vertex */
+    s.work = PyMem_Malloc(sizeof(int) * ((size_t)n + 3 * (size_t)nnb + 1));
     int **ints[] = {&s.disc, &s.low,  &s.last, &s.parent, &s.it,   &s.stack, &s.order_buf,
-                    &s.c0,   &s.c1,   &s.cap,  &s.load,   &s.pred, &s.queue};
+                    &s.c0,   &s.c1,   &s.cap,  &s.load,   &s.pred, &s.queue, &s.av, &s.fc, &s.uf, &s.usz};
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) *ints[i] = PyMem_Malloc(sizeof(int) * n);
     s.hang = PyMem_Malloc(sizeof(int) * 2 * n);
     int ok = s.colour && s.vis && s.deg && s.path && s.cands && s.ncand && s.ci && s.seen && s.nbh && s.hang && s.cutmark && s.adjstart && s.used && s.rev &&
-             s.owner && s.mark;
+             s.owner && s.mark && s.ef && s.work;
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) ok = ok && *ints[i];
     if (!ok) {
         PyErr_NoMemory();
@@ -485,7 +570,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
         }
     for (Py_ssize_t k = 0; k < nnb; k++)
         if (s.rev[k] < 0) { /* the degree relaxation needs every edge listed both ways */
-            s.prune &= ~PRUNE_DEGREE;
+            s.prune &= ~(PRUNE_DEGREE | PRUNE_FORCED);
             break;
         }
     long long nodes = 0;
@@ -518,6 +603,8 @@ done_all:
     PyMem_Free(s.rev);
     PyMem_Free(s.owner);
     PyMem_Free(s.mark);
+    PyMem_Free(s.ef);
+    PyMem_Free(s.work);
 done_arrays:
     PyMem_Free(s.off);
     PyMem_Free(s.nb);

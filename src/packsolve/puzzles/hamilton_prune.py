@@ -22,7 +22,11 @@ for a Hamiltonian path of G' = U + {h} that starts at h:
   degree 1 at h and at the end and 2 elsewhere, so such a degree-constrained
   subgraph (a bipartite b-matching, found by augmenting paths) must exist.
   Its failure is Hall's condition failing on some region: more colour
-  imbalance than the edges around the region can feed.
+  imbalance than the edges around the region can feed;
+- forced edges (once the end is known): a vertex with exactly as many usable
+  edges as its degree in the path uses them all, one whose forced edges fill
+  its degree loses the others; at the fixpoint a forced cycle, an overfull
+  vertex or a forced chain from h to the end that misses vertices prunes.
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ from collections import deque
 from packsolve.budget import Budget, BudgetExhausted
 from packsolve.puzzles.graph import HamiltonProblem
 
-PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY, PRUNE_DEGREE = 1, 2, 4, 8
-PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY | PRUNE_DEGREE
+PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY, PRUNE_DEGREE, PRUNE_FORCED = 1, 2, 4, 8, 16
+PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY | PRUNE_DEGREE | PRUNE_FORCED
 
 try:  # the C accelerator; absent in a source tree that was never built
     from packsolve.native import hamilton as _native
@@ -261,6 +265,21 @@ class _Search:
             return False
         return not self.prune & PRUNE_DEGREE or _degree_ok(adj, colour, order, h, endv)
 
+    def feasible_all(self, h: int) -> bool:
+        """feasible(), then forced-edge propagation when the end is known."""
+        if not self.feasible(h):
+            return False
+        rem = self.n - len(self.path)
+        if not self.prune & PRUNE_FORCED or rem == 0:
+            return True
+        verts = [v for v in range(self.n) if not self.vis[v]] + [h]
+        near_h = set(self.adj[h])
+        endv = self.end
+        if endv < 0:
+            dead = [v for v in verts if v != h and self.deg[v] + (v in near_h) <= 1]
+            endv = dead[-1] if dead else -1
+        return endv < 0 or _forced_ok(self.adj, verts, h, endv)
+
     def run(self, node_limit: int, time_limit: float) -> tuple[int, list[int] | None, int]:
         """Return (status, path, nodes) with the C module's status codes."""
         deadline = time.monotonic() + time_limit if time_limit >= 0 else None
@@ -268,7 +287,7 @@ class _Search:
         nodes = 1
         if self.n == 1:
             return (0, list(self.path), 1) if self.complete() else (1, None, 1)
-        if not self.feasible(self.p.start):
+        if not self.feasible_all(self.p.start):
             return 1, None, 1
         stack = [iter(self.candidates(self.p.start))]
         while stack:
@@ -289,7 +308,7 @@ class _Search:
                     return 0, list(self.path), nodes
                 self.unvisit()
                 continue
-            if not self.feasible(u):
+            if not self.feasible_all(u):
                 self.unvisit()
                 continue
             stack.append(iter(self.candidates(u)))
@@ -354,4 +373,48 @@ def _degree_ok(
                 _, e = prev[x]
                 mate.discard((x, e))
                 node = e
+    return True
+
+
+def _forced_ok(adj: tuple[tuple[int, ...], ...], verts: list[int], h: int, endv: int) -> bool:
+    """Whether forced-edge propagation on the vertices verts (path h .. endv) meets no contradiction."""
+    members = set(verts)
+    live = {v: {w for w in adj[v] if w in members} for v in verts}
+    forced: dict[int, set[int]] = {v: set() for v in verts}
+    root = {v: v for v in verts}
+    size = dict.fromkeys(verts, 1)
+
+    def find(v: int) -> int:
+        while root[v] != v:
+            root[v] = root[root[v]]
+            v = root[v]
+        return v
+
+    work = list(verts)
+    while work:
+        v = work.pop()
+        b = 1 if v in (h, endv) else 2
+        if len(live[v]) < b or len(forced[v]) > b:
+            return False
+        if len(live[v]) == len(forced[v]) or (len(live[v]) > b and len(forced[v]) < b):
+            continue
+        force = len(live[v]) == b  # else its forced edges fill its degree: drop the others
+        for w in sorted(live[v] - forced[v]):
+            if force:
+                rv, rw = find(v), find(w)
+                if rv == rw:
+                    return False  # a forced cycle
+                if size[rv] < size[rw]:
+                    rv, rw = rw, rv
+                root[rw] = rv
+                size[rv] += size[rw]
+                if find(h) == find(endv) and size[rv] < len(verts):
+                    return False  # the forced chain h .. end misses vertices
+                forced[v].add(w)
+                forced[w].add(v)
+            else:
+                live[v].discard(w)
+                live[w].discard(v)
+            work.append(w)
+        work.append(v)
     return True
