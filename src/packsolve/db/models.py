@@ -72,6 +72,7 @@ class Attempt(Base):
         UniqueConstraint("run_id", "level_hash", name="uq_attempt_run_level"),
         Index("ix_attempts_run_status", "run_id", "status"),
         Index("ix_attempts_level", "level_hash"),
+        Index("ix_attempts_run_seq", "run_id", "seq"),
         Index("ix_attempts_status_deadline", "status", "deadline"),
     )
 
@@ -99,3 +100,28 @@ class Attempt(Base):
     # often the scheduler re-sent its task.
     deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+
+class LevelStats(Base):
+    """One level's figures over every finished run folded so far (for `report hardest --all`)."""
+
+    __tablename__ = "level_stats"
+
+    level_hash: Mapped[str] = mapped_column(ForeignKey("levels.hash"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64), index=True)
+    attempts: Mapped[int] = mapped_column(Integer)
+    decided: Mapped[int] = mapped_column(Integer)  # solved or no_solution proved
+    solved: Mapped[int] = mapped_column(Integer)
+    best_wall_s: Mapped[float | None] = mapped_column(Float)  # fastest decided attempt
+    best_nodes: Mapped[int | None] = mapped_column(BigInteger)  # fewest nodes of a decided attempt
+    max_par2_s: Mapped[float | None] = mapped_column(Float)
+    max_nodes: Mapped[int | None] = mapped_column(BigInteger)
+    last_run_id: Mapped[int] = mapped_column(Integer)
+
+
+class LevelStatsRun(Base):
+    """A finished run whose attempts are folded into level_stats (each run exactly once)."""
+
+    __tablename__ = "level_stats_runs"
+
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)

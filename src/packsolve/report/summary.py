@@ -1,54 +1,132 @@
-"""`report summary`: solved X of Y, counts per status, CPU and wall time of one run."""
+"""`report summary`: solved X of Y, counts per status and per kind, times, PAR-2, makespan, provenance."""
 
 from __future__ import annotations
 
-import statistics
+from collections import Counter, defaultdict
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
-from packsolve.db.queries import status_counts
 from packsolve.outcome import PENDING, Status
 from packsolve.report.export import iso
+from packsolve.report.metrics import SUCCESS_VALUES, host_of, median, par2, rounded
+
+PENDING_VALUES = frozenset(s.value for s in PENDING)
+# Worker names listed in a summary; a run on hundreds of processes lists the count only.
+MAX_WORKER_NAMES = 50
+
+
+def _figures(
+    rows: list[tuple[str, float | None, float | None, int | None]], time_limit: float | None
+) -> dict:
+    """Return counts and time figures of (status, wall_s, cpu_s, nodes) rows."""
+    counts = Counter(status for status, _, _, _ in rows)
+    scores = [par2(status, wall, time_limit) for status, wall, _, _ in rows]
+    scored = [s for s in scores if s is not None]
+    walls = [w for _, w, _, _ in rows if w is not None]
+    cpus = [c for _, _, c, _ in rows if c is not None]
+    total = len(rows)
+    return {
+        "total": total,
+        "done": total - sum(counts[s] for s in PENDING_VALUES),
+        "solved": counts[Status.SOLVED.value],
+        "decided": sum(counts[s] for s in SUCCESS_VALUES),
+        "counts": {s.value: counts[s.value] for s in Status if counts[s.value]},
+        "cpu_s_total": round(sum(cpus), 3),
+        "cpu_s_median": rounded(median(cpus)),
+        "wall_s_total": round(sum(walls), 3),
+        "wall_s_median": rounded(median(walls)),
+        "wall_s_max": rounded(max(walls) if walls else None),
+        "nodes_total": sum(n for _, _, _, n in rows if n is not None),
+        "par2_s": round(sum(scored), 3),
+        "par2_mean_s": rounded(sum(scored) / len(scored) if scored else None),
+        "scored": len(scored),
+    }
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    if (start.tzinfo is None) != (end.tzinfo is None):
+        start, end = start.replace(tzinfo=None), end.replace(tzinfo=None)
+    return round((end - start).total_seconds(), 3)
 
 
 def run_summary(session: Session, run: Run) -> dict[str, Any]:
-    """Return the summary of run as a JSON-ready dict (documented fields, stable for scripts)."""
-    counts = status_counts(session, run.id)
+    """Return the summary of run as a JSON-ready dict (fields documented in docs/reports.md)."""
     rows = session.execute(
-        select(Attempt.status, Attempt.wall_s, Attempt.cpu_s).where(Attempt.run_id == run.id)
+        select(Attempt.kind, Attempt.status, Attempt.wall_s, Attempt.cpu_s, Attempt.nodes).where(
+            Attempt.run_id == run.id
+        )
     ).all()
-    walls = [w for s, w, _ in rows if w is not None and s not in (Status.INVALID.value,)]
-    cpu = sum(c for _, _, c in rows if c is not None)
-    total = sum(counts.values())
-    pending = sum(counts.get(s.value, 0) for s in PENDING)
+    by_kind: dict[str, list] = defaultdict(list)
+    for kind, status, wall, cpu, nodes in rows:
+        by_kind[kind].append((status, wall, cpu, nodes))
+    everything = _figures([r for k in by_kind.values() for r in k], run.time_limit)
+    first_start, last_finish = session.execute(
+        select(func.min(Attempt.started_at), func.max(Attempt.finished_at)).where(
+            Attempt.run_id == run.id, Attempt.started_at.is_not(None)
+        )
+    ).one()
+    workers = sorted(
+        w
+        for (w,) in session.execute(
+            select(Attempt.worker).where(Attempt.run_id == run.id, Attempt.worker.is_not(None)).distinct()
+        )
+    )
+    heuristics = sorted(
+        {h for (h,) in session.execute(select(Attempt.heuristic).where(Attempt.run_id == run.id).distinct())}
+    )
+    makespan = _seconds(first_start, last_finish)
     return {
         "run": run.id,
         "label": run.label,
         "mode": run.mode,
         "state": run.state if run.finished_at is None or run.state == "cancelled" else "finished",
+        "parent": run.parent_id,
+        **everything,
+        "makespan_s": makespan,
+        # How many solver-seconds ran per second of makespan: the parallelism actually achieved.
+        "parallelism": round(everything["wall_s_total"] / makespan, 2) if makespan else None,
+        "created_at": iso(run.created_at),
+        "finished_at": iso(run.finished_at),
         "heuristic": run.heuristic,
+        "heuristics": heuristics,
+        "kind": run.kind,
         "time_limit": run.time_limit,
         "node_limit": run.node_limit,
         "memory_limit_mb": run.memory_limit_mb,
+        "concurrency": run.concurrency,
         "host": run.host,
         "version": run.version,
-        "created_at": iso(run.created_at),
-        "finished_at": iso(run.finished_at),
-        "total": total,
-        "done": total - pending,
-        "solved": counts.get(Status.SOLVED.value, 0),
-        "counts": {s.value: counts.get(s.value, 0) for s in Status if counts.get(s.value, 0)},
-        "cpu_s_total": round(cpu, 3),
-        "wall_s_median": round(statistics.median(walls), 4) if walls else None,
-        "wall_s_max": round(max(walls), 4) if walls else None,
+        "hosts": sorted({h for h in map(host_of, workers) if h}),
+        "workers": len(workers),
+        "worker_names": workers[:MAX_WORKER_NAMES],
+        "kinds": {kind: _figures(krows, run.time_limit) for kind, krows in sorted(by_kind.items())},
     }
 
 
+def _limits_text(s: dict[str, Any]) -> str:
+    limits = []
+    if s["time_limit"] is not None:
+        limits.append(f"{s['time_limit']:g} s")
+    if s["node_limit"] is not None:
+        limits.append(f"{s['node_limit']} nodes")
+    if s["memory_limit_mb"] is not None:
+        limits.append(f"{s['memory_limit_mb']} MB")
+    return ", ".join(limits) or "none"
+
+
+def _secs(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f} s"
+
+
 def render_summary(s: dict[str, Any]) -> Any:
-    """Return a rich renderable of a summary dict."""
+    """Return a rich renderable of a summary dict: the run's figures, then one row per kind."""
+    from rich.console import Group
     from rich.table import Table
 
     title = f"run {s['run']}" + (f" ({s['label']})" if s["label"] else "")
@@ -59,17 +137,26 @@ def render_summary(s: dict[str, Any]) -> Any:
     t.add_row("state", f"{s['state']} ({s['done']}/{s['total']} final)")
     for status, n in s["counts"].items():
         t.add_row(f"  {status}", str(n))
-    t.add_row("heuristic", s["heuristic"])
-    limits = []
-    if s["time_limit"] is not None:
-        limits.append(f"{s['time_limit']:g} s")
-    if s["node_limit"] is not None:
-        limits.append(f"{s['node_limit']} nodes")
-    if s["memory_limit_mb"] is not None:
-        limits.append(f"{s['memory_limit_mb']} MB")
-    t.add_row("limits", ", ".join(limits) or "none")
-    t.add_row("total CPU", f"{s['cpu_s_total']:.2f} s")
+    t.add_row("heuristic", s["heuristic"] + (f" ({', '.join(s['heuristics'])})" if s["heuristics"] else ""))
+    t.add_row("limits", _limits_text(s))
+    t.add_row("total CPU / wall", f"{s['cpu_s_total']:.2f} s / {s['wall_s_total']:.2f} s")
     if s["wall_s_median"] is not None:
-        t.add_row("wall median / max", f"{s['wall_s_median']:.3f} s / {s['wall_s_max']:.3f} s")
+        t.add_row("median CPU / wall", f"{_secs(s['cpu_s_median'])} / {_secs(s['wall_s_median'])}")
+        t.add_row("max wall", _secs(s["wall_s_max"]))
+    t.add_row("PAR-2", f"{s['par2_s']:.2f} s (mean {_secs(s['par2_mean_s'])} over {s['scored']})")
+    t.add_row(
+        "makespan",
+        _secs(s["makespan_s"], 2) + (f" (parallelism {s['parallelism']})" if s["parallelism"] else ""),
+    )
     t.add_row("host, version", f"{s['host']}, packsolve {s['version']}")
-    return t
+    conc = f"concurrency {s['concurrency']}" if s["concurrency"] else s["mode"]
+    t.add_row("workers", f"{s['workers']} seen on {', '.join(s['hosts']) or '—'} ({conc})")
+    if len(s["kinds"]) < 1:
+        return t
+    k = Table("kind", "solved", "decided", "total", "median wall", "CPU total", "PAR-2", title_justify="left")
+    for kind, f in s["kinds"].items():
+        k.add_row(
+            kind, str(f["solved"]), str(f["decided"]), str(f["total"]), _secs(f["wall_s_median"]),
+            f"{f['cpu_s_total']:.2f} s", f"{f['par2_s']:.2f} s",
+        )  # fmt: skip
+    return Group(t, k)

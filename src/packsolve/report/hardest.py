@@ -1,0 +1,131 @@
+"""`report hardest`: the levels that cost the most, in one run or across every run (by content hash)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, LevelRow, LevelStats, Run
+from packsolve.report import level_stats
+from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES, rounded
+
+BY = ("par2", "time", "nodes")
+
+
+def hardest_in_run(
+    session: Session, run: Run, by: str = "par2", top: int = 20, kind: str | None = None
+) -> list:
+    """Return the top attempts of run, unsolved first (by PAR-2, then nodes), then solved ones by `by`."""
+    par2 = level_stats.par2_expr()
+    unsolved = Attempt.status.not_in(SUCCESS_VALUES)
+    key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
+    q = (
+        select(Attempt, par2.label("par2"))
+        .join(Run, Run.id == Attempt.run_id)
+        .where(Attempt.run_id == run.id, Attempt.status.not_in(NOT_RUN_VALUES))
+        .order_by(
+            case((unsolved, 1), else_=0).desc(),
+            case((unsolved, par2), else_=key).desc().nulls_last(),
+            Attempt.nodes.desc().nulls_last(),
+            Attempt.seq,
+        )
+        .limit(top)
+    )
+    if kind:
+        q = q.where(Attempt.kind == kind)
+    out = []
+    for rank, (a, score) in enumerate(session.execute(q), 1):
+        out.append(
+            {
+                "rank": rank,
+                "level": a.name,
+                "level_hash": a.level_hash,
+                "kind": a.kind,
+                "run": a.run_id,
+                "heuristic": a.heuristic,
+                "status": a.status,
+                "wall_s": rounded(a.wall_s),
+                "cpu_s": rounded(a.cpu_s),
+                "nodes": a.nodes,
+                "par2_s": rounded(score),
+            }
+        )
+    return out
+
+
+def _key(row: dict[str, Any], by: str) -> tuple:
+    """Sort key (ascending = hardest first) of one level's figures across runs."""
+    if not row["decided"]:
+        return (0, -(row["max_par2_s"] or 0.0), -(row["max_nodes"] or 0))
+    if by == "nodes":
+        return (1, -(row["best_nodes"] or 0), -(row["best_wall_s"] or 0.0))
+    return (1, -(row["best_wall_s"] or 0.0), -(row["best_nodes"] or 0))
+
+
+def hardest_overall(session: Session, by: str = "par2", top: int = 20, kind: str | None = None) -> list:
+    """Return the top levels over every run, each level once: never-decided first, then by best effort.
+
+    A level's figures across runs: attempts, decided/solved counts, its best
+    (fastest, fewest nodes) decided attempt and its largest PAR-2 and nodes.
+    """
+    level_stats.refresh(session)
+    live = level_stats.live_rows(session, kind)
+    for row in level_stats.stats_rows(session, list(live)):
+        level_stats.merge(live, row)
+    s = LevelStats
+    never = case((s.decided == 0, 1), else_=0)
+    solved_key = s.best_nodes if by == "nodes" else s.best_wall_s
+    q = select(s).order_by(
+        never.desc(),
+        case((s.decided == 0, s.max_par2_s), else_=solved_key).desc().nulls_last(),
+        case((s.decided == 0, s.max_nodes), else_=s.best_nodes).desc().nulls_last(),
+    )
+    if kind:
+        q = q.where(s.kind == kind)
+    # Levels also met in running runs are merged above; fetch enough to replace them.
+    candidates = {r.level_hash: level_stats._as_dict(r) for r in session.scalars(q.limit(top + len(live)))}
+    candidates.update(live)
+    ranked = sorted(candidates.values(), key=lambda r: _key(r, by))[:top]
+    hashes = [r["level_hash"] for r in ranked]
+    names = {
+        h: n
+        for h, n in session.execute(select(LevelRow.hash, LevelRow.name).where(LevelRow.hash.in_(hashes)))
+    }
+    return [
+        {
+            "rank": i,
+            "level": names.get(r["level_hash"]),
+            "level_hash": r["level_hash"],
+            "kind": r["kind"],
+            "attempts": r["attempts"],
+            "decided": r["decided"],
+            "solved": r["solved"],
+            "best_wall_s": rounded(r["best_wall_s"]),
+            "best_nodes": r["best_nodes"],
+            "max_par2_s": rounded(r["max_par2_s"]),
+            "max_nodes": r["max_nodes"],
+            "last_run": r["last_run_id"],
+        }
+        for i, r in enumerate(ranked, 1)
+    ]
+
+
+def render_hardest(rows: list[dict[str, Any]], title: str = "hardest levels") -> Any:
+    """Return a rich table of hardest rows (either shape)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=title, title_justify="left")
+    if rows and "attempts" in rows[0]:
+        cols = ["rank", "level", "kind", "attempts", "solved", "best_wall_s", "best_nodes", "max_par2_s"]
+    else:
+        cols = ["rank", "level", "kind", "heuristic", "status", "wall_s", "nodes", "par2_s"]
+    for c in cols:
+        left = c in ("level", "kind", "heuristic", "status")
+        t.add_column(c, justify="left" if left else "right", overflow="fold" if c == "level" else "ellipsis")
+    for r in rows:
+        # Text, not markup: a level name is whatever the pack's author wrote.
+        t.add_row(*(Text("—" if r[c] is None else str(r[c])) for c in cols))
+    return t

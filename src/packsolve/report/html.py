@@ -1,0 +1,206 @@
+"""`report html`: one self-contained HTML file: summaries, plots, hardest levels, levels with pictures."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from packsolve import __version__
+from packsolve.db.models import Attempt, LevelRow, Run
+from packsolve.report.cactus import cactus_data, cactus_figure, scatter_data, scatter_figure, to_svg
+from packsolve.report.compare import compare_runs
+from packsolve.report.hardest import hardest_in_run
+from packsolve.report.show import picture
+from packsolve.report.summary import run_summary
+
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
+th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.solved,.no_solution{background:#e8f5e9}.timeout,.memout,.error,.wrong,.lost{background:#ffebee}
+.warn{color:#a15c00}figure{display:inline-block;margin:1em;vertical-align:top}
+figure img{max-width:420px;border:1px solid #ddd}figcaption{max-width:420px;word-break:break-all}
+"""
+
+
+def _img(svg_text: str, alt: str) -> str:
+    # As a data: image the SVG cannot run script nor break out of the page, whatever the level holds.
+    data = base64.b64encode(svg_text.encode("utf-8")).decode("ascii")
+    return f'<img src="data:image/svg+xml;base64,{data}" alt="{escape(alt)}">'
+
+
+def _td(value: Any, numeric: bool = False, cls: str | None = None) -> str:
+    text = "—" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+    classes = " ".join(c for c in ("n" if numeric else "", cls or "") if c)
+    return f'<td class="{classes}">{escape(text)}</td>' if classes else f"<td>{escape(text)}</td>"
+
+
+def _table(headers: list[str], rows: list[str], cls: str = "") -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+SUMMARY_FIELDS = [
+    ("label", "label"), ("heuristic", "heuristic"), ("state", "state"), ("total", "levels"),
+    ("solved", "solved"), ("decided", "decided (solved or no solution)"), ("par2_s", "PAR-2 (s)"),
+    ("par2_mean_s", "PAR-2 mean (s)"), ("cpu_s_total", "CPU total (s)"), ("cpu_s_median", "CPU median (s)"),
+    ("wall_s_total", "wall total (s)"), ("wall_s_median", "wall median (s)"), ("wall_s_max", "wall max (s)"),
+    ("makespan_s", "makespan (s)"), ("time_limit", "time limit (s)"), ("node_limit", "node limit"),
+    ("memory_limit_mb", "memory limit (MB)"), ("concurrency", "concurrency"), ("workers", "workers seen"),
+    ("hosts", "hosts"), ("host", "submitted from"), ("version", "packsolve version"),
+]  # fmt: skip
+
+
+KIND_FIELDS = ("total", "solved", "decided", "wall_s_median", "cpu_s_total", "par2_s")
+# No script, no network: the page may only show its own inline styles and data: images.
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def _summary_section(summaries: list[dict[str, Any]]) -> str:
+    rows = []
+    for key, title in SUMMARY_FIELDS:
+        cells = "".join(
+            _td(
+                ", ".join(s[key]) if isinstance(s[key], list) else s[key],
+                numeric=isinstance(s[key], (int, float)),
+            )
+            for s in summaries
+        )
+        rows.append(f"<tr><th>{escape(title)}</th>{cells}</tr>")
+    for status in sorted({k for s in summaries for k in s["counts"]}):
+        cells = "".join(_td(s["counts"].get(status, 0), numeric=True) for s in summaries)
+        rows.append(f'<tr><th class="{escape(status)}">{escape(status)}</th>{cells}</tr>')
+    heads = ["", *(f"run {s['run']}" for s in summaries)]
+    kind_rows = []
+    for s in summaries:
+        for kind, f in s["kinds"].items():
+            kind_rows.append(
+                "<tr>" + _td(s["run"]) + _td(kind) + "".join(
+                    _td(f[k], numeric=True) for k in KIND_FIELDS
+                ) + "</tr>"
+            )  # fmt: skip
+    kinds = _table(
+        ["run", "kind", "levels", "solved", "decided", "median wall (s)", "CPU (s)", "PAR-2 (s)"], kind_rows
+    )
+    return f'<h2 id="summary">Summary</h2>{_table(heads, rows, "summary")}<h3>Per kind</h3>{kinds}'
+
+
+def _best_solutions(session: Session, ids: list[int], hashes: list[str]) -> dict[str, Any]:
+    """Return level hash -> its shortest solution among the runs' solved attempts."""
+    best: dict[str, tuple[int, Any]] = {}
+    for i in range(0, len(hashes), 500):
+        q = select(Attempt.level_hash, Attempt.length, Attempt.solution).where(
+            Attempt.run_id.in_(ids), Attempt.level_hash.in_(hashes[i : i + 500]), Attempt.status == "solved"
+        )
+        for h, length, sol in session.execute(q):
+            if sol is not None and (h not in best or (length or 0) < best[h][0]):
+                best[h] = (length or 0, sol)
+    return {h: json.loads(sol) for h, (_, sol) in best.items()}
+
+
+def html_report(session: Session, runs: list[Run], top: int = 20, max_pictures: int = 300) -> str:
+    """Return the whole report as one HTML document (no external files, no script)."""
+    summaries = [run_summary(session, r) for r in runs]
+    comparison = compare_runs(session, runs)
+    parts = [f"<h1>packsolve report: {escape(', '.join(f'run {r.id}' for r in runs))}</h1>"]
+    parts.append(
+        f"<p>generated {escape(datetime.now(UTC).isoformat(timespec='seconds'))} by packsolve "
+        f"{escape(__version__)} · <a href='#summary'>summary</a> · <a href='#plots'>plots</a> · "
+        "<a href='#hardest'>hardest</a> · <a href='#levels'>levels</a> · <a href='#pictures'>pictures</a></p>"
+    )
+    parts.append(_summary_section(summaries))
+    parts += [f'<p class="warn">warning: {escape(w)}</p>' for w in comparison["warnings"]]
+    parts.append('<h2 id="plots">Plots</h2>')
+    parts.append(f"<figure>{_img(to_svg(cactus_figure(cactus_data(session, runs))), 'cactus plot')}"
+                 "<figcaption>cactus: levels decided within a time</figcaption></figure>")  # fmt: skip
+    if len(runs) == 2:
+        scatter = to_svg(scatter_figure(scatter_data(session, runs[0], runs[1])))
+        parts.append(
+            f"<figure>{_img(scatter, 'scatter plot')}<figcaption>per-level times</figcaption></figure>"
+        )
+    # Pictures: the first max_pictures levels in pack order, each linked from the tables.
+    rows = comparison["rows"]
+    pictured = {r["level_hash"]: f"lvl-{i}" for i, r in enumerate(rows[:max_pictures])}
+
+    def level_cell(name: str, h: str) -> str:
+        anchor = pictured.get(h)
+        return f'<td><a href="#{anchor}">{escape(name)}</a></td>' if anchor else _td(name)
+
+    parts.append('<h2 id="hardest">Hardest levels</h2>')
+    for run in runs:
+        hrows = [
+            "<tr>" + _td(r["rank"], True) + level_cell(r["level"], r["level_hash"]) + _td(r["kind"])
+            + _td(r["status"], cls=r["status"]) + _td(r["wall_s"], True) + _td(r["nodes"], True)
+            + _td(r["par2_s"], True) + "</tr>"
+            for r in hardest_in_run(session, run, top=top)
+        ]  # fmt: skip
+        parts.append(
+            f"<h3>run {run.id}</h3>"
+            + _table(["#", "level", "kind", "status", "wall (s)", "nodes", "PAR-2 (s)"], hrows, "hardest")
+        )
+    heads = ["level", "kind"]
+    for r in comparison["runs"]:
+        heads += [f"run {r['run']} status", "wall (s)", "nodes"]
+    lrows = []
+    for r in rows:
+        cells = level_cell(r["level"], r["level_hash"]) + _td(r["kind"])
+        for c in r["results"]:
+            cells += (_td(None) * 3) if c is None else (
+                _td(c["status"], cls=c["status"]) + _td(c["wall_s"], True) + _td(c["nodes"], True)
+            )  # fmt: skip
+        lrows.append(f"<tr>{cells}</tr>")
+    foot = "".join(
+        f"<li>run {f['run']}: {f['solved']} solved, {f['decided']} decided of {f['levels']}, "
+        f"PAR-2 {f['par2_s']:.3f} s"
+        + (
+            ""
+            if f["speedup"] is None
+            else f", speedup ×{f['speedup']} on {f['both_decided']} levels both decided"
+        )
+        + "</li>"
+        for f in comparison["footer"]
+    )
+    parts.append(f'<h2 id="levels">Levels</h2><ul>{foot}</ul>{_table(heads, lrows, "levels")}')
+    parts.append(_pictures(session, [r.id for r in runs], rows[:max_pictures], pictured, len(rows)))
+    body = "\n".join(parts)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>packsolve report {escape(', '.join(str(r.id) for r in runs))}</title>"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n"
+    )
+
+
+def _pictures(session: Session, ids: list[int], rows: list[dict], anchors: dict[str, str], total: int) -> str:
+    hashes = [r["level_hash"] for r in rows]
+    solutions = _best_solutions(session, ids, hashes)
+    data = {}
+    for i in range(0, len(hashes), 500):
+        q = select(LevelRow.hash, LevelRow.data).where(LevelRow.hash.in_(hashes[i : i + 500]))
+        data.update({h: json.loads(d) for h, d in session.execute(q)})
+    out = ['<h2 id="pictures">Pictures</h2>']
+    if total > len(rows):
+        out.append(
+            f"<p>the first {len(rows)} of {total} levels are pictured (raise --max-pictures for more)</p>"
+        )
+    for r in rows:
+        h = r["level_hash"]
+        sol = solutions.get(h)
+        svg = picture(r["kind"], data.get(h, {}), sol, svg=True)
+        img = (
+            _img(svg, f"{r['level']}")
+            if svg
+            else "<p>(no picture: the level is invalid or its kind unknown)</p>"
+        )
+        note = "with its best solution" if sol is not None else "no solution known"
+        out.append(
+            f'<figure id="{anchors[h]}">{img}<figcaption>{escape(r["level"])} · {escape(r["kind"])} · '
+            f"{escape(note)}</figcaption></figure>"
+        )
+    return "\n".join(out)

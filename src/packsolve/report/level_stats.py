@@ -1,0 +1,147 @@
+"""Per-level figures across runs: finished runs are folded into `level_stats` once, running ones read live."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, delete, func, insert, literal, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, LevelStats, LevelStatsRun, Run
+from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES
+
+COLUMNS = ("attempts", "decided", "solved", "best_wall_s", "best_nodes", "max_par2_s", "max_nodes")
+
+
+def par2_expr() -> Any:
+    """Return the SQL of an attempt's PAR-2 score (see metrics.par2); needs Run joined."""
+    return case(
+        (Attempt.status.in_(SUCCESS_VALUES), func.coalesce(Attempt.wall_s, 0.0)),
+        else_=2.0 * func.coalesce(Run.time_limit, Attempt.wall_s, 0.0),
+    )
+
+
+def _least(a: Any, b: Any) -> Any:
+    # min() of SQLite and LEAST() differ on NULL; this ignores NULL on both databases.
+    return case((a.is_(None), b), (b.is_(None), a), (a < b, a), else_=b)
+
+
+def _greatest(a: Any, b: Any) -> Any:
+    return case((a.is_(None), b), (b.is_(None), a), (a > b, a), else_=b)
+
+
+def _run_rows(run_ids: Any) -> Any:
+    """Return a SELECT of one level_stats row per attempt that ran in the given runs."""
+    decided = case((Attempt.status.in_(SUCCESS_VALUES), 1), else_=0)
+    return (
+        select(
+            Attempt.level_hash,
+            Attempt.kind,
+            literal(1).label("attempts"),
+            decided.label("decided"),
+            case((Attempt.status == "solved", 1), else_=0).label("solved"),
+            case((Attempt.status.in_(SUCCESS_VALUES), Attempt.wall_s)).label("best_wall_s"),
+            case((Attempt.status.in_(SUCCESS_VALUES), Attempt.nodes)).label("best_nodes"),
+            par2_expr().label("max_par2_s"),
+            Attempt.nodes.label("max_nodes"),
+            Attempt.run_id.label("last_run_id"),
+        )
+        .join(Run, Run.id == Attempt.run_id)
+        .where(Attempt.run_id.in_(run_ids), Attempt.status.not_in(NOT_RUN_VALUES))
+    )
+
+
+def fold_run(session: Session, run_id: int) -> bool:
+    """Fold one finished run's attempts into level_stats; return False if another process did it.
+
+    The marker row is inserted first in the same transaction, so two reports
+    racing to fold a run cannot count it twice (the second hits the primary key).
+    """
+    try:
+        with session.begin_nested():
+            session.execute(insert(LevelStatsRun).values(run_id=run_id))
+    except IntegrityError:
+        return False
+    dialect = session.get_bind().dialect.name
+    ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(LevelStats)
+    # One attempt per level per run, so the run's rows need no GROUP BY before the upsert.
+    stmt = ins.from_select(
+        ["level_hash", "kind", *COLUMNS, "last_run_id"], _run_rows(select(literal(run_id)).scalar_subquery())
+    )
+    t, x = LevelStats.__table__.c, stmt.excluded
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["level_hash"],
+        set_={
+            "attempts": t.attempts + x.attempts,
+            "decided": t.decided + x.decided,
+            "solved": t.solved + x.solved,
+            "best_wall_s": _least(t.best_wall_s, x.best_wall_s),
+            "best_nodes": _least(t.best_nodes, x.best_nodes),
+            "max_par2_s": _greatest(t.max_par2_s, x.max_par2_s),
+            "max_nodes": _greatest(t.max_nodes, x.max_nodes),
+            "last_run_id": _greatest(t.last_run_id, x.last_run_id),
+        },
+    )
+    session.execute(stmt)
+    return True
+
+
+def refresh(session: Session) -> int:
+    """Fold every finished run not folded yet (rebuilding if a folded run was deleted); return runs folded."""
+    folded = select(LevelStatsRun.run_id)
+    gone = session.scalar(select(func.count()).where(LevelStatsRun.run_id.not_in(select(Run.id))))
+    if gone:
+        session.execute(delete(LevelStats))
+        session.execute(delete(LevelStatsRun))
+    todo = session.scalars(
+        select(Run.id).where(Run.finished_at.is_not(None), Run.id.not_in(folded)).order_by(Run.id)
+    ).all()
+    n = 0
+    for run_id in todo:
+        n += fold_run(session, run_id)
+        session.commit()  # each run folded is kept even if a later one fails
+    return n
+
+
+def live_rows(session: Session, kind: str | None = None) -> dict[str, dict[str, Any]]:
+    """Return level hash -> figures of the attempts of runs not finished yet (not folded)."""
+    unfinished = select(Run.id).where(Run.finished_at.is_(None))
+    q = _run_rows(unfinished)
+    if kind:
+        q = q.where(Attempt.kind == kind)
+    out: dict[str, dict[str, Any]] = {}
+    for row in session.execute(q).mappings():
+        merge(out, dict(row))
+    return out
+
+
+def merge(into: dict[str, dict[str, Any]], row: dict[str, Any]) -> None:
+    """Combine one level's figures into the dict keyed by level hash (the same rules as the fold)."""
+    old = into.get(row["level_hash"])
+    if old is None:
+        into[row["level_hash"]] = dict(row)
+        return
+    for key in ("attempts", "decided", "solved"):
+        old[key] += row[key]
+    for key in ("best_wall_s", "best_nodes"):
+        vals = [v for v in (old[key], row[key]) if v is not None]
+        old[key] = min(vals) if vals else None
+    for key in ("max_par2_s", "max_nodes", "last_run_id"):
+        vals = [v for v in (old[key], row[key]) if v is not None]
+        old[key] = max(vals) if vals else None
+
+
+def stats_rows(session: Session, hashes: list[str]) -> list[dict[str, Any]]:
+    """Return the folded figures of the given levels."""
+    rows = []
+    for i in range(0, len(hashes), 500):
+        q = select(LevelStats).where(LevelStats.level_hash.in_(hashes[i : i + 500]))
+        rows.extend(_as_dict(s) for s in session.scalars(q))
+    return rows
+
+
+def _as_dict(s: LevelStats) -> dict[str, Any]:
+    return {"level_hash": s.level_hash, "kind": s.kind, "last_run_id": s.last_run_id,
+            **{c: getattr(s, c) for c in COLUMNS}}  # fmt: skip

@@ -1,0 +1,127 @@
+"""`status`: a run's progress, rate and an ETA from the median time of its attempts so far."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, Run
+from packsolve.db.queries import status_counts
+from packsolve.outcome import Status
+from packsolve.report.metrics import median, rounded
+
+# The median is taken over at most this many recent attempts: enough to be stable, cheap on huge runs.
+MEDIAN_SAMPLE = 2000
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    return None if dt is None else (dt if dt.tzinfo else dt.replace(tzinfo=UTC))
+
+
+def run_progress(session: Session, run: Run, now: datetime | None = None) -> dict[str, Any]:
+    """Return done/total, counts, rate and ETA of run as a JSON-ready dict.
+
+    ETA = remaining levels × median wall time so far ÷ parallel slots, where
+    the slots are the run's concurrency (local) or the workers seen running
+    attempts now (distributed); before any attempt finished it falls back to
+    the rate, and it is None when nothing has finished yet.
+    """
+    now = now or datetime.now(UTC)
+    counts = status_counts(session, run.id)
+    total = sum(counts.values())
+    queued, running = counts.get(Status.QUEUED.value, 0), counts.get(Status.RUNNING.value, 0)
+    done = total - queued - running
+    first_start = _aware(
+        session.scalar(select(func.min(Attempt.started_at)).where(Attempt.run_id == run.id))
+    ) or _aware(run.created_at)
+    end = _aware(run.finished_at) or now
+    elapsed = max(0.0, (end - first_start).total_seconds()) if first_start else 0.0
+    walls = session.scalars(
+        select(Attempt.wall_s)
+        .where(Attempt.run_id == run.id, Attempt.wall_s.is_not(None))
+        .order_by(Attempt.finished_at.desc())
+        .limit(MEDIAN_SAMPLE)
+    ).all()
+    med = median(walls)
+    busy_workers = session.scalar(
+        select(func.count(func.distinct(Attempt.worker))).where(
+            Attempt.run_id == run.id, Attempt.status == Status.RUNNING.value
+        )
+    )
+    parallel = max(1, run.concurrency or running or busy_workers or 1)
+    rate = done / elapsed if elapsed > 0 and done else 0.0
+    remaining = queued + running
+    if not remaining:
+        eta, method = 0.0, "done"
+    elif med is not None:
+        eta, method = math.ceil(remaining / parallel) * med, "median"
+    elif rate:
+        eta, method = remaining / rate, "rate"
+    else:
+        eta, method = None, "unknown"
+    return {
+        "run": run.id,
+        "label": run.label,
+        "state": run.state,
+        "total": total,
+        "done": done,
+        "queued": queued,
+        "running": running,
+        "counts": counts,
+        "finished": run.finished_at is not None,
+        "elapsed_s": round(elapsed, 1),
+        "rate_per_s": round(rate, 3),
+        "median_wall_s": rounded(med),
+        "parallel": parallel,
+        "eta_s": None if eta is None else round(eta, 1),
+        "eta_method": method,
+    }
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def render_progress(p: dict[str, Any]) -> Any:
+    """Return a rich renderable: a bar of done/total, counts per status, rate and ETA."""
+    from rich.console import Group
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+    from rich.text import Text
+
+    title = f"run {p['run']}" + (f" ({p['label']})" if p["label"] else "")
+    t = Table(title=title, title_justify="left")
+    t.add_column("status")
+    t.add_column("levels", justify="right")
+    for status_name, n in sorted(p["counts"].items()):
+        t.add_row(status_name, str(n))
+    state = "finished" if p["finished"] else p["state"]
+    med = "—" if p["median_wall_s"] is None else f"{p['median_wall_s']:.3f} s"
+    line = (
+        f"{p['done']}/{p['total']} final · {state} · elapsed {_duration(p['elapsed_s'])} · "
+        f"{p['rate_per_s']:.2f} levels/s · median {med} × {p['parallel']} slot(s) · "
+        f"eta {_duration(p['eta_s'])}"
+    )
+    bar = ProgressBar(total=max(1, p["total"]), completed=p["done"], width=60)
+    return Group(t, bar, Text(line))
+
+
+PROGRESS_COLUMNS = [
+    "run", "label", "state", "total", "done", "queued", "running", "elapsed_s", "rate_per_s",
+    "median_wall_s", "parallel", "eta_s", "eta_method", "finished",
+    *(f"count_{s.value}" for s in Status),
+]  # fmt: skip
+
+
+def progress_row(p: dict[str, Any]) -> dict[str, Any]:
+    """Return a progress dict as one flat CSV row with the same columns whatever the counts."""
+    row = {k: p[k] for k in PROGRESS_COLUMNS if not k.startswith("count_")}
+    row.update({f"count_{s.value}": p["counts"].get(s.value, 0) for s in Status})
+    return row

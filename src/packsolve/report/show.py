@@ -1,0 +1,151 @@
+"""`packsolve show LEVEL`: find a level by path, name or hash; its best solution and its history."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, LevelRow, Run
+from packsolve.report.export import iso
+from packsolve.report.metrics import rounded
+
+_HEX = re.compile(r"[0-9a-f]{4,64}")
+
+
+def _from_file(ref: str) -> list[tuple[str, str]]:
+    """Return (name, hash) of the levels of the file ref names ('PATH' or 'PATH:LINE'), [] if none."""
+    from packsolve.levels import read_levels
+
+    path, line = ref, None
+    if not Path(ref).exists() and re.fullmatch(r".+:\d+", ref):
+        path, line = ref.rsplit(":", 1)
+    if not Path(path).is_file():
+        return []
+    levels = [(lv.name, lv.hash) for lv in read_levels([path])]
+    if line is not None:
+        levels = [(n, h) for n, h in levels if n.endswith(f":{line}")]
+    return levels
+
+
+def find_level(session: Session, ref: str) -> tuple[LevelRow | None, dict[str, Any] | None]:
+    """Return (the level's row or None, the level read from a file or None); raise LookupError if none.
+
+    ref is tried as a level file (PATH or PATH:LINE), a hash or unique hash
+    prefix (4+ hex digits), then a level name as recorded in runs.
+    """
+    found = _from_file(ref)
+    if len(found) > 1:
+        names = ", ".join(n for n, _ in found[:5])
+        raise LookupError(f"{ref} holds {len(found)} levels; name one as PATH:LINE ({names}, ...)")
+    if found:
+        name, h = found[0]
+        return session.get(LevelRow, h), {"name": name, "hash": h, "path": ref}
+    if _HEX.fullmatch(ref.lower()):
+        rows = session.scalars(select(LevelRow).where(LevelRow.hash.like(ref.lower() + "%")).limit(6)).all()
+        if len(rows) > 1:
+            raise LookupError(f"hash prefix {ref} is ambiguous: {', '.join(r.hash[:12] for r in rows)}, ...")
+        if rows:
+            return rows[0], None
+    row = session.scalars(select(LevelRow).where(LevelRow.name == ref).limit(1)).first()
+    if row is None:
+        h = session.scalars(select(Attempt.level_hash).where(Attempt.name == ref).limit(1)).first()
+        row = session.get(LevelRow, h) if h else None
+    if row is None:
+        raise LookupError(f"no level file, hash or level name {ref!r} (names are as listed in reports)")
+    return row, None
+
+
+def level_report(session: Session, ref: str) -> dict[str, Any]:
+    """Return the level, its best known solution and every attempt at it, as a JSON-ready dict."""
+    from packsolve.levels import read_levels
+
+    row, read = find_level(session, ref)
+    history = []
+    if row is not None:
+        q = (
+            select(Attempt, Run)
+            .join(Run, Run.id == Attempt.run_id)
+            .where(Attempt.level_hash == row.hash)
+            .order_by(Attempt.run_id)
+        )
+        for a, run in session.execute(q):
+            history.append(
+                {
+                    "run": a.run_id, "label": run.label, "level": a.name, "heuristic": a.heuristic,
+                    "status": a.status, "length": a.length, "wall_s": rounded(a.wall_s),
+                    "cpu_s": rounded(a.cpu_s),
+                    "nodes": a.nodes, "peak_rss_mb": rounded(a.peak_rss_mb, 1), "worker": a.worker,
+                    "time_limit": run.time_limit, "finished_at": iso(a.finished_at), "message": a.message,
+                    "solution": json.loads(a.solution) if a.solution is not None else None,
+                }
+            )  # fmt: skip
+    solved = [h for h in history if h["status"] == "solved" and h["solution"] is not None]
+    # Best: the shortest solution (fewest moves matter to players), then the fastest.
+    best = min(
+        solved, key=lambda h: (h["length"] is None, h["length"] or 0, h["wall_s"] or 0.0), default=None
+    )
+    if row is not None:
+        data, kind, h, name = json.loads(row.data), row.kind, row.hash, row.name
+    else:
+        assert read is not None
+        level = next(lv for lv in read_levels([read["path"].rsplit(":", 1)[0]]) if lv.hash == read["hash"])
+        data, kind, h, name = dict(level.data), level.kind, level.hash, level.name
+    return {
+        "level": name,
+        "level_hash": h,
+        "kind": kind,
+        "data": data,
+        "best": None
+        if best is None
+        else {k: best[k] for k in ("run", "heuristic", "length", "wall_s", "solution")},
+        "history": [{k: v for k, v in h.items() if k != "solution"} for h in history],
+    }
+
+
+def picture(kind: str, data: dict[str, Any], solution: Any, svg: bool = False) -> str | None:
+    """Return the kind's terminal rendering (or SVG) of a level with a solution; None if it cannot."""
+    from packsolve.puzzles import get_kind
+
+    try:
+        k = get_kind(kind)
+        value = k.parse(data)
+        return (k.svg if svg else k.render)(value, solution)
+    except Exception:
+        # An unknown kind, an invalid level or a solution the picture code rejects: no picture.
+        return None
+
+
+def render_level(rep: dict[str, Any]) -> Any:
+    """Return a rich renderable: the picture with the best solution, then the history table."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    best = rep["best"]
+    pic = picture(rep["kind"], rep["data"], best["solution"] if best else None)
+    if pic is None:
+        pic = picture(rep["kind"], rep["data"], None) or json.dumps(rep["data"])[:2000]
+    caption = (
+        f"best: run {best['run']} ({best['heuristic']}), length {best['length']}, {best['wall_s']} s"
+        if best
+        else "no solution known"
+    )
+    title = Text(f"{rep['level']}  {rep['kind']}  {rep['level_hash'][:12]}")
+    panel = Panel(Text(pic), title=title, subtitle=caption, expand=False)
+    t = Table(
+        "run", "heuristic", "status", "length", "wall s", "nodes", "worker", "finished", title="history"
+    )
+    for h in rep["history"]:
+        t.add_row(
+            str(h["run"]) + (f" {h['label']}" if h["label"] else ""), h["heuristic"], h["status"],
+            str(h["length"] or ""), "" if h["wall_s"] is None else f"{h['wall_s']:.3f}",
+            str(h["nodes"] or ""),
+            Text(h["worker"] or ""), (h["finished_at"] or "")[:19],
+        )  # fmt: skip
+    return Group(panel, t if rep["history"] else Text("never attempted in this database"))
