@@ -1,0 +1,248 @@
+"""Reports agree with figures computed independently from the export records, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import statistics
+from collections import Counter, defaultdict
+
+import pytest
+
+from packsolve.db.models import Run
+from packsolve.db.session import get_engine, session_scope
+from packsolve.levels import make_level
+from packsolve.report.compare import compare_runs
+from packsolve.report.export import export_records
+from packsolve.report.hardest import hardest_in_run, hardest_overall
+from packsolve.report.progress import run_progress
+from packsolve.report.show import level_report
+from packsolve.report.summary import run_summary
+from report_runs import Planned, build_run, strip_level
+from services import run_cli
+
+DECIDED = {"solved", "no_solution"}
+NOT_RUN = {"queued", "running", "invalid", "cancelled"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest) -> str:
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+
+
+def records(url: str, run_id: int) -> list[dict]:
+    with session_scope(get_engine(url)) as session:
+        return list(export_records(session, run_id))
+
+
+def par2_of(rec: dict, limit: float | None) -> float | None:
+    """PAR-2 as docs/reports.md defines it, from an export record alone."""
+    if rec["status"] in NOT_RUN:
+        return None
+    if rec["status"] in DECIDED:
+        return rec["wall_s"]
+    return 2 * (limit or rec["wall_s"])
+
+
+LEVELS = [strip_level(i) for i in range(12)]
+BAD = make_level("broken", {"kind": "onestroke", "grid": ["S.", "x"]})
+
+RUN_A = [
+    Planned(LEVELS[0], "solved", 0.5, 0.4, 100),
+    Planned(LEVELS[1], "solved", 2.5, 2.4, 900),
+    Planned(LEVELS[2], "timeout", 10.2, 10.0, 5000),
+    Planned(LEVELS[3], "timeout", 10.1, 10.0, 7000),
+    Planned(LEVELS[4], "no_solution", 1.5, 1.5, 300),
+    Planned(LEVELS[5], "error", 0.1, 0.1, 3),
+    Planned(LEVELS[6], "memout", 4.0, 3.9, 4000),
+    Planned(LEVELS[7], "wrong", 0.2, 0.2, 10),
+    Planned(LEVELS[8], "solved", 7.0, 6.9, 2000),
+    Planned(BAD, "invalid"),
+]
+RUN_B = [
+    Planned(LEVELS[0], "solved", 0.25, 0.2, 50),
+    Planned(LEVELS[1], "timeout", 5.1, 5.0, 9000),
+    Planned(LEVELS[2], "solved", 1.0, 1.0, 400),
+    Planned(LEVELS[3], "timeout", 5.2, 5.0, 8000),
+    Planned(LEVELS[4], "no_solution", 0.5, 0.5, 100),
+    Planned(LEVELS[5], "solved", 0.3, 0.3, 30),
+    Planned(LEVELS[9], "solved", 0.7, 0.6, 70),
+]
+
+
+def test_summary_matches_the_export(url: str) -> None:
+    run_id = build_run(url, RUN_A, time_limit=10.0, worker="w1@hostA")
+    recs = records(url, run_id)
+    with session_scope(get_engine(url)) as session:
+        s = run_summary(session, session.get(Run, run_id))
+    statuses = Counter(r["status"] for r in recs)
+    assert s["total"] == len(recs) == 10
+    assert s["solved"] == statuses["solved"] == 3
+    assert s["decided"] == statuses["solved"] + statuses["no_solution"]
+    assert s["counts"] == dict(statuses)
+    scores = [p for r in recs if (p := par2_of(r, 10.0)) is not None]
+    assert s["par2_s"] == pytest.approx(sum(scores), abs=1e-3)
+    assert s["par2_mean_s"] == pytest.approx(sum(scores) / len(scores), abs=1e-3)
+    assert s["scored"] == len(scores) == 9
+    walls = [r["wall_s"] for r in recs if r["wall_s"] is not None]
+    assert s["wall_s_median"] == pytest.approx(statistics.median(walls), abs=1e-4)
+    assert s["cpu_s_total"] == pytest.approx(sum(r["cpu_s"] or 0 for r in recs), abs=1e-3)
+    assert s["cpu_s_median"] == pytest.approx(
+        statistics.median(r["cpu_s"] for r in recs if r["cpu_s"] is not None)
+    )
+    assert s["nodes_total"] == sum(r["nodes"] or 0 for r in recs)
+    assert s["hosts"] == ["hostA"] and s["workers"] == 1 and s["concurrency"] == 2
+    # The invalid level keeps the kind its JSON named, so it counts under onestroke too.
+    assert list(s["kinds"]) == ["onestroke"]
+    assert s["kinds"]["onestroke"]["total"] == 10 and s["kinds"]["onestroke"]["solved"] == 3
+    assert s["makespan_s"] is not None and s["makespan_s"] >= 0
+
+
+def test_hardest_in_a_run_ranks_unsolved_by_par2_then_nodes(url: str) -> None:
+    run_id = build_run(url, RUN_A, time_limit=10.0)
+    recs = [r for r in records(url, run_id) if r["status"] not in NOT_RUN]
+    unsolved = sorted(
+        (r for r in recs if r["status"] not in DECIDED), key=lambda r: (-par2_of(r, 10.0), -(r["nodes"] or 0))
+    )
+    solved = sorted((r for r in recs if r["status"] in DECIDED), key=lambda r: -r["wall_s"])
+    with session_scope(get_engine(url)) as session:
+        run = session.get(Run, run_id)
+        rows = hardest_in_run(session, run, "par2", top=50)
+        by_nodes = hardest_in_run(session, run, "nodes", top=50)
+        top3 = hardest_in_run(session, run, "par2", top=3)
+    assert [r["level"] for r in rows] == [r["level"] for r in unsolved + solved]
+    assert [r["rank"] for r in rows] == list(range(1, len(recs) + 1))
+    assert [r["level"] for r in top3] == [r["level"] for r in rows[:3]]
+    # Unsolved levels all score 2 × 10 s, so nodes order them: 7000 before 5000 before 4000 ...
+    assert [r["nodes"] for r in rows[:3]] == [7000, 5000, 4000]
+    solved_by_nodes = sorted((r for r in recs if r["status"] in DECIDED), key=lambda r: -r["nodes"])
+    assert [r["level"] for r in by_nodes[len(unsolved) :]] == [r["level"] for r in solved_by_nodes]
+    assert "broken" not in {r["level"] for r in rows}  # never ran: not a hard level
+
+
+def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(url: str) -> None:
+    a = build_run(url, RUN_A, time_limit=10.0)
+    b = build_run(url, RUN_B, time_limit=5.0, heuristic="warnsdorff")
+    # A run still going: LEVELS[3] is finally solved there, LEVELS[10] is still queued.
+    c = build_run(
+        url, [Planned(LEVELS[3], "solved", 3.0, 3.0, 600), Planned(LEVELS[10], None)], time_limit=20.0
+    )
+    limits = {a: 10.0, b: 5.0, c: 20.0}
+    per_level: dict[str, list[dict]] = defaultdict(list)
+    for run_id in (a, b, c):
+        for r in records(url, run_id):
+            if r["status"] not in NOT_RUN:
+                per_level[r["level_hash"]].append({**r, "par2": par2_of(r, limits[run_id])})
+
+    def key(rs: list[dict]) -> tuple:
+        decided = [r for r in rs if r["status"] in DECIDED]
+        if not decided:
+            return (0, -max(r["par2"] for r in rs), -max(r["nodes"] for r in rs))
+        return (1, -min(r["wall_s"] for r in decided), -min(r["nodes"] for r in decided))
+
+    expected = sorted(per_level, key=lambda h: key(per_level[h]))
+    with session_scope(get_engine(url)) as session:
+        rows = hardest_overall(session, "par2", top=100)
+        again = hardest_overall(session, "par2", top=100)  # folding twice must not count twice
+    assert [r["level_hash"] for r in rows] == expected
+    assert rows == again
+    by_hash = {r["level_hash"]: r for r in rows}
+    for h, rs in per_level.items():
+        assert by_hash[h]["attempts"] == len(rs)
+        assert by_hash[h]["solved"] == sum(r["status"] == "solved" for r in rs)
+    assert by_hash[LEVELS[3].hash]["solved"] == 1  # only the running run solved it
+    assert by_hash[LEVELS[3].hash]["max_par2_s"] == pytest.approx(20.0)  # 2 × run A's 10 s limit
+    assert (
+        rows[0]["level_hash"] == LEVELS[6].hash
+    )  # memout 4 s, but under a 10 s limit: PAR-2 20 s, 4000 nodes
+    with session_scope(get_engine(url)) as session:
+        only_b = hardest_overall(session, "par2", top=100, kind="sudoku")
+    assert only_b == []
+
+
+def test_compare_footer_filters_and_provenance_warnings(url: str) -> None:
+    a = build_run(url, RUN_A, time_limit=10.0, worker="w1@hostA")
+    b = build_run(url, RUN_B, time_limit=5.0, heuristic="warnsdorff", worker="w2@hostB")
+    ra, rb = {r["level_hash"]: r for r in records(url, a)}, {r["level_hash"]: r for r in records(url, b)}
+    with session_scope(get_engine(url)) as session:
+        runs = [session.get(Run, a), session.get(Run, b)]
+        full = compare_runs(session, runs)
+        diff = compare_runs(session, runs, differs=True)
+        only_b = compare_runs(session, runs, only_solved_by=runs[1])
+    assert len(full["rows"]) == len(set(ra) | set(rb))
+    expected_diff = {
+        h for h in set(ra) | set(rb) if (ra.get(h) or {}).get("status") != (rb.get(h) or {}).get("status")
+    }
+    assert {r["level_hash"] for r in diff["rows"]} == expected_diff
+    expected_only_b = {
+        h for h in rb if rb[h]["status"] in DECIDED and (h not in ra or ra[h]["status"] not in DECIDED)
+    }
+    assert (
+        {r["level_hash"] for r in only_b["rows"]}
+        == expected_only_b
+        == {LEVELS[2].hash, LEVELS[5].hash, LEVELS[9].hash}
+    )
+    fa, fb = full["footer"]
+    assert fa["solved"] == sum(r["status"] == "solved" for r in ra.values())
+    assert fb["decided"] == sum(r["status"] in DECIDED for r in rb.values())
+    assert fb["par2_s"] == pytest.approx(
+        sum(p for r in rb.values() if (p := par2_of(r, 5.0)) is not None), abs=1e-3
+    )
+    both = [h for h in ra if h in rb and ra[h]["status"] in DECIDED and rb[h]["status"] in DECIDED]
+    speedup = sum(ra[h]["wall_s"] for h in both) / sum(rb[h]["wall_s"] for h in both)
+    assert fb["speedup"] == pytest.approx(speedup, rel=1e-3) and fa["speedup"] == 1.0
+    warnings = " ".join(full["warnings"])
+    assert "time_limit" in warnings and "hostB" in warnings and "hostA" in warnings
+
+
+def test_show_finds_a_level_by_hash_prefix_or_name_with_its_best_solution(url: str) -> None:
+    build_run(url, RUN_A, time_limit=10.0)
+    build_run(url, RUN_B, time_limit=5.0, heuristic="warnsdorff")
+    with session_scope(get_engine(url)) as session:
+        by_prefix = level_report(session, LEVELS[0].hash[:10])
+        by_name = level_report(session, "strip-0")
+        with pytest.raises(LookupError):
+            level_report(session, "no-such-level")
+    assert by_prefix == by_name
+    assert [h["heuristic"] for h in by_prefix["history"]] == ["plain", "warnsdorff"]
+    assert by_prefix["best"]["run"] == by_prefix["history"][1]["run"]  # same length, faster
+    assert by_prefix["best"]["solution"] == [[0, 0], [0, 1]]
+
+
+def test_progress_eta_is_remaining_levels_times_the_median_over_the_slots(url: str) -> None:
+    attempts = [Planned(LEVELS[i], "solved", w, w, 10) for i, w in enumerate([1.0, 2.0, 3.0])]
+    attempts += [Planned(LEVELS[i], None) for i in range(3, 8)]
+    run_id = build_run(url, attempts, concurrency=2)
+    with session_scope(get_engine(url)) as session:
+        p = run_progress(session, session.get(Run, run_id))
+    assert (p["done"], p["queued"], p["total"], p["finished"]) == (3, 5, 8, False)
+    assert p["median_wall_s"] == 2.0 and p["parallel"] == 2
+    assert p["eta_s"] == math.ceil(5 / 2) * 2.0 and p["eta_method"] == "median"
+
+
+def test_cli_reports_print_the_documented_json_and_csv(sqlite_url: str) -> None:
+    a = build_run(sqlite_url, RUN_A, time_limit=10.0, label="base")
+    b = build_run(sqlite_url, RUN_B, time_limit=5.0, heuristic="warnsdorff")
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    out = run_cli("report", "summary", "base", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    with session_scope(get_engine(sqlite_url)) as session:
+        assert json.loads(out.stdout) == json.loads(json.dumps(run_summary(session, session.get(Run, a))))
+    out = run_cli("report", "hardest", "--run", str(b), "--top", "2", "--format", "csv", env=env)
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert [r["status"] for r in rows] == ["timeout", "timeout"] and rows[0]["nodes"] == "9000"
+    out = run_cli(
+        "report", "compare", "base", str(b), "--only-solved-by", str(b), "--format", "json", env=env
+    )
+    data = json.loads(out.stdout)
+    assert {r["level"] for r in data["rows"]} == {"strip-2", "strip-5", "strip-9"}
+    assert "warning" in out.stderr and "time_limit" in out.stderr
+    out = run_cli("show", "strip-1", "--format", "json", env=env)
+    assert json.loads(out.stdout)["best"]["run"] == a
+    out = run_cli("status", str(b), "--format", "csv", env=env)
+    row = next(csv.DictReader(io.StringIO(out.stdout)))
+    assert row["done"] == "7" and row["count_solved"] == "4" and row["finished"] == "True"
+    out = run_cli("report", "compare", str(a), env=env)
+    assert out.returncode != 0 and "at least two runs" in out.stderr

@@ -1,0 +1,67 @@
+"""Build runs with known results straight into a database (create_run + record), for report tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from packsolve.db.models import utcnow
+from packsolve.db.queries import PlannedAttempt, Result, RunOptions, create_run, record
+from packsolve.db.session import get_engine, session_scope
+from packsolve.levels import Level, make_level
+from packsolve.outcome import Outcome, SearchStats, Status
+
+
+def strip_level(n: int, name: str | None = None) -> Level:
+    """Return a one-row onestroke level of n+2 cells (distinct per n), named name or strip-N."""
+    return make_level(name or f"strip-{n}", {"kind": "onestroke", "grid": ["S" + "." * (n + 1)]})
+
+
+def strip_path(level: Level) -> list[list[int]]:
+    """Return the solution of a strip level: left to right."""
+    return [[0, c] for c in range(len(level.data["grid"][0]))]
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What one attempt of a built run ends as; status None leaves it queued."""
+
+    level: Level
+    status: str | None
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    nodes: int = 0
+
+
+def build_run(
+    url: str,
+    attempts: list[Planned],
+    heuristic: str = "plain",
+    time_limit: float | None = 10.0,
+    label: str | None = None,
+    worker: str = "w1@hostA",
+    concurrency: int = 2,
+) -> int:
+    """Create a run of the attempts and record every one with a status; return the run id."""
+    engine = get_engine(url)
+    with session_scope(engine) as session:
+        run_id = create_run(
+            session,
+            [PlannedAttempt(p.level, heuristic, i) for i, p in enumerate(attempts)],
+            RunOptions(
+                mode="local", heuristic=heuristic, time_limit=time_limit, concurrency=concurrency, label=label
+            ),
+        )
+    started = utcnow() - timedelta(seconds=60)
+    results = []
+    for p in attempts:
+        if p.status is None or not p.level.valid:
+            continue
+        solution: Any = strip_path(p.level) if p.status == Status.SOLVED.value else None
+        outcome = Outcome(Status(p.status), solution, SearchStats(p.nodes, p.wall_s, p.cpu_s, 20.0), "")
+        length = len(solution) if solution else None
+        results.append(Result(run_id, p.level.hash, outcome, length, worker, started))
+    with session_scope(engine) as session:
+        record(session, results)
+    return run_id
