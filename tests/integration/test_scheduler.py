@@ -1,0 +1,188 @@
+"""`packsolve scheduler`, cancel and submit order, against real Redis, workers and databases."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import redis
+from sqlalchemy import select, update
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
+
+from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
+
+from packsolve.db.models import Attempt, Run, utcnow  # noqa: E402
+from packsolve.db.session import get_engine, session_scope  # noqa: E402
+from services import packsolve_cmd, run_cli, wait_for_run  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("chaos_env")
+
+
+def submit(env: dict[str, str], *args: str) -> int:
+    res = run_cli("submit", *args, env=env)
+    assert res.returncode == 0, res.stderr
+    return int(res.stdout.strip().splitlines()[-1])
+
+
+def reconcile_once(env: dict[str, str], grace: float = 0) -> str:
+    res = run_cli("scheduler", "--once", "--grace", str(grace), env=env)
+    assert res.returncode == 0, res.stderr
+    return res.stderr
+
+
+def attempts(db: str, run_id: int) -> list[Attempt]:
+    with session_scope(get_engine(db)) as session:
+        return list(session.scalars(select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.seq)))
+
+
+def queued_messages(broker: str) -> int:
+    return redis.Redis.from_url(broker).llen("packsolve")
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_queued_attempts_whose_tasks_the_broker_lost_are_requeued_once_and_then_run(
+    database, request, tmp_path, broker, start_worker
+):
+    db = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
+    env = {"PACKSOLVE_DATABASE_URL": db, "PACKSOLVE_BROKER_URL": broker}
+    run_id = submit(env, str(write_pack(tmp_path, 6, ms=20)), "--time-limit", "5")
+    assert "requeued 0" in reconcile_once(env)  # every task still sits in the queue: left alone
+    assert queued_messages(broker) == 6
+    redis.Redis.from_url(broker).flushdb()  # the broker forgets them (as a restart without persistence does)
+    assert "requeued 6" in reconcile_once(env)
+    assert "requeued 0" in reconcile_once(env)  # sent again, so live again: not sent twice
+    start_worker(broker, db, "w1@test")
+    wait_for_run(db, run_id, timeout=60)
+    rows = attempts(db, run_id)
+    assert [a.status for a in rows] == ["solved"] * 6
+    assert all(a.requeues == 1 and a.tries == 1 for a in rows)
+    with session_scope(get_engine(db)) as session:
+        assert session.get(Run, run_id).state == "finished"
+
+
+def test_a_running_attempt_past_its_deadline_is_requeued_and_past_the_cap_lost_with_the_reason(
+    tmp_path, broker, pg_url
+):
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    run_id = submit(env, str(write_pack(tmp_path, 3, ms=20)), "--time-limit", "5", "--max-tries", "2")
+    redis.Redis.from_url(broker).flushdb()
+    past = utcnow() - timedelta(seconds=30)
+    rows = attempts(pg_url, run_id)
+    with session_scope(get_engine(pg_url)) as session:
+        # As if workers had claimed them and died: one on its first try, one on its last.
+        for a, tries in zip(rows[:2], (1, 2), strict=True):
+            session.execute(
+                update(Attempt)
+                .where(Attempt.id == a.id)
+                .values(status="running", tries=tries, deadline=past, started_at=past, worker="dead@host")
+            )
+        # The third is running on a live worker, inside its deadline: not touched.
+        session.execute(
+            update(Attempt)
+            .where(Attempt.id == rows[2].id)
+            .values(status="running", tries=1, deadline=utcnow() + timedelta(seconds=60), worker="alive@host")
+        )
+    out = reconcile_once(env, grace=1)
+    assert "requeued 1, lost 1" in out
+    first, second, third = attempts(pg_url, run_id)
+    assert (first.status, first.requeues) == ("queued", 1)
+    assert second.status == "lost" and "started 2 times (cap 2)" in second.message
+    assert "dead@host" in second.message
+    assert third.status == "running"
+    assert queued_messages(broker) == 1
+
+
+def test_two_schedulers_at_once_requeue_every_lost_attempt_exactly_once(tmp_path, broker, pg_url):
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    run_id = submit(env, str(write_pack(tmp_path, 300, ms=1)), "--time-limit", "5")
+    redis.Redis.from_url(broker).flushdb()
+    full_env = {**os.environ, **env}
+    procs = [
+        subprocess.Popen(
+            packsolve_cmd("scheduler", "--once", "--grace", "0"),
+            env=full_env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    requeued = [int(o.split("requeued ")[1].split(",")[0]) for o in outs]
+    assert sum(requeued) == 300, outs
+    assert queued_messages(broker) == 300
+    assert {a.requeues for a in attempts(pg_url, run_id)} == {1}
+
+
+def test_scheduler_marks_a_run_finished_once_every_attempt_is_final(tmp_path, broker, sqlite_url):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    run_id = submit(env, str(write_pack(tmp_path, 2, ms=1)), "--time-limit", "5")
+    with session_scope(get_engine(sqlite_url)) as session:
+        # Final rows written by something that did not stamp the run (a crash between the two).
+        session.execute(update(Attempt).where(Attempt.run_id == run_id).values(status="solved"))
+        assert session.get(Run, run_id).finished_at is None
+    assert "runs finished 1" in reconcile_once(env, grace=60)
+    with session_scope(get_engine(sqlite_url)) as session:
+        run = session.get(Run, run_id)
+        assert run.state == "finished" and run.finished_at is not None
+
+
+def test_workers_skip_attempts_of_a_cancelled_run(tmp_path, broker, sqlite_url, start_worker):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    run_id = submit(env, str(write_pack(tmp_path, 5, ms=20)), "--time-limit", "5")
+    res = run_cli("cancel", str(run_id), env=env)
+    assert res.returncode == 0 and "5 queued attempt(s) cancelled" in res.stdout, res.stderr
+    w = start_worker(broker, sqlite_url, "w1@test")
+    other = submit(env, str(write_pack(tmp_path / "b", 1, ms=1, seed=9)), "--time-limit", "5")
+    wait_for_run(sqlite_url, other, timeout=60)  # the worker drained the queue in order
+    rows = attempts(sqlite_url, run_id)
+    assert [a.status for a in rows] == ["cancelled"] * 5
+    assert all(a.worker is None and a.tries == 0 for a in rows)
+    assert w.log().count(": skip") == 5
+    with session_scope(get_engine(sqlite_url)) as session:
+        assert session.get(Run, run_id).state == "cancelled"
+
+
+def test_submit_puts_known_hard_levels_first_and_unseen_ones_between_by_size(tmp_path, broker, sqlite_url):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    # History that contradicts size: the small level (ms=5) took 10 s, the big one (ms=300) 0.1 s.
+    first = submit(env, _pack(tmp_path / "a", [5, 300]))
+    past = {5: 10.0, 300: 0.1}
+    with session_scope(get_engine(sqlite_url)) as session:
+        for a in session.scalars(select(Attempt).where(Attempt.run_id == first)):
+            a.status, a.wall_s = "solved", past[_size(session, a.level_hash)]
+    redis.Redis.from_url(broker).flushdb()
+    # Unseen 10 sits nearest the hard known 5, unseen 250 nearest the easy known 300.
+    submit(env, _pack(tmp_path / "b", [250, 300, 5, 10]))
+    assert _queue_order(broker) == [10, 5, 300, 250]
+
+
+def _pack(directory: Path, sizes: list[int]) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "p.jsonl"
+    path.write_text("".join(json.dumps({"kind": "chaos", "id": 7, "ms": m}) + "\n" for m in sizes))
+    return str(path)
+
+
+def _size(session, level_hash: str) -> int:
+    from packsolve.db.models import LevelRow
+
+    return session.get(LevelRow, level_hash).size
+
+
+def _queue_order(broker: str) -> list[int]:
+    """Return the ms of each queued task in the order workers will take them (kombu pops the right end)."""
+    import base64
+
+    raw = redis.Redis.from_url(broker).lrange("packsolve", 0, -1)
+    out = []
+    for item in reversed(raw):
+        body = json.loads(base64.b64decode(json.loads(item)["body"]))
+        out.extend(i["spec"]["level"]["ms"] for i in body[0][0]["items"])
+    return out

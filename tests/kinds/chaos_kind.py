@@ -1,0 +1,92 @@
+"""A test-only puzzle kind whose solvers misbehave on purpose (reached via PACKSOLVE_EXTRA_KINDS).
+
+Level: {"kind": "chaos", "id": N, "ms": M}. Heuristics:
+  sleep (default) - works M ms, charging the budget as it goes, then answers [M]
+  hog   - allocates without bound          -> memout under --memory-limit
+  deep  - recurses without bound           -> error (RecursionError)
+  deaf  - ignores its budget, never ends   -> timeout at the hard kill
+  segv  - the solver process dies of SIGSEGV -> error
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from packsolve.budget import Budget
+from packsolve.levels import LevelError
+from packsolve.outcome import Outcome, Status
+from packsolve.puzzles.base import PuzzleKind, solved, solver
+
+ENV = "chaos:chaos_kind"  # the PACKSOLVE_EXTRA_KINDS entry that registers this kind
+
+
+def parse(data: Mapping[str, Any]) -> dict[str, int]:
+    out = {}
+    for key, top in (("id", 10**9), ("ms", 600_000)):
+        value = data.get(key)
+        if type(value) is not int or not 0 <= value <= top:
+            raise LevelError(f"chaos level needs an integer {key!r} in 0..{top}")
+        out[key] = value
+    return out
+
+
+@solver
+def sleep(level: dict[str, int], budget: Budget) -> Outcome:
+    end = time.monotonic() + level["ms"] / 1000
+    while time.monotonic() < end:
+        budget.charge()
+        budget.check_clock()
+        time.sleep(0.005)
+    return solved([level["ms"]])
+
+
+@solver
+def hog(level: dict[str, int], budget: Budget) -> Outcome:
+    hoard = []
+    while True:
+        hoard.append(bytearray(8 * 2**20))
+        budget.charge()
+
+
+def _down(n: int) -> int:
+    return _down(n + 1) + 1
+
+
+@solver
+def deep(level: dict[str, int], budget: Budget) -> Outcome:
+    _down(0)
+    return Outcome(Status.NO_SOLUTION)
+
+
+@solver
+def deaf(level: dict[str, int], budget: Budget) -> Outcome:
+    while True:  # never looks at its budget
+        time.sleep(0.05)
+
+
+@solver
+def segv(level: dict[str, int], budget: Budget) -> Outcome:
+    os.kill(os.getpid(), signal.SIGSEGV)
+    return Outcome(Status.NO_SOLUTION)
+
+
+def verify(level: dict[str, int], solution: Any) -> str | None:
+    return None if solution == [level["ms"]] else f"expected [{level['ms']}]"
+
+
+KIND = PuzzleKind(
+    name="chaos",
+    parse=parse,
+    canonical=lambda level: dict(level),
+    solvers={"sleep": sleep, "hog": hog, "deep": deep, "deaf": deaf, "segv": segv},
+    default="sleep",
+    verify=verify,
+    render=lambda level, solution=None: f"chaos {level}",
+    svg=lambda level, solution=None: "<svg/>",
+    size=lambda level: level["ms"],
+    description="test-only misbehaving solvers",
+)
