@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from packsolve.budget import Budget
@@ -43,9 +44,9 @@ class Sudoku:
 
     grid: str
 
-    @property
+    @cached_property
     def cells(self) -> list[int]:
-        """Digits row by row, 0 for a blank."""
+        """Digits row by row, 0 for a blank (searches copy it, never change it)."""
         return [0 if ch == "." else int(ch) for ch in self.grid]
 
     @property
@@ -135,12 +136,13 @@ def solve_plain(level: Sudoku, budget: Budget) -> Outcome:
 @solver
 def solve_propagate(level: Sudoku, budget: Budget) -> Outcome:
     """Return the bitset propagation outcome: C accelerator, or the pure-Python search without it."""
-    if (early := _checked(level)) is not None:
-        return early
     result = native_search(level.cells, budget, COUNT_CAP)
     if result is None:
+        if (early := _checked(level)) is not None:
+            return early
         return _outcome(level, propagation_search(level.cells, budget, COUNT_CAP), " (pure-Python fallback)")
-    return _outcome(level, result)
+    # The C search refutes clashing givens at once; the clash check runs only then, for its message.
+    return (_checked(level) if result.count == 0 else None) or _outcome(level, result)
 
 
 @solver
