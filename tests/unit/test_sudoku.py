@@ -244,3 +244,17 @@ def test_default_falls_back_to_python_without_the_c_accelerator(monkeypatch):
     level, out = solve("propagate", HARDEST_1)
     assert out.status == Status.SOLVED and out.message == "unique solution (pure-Python fallback)"
     assert KIND.verify(level, out.solution) is None
+
+
+def test_c_search_stops_at_the_deadline_and_the_node_cap():
+    native = pytest.importorskip("packsolve.native.sudoku")
+    import time
+
+    # counting a million solutions of the empty grid takes far longer than 20 ms
+    stop, count, first, nodes = native.count(bytes(81), 10**6, -1, time.monotonic() + 0.02)
+    assert stop == 2 and 0 < count < 10**6 and first is not None and nodes >= 1024
+    stop, count, _, nodes = native.count(bytes(81), 10**6, 300, -1.0)
+    assert stop == 1 and nodes == 301
+    level = parse({"grid": "." * 81})
+    out = KIND.solvers["propagate"](level, Budget(time_limit=0.05))
+    assert out.status == Status.SOLVED  # two solutions of the empty grid come long before the deadline
