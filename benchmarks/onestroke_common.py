@@ -1,0 +1,91 @@
+"""Shared helpers of the one-stroke benchmarks: run a heuristic under a real Budget, format tables.
+
+Every solver runs in this one process, one level at a time, under
+``Budget(time_limit=...)`` exactly as the runner gives it; wall time is measured
+around the solver call and every solution is checked with the kind's verify.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from packsolve.budget import Budget  # noqa: E402
+from packsolve.outcome import Status  # noqa: E402
+from packsolve.puzzles import get_kind  # noqa: E402
+
+KIND = get_kind("onestroke")
+RESULTS = ROOT / "benchmarks" / "results"
+SHARED = Path(os.environ.get("PACKSOLVE_SHARED", "/work/shared")) / "benchmarks" / "onestroke"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One heuristic on one level: final status, nodes, wall seconds, and whether verify accepted it."""
+
+    status: str
+    nodes: int
+    seconds: float
+    verified: bool | None  # None when there was no solution to check
+
+
+def run(level: Any, heuristic: str, time_limit: float) -> Run:
+    """Return the Run of one heuristic on one parsed level under a fresh time-limited Budget."""
+    solve = KIND.solvers[heuristic]
+    budget = Budget(time_limit=time_limit)
+    t0 = time.perf_counter()
+    out = solve(level, budget)
+    seconds = time.perf_counter() - t0
+    verified = None
+    status = out.status
+    if status == Status.SOLVED:
+        verified = KIND.verify(level, out.solution) is None
+        if not verified:
+            status = Status.WRONG
+    return Run(str(status), out.nodes, seconds, verified)
+
+
+def warm_up(heuristics: list[str]) -> None:
+    """Run each heuristic once on a tiny level, so imports (OR-Tools takes seconds) are not timed."""
+    level = KIND.parse({"grid": ["S..", "..."]})
+    for h in heuristics:
+        run(level, h, 10.0)
+
+
+def read_real_levels() -> list[tuple[str, list[str], int]]:
+    """Return (name, grid rows, published number of paths) for the 75 real levels."""
+    levels = []
+    for path in sorted(SHARED.glob("*.txt")):
+        source = path.stem.split("_")[0]
+        for line in path.read_text().splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            ident, _rows, _cols, _open, paths, grid = line.split()[:6]
+            levels.append((f"{source}#{ident}", grid.split("/"), int(paths)))
+    return levels
+
+
+def fmt_run(r: Run) -> str:
+    mark = {"solved": "", "no_solution": " (proved none)", "timeout": " TIMEOUT"}.get(
+        r.status, f" {r.status}"
+    )
+    return f"{r.nodes:,} / {r.seconds:.3f}{mark}"
+
+
+def machine() -> str:
+    try:
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        model = "unknown CPU"
+    return f"{model}, {os.cpu_count()} cores (one used), Python {sys.version.split()[0]}"
