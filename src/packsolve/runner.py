@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -11,7 +12,7 @@ import select
 import signal
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,33 @@ def execute_attempt(spec: AttemptSpec) -> Outcome:
     ``invalid``, a crash ``error``, a kill at the hard limit ``timeout``, an
     answer that the kind's ``verify`` rejects ``wrong``.
     """
+    (outcome,) = execute_attempts([spec])
+    return outcome
+
+
+def execute_attempts(specs: Sequence[AttemptSpec]) -> Iterator[Outcome]:
+    """Yield one Outcome per spec, in order, as execute_attempt would; never raises for a level.
+
+    The solvable attempts share one forked child, run one after the other, so a
+    chunk of tiny levels pays for one fork instead of one each. Every attempt
+    still gets its own budget, rlimits, hard kill and its own wall, CPU and peak
+    RSS; a child that dies or is killed costs only the attempt it was running,
+    and a fresh child takes the rest.
+    """
+    prepared = [_prepare(spec) for spec in specs]
+    jobs = [
+        (p[2], spec.limits) for p, spec in zip(prepared, specs, strict=True) if not isinstance(p, Outcome)
+    ]
+    endings = _run_batch(jobs)
+    try:
+        for p in prepared:
+            yield p if isinstance(p, Outcome) else _finish(p[0], p[1], *next(endings))
+    finally:
+        endings.close()  # a consumer that stops early must leave no child behind
+
+
+def _prepare(spec: AttemptSpec) -> Outcome | tuple[Any, Any, Any]:
+    """Return (kind, level, work) for a solvable spec, or the Outcome it ends with at once."""
     try:
         kind = get_kind(spec.kind)
         _, solve = kind.solver(spec.heuristic)
@@ -81,8 +109,13 @@ def execute_attempt(spec: AttemptSpec) -> Outcome:
         return Outcome(Status.INVALID, message=str(exc))
     except Exception as exc:  # a parser bug must not take the worker down
         return Outcome(Status.INVALID, message=f"level could not be parsed: {type(exc).__name__}: {exc}")
+    return kind, level, functools.partial(solve, level)
 
-    payload, stats, ending = _run_in_child(lambda budget: solve(level, budget), spec.limits)
+
+def _finish(
+    kind: Any, level: Any, payload: dict[str, Any], stats: SearchStats, ending: tuple[Status, str] | None
+) -> Outcome:
+    """Turn what the child reported into the attempt's Outcome, verifying a claimed solution."""
     if ending is not None:
         return Outcome(ending[0], stats=stats, message=ending[1])
     status = Status(payload["status"])
@@ -109,22 +142,49 @@ def solution_length(kind: str, outcome: Outcome) -> int | None:
         return None
 
 
-def _run_in_child(work: Any, limits: Limits) -> tuple[dict[str, Any], SearchStats, tuple[Status, str] | None]:
+Ending = tuple[dict[str, Any], SearchStats, tuple[Status, str] | None]
+
+
+def _run_in_child(work: Any, limits: Limits) -> Ending:
     """Fork, run work(budget) in the child, and return (payload, stats, forced ending or None)."""
+    batch = _run_batch([(work, limits)])
+    try:
+        return next(batch)
+    finally:
+        batch.close()
+
+
+def _run_batch(jobs: Sequence[tuple[Any, Limits]]) -> Iterator[Ending]:
+    """Yield (payload, stats, forced ending or None) per job, in order, forking again after a death."""
+    start = 0
+    while start < len(jobs):
+        child = _run_child(jobs[start:])
+        try:
+            for ending in child:
+                start += 1
+                yield ending
+        finally:
+            child.close()
+
+
+def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Iterator[Ending]:
+    """Fork one child for jobs; yield each job's ending as it arrives, stopping after a death or kill."""
     read_fd, write_fd = os.pipe()
-    started = time.monotonic()
+    mark = time.monotonic()  # when the job now running started (as far as the parent knows)
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_fd)
-        _child(work, limits, write_fd)
+        _child(jobs, write_fd)
     os.close(write_fd)
-    chunks: list[bytes] = []
+    buffer = b""
+    done = 0
+    reported_cpu = 0.0
     killed = False
     reaped: tuple[int, int, Any] | None = None
-    hard = limits.hard_time()
     try:
-        while True:
-            wait = None if hard is None else max(0.0, started + hard - time.monotonic())
+        while done < len(jobs):
+            hard = jobs[done][1].hard_time()
+            wait = None if hard is None else max(0.0, mark + hard - time.monotonic())
             ready, _, _ = select.select([read_fd], [], [], wait)
             if not ready:
                 os.kill(pid, signal.SIGKILL)
@@ -133,31 +193,61 @@ def _run_in_child(work: Any, limits: Limits) -> tuple[dict[str, Any], SearchStat
             chunk = os.read(read_fd, 1 << 16)
             if not chunk:
                 break
-            chunks.append(chunk)
+            buffer += chunk
+            while b"\n" in buffer and done < len(jobs):
+                line, buffer = buffer.split(b"\n", 1)
+                payload, stats, ending, mark = _reported(line, jobs[done][1])
+                reported_cpu += stats.cpu_s
+                done += 1
+                yield payload, stats, ending
+                if ending is not None and ending[0] is Status.MEMOUT:
+                    break  # the child leaves after a MemoryError; the next job gets a fresh one
         reaped = os.wait4(pid, 0)
     finally:
         os.close(read_fd)
-        if reaped is None:  # interrupted (Celery soft limit, Ctrl-C): leave no orphan behind
+        if reaped is None:  # interrupted (Celery soft limit, Ctrl-C, consumer gone): leave no orphan
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-    wall = time.monotonic() - started
+    if done == len(jobs):
+        return
     _, wstatus, usage = reaped
-    stats = SearchStats(0, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0)
+    wall = time.monotonic() - mark
+    # The child's usage covers every job it ran; the one that ended it gets what the others did not use.
+    cpu = max(0.0, usage.ru_utime + usage.ru_stime - reported_cpu)
+    stats = SearchStats(0, wall, cpu, usage.ru_maxrss / 1024.0)
+    limits = jobs[done][1]
     if killed:
-        return {}, stats, (Status.TIMEOUT, f"killed at the hard limit after {wall:.1f} s")
-    if os.WIFSIGNALED(wstatus):
-        return {}, stats, _signal_ending(os.WTERMSIG(wstatus), stats, limits)
-    try:
-        payload = json.loads(b"".join(chunks))
-    except ValueError:
+        yield {}, stats, (Status.TIMEOUT, f"killed at the hard limit after {wall:.1f} s")
+    elif os.WIFSIGNALED(wstatus):
+        yield {}, stats, _signal_ending(os.WTERMSIG(wstatus), stats, limits)
+    elif not (os.WIFEXITED(wstatus) and os.WEXITSTATUS(wstatus) == 0 and done > 0):
         code = os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else -1
-        return {}, stats, (Status.ERROR, f"solver process ended without a result (exit code {code})")
+        yield {}, stats, (Status.ERROR, f"solver process ended without a result (exit code {code})")
+    # else: the child left cleanly after a memout; the caller forks a new one for the rest.
+
+
+def _reported(
+    line: bytes, limits: Limits
+) -> tuple[dict[str, Any], SearchStats, tuple[Status, str] | None, float]:
+    """Return (payload, stats, ending, end time) of one line the child wrote about one job."""
+    try:
+        payload = json.loads(line)
+    except ValueError:
+        return (
+            {},
+            SearchStats(),
+            (Status.ERROR, "solver process wrote an unreadable result"),
+            time.monotonic(),
+        )
+    measured = payload.pop("_usage")
+    wall, cpu, rss, end = measured["wall"], measured["cpu"], measured["rss"], measured["end"]
+    stats = SearchStats(0, wall, cpu, rss)
     if payload.get("status") == "memout":
-        return payload, stats, (Status.MEMOUT, payload.get("message", "out of memory"))
+        return payload, stats, (Status.MEMOUT, payload.get("message", "out of memory")), end
     if payload.get("status") == "error":
-        return payload, stats, (Status.ERROR, payload.get("message", "solver failed"))
-    return payload, stats, None
+        return payload, stats, (Status.ERROR, payload.get("message", "solver failed")), end
+    return payload, stats, None, end
 
 
 def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Status, str]:
@@ -169,55 +259,107 @@ def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Sta
     return Status.ERROR, f"solver process died from signal {name}"
 
 
-def _child(work: Any, limits: Limits, write_fd: int) -> None:
-    """Run in the forked child: set limits, solve, write one JSON payload, exit without cleanup."""
+def _child(jobs: Sequence[tuple[Any, Limits]], write_fd: int) -> None:
+    """Run in the forked child: each job under its limits, one JSON line each; exit without cleanup."""
     code = 0
     try:
         # The parent decides about interrupts; a terminal's Ctrl-C must not garble the pipe.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        _set_rlimits(limits)
-        budget = Budget(limits.time_limit, limits.node_limit)
-        try:
-            out = work(budget)
-            payload = {
-                "status": out.status.value,
-                "solution": out.solution,
-                "nodes": out.stats.nodes or budget.nodes,
-                "message": out.message,
-            }
-        except MemoryError:
-            payload = {"status": "memout", "message": _memout_message(limits)}
-        except RecursionError as exc:
-            payload = {"status": "error", "message": f"RecursionError: {exc} (search went too deep)"}
-        except Exception as exc:
-            payload = {"status": "error", "message": _describe(exc)}
-        try:
-            data = json.dumps(payload).encode()
-        except MemoryError:
-            data = json.dumps({"status": "memout", "message": _memout_message(limits)}).encode()
-        except (TypeError, ValueError) as exc:
-            data = json.dumps({"status": "error", "message": f"solution is not JSON: {exc}"}).encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write_fd, view) :]
+        for work, limits in jobs:
+            payload = _child_job(work, limits)
+            data = _encode(payload, limits)
+            view = memoryview(data + b"\n")
+            while view:
+                view = view[os.write(write_fd, view) :]
+            if payload["status"] == "memout":
+                break  # after a MemoryError the heap is suspect: the parent forks afresh
     except BaseException:
         code = 70
     finally:
         os._exit(code)
 
 
+def _child_job(work: Any, limits: Limits) -> dict[str, Any]:
+    """Run one job in the child under its limits; return its payload with its own usage."""
+    _set_rlimits(limits)
+    _reset_peak_rss()
+    started = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    budget = Budget(limits.time_limit, limits.node_limit)
+    try:
+        out = work(budget)
+        payload = {
+            "status": out.status.value,
+            "solution": out.solution,
+            "nodes": out.stats.nodes or budget.nodes,
+            "message": out.message,
+        }
+    except MemoryError:
+        payload = {"status": "memout", "message": _memout_message(limits)}
+    except RecursionError as exc:
+        payload = {"status": "error", "message": f"RecursionError: {exc} (search went too deep)"}
+    except Exception as exc:
+        payload = {"status": "error", "message": _describe(exc)}
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    end = time.monotonic()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    payload["_usage"] = {"wall": end - started, "cpu": cpu, "rss": _peak_rss_mb(after), "end": end}
+    return payload
+
+
+def _encode(payload: dict[str, Any], limits: Limits) -> bytes:
+    usage = payload["_usage"]
+    try:
+        return json.dumps(payload).encode()
+    except MemoryError:
+        return json.dumps({"status": "memout", "message": _memout_message(limits), "_usage": usage}).encode()
+    except (TypeError, ValueError) as exc:
+        return json.dumps(
+            {"status": "error", "message": f"solution is not JSON: {exc}", "_usage": usage}
+        ).encode()
+
+
 def _set_rlimits(limits: Limits) -> None:
+    """Cap this job's memory and CPU relative to what the child has already mapped and used.
+
+    Only soft limits: a child running several jobs must be able to move them for
+    the next one (a hard limit can never be raised again).
+    """
     if limits.memory_limit_mb is not None:
         # The child starts as a copy of the worker, so the cap is on top of what is already mapped.
-        mapped = _address_space_bytes()
-        cap = mapped + limits.memory_limit_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    hard = limits.hard_time()
-    if hard is not None:
-        # CPU seconds as a backstop should the parent itself be stalled; SIGXCPU first, SIGKILL later.
-        cpu = math.ceil(hard) + 2
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        cap = _address_space_bytes() + limits.memory_limit_mb * 1024 * 1024
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(
+            resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
+        )
+    hard_time = limits.hard_time()
+    if hard_time is not None:
+        # CPU seconds as a backstop should the parent itself be stalled: SIGXCPU ends the child.
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = math.ceil(usage.ru_utime + usage.ru_stime + hard_time) + 2
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        resource.setrlimit(
+            resource.RLIMIT_CPU, (cpu if hard == resource.RLIM_INFINITY else min(cpu, hard), hard)
+        )
+
+
+def _reset_peak_rss() -> None:
+    """Reset the kernel's peak-RSS mark (VmHWM) so the next reading is this job's own peak."""
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def _peak_rss_mb(usage: Any) -> float:
+    """Return the peak RSS since the last reset in MB; the process's lifetime peak if unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return usage.ru_maxrss / 1024.0
 
 
 def _address_space_bytes() -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from celery import Celery, signals
@@ -13,10 +14,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from packsolve.db.models import utcnow
-from packsolve.db.queries import Result, claim, record
+from packsolve.db.queries import Result, claim_many, record
 from packsolve.db.session import get_engine, session_scope
 from packsolve.outcome import Outcome, SearchStats, Status
-from packsolve.runner import AttemptSpec, Limits, execute_attempt, solution_length
+from packsolve.runner import AttemptSpec, Limits, execute_attempts, solution_length
 from packsolve.scheduler import DEFAULT_MAX_TRIES
 
 TASK_NAME = "packsolve.attempt"
@@ -32,6 +33,11 @@ CELERY_HARD_MARGIN_S = 60
 # A database write that fails on a dropped connection (server restart, pg_terminate_backend,
 # SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
 DB_RETRY_S = 120.0
+# Results of a chunk are written at least this often: a worker killed mid-chunk loses at most this
+# much finished work (plus the attempt it was running); one write per attempt would cost more than
+# a tiny attempt itself.
+FLUSH_EVERY_S = 0.5
+MAX_GROUP = 200
 
 log = logging.getLogger("packsolve.worker")
 T = TypeVar("T")
@@ -81,35 +87,75 @@ def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, floa
 
 
 def run_payload(payload: dict[str, Any], hostname: str) -> None:
-    """Run every attempt of a task's chunk: claim it, run it, record it; skip final or cancelled ones.
+    """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.
 
-    Each result is written as soon as it is known, so a worker killed mid-chunk
-    loses at most the attempt it was running.
+    Attempts are claimed in groups of about FLUSH_EVERY_S of work (one at a
+    time until the chunk's pace is known) and run in one solver child per group;
+    results are written at least every FLUSH_EVERY_S, in the same transaction as
+    the next group's claim. So a worker killed mid-chunk loses at most the
+    attempt it was running plus under FLUSH_EVERY_S of results (their attempts
+    are claimed, so the scheduler requeues them).
     """
     engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"))
     run_id = int(payload["run"])
     max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
-    for item in payload["items"]:
-        level_hash = str(item["level"])
-        spec = AttemptSpec.from_json(item["spec"])
-        hard = spec.limits.hard_time()
+    items = [(str(item["level"]), AttemptSpec.from_json(item["spec"])) for item in payload["items"]]
+    buffer: list[Result] = []
 
-        def claim_it(session: Any, level_hash: str = level_hash, hard: float | None = hard) -> str:
-            return claim(session, run_id, level_hash, hostname, max_tries, hard)
+    def flush() -> None:
+        if buffer:
+            done = list(buffer)
+            buffer.clear()
+            with_db_retry(engine, lambda session: record(session, done))
 
-        verdict = with_db_retry(engine, claim_it)
-        if verdict != "run":
-            log.info("run %s level %s: %s", run_id, level_hash[:12], verdict)
-            continue
-        started = utcnow()
+    pos = 0
+    group_size = 1
+    while pos < len(items):
+        group = items[pos : pos + group_size]
+        pos += len(group)
+        done = list(buffer)
+        buffer.clear()
+
+        def record_and_claim(session: Any, group: list = group, done: list = done) -> dict[str, str]:
+            if done:
+                record(session, done)
+            hard = group[0][1].limits.hard_time()
+            return claim_many(session, run_id, [h for h, _ in group], hostname, max_tries, hard)
+
+        verdicts = with_db_retry(engine, record_and_claim)
+        last_flush = started = time.monotonic()
+        runnable = [(h, spec) for h, spec in group if verdicts[h] == "run"]
+        for h, _ in group:
+            if verdicts[h] != "run":
+                log.info("run %s level %s: %s", run_id, h[:12], verdicts[h])
+        for (h, spec), outcome in zip(runnable, _outcomes([spec for _, spec in runnable]), strict=True):
+            finished = utcnow()
+            length = solution_length(spec.kind, outcome)
+            began = finished - timedelta(seconds=outcome.stats.wall_s)
+            buffer.append(Result(run_id, h, outcome, length, hostname, began, finished))
+            if time.monotonic() - last_flush >= FLUSH_EVERY_S:
+                flush()
+                last_flush = time.monotonic()
+        if runnable:
+            pace = (time.monotonic() - started) / len(runnable)
+            fits = int(FLUSH_EVERY_S / pace) if pace > 0 else MAX_GROUP
+            group_size = max(1, min(MAX_GROUP, fits, group_size * 4))
+    flush()
+
+
+def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:
+    """Yield execute_attempts' outcomes; a Celery soft limit ends the current one as a timeout only."""
+    pos = 0
+    while pos < len(specs):
         try:
-            outcome = execute_attempt(spec)
+            for outcome in execute_attempts(specs[pos:]):
+                pos += 1
+                yield outcome
         except SoftTimeLimitExceeded:
             # Only reached if the runner's own hard kill failed; the child is killed in its finally.
-            # Recorded as the timeout it is, then the loop goes on: never swallowed into an error.
-            outcome = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
-        result = Result(run_id, level_hash, outcome, solution_length(spec.kind, outcome), hostname, started)
-        with_db_retry(engine, lambda session, result=result: record(session, [result]))
+            # Recorded as the timeout it is, then the chunk goes on: never swallowed into an error.
+            pos += 1
+            yield Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
 
 
 def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, exists, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, case, exists, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -96,8 +96,14 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
         lv = p.level
         level_rows.setdefault(
             lv.hash,
-            {"hash": lv.hash, "kind": lv.kind, "data": canonical_json(dict(lv.data)), "size": lv.size,
-             "name": lv.name, "created_at": now},
+            {
+                "hash": lv.hash,
+                "kind": lv.kind,
+                "data": canonical_json(dict(lv.data)),
+                "size": lv.size,
+                "name": lv.name,
+                "created_at": now,
+            },
         )
     _insert_ignore(session, LevelRow.__table__, list(level_rows.values()))
     attempts = []
@@ -129,37 +135,66 @@ def claim(
     dying) makes the attempt ``lost`` instead of running again. hard_s (the hard
     limit) sets the deadline after which the scheduler presumes the worker dead.
     """
+    return claim_many(session, run_id, [level_hash], worker, max_tries, hard_s)[level_hash]
+
+
+def claim_many(
+    session: Session,
+    run_id: int,
+    level_hashes: Sequence[str],
+    worker: str,
+    max_tries: int,
+    hard_s: float | None = None,
+) -> dict[str, str]:
+    """Claim attempts that will run one after the other, in two statements; return {hash: verdict}.
+
+    Verdicts as for claim. The k-th claimed attempt cannot start later than k
+    hard limits from now (each before it is killed at its hard limit), so its
+    deadline is set that far ahead: the scheduler never takes a queued-up one
+    for a dead worker's.
+    """
+    hashes = list(dict.fromkeys(level_hashes))
+    verdicts = dict.fromkeys(hashes, "skip")
     now = utcnow()
-    deadline = None if hard_s is None else now + timedelta(seconds=hard_s)
-    res = session.execute(
-        update(Attempt)
-        .where(Attempt.run_id == run_id, Attempt.level_hash == level_hash)
-        .where(Attempt.status.in_(PENDING_VALUES), Attempt.tries < max_tries)
-        .values(
-            status=Status.RUNNING.value,
-            worker=worker,
-            started_at=now,
-            tries=Attempt.tries + 1,
-            deadline=deadline,
-        )
-    )
-    if res.rowcount:
-        return "run"
-    res = session.execute(
-        update(Attempt)
-        .where(Attempt.run_id == run_id, Attempt.level_hash == level_hash)
-        .where(Attempt.status.in_(PENDING_VALUES))
-        .values(
-            status=Status.LOST.value,
-            finished_at=now,
-            message=f"attempt lost: its task was delivered {max_tries} times and never finished "
-            "(workers died or were killed while running it)",
-        )
-    )
-    if res.rowcount:
+    for i in range(0, len(hashes), BATCH):
+        chunk = hashes[i : i + BATCH]
+        deadline: Any = None
+        if hard_s is not None:
+            steps = {h: now + timedelta(seconds=hard_s * (k + 1)) for k, h in enumerate(chunk)}
+            deadline = case(steps, value=Attempt.level_hash)
+        claimed = session.scalars(
+            update(Attempt)
+            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(chunk))
+            .where(Attempt.status.in_(PENDING_VALUES), Attempt.tries < max_tries)
+            .values(
+                status=Status.RUNNING.value,
+                worker=worker,
+                started_at=now,
+                tries=Attempt.tries + 1,
+                deadline=deadline,
+            )
+            .returning(Attempt.level_hash)
+        ).all()
+        verdicts.update(dict.fromkeys(claimed, "run"))
+        rest = [h for h in chunk if verdicts[h] != "run"]
+        if not rest:
+            continue
+        lost = session.scalars(
+            update(Attempt)
+            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(rest))
+            .where(Attempt.status.in_(PENDING_VALUES))
+            .values(
+                status=Status.LOST.value,
+                finished_at=now,
+                message=f"attempt lost: its task was delivered {max_tries} times and never finished "
+                "(workers died or were killed while running it)",
+            )
+            .returning(Attempt.level_hash)
+        ).all()
+        verdicts.update(dict.fromkeys(lost, "lost"))
+    if "lost" in verdicts.values():
         finish_run_if_done(session, run_id)
-        return "lost"
-    return "skip"
+    return verdicts
 
 
 @dataclass(frozen=True)
@@ -172,43 +207,57 @@ class Result:
     length: int | None
     worker: str | None
     started_at: datetime | None = None
+    finished_at: datetime | None = None  # default: when it is recorded
 
 
 def record(session: Session, results: Iterable[Result]) -> int:
     """Write final outcomes; an attempt already final is left alone. Return rows written.
 
     This is the idempotent upsert keyed by (run, level): a late duplicate of a
-    redelivered task finds the row final and changes nothing.
+    redelivered task finds the row final and changes nothing. All rows go in one
+    executemany (one round trip per batch with psycopg's pipeline).
     """
     now = utcnow()
-    written = 0
-    runs = set()
+    rows = []
     for r in results:
         o = r.outcome
-        values: dict[str, Any] = {
-            "status": o.status.value,
-            "solution": None if o.solution is None else json.dumps(o.solution, separators=(",", ":")),
-            "length": r.length,
-            "nodes": o.stats.nodes,
-            "wall_s": o.stats.wall_s,
-            "cpu_s": o.stats.cpu_s,
-            "peak_rss_mb": o.stats.peak_rss_mb,
-            "finished_at": now,
-            "message": o.message or None,
-        }
-        if r.worker is not None:
-            values["worker"] = r.worker
-        if r.started_at is not None:
-            values["started_at"] = r.started_at
-        res = session.execute(
-            update(Attempt)
-            .where(Attempt.run_id == r.run_id, Attempt.level_hash == r.level_hash)
-            .where(Attempt.status.in_(PENDING_VALUES))
-            .values(**values)
+        rows.append(
+            {
+                "b_run": r.run_id,
+                "b_level": r.level_hash,
+                "status": o.status.value,
+                "solution": None if o.solution is None else json.dumps(o.solution, separators=(",", ":")),
+                "length": r.length,
+                "nodes": o.stats.nodes,
+                "wall_s": o.stats.wall_s,
+                "cpu_s": o.stats.cpu_s,
+                "peak_rss_mb": o.stats.peak_rss_mb,
+                "finished_at": r.finished_at or now,
+                "message": o.message or None,
+                "b_worker": r.worker,
+                "b_started": r.started_at,
+            }
         )
-        written += res.rowcount
-        runs.add(r.run_id)
-    for run_id in runs:
+    if not rows:
+        return 0
+    table = Attempt.__table__
+    # The Core table, not the entity: the ORM would turn a list of parameters into
+    # an update by primary key, which these rows do not carry.
+    stmt = (
+        update(table)
+        .where(table.c.run_id == bindparam("b_run"), table.c.level_hash == bindparam("b_level"))
+        .where(table.c.status.in_(PENDING_VALUES))
+        .values(
+            worker=func.coalesce(bindparam("b_worker", type_=table.c.worker.type), table.c.worker),
+            started_at=func.coalesce(
+                bindparam("b_started", type_=table.c.started_at.type), table.c.started_at
+            ),
+        )
+    )
+    written = 0
+    for i in range(0, len(rows), BATCH):
+        written += session.execute(stmt, rows[i : i + BATCH]).rowcount
+    for run_id in sorted({row["b_run"] for row in rows}):
         finish_run_if_done(session, run_id)
     return written
 
