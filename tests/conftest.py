@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from services import Worker, flush_redis, postgres_database, redis_server  # noqa: E402
+from services import Worker, postgres_database, redis_server  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -20,9 +21,12 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def broker(redis_url: str) -> str:
-    """A Redis broker URL with an empty database, so no earlier test's tasks linger."""
-    flush_redis(redis_url)
+def broker(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A Redis broker URL with a queue of this test's own (inherited by the CLI and workers it starts).
+
+    A fresh queue name, not a flushed database: other test sessions may share the Redis.
+    """
+    monkeypatch.setenv("PACKSOLVE_QUEUE", f"packsolve-test-{uuid.uuid4().hex[:12]}")
     return redis_url
 
 

@@ -164,12 +164,6 @@ class Worker:
         self._log.close()
 
 
-def flush_redis(url: str) -> None:
-    import redis
-
-    redis.Redis.from_url(url).flushdb()
-
-
 def wait_for_run(database: str, run_id: int, timeout: float = 120) -> None:
     """Wait until every attempt of the run is final; raise TimeoutError with the counts otherwise."""
     from packsolve.db.queries import status_counts
