@@ -21,7 +21,8 @@ from packsolve.runner import AttemptSpec, Limits, execute_attempts, solution_len
 from packsolve.scheduler import DEFAULT_MAX_TRIES
 
 TASK_NAME = "packsolve.attempt"
-QUEUE = "packsolve"
+# One queue per deployment; PACKSOLVE_QUEUE lets several share one Redis (and isolates tests).
+QUEUE = os.environ.get("PACKSOLVE_QUEUE") or "packsolve"
 DEFAULT_BROKER_URL = "redis://localhost:6379/0"
 # Redis redelivers an unacknowledged task after this many seconds; it must exceed the longest
 # task (hard limit + time spent reserved). Runs with longer limits are refused at submit.
