@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -14,9 +15,13 @@ _SOLVED, _NODE_LIMIT, _TIME_LIMIT, _DEPTH = 0, 1, 2, 3
 
 # Weighted IDA* runs these weights in turn, keeping the shortest answer: the
 # first finds a solution fast, the later ones tighten the bound while time lasts.
-WEIGHTS = (Fraction(2), Fraction(3, 2), Fraction(5, 4))
-# Node cap for each refinement after the first weight, so an unlimited budget still ends.
-REFINE_NODES = 100_000_000
+WEIGHTS = (Fraction(2), Fraction(3, 2), Fraction(4, 3), Fraction(5, 4))
+# Each refinement after the first answer may use at most this share of the time
+# left, at most REFINE_SECONDS, and REFINE_NODES when the budget has no deadline,
+# so an answer is always returned well before the limit.
+REFINE_SHARE = 0.5
+REFINE_SECONDS = 15.0
+REFINE_NODES = 60_000_000
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,9 @@ def ida_star(
     mode: int,
     weight: Fraction = Fraction(1),
     node_cap: int | None = None,
+    stop_at: float | None = None,
 ) -> list[int] | None:
-    """Return the moves found by (weighted) IDA* with the given heuristic; None if node_cap was hit.
+    """Return the moves found by (weighted) IDA* with the given heuristic; None if node_cap or stop_at hit.
 
     Raises BudgetExhausted when the budget's deadline or node limit is reached.
     The C search counts its expansions; they are charged to the budget in one go.
@@ -56,7 +62,8 @@ def ida_star(
     if node_cap is not None:
         limits.append(node_cap)
     node_limit = max(1, min(limits)) if limits else 0
-    deadline = budget.deadline if budget.deadline is not None else 0.0
+    deadlines = [d for d in (budget.deadline, stop_at) if d is not None]
+    deadline = min(deadlines) if deadlines else 0.0
     budget.check_clock()
     status, moves, nodes, _ = _native().ida_star(
         bytes(board.tiles),
@@ -73,6 +80,10 @@ def ida_star(
         # The answer is in hand: count the work without letting a limit passed meanwhile discard it.
         budget.nodes += nodes
         return moves
+    own_stop = stop_at is not None and (budget.deadline is None or stop_at < budget.deadline)
+    if status == _TIME_LIMIT and own_stop:
+        budget.nodes += nodes
+        return None
     budget.charge(nodes)
     if status == _TIME_LIMIT:
         raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
@@ -90,8 +101,15 @@ def weighted(board: Board, budget: Budget, mode: int) -> Found:
     """
     best: Found | None = None
     for weight in WEIGHTS:
+        cap = stop_at = None
+        if best is not None:
+            left = budget.remaining()
+            if left is None:
+                cap = REFINE_NODES
+            else:
+                stop_at = time.monotonic() + min(left * REFINE_SHARE, REFINE_SECONDS)
         try:
-            moves = ida_star(board, budget, mode, weight, None if best is None else REFINE_NODES)
+            moves = ida_star(board, budget, mode, weight, cap, stop_at)
         except BudgetExhausted:
             if best is None:
                 raise
