@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, case, exists, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, case, exists, func, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -246,7 +246,8 @@ def record(session: Session, results: Iterable[Result]) -> int:
     stmt = (
         update(table)
         .where(table.c.run_id == bindparam("b_run"), table.c.level_hash == bindparam("b_level"))
-        .where(table.c.status.in_(PENDING_VALUES))
+        # Literals, not a plain in_(): an expanding IN parameter cannot go through executemany.
+        .where(table.c.status.in_([literal(v) for v in PENDING_VALUES]))
         .values(
             worker=func.coalesce(bindparam("b_worker", type_=table.c.worker.type), table.c.worker),
             started_at=func.coalesce(
