@@ -312,25 +312,22 @@ static int feasible(Search *s, int h) {
         if (s->seen[endv] != st || s->disc[endv] < s->disc[inner] || s->disc[endv] > s->last[inner])
             return 0;
     }
-    if (!(s->prune & (PRUNE_PARITY | PRUNE_DEGREE)) || !s->bip) return 1;
-
-    /* Segments from the outermost cut vertex inwards: h -> c1 -> c2 ... -> ck -> end. */
-    int ce = endv >= 0 ? s->colour[endv] : -1;
-    if (nhang == 0) {
-        if (!segment_ok(s->colour[h], ce, s->c0[h], s->c1[h])) return 0;
-        return !(s->prune & PRUNE_DEGREE) || degree_ok(s, h, endv, nord, st);
+    if (!s->bip) return 1;
+    if (s->prune & PRUNE_PARITY) {
+        /* Segments from the outermost cut vertex inwards: h -> c1 -> c2 ... -> ck -> end. */
+        int ce = endv >= 0 ? s->colour[endv] : -1;
+        int a = h, t0 = s->c0[h], t1 = s->c1[h];
+        for (int j = nhang - 1; j >= 0; j--) {
+            int c = s->hang[2 * j], child = s->hang[2 * j + 1];
+            /* the segment is everything of the current piece outside child's subtree */
+            int n0 = t0 - s->c0[child], n1 = t1 - s->c1[child];
+            if (!segment_ok(s->colour[a], s->colour[c], n0, n1)) return 0;
+            a = c;
+            t0 = s->c0[child] + (s->colour[c] == 0);
+            t1 = s->c1[child] + (s->colour[c] == 1);
+        }
+        if (!segment_ok(s->colour[a], ce, t0, t1)) return 0;
     }
-    int a = h, t0 = s->c0[h], t1 = s->c1[h];
-    for (int j = nhang - 1; j >= 0; j--) {
-        int c = s->hang[2 * j], child = s->hang[2 * j + 1];
-        /* the segment is everything of the current piece outside child's subtree */
-        int n0 = t0 - s->c0[child], n1 = t1 - s->c1[child];
-        if (!segment_ok(s->colour[a], s->colour[c], n0, n1)) return 0;
-        a = c;
-        t0 = s->c0[child] + (s->colour[c] == 0);
-        t1 = s->c1[child] + (s->colour[c] == 1);
-    }
-    if (!segment_ok(s->colour[a], ce, t0, t1)) return 0;
     return !(s->prune & PRUNE_DEGREE) || degree_ok(s, h, endv, nord, st);
 }
 

@@ -83,7 +83,7 @@ def pruned_search(
     it. Every run is complete below its cap, so one that ends without a path
     still proves there is none.
     """
-    colour = bipartite_colouring(p) if prune & PRUNE_PARITY else None
+    colour = bipartite_colouring(p) if prune & (PRUNE_PARITY | PRUNE_DEGREE) else None
     run = _native_run if native and _native is not None else _python_run
     cap = max(1000, 4 * p.n) if restarts else None
     rng = random.Random(p.n)  # reproducible: the same level takes the same runs
@@ -253,16 +253,17 @@ class _Search:
             inner = hang[0][1]
             if endv not in disc or not disc[inner] <= disc[endv] <= last[inner]:
                 return False
-        if not self.prune & (PRUNE_PARITY | PRUNE_DEGREE) or colour is None:
+        if colour is None:
             return True
-        ce = colour[endv] if endv >= 0 else -1
-        a, t0, t1 = h, c0[h], c1[h]
-        for c, child in reversed(hang):
-            if not _segment_ok(colour[a], colour[c], t0 - c0[child], t1 - c1[child]):
+        if self.prune & PRUNE_PARITY:
+            ce = colour[endv] if endv >= 0 else -1
+            a, t0, t1 = h, c0[h], c1[h]
+            for c, child in reversed(hang):
+                if not _segment_ok(colour[a], colour[c], t0 - c0[child], t1 - c1[child]):
+                    return False
+                a, t0, t1 = c, c0[child] + (colour[c] == 0), c1[child] + (colour[c] == 1)
+            if not _segment_ok(colour[a], ce, t0, t1):
                 return False
-            a, t0, t1 = c, c0[child] + (colour[c] == 0), c1[child] + (colour[c] == 1)
-        if not _segment_ok(colour[a], ce, t0, t1):
-            return False
         return not self.prune & PRUNE_DEGREE or _degree_ok(adj, colour, order, h, endv)
 
     def feasible_all(self, h: int) -> bool:
