@@ -14,7 +14,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from packsolve.db.models import utcnow
-from packsolve.db.queries import Result, claim_many, record
+from packsolve.db.queries import Result, claim_many, finish_run_if_done, record
 from packsolve.db.session import get_engine, session_scope
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.runner import AttemptSpec, Limits, execute_attempts, solution_length
@@ -142,6 +142,9 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
             fits = int(FLUSH_EVERY_S / pace) if pace > 0 else MAX_GROUP
             group_size = max(1, min(MAX_GROUP, fits, group_size * 4))
     flush()
+    # Again in a fresh transaction: two workers committing a run's last results at once each
+    # see the other's row still pending inside their own, and neither would stamp the run.
+    with_db_retry(engine, lambda session: finish_run_if_done(session, run_id))
 
 
 def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:
