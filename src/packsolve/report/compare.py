@@ -14,12 +14,12 @@ from packsolve.report.metrics import SUCCESS_VALUES, host_of, par2, rounded
 PROVENANCE = ("host", "version", "time_limit", "node_limit", "memory_limit_mb", "concurrency", "mode")
 
 
-def _cell(a: Attempt, time_limit: float | None) -> dict[str, Any]:
+def _cell(status: str, wall_s: float | None, nodes: int | None, time_limit: float | None) -> dict[str, Any]:
     return {
-        "status": a.status,
-        "wall_s": rounded(a.wall_s),
-        "nodes": a.nodes,
-        "par2_s": rounded(par2(a.status, a.wall_s, time_limit)),
+        "status": status,
+        "wall_s": rounded(wall_s),
+        "nodes": nodes,
+        "par2_s": rounded(par2(status, wall_s, time_limit)),
     }
 
 
@@ -61,15 +61,21 @@ def compare_runs(
     ids = [r.id for r in runs]
     table: dict[str, dict[str, Any]] = {}
     for col, run in enumerate(runs):
-        q = select(Attempt).where(Attempt.run_id == run.id).order_by(Attempt.seq)
+        # Core rows of the few columns shown: a 10,000-level run must not build ORM objects.
+        q = (
+            select(
+                Attempt.level_hash, Attempt.name, Attempt.kind, Attempt.status, Attempt.wall_s, Attempt.nodes
+            )
+            .where(Attempt.run_id == run.id)
+            .order_by(Attempt.seq)
+        )
         if kind:
             q = q.where(Attempt.kind == kind)
-        for a in session.scalars(q):
-            row = table.setdefault(
-                a.level_hash,
-                {"level": a.name, "level_hash": a.level_hash, "kind": a.kind, "results": [None] * len(runs)},
-            )
-            row["results"][col] = _cell(a, run.time_limit)
+        for h, name, k, status, wall, nodes in session.connection().execute(q):
+            row = table.get(h)
+            if row is None:
+                row = table[h] = {"level": name, "level_hash": h, "kind": k, "results": [None] * len(runs)}
+            row["results"][col] = _cell(status, wall, nodes, run.time_limit)
     rows = list(table.values())
     footer = [_footer(rows, col, run) for col, run in enumerate(runs)]
     if differs:

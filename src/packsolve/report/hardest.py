@@ -21,8 +21,10 @@ def hardest_in_run(
     par2 = level_stats.par2_expr()
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
     key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
+    cols = (Attempt.name, Attempt.level_hash, Attempt.kind, Attempt.run_id, Attempt.heuristic, Attempt.status,
+            Attempt.wall_s, Attempt.cpu_s, Attempt.nodes)  # fmt: skip
     q = (
-        select(Attempt, par2.label("par2"))
+        select(*cols, par2.label("par2"))
         .join(Run, Run.id == Attempt.run_id)
         .where(Attempt.run_id == run.id, Attempt.status.not_in(NOT_RUN_VALUES))
         .order_by(
@@ -36,19 +38,21 @@ def hardest_in_run(
     if kind:
         q = q.where(Attempt.kind == kind)
     out = []
-    for rank, (a, score) in enumerate(session.execute(q), 1):
+    for rank, (name, h, k, run_id, heuristic, status, wall, cpu, nodes, score) in enumerate(
+        session.execute(q), 1
+    ):
         out.append(
             {
                 "rank": rank,
-                "level": a.name,
-                "level_hash": a.level_hash,
-                "kind": a.kind,
-                "run": a.run_id,
-                "heuristic": a.heuristic,
-                "status": a.status,
-                "wall_s": rounded(a.wall_s),
-                "cpu_s": rounded(a.cpu_s),
-                "nodes": a.nodes,
+                "level": name,
+                "level_hash": h,
+                "kind": k,
+                "run": run_id,
+                "heuristic": heuristic,
+                "status": status,
+                "wall_s": rounded(wall),
+                "cpu_s": rounded(cpu),
+                "nodes": nodes,
                 "par2_s": rounded(score),
             }
         )
