@@ -119,15 +119,34 @@ static int augment(Search *s, int v, unsigned st) {
 }
 
 /* Return whether G' (the nord vertices of order_buf) has a subgraph with degree 1 at h and
- * at the end (endv, or an unknown vertex when endv < 0) and degree 2 elsewhere. */
+ * at the end (endv, or an unknown vertex when endv < 0) and degree 2 elsewhere.
+ *
+ * The edge set found last time is kept in `used` and repaired rather than rebuilt: the
+ * previous state differs by a vertex or two, so a few augmenting paths usually suffice. */
 static int degree_ok(Search *s, int h, int endv, int nord, unsigned st) {
     int sum[2] = {0, 0};
     for (int i = 0; i < nord; i++) {
-        int v = s->order_buf[i];
+        int v = s->order_buf[i], load = 0;
         s->cap[v] = (v == h || v == endv) ? 1 : 2;
-        s->load[v] = 0;
         sum[s->colour[v]] += s->cap[v];
-        for (int k = s->off[v]; k < s->off[v + 1]; k++) s->used[k] = 0;
+        for (int k = s->off[v]; k < s->off[v + 1]; k++) {
+            if (!s->used[k]) continue;
+            if (s->seen[s->nb[k]] == st) {
+                load++;
+            } else { /* the other end left G' */
+                s->used[k] = s->used[s->rev[k]] = 0;
+            }
+        }
+        s->load[v] = load;
+    }
+    for (int i = 0; i < nord; i++) { /* caps may have dropped (new head, new end) */
+        int v = s->order_buf[i];
+        for (int k = s->off[v]; k < s->off[v + 1] && s->load[v] > s->cap[v]; k++) {
+            if (!s->used[k]) continue;
+            s->used[k] = s->used[s->rev[k]] = 0;
+            s->load[v]--;
+            s->load[s->nb[k]]--;
+        }
     }
     /* Every edge joins the two colours, so their degree sums agree; an unknown end
      * (degree 1, capacity 2 here) leaves its side exactly one unit of slack. */
@@ -147,7 +166,7 @@ static int degree_ok(Search *s, int h, int endv, int nord, unsigned st) {
         if (s->colour[v] != o) continue;
         for (int k = s->off[v]; k < s->off[v + 1] && s->load[v] < s->cap[v]; k++) {
             int w = s->nb[k];
-            if (s->seen[w] != st || s->load[w] >= s->cap[w]) continue;
+            if (s->used[k] || s->seen[w] != st || s->load[w] >= s->cap[w]) continue;
             s->used[k] = s->used[s->rev[k]] = 1;
             s->load[v]++;
             s->load[w]++;
