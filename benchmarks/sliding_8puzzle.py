@@ -19,7 +19,7 @@ from sliding_common import ALGS4, RESULTS, markdown_table, read_algs4  # noqa: E
 from packsolve.budget import Budget  # noqa: E402
 from packsolve.puzzles import get_kind  # noqa: E402
 
-HEURISTICS = ["plain", "astar", "idastar", "linear-conflict", "pdb", "weighted"]
+HEURISTICS = ["plain", "astar", "idastar", "linear-conflict", "pdb", "pdb-663", "weighted"]
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Korf's 100 fifteen-puzzles by `pdb` through `packsolve solve --jobs 2`; pattern build timed apart; a peer.
+"""Korf's 100 fifteen-puzzles by `pdb` and `pdb-663` through `packsolve solve --jobs 2`; a peer.
 
 Usage: nice python benchmarks/sliding_korf100.py [--jobs 2] [--peer-ids 82,79,...] [--peer-timeout 60]
 Writes benchmarks/results/sliding_korf100.md.
@@ -21,28 +21,31 @@ from sliding_common import KORF100, RESULTS, markdown_table, read_korf, run_peer
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def build_tables(cache: Path) -> list[tuple[str, float]]:
-    """Build the 4x4 pattern tables into an empty cache; return (group, seconds) per table."""
+def build_tables(cache: Path, strong: bool) -> list[tuple[str, float, float]]:
+    """Build the 4x4 pattern tables into an empty cache; return (group, wall s, CPU s) per table."""
     os.environ["PACKSOLVE_CACHE_DIR"] = str(cache)
     from packsolve.puzzles import sliding_pdb
 
     out = []
-    for group in sliding_pdb.PARTITIONS[4]:
+    groups = sliding_pdb.STRONG_PARTITIONS[4] if strong else sliding_pdb.PARTITIONS[4]
+    for group in groups:
+        cpu = time.process_time()
         _, seconds = sliding_pdb.ensure_table(4, group)
-        out.append(("-".join(map(str, group)), seconds))
+        out.append(("-".join(map(str, group)), seconds, time.process_time() - cpu))
     return out
 
 
-def run_pipeline(work: Path, cache: Path, jobs: int) -> tuple[list[dict], float]:
+def run_pipeline(work: Path, cache: Path, jobs: int, heuristic: str) -> tuple[list[dict], float]:
     """Run `packsolve solve` on the list (linked as a .slide file); return export records and wall s."""
     pack = work / "korf100.slide"
-    pack.symlink_to(KORF100)
-    db = f"sqlite:///{work / 'bench.db'}"
+    if not pack.exists():
+        pack.symlink_to(KORF100)
+    db = f"sqlite:///{work / (heuristic + '.db')}"
     env = {**os.environ, "PACKSOLVE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT / "src")}
     cli = [sys.executable, "-m", "packsolve"]
     start = time.perf_counter()
     subprocess.run(
-        [*cli, "solve", str(pack), "--kind", "sliding", "--heuristic", "pdb", "--jobs", str(jobs),
+        [*cli, "solve", str(pack), "--kind", "sliding", "--heuristic", heuristic, "--jobs", str(jobs),
          "--time-limit", "900", "-q", "--database-url", db],
         check=True, env=env, cwd=work, stdout=subprocess.DEVNULL,
     )  # fmt: skip
@@ -68,25 +71,16 @@ def main() -> None:
             lines_to_id[line] = text.split()[0]
     by_id = {i.ident: i for i in instances}
 
+    runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         cache = work / "cache"
-        builds = build_tables(cache)
-        records, wall = run_pipeline(work, cache, args.jobs)
+        for heuristic, strong in (("pdb", False), ("pdb-663", True)):
+            builds = build_tables(cache, strong)
+            records, wall = run_pipeline(work, cache, args.jobs, heuristic)
+            runs[heuristic] = (builds, records, wall)
 
-        rows, nodes_total, cpu_total, ok = [], 0, 0.0, 0
-        for rec in sorted(records, key=lambda r: int(lines_to_id[int(r["level"].rsplit(":", 1)[1])])):
-            ident = lines_to_id[int(rec["level"].rsplit(":", 1)[1])]
-            inst = by_id[ident]
-            match = rec["status"] == "solved" and rec["length"] == inst.optimal
-            ok += match
-            nodes_total += rec["nodes"] or 0
-            cpu_total += rec["cpu_s"] or 0.0
-            rate = rec["nodes"] / rec["cpu_s"] if rec["cpu_s"] else 0
-            rows.append([ident, inst.optimal, rec["length"], "yes" if match else "**NO**", rec["nodes"],
-                         f"{rec['wall_s']:.3f}", f"{rec['cpu_s']:.3f}", f"{rate / 1e6:.1f}"])  # fmt: skip
-
-        # Peer, and our solver on the same boards in this process, for ratios measured in one run.
+        # Peer, and our default solver on the same boards in this process, for ratios in one run.
         from packsolve.budget import Budget
         from packsolve.puzzles import get_kind
 
@@ -110,32 +104,62 @@ def main() -> None:
             peer_rows.append([ident, inst.optimal, len(ours.solution), f"{ours_s:.3f}", ours.nodes, plen,
                               peer_cell, ratio])  # fmt: skip
 
-    total_build = sum(s for _, s in builds)
+    def rows_of(records: list[dict]) -> tuple[list[list[object]], int, float, int]:
+        rows, nodes_total, cpu_total, ok = [], 0, 0.0, 0
+        for rec in sorted(records, key=lambda r: int(lines_to_id[int(r["level"].rsplit(":", 1)[1])])):
+            ident = lines_to_id[int(rec["level"].rsplit(":", 1)[1])]
+            inst = by_id[ident]
+            match = rec["status"] == "solved" and rec["length"] == inst.optimal
+            ok += match
+            nodes_total += rec["nodes"] or 0
+            cpu_total += rec["cpu_s"] or 0.0
+            rate = rec["nodes"] / rec["cpu_s"] if rec["cpu_s"] else 0
+            rows.append([ident, inst.optimal, rec["length"], "yes" if match else "**NO**", rec["nodes"],
+                         f"{rec['wall_s']:.3f}", f"{rec['cpu_s']:.3f}", f"{rate / 1e6:.1f}"])  # fmt: skip
+        return rows, nodes_total, cpu_total, ok
+
     text = [
-        "# Korf's 100 fifteen-puzzles, heuristic `pdb` (6-6-3 additive tables + mirrored lookup, C IDA*)",
+        "# Korf's 100 fifteen-puzzles: `pdb` (5-5-5) and `pdb-663` (6-6-3), C IDA*, mirrored lookup",
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on this 2-core machine (shared with",
-        "other engineers' jobs), through `packsolve solve --kind sliding --heuristic pdb "
-        f"--jobs {args.jobs}` (local pool + SQLite).",
+        "other engineers' jobs: wall times include their load), through `packsolve solve --kind sliding "
+        f"--heuristic H --jobs {args.jobs} --time-limit 900` (local pool + SQLite), pattern tables built "
+        "first into an empty cache and timed apart.",
         "",
-        f"- **{ok} of {len(instances)}** solved with the published optimal length.",
-        f"- Pipeline wall time for all {len(records)}: **{wall:.1f} s** (target: 15 min), "
-        f"solver CPU {cpu_total:.1f} s, {nodes_total:,} nodes, "
-        f"{nodes_total / cpu_total / 1e6:.1f} M nodes per CPU second.",
-        f"- Pattern-database build (once, then cached on disk): {total_build:.1f} s — "
-        + ", ".join(f"{g}: {s:.1f} s" for g, s in builds),
+        "| heuristic | optimal (published length) | pipeline wall, all 100 | solver CPU | nodes | "
+        "M nodes / CPU s | table build wall (CPU) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    sections = []
+    for heuristic, (builds, records, wall) in runs.items():
+        rows, nodes_total, cpu_total, ok = rows_of(records)
+        build_wall = sum(w for _, w, _ in builds)
+        build_cpu = sum(c for _, _, c in builds)
+        text.append(
+            f"| `{heuristic}` | **{ok} / {len(instances)}** | **{wall:.1f} s** | {cpu_total:.1f} s | "
+            f"{nodes_total:,} | {nodes_total / max(cpu_total, 1e-9) / 1e6:.1f} | "
+            f"{build_wall:.1f} s ({build_cpu:.1f} s) |"
+        )
+        sections += [
+            "",
+            f"## Per instance, `{heuristic}`",
+            "",
+            "Tables: " + ", ".join(f"{g}: {w:.1f} s wall, {c:.1f} s CPU" for g, w, c in builds),
+            "",
+            markdown_table(
+                ["id", "published", "found", "optimal?", "nodes", "wall s", "cpu s", "M nodes/s"], rows
+            ),
+        ]
+    text += [
         "",
-        "## Peer: `slidingpuzzle` (PyPI) A* with linear conflict, same boards, same run",
+        "Target: all 100 optimal within 15 minutes wall through the pipeline.",
+        "",
+        "## Peer: `slidingpuzzle` 0.1.5 (PyPI) A* with linear conflict vs our `pdb`, same boards, same run",
         "",
         markdown_table(
             ["id", "optimal", "ours", "ours s", "ours nodes", "peer length", "peer", "speed-up"], peer_rows
-        ),  # fmt: skip
-        "",
-        "## Per instance",
-        "",
-        markdown_table(
-            ["id", "published", "found", "optimal?", "nodes", "wall s", "cpu s", "M nodes/s"], rows
         ),
+        *sections,
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)

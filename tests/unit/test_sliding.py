@@ -15,7 +15,7 @@ from packsolve.puzzles import get_kind, sliding_pdb
 from packsolve.puzzles.sliding_board import Board, neighbours, unsolvable_reason
 
 KIND = get_kind("sliding")
-OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb"]
+OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb", "pdb-663"]
 KORF = "/work/shared/benchmarks/sliding_puzzle/korf100_15puzzle.txt"
 
 
@@ -132,6 +132,25 @@ def test_pdb_with_small_tables_finds_korf_published_lengths(monkeypatch):
         assert out.status is Status.SOLVED
         assert KIND.verify(board, out.solution) is None
         assert len(out.solution) == optimal
+
+
+def test_default_pdb_finds_korf_published_lengths():
+    """The shipped 5-5-5 tables (built on first use, a second of CPU) solve easy Korf instances optimally."""
+    for optimal, tiles in _korf([55, 79, 9]):
+        board, out = solve(tiles, KIND.default, time_limit=120)
+        assert out.status is Status.SOLVED
+        assert KIND.verify(board, out.solution) is None
+        assert len(out.solution) == optimal
+
+
+def test_strong_pdb_uses_its_own_split(monkeypatch):
+    quick = ((1, 2, 3, 4), (5, 6, 7), (8, 9, 10, 11), (12, 13, 14, 15))
+    monkeypatch.setitem(sliding_pdb.STRONG_PARTITIONS, 4, quick)
+    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    for optimal, tiles in _korf([55]):
+        board, out = solve(tiles, "pdb-663", time_limit=30)
+        assert len(out.solution) == optimal
+    assert [db.groups for db in sliding_pdb._LOADED.values()] == [quick]
 
 
 def test_linear_conflict_finds_korf_published_length_on_an_easy_instance():

@@ -453,6 +453,8 @@ static PyObject *py_build_pdb(PyObject *self, PyObject *args) {
         Py_DECREF(out);
         return PyErr_NoMemory();
     }
+    int shift = (b.nn & (b.nn - 1)) == 0 ? __builtin_ctz((unsigned)b.nn) : 0;
+    uint64_t mask = (uint64_t)b.nn - 1;
     Py_BEGIN_ALLOW_THREADS
     memset(table, 0xFF, size);
     int occ[MAXC] = {0};
@@ -465,14 +467,25 @@ static PyObject *py_build_pdb(PyObject *self, PyObject *args) {
     for (int d = 0; !failed && cur.len; d++) {
         nxt.len = 0;
         for (size_t j = 0; j < cur.len && !failed; j++) {
-            uint64_t st = cur.a[j], idx = st / b.nn;
-            int blank = (int)(st % b.nn), pos[MAXGROUPS];
-            if (table[idx] == 0xFF) table[idx] = (uint8_t)d;
-            memset(occ, 0, sizeof occ);
-            for (int i = 0; i < b.k; i++) {
-                pos[i] = (int)((idx / b.pw[i]) % b.nn);
-                occ[pos[i]] = i + 1;
+            uint64_t st = cur.a[j], idx;
+            int blank, pos[MAXGROUPS];
+            /* Divisions dominate the build; on 4x4 every digit is 4 bits, so shift instead. */
+            if (shift) {
+                idx = st >> shift;
+                blank = (int)(st & mask);
+                for (int i = 0; i < b.k; i++) pos[i] = (int)((idx >> (shift * i)) & mask);
+            } else {
+                idx = st / b.nn;
+                blank = (int)(st % b.nn);
+                uint64_t rest = idx;
+                for (int i = 0; i < b.k; i++) {
+                    pos[i] = (int)(rest % b.nn);
+                    rest /= b.nn;
+                }
             }
+            if (table[idx] == 0xFF) table[idx] = (uint8_t)d;
+            for (int c = 0; c < b.nn; c++) occ[c] = 0;
+            for (int i = 0; i < b.k; i++) occ[pos[i]] = i + 1;
             for (int m = 0; m < b.nnbr[blank]; m++) {
                 int q = b.nbr[blank][m], i = occ[q] - 1;
                 if (i < 0) continue;

@@ -160,6 +160,7 @@ KIND = PuzzleKind(
         "idastar": _optimal(_ida(sliding_ida.MANHATTAN)),
         "linear-conflict": _optimal(_ida(sliding_ida.LINEAR_CONFLICT)),
         "pdb": _optimal(_ida(sliding_ida.PDB)),
+        "pdb-663": _optimal(_ida(sliding_ida.PDB_STRONG)),
         "weighted": solver(_weighted),
     },
     default="pdb",

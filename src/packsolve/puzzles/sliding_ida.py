@@ -11,6 +11,8 @@ from packsolve.puzzles import sliding_pdb
 from packsolve.puzzles.sliding_board import Board
 
 MANHATTAN, LINEAR_CONFLICT, PDB = 0, 1, 2
+# Not a C mode: PDB over the stronger split of sliding_pdb.STRONG_PARTITIONS.
+PDB_STRONG = 3
 _SOLVED, _NODE_LIMIT, _TIME_LIMIT, _DEPTH = 0, 1, 2, 3
 
 # Weighted IDA* runs these weights in turn, keeping the shortest answer: the
@@ -53,9 +55,10 @@ def ida_star(
     """
     tables: tuple[object, ...] | None = None
     groups = None
-    if mode == PDB:
-        db = sliding_pdb.load(board.n)
+    if mode in (PDB, PDB_STRONG):
+        db = sliding_pdb.load(board.n, strong=mode == PDB_STRONG)
         tables, groups = db.tables, db.groups
+        mode = PDB
     limits = []
     if budget.node_limit is not None:
         limits.append(budget.node_limit - budget.nodes + 1)

@@ -24,15 +24,16 @@ from pathlib import Path
 
 FORMAT_VERSION = 1
 
-# Korf & Felner's static partitions (blank top-left).  4x4: 6-6-3, the two
-# left and two right columns below the top row plus the top row's three tiles;
-# the mirrored lookup (transpose about the main diagonal, which fixes the goal)
-# gives a second, different partition for free.  5x5: six 4-tile blocks
-# keep the tables small (390 625 entries each) and quick to build.
+# Static partitions after Korf & Felner (blank top-left).  4x4: 5-5-5 (top-right,
+# left and bottom-right blocks): its three tables take about a second of CPU to
+# build, so a first attempt under a short time limit still finishes.  The
+# mirrored lookup (transpose about the main diagonal, which fixes the goal)
+# gives a second, different partition for free.  5x5: six 4-tile blocks keep
+# the tables small (390 625 entries each) and quick to build.
 PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
     2: ((1, 2, 3),),
     3: ((1, 2, 3, 4), (5, 6, 7, 8)),
-    4: ((1, 2, 3), (4, 5, 8, 9, 12, 13), (6, 7, 10, 11, 14, 15)),
+    4: ((1, 2, 3, 6, 7), (4, 5, 8, 9, 12), (10, 11, 13, 14, 15)),
     5: (
         (1, 2, 5, 6),
         (3, 4, 8, 9),
@@ -41,6 +42,12 @@ PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
         (20, 21, 22, 23),
         (17, 18, 19, 24),
     ),
+}
+# Stronger 4x4 split for the `pdb-663` heuristic: Korf & Felner's 6-6-3 (the top
+# row's three tiles, the two left and the two right columns below it).  About
+# 4x fewer nodes than 5-5-5, but its two big tables take ~10 s of CPU to build.
+STRONG_PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
+    4: ((1, 2, 3), (4, 5, 8, 9, 12, 13), (6, 7, 10, 11, 14, 15)),
 }
 
 
@@ -135,17 +142,40 @@ def ensure_table(n: int, group: tuple[int, ...]) -> tuple[mmap.mmap, float]:
     return table, elapsed
 
 
-_LOADED: dict[int, PatternDatabase] = {}
+_LOADED: dict[tuple[int, bool], PatternDatabase] = {}
 
 
-def load(n: int) -> PatternDatabase:
-    """Return the pattern database for N x N boards, built on first use; KeyError for an unknown N."""
-    if n not in _LOADED:
-        groups = PARTITIONS[n]
+def load(n: int, strong: bool = False) -> PatternDatabase:
+    """Return the pattern database for N x N boards, built on first use; KeyError for an unknown N.
+
+    strong picks STRONG_PARTITIONS where one exists for N (else the usual split).
+    """
+    key = (n, strong)
+    if key not in _LOADED:
+        groups = STRONG_PARTITIONS[n] if strong and n in STRONG_PARTITIONS else PARTITIONS[n]
         tables, total = [], 0.0
         for group in groups:
             table, seconds = ensure_table(n, group)
             tables.append(table)
             total += seconds
-        _LOADED[n] = PatternDatabase(n, groups, tuple(tables), total)
-    return _LOADED[n]
+        _LOADED[key] = PatternDatabase(n, groups, tuple(tables), total)
+    return _LOADED[key]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build (or check) the cached tables: `python -m packsolve.puzzles.sliding_pdb [--strong] [N...]`."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    strong = "--strong" in args
+    sizes = [int(a) for a in args if a != "--strong"] or [4]
+    for n in sizes:
+        db = load(n, strong)
+        where = table_path(n, db.groups[0]).parent
+        split = "-".join(str(len(g)) for g in db.groups)
+        print(f"{n}x{n} ({split}): tables in {where} ({db.build_s:.1f} s spent building)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
