@@ -13,7 +13,7 @@ from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
 from packsolve.puzzles.graph import HamiltonProblem, depth_first
 from packsolve.puzzles.hamilton_cpsat import cpsat_available
-from packsolve.puzzles.hamilton_prune import PRUNE_ALL, PRUNE_DEGREE, _native, pruned_search
+from packsolve.puzzles.hamilton_prune import PRUNE_ALL, PRUNE_DEGREE, PRUNE_FORCED, _native, pruned_search
 from packsolve.puzzles.onestroke import problem
 from packsolve.puzzles.onestroke_generate import generate, move_start, parse_size
 
@@ -28,6 +28,15 @@ IMBALANCED = [
     "##########..###...", "##########.###....", "##############....", "##############....",
     "#############.....", "#############.....", "###########.......", "###########.......",
     "##########....S...", "##########........",
+]  # fmt: skip
+
+# (15, 11) is a dead end, hence the end; then the corner cells of degree two force a closed
+# loop in the top-right corner, which no path can contain.
+FORCED_LOOP = [
+    "....#.......#...", ".#..............", "................", "....#..........#",
+    ".............#..", "................", "................", "................",
+    "...#............", "................", ".#..............", ".#..............",
+    ".#....#.......#.", "................", ".....#..S..#....", "............#...",
 ]  # fmt: skip
 
 
@@ -103,6 +112,14 @@ def test_degree_relaxation_refutes_colour_imbalanced_region_at_the_root():
     budget = Budget(node_limit=20_000)
     with pytest.raises(BudgetExhausted):  # without it, plain DFS drowns in the open top area
         pruned_search(p, budget, prune=PRUNE_ALL & ~PRUNE_DEGREE, restarts=False)
+
+
+def test_forced_edges_close_a_loop_and_refute_the_level_at_the_root():
+    _, out = solve({"grid": FORCED_LOOP}, "prune")
+    assert out.status == Status.NO_SOLUTION and out.nodes == 1
+    p, _ = problem(KIND.parse({"grid": FORCED_LOOP}))
+    with pytest.raises(BudgetExhausted):
+        pruned_search(p, Budget(node_limit=20_000), prune=PRUNE_ALL & ~PRUNE_FORCED, restarts=False)
 
 
 @pytest.mark.skipif(_native is None, reason="C accelerator not built")
