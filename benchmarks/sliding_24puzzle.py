@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sliding_common import KORF_FELNER50, RESULTS, Instance, markdown_table, read_korf  # noqa: E402
 
 from packsolve.budget import Budget  # noqa: E402
-from packsolve.puzzles import get_kind, sliding_pdb  # noqa: E402
+from packsolve.puzzles import get_kind, sliding_ida, sliding_pdb  # noqa: E402
 
 
 def attempt(args: tuple[Instance, float]) -> tuple[str, str, int | None, int, float, str]:
@@ -63,7 +63,8 @@ def main() -> None:
         "# Korf & Felner's 50 twenty-four-puzzles, heuristic `weighted`",
         "",
         "Weighted IDA* (f = g + w·h) in C over the 5x5 additive pattern tables (six 4-tile groups,",
-        "mirrored lookup), w = 2 then 3/2 then 5/4 while the budget lasts; the shortest answer is kept",
+        "mirrored lookup), w = " + ", then ".join(str(w) for w in sliding_ida.WEIGHTS)
+        + " while the budget lasts (each refinement at most half the time left, 15 s); the shortest answer is kept",
         f"and its length is at most w x optimal. Time limit {args.time_limit:g} s per board, "
         f"{args.jobs} processes; measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
