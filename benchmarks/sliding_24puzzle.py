@@ -63,8 +63,10 @@ def main() -> None:
         "# Korf & Felner's 50 twenty-four-puzzles, heuristic `weighted`",
         "",
         "Weighted IDA* (f = g + w·h) in C over the 5x5 additive pattern tables (six 4-tile groups,",
-        "mirrored lookup), w = " + ", then ".join(str(w) for w in sliding_ida.WEIGHTS)
-        + " while the budget lasts (each refinement at most half the time left, 15 s); the shortest answer is kept",
+        "mirrored lookup), w = "
+        + ", then ".join(str(w) for w in sliding_ida.WEIGHTS)
+        + " while the budget lasts (each refinement at most half the time left, 15 s);",
+        "the shortest answer is kept",
         f"and its length is at most w x optimal. Time limit {args.time_limit:g} s per board, "
         f"{args.jobs} processes; measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
