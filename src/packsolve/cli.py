@@ -264,16 +264,33 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 @click.option(
     "--max-tries", type=int, default=None, help="Deliveries of a task before it counts as lost [default: 3]."
 )
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Levels per task (0: chosen from past times of the kind, else level sizes) [default: 0].",
+)
 @database_option
 @broker_option
 @usage_errors
 def submit(
-    paths: tuple[str, ...], max_tries: int | None, database_url: str | None, broker_url: str | None, **opts
+    paths: tuple[str, ...],
+    max_tries: int | None,
+    chunk_size: int,
+    database_url: str | None,
+    broker_url: str | None,
+    **opts,
 ):
-    """Create a run for the levels under PATHS and enqueue one task per level; print the run id."""
+    """Create a run for the levels under PATHS and enqueue them in tasks of one or more; print the run id."""
     from packsolve.db.queries import mark_sent
     from packsolve.db.session import get_engine, safe_url, session_scope
-    from packsolve.scheduler import DEFAULT_MAX_TRIES, enqueue, hardest_first, pending_specs
+    from packsolve.scheduler import (
+        DEFAULT_MAX_TRIES,
+        choose_chunk_size,
+        enqueue,
+        hardest_first,
+        planned_specs,
+    )
     from packsolve.worker import DEFAULT_VISIBILITY_TIMEOUT, make_app
     from packsolve.worker import broker_url as resolve_broker
 
@@ -294,13 +311,14 @@ def submit(
     run_id, plan, limits = _create_run(engine, paths, "distributed", {**opts, "max_tries": max_tries}, None)
     with session_scope(engine) as session:
         # Longest expected first: the overnight makespan is set by the hardest levels started last.
-        specs = hardest_first(session, run_id, pending_specs(session, run_id, limits))
+        specs = hardest_first(session, run_id, planned_specs(plan, limits))
+        chunk_size = chunk_size or choose_chunk_size(session, specs)
     started = time.monotonic()
-    sent = enqueue(app, run_id, specs, max_tries)
+    sent = enqueue(app, run_id, specs, max_tries, chunk_size)
     with session_scope(engine) as session:
         mark_sent(session, run_id)  # the scheduler's grace for queued attempts counts from here
     err_console.print(
-        f"run {run_id}: {len(plan.attempts)} level(s), {sent} task(s) enqueued in "
+        f"run {run_id}: {len(plan.attempts)} level(s), {sent} task(s) of up to {chunk_size} enqueued in "
         f"{time.monotonic() - started:.2f} s, {len(plan.attempts) - len(specs)} invalid"
     )
     click.echo(run_id)

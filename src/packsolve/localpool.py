@@ -8,7 +8,7 @@ import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 
@@ -16,22 +16,22 @@ from packsolve.db.models import utcnow
 from packsolve.db.queries import Result, record
 from packsolve.db.session import session_scope
 from packsolve.outcome import Outcome
-from packsolve.runner import AttemptSpec, execute_attempt, solution_length
+from packsolve.runner import AttemptSpec, execute_attempts, solution_length
 
 # Results are written in batches: one transaction per result would make SQLite the bottleneck.
 FLUSH_EVERY_S = 0.5
 FLUSH_EVERY_N = 200
 
 
-def _attempt(spec: AttemptSpec) -> tuple[Outcome, str, datetime, int | None]:
-    started = utcnow()
-    outcome = execute_attempt(spec)
-    return (
-        outcome,
-        f"local@{socket.gethostname()}:{os.getpid()}",
-        started,
-        solution_length(spec.kind, outcome),
-    )
+def _attempts(specs: list[AttemptSpec]) -> list[tuple[Outcome, str, datetime, datetime, int | None]]:
+    """Run a chunk in one solver child; return (outcome, worker, started, finished, length) per spec."""
+    worker = f"local@{socket.gethostname()}:{os.getpid()}"
+    out = []
+    for spec, outcome in zip(specs, execute_attempts(specs), strict=True):
+        finished = utcnow()
+        started = finished - timedelta(seconds=outcome.stats.wall_s)
+        out.append((outcome, worker, started, finished, solution_length(spec.kind, outcome)))
+    return out
 
 
 def run_local(
@@ -40,11 +40,22 @@ def run_local(
     specs: list[tuple[str, str, AttemptSpec]],
     jobs: int,
     on_result: Callable[[str, Outcome], None] | None = None,
+    chunk_size: int | None = None,
 ) -> None:
     """Run specs (level hash, name, spec) with jobs processes, recording each result.
 
-    On KeyboardInterrupt the results so far are kept and the exception re-raised.
+    Each pool task is a chunk of chunk_size attempts (default: chosen like
+    submit's, from past times or level sizes) so tiny levels share one solver
+    child. On KeyboardInterrupt the results so far are kept and the exception
+    re-raised.
     """
+    if chunk_size is None:
+        from packsolve.scheduler import choose_chunk_size
+
+        with session_scope(engine) as session:
+            chunk_size = choose_chunk_size(session, specs)
+        # Every process needs a few chunks, or one slow chunk decides the run's end.
+        chunk_size = max(1, min(chunk_size, -(-len(specs) // (max(1, jobs) * 4))))
     # forkserver: the pool's processes must not inherit this process's threads or DB connections.
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["packsolve.runner"])
@@ -61,21 +72,24 @@ def run_local(
 
     pool = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx)
     try:
-        futures: dict[Future, str] = {}
-        queue = list(reversed(specs))
+        futures: dict[Future, list[str]] = {}
+        chunks = [specs[i : i + chunk_size] for i in range(0, len(specs), chunk_size)]
+        queue = list(reversed(chunks))
         # Keep only a few tasks per process in flight so Ctrl-C stops promptly.
-        window = max(1, jobs) * 4
+        window = max(1, jobs) * 2
         while queue or futures:
             while queue and len(futures) < window:
-                level_hash, _name, spec = queue.pop()
-                futures[pool.submit(_attempt, spec)] = level_hash
+                chunk = queue.pop()
+                futures[pool.submit(_attempts, [spec for _, _, spec in chunk])] = [h for h, _, _ in chunk]
             done, _ = wait(futures, timeout=FLUSH_EVERY_S, return_when=FIRST_COMPLETED)
             for fut in done:
-                level_hash = futures.pop(fut)
-                outcome, worker, started, length = fut.result()
-                buffer.append(Result(run_id, level_hash, outcome, length, worker, started))
-                if on_result is not None:
-                    on_result(level_hash, outcome)
+                hashes = futures.pop(fut)
+                for level_hash, (outcome, worker, started, finished, length) in zip(
+                    hashes, fut.result(), strict=True
+                ):
+                    buffer.append(Result(run_id, level_hash, outcome, length, worker, started, finished))
+                    if on_result is not None:
+                        on_result(level_hash, outcome)
             if len(buffer) >= FLUSH_EVERY_N or time.monotonic() - last_flush >= FLUSH_EVERY_S:
                 flush()
         flush()

@@ -97,33 +97,107 @@ def pending_specs(session: Session, run_id: int, limits: Limits) -> list[tuple[s
     return out
 
 
+def planned_specs(plan: Plan, limits: Limits) -> list[Spec]:
+    """Return (level hash, name, spec) for the plan's valid levels, in pack order: a new run's pending.
+
+    The same list pending_specs reads back from the database, without the round
+    trip (for 50,000 levels reading them back costs more than writing them).
+    """
+    return [
+        (p.level.hash, p.level.name, AttemptSpec(p.level.kind, p.heuristic, p.level.data, limits))
+        for p in plan.attempts
+        if p.level.valid
+    ]
+
+
 def cancel_run(session: Session, run_id: int) -> int:
     """Cancel every queued attempt of the run; workers skip them. Return how many."""
     return cancel_pending(session, run_id, "cancelled by the user before it ran")
 
 
-def enqueue(
-    app: object, run_id: int, specs: list[tuple[str, str, AttemptSpec]], max_tries: int, chunk_size: int = 1
-) -> int:
-    """Send the attempts as tasks of chunk_size attempts each over one connection; return tasks sent."""
-    from packsolve.worker import TASK_NAME, celery_limits, payload_for
+def enqueue(app: object, run_id: int, specs: list[Spec], max_tries: int, chunk_size: int = 1) -> int:
+    """Send the attempts as tasks of chunk_size attempts each over one connection; return tasks sent.
+
+    Messages are pipelined to Redis in batches (one round trip per thousand
+    tasks) where kombu supports it, so enqueueing 50,000 levels takes seconds.
+    """
+    import contextlib
+
+    from packsolve.worker import QUEUE, TASK_NAME, celery_limits, payload_for
 
     if chunk_size < 1:
         raise ValueError("chunk size must be at least 1")
     sent = 0
     with app.producer_or_acquire() as producer:  # type: ignore[attr-defined]
-        for i in range(0, len(specs), chunk_size):
-            chunk = specs[i : i + chunk_size]
-            soft, hard = celery_limits(chunk[0][2].limits, len(chunk))
-            app.send_task(  # type: ignore[attr-defined]
-                TASK_NAME,
-                args=[payload_for(run_id, [(h, spec) for h, _name, spec in chunk], max_tries)],
-                soft_time_limit=soft,
-                time_limit=hard,
-                producer=producer,
-            )
-            sent += 1
+        # Declared once here instead of once per message (declare=[] below).
+        producer.maybe_declare(app.amqp.queues[QUEUE])  # type: ignore[attr-defined]
+        batch = getattr(producer, "batch", None)  # kombu >= 5.7
+        with batch(max_size=1000) if batch is not None else contextlib.nullcontext():
+            for i in range(0, len(specs), chunk_size):
+                chunk = specs[i : i + chunk_size]
+                soft, hard = celery_limits(chunk[0][2].limits, len(chunk))
+                app.send_task(  # type: ignore[attr-defined]
+                    TASK_NAME,
+                    args=[payload_for(run_id, [(h, spec) for h, _name, spec in chunk], max_tries)],
+                    soft_time_limit=soft,
+                    time_limit=hard,
+                    producer=producer,
+                    declare=[],
+                    # Celery would repr the whole payload for logs and Flower; this says as much.
+                    argsrepr=f"run {run_id}: {len(chunk)} level(s) from {chunk[0][1]}",
+                    kwargsrepr="{}",
+                )
+                sent += 1
     return sent
+
+
+# --- chunking: how many attempts one task carries ------------------------------------------
+
+# A task should carry about this much work: enough to share the per-task cost (a Celery
+# message, a claim, a fork), little enough that workers stay evenly loaded and a lost
+# task costs little.
+TARGET_TASK_S = 0.5
+MAX_CHUNK = 500
+# A small run is still cut into at least this many tasks, so many workers share it.
+MIN_TASKS = 16
+# What one attempt costs a worker beyond its solver's own time (verify, pipe, claim, record).
+ATTEMPT_OVERHEAD_S = 0.001
+# With no history for a kind, a level is guessed to take this long per unit of its size
+# (cells, blanks, squares...); the first run's times replace the guess.
+SECONDS_PER_SIZE_UNIT = 2.5e-4
+# Past attempts of a kind and heuristic read to estimate its median time.
+HISTORY = 1000
+SAMPLE = 200
+
+
+def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
+    """Return attempts per task so that a task takes about TARGET_TASK_S; 1 for an empty run.
+
+    Each (kind, heuristic) is estimated from the median wall time of its last
+    HISTORY final attempts, or from its levels' sizes when it has none; the
+    pack's mean estimate sets the chunk size, capped so the run still makes at
+    least MIN_TASKS tasks.
+    """
+    from packsolve.db.queries import level_facts, recent_wall_times
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    for level_hash, _name, spec in specs:
+        groups.setdefault((spec.kind, spec.heuristic), []).append(level_hash)
+    if not groups:
+        return 1
+    total = 0.0
+    for (kind, heuristic), hashes in groups.items():
+        times = sorted(recent_wall_times(session, kind, heuristic, HISTORY))
+        if len(times) >= 5:
+            per_level = times[len(times) // 2]
+        else:
+            step = max(1, len(hashes) // SAMPLE)
+            sizes = sorted(size for size, _ in level_facts(session, hashes[::step][:SAMPLE]).values())
+            per_level = SECONDS_PER_SIZE_UNIT * (sizes[len(sizes) // 2] if sizes else 0)
+        total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
+    mean = total / len(specs)
+    chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean)))
+    return max(1, min(chunk, -(-len(specs) // MIN_TASKS)))
 
 
 # --- ordering: longest processing time first -------------------------------------------------

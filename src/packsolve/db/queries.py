@@ -494,6 +494,18 @@ def level_facts(session: Session, hashes: Sequence[str], exclude_run: int | None
     return facts
 
 
+def recent_wall_times(session: Session, kind: str, heuristic: str, limit: int) -> list[float]:
+    """Return the wall seconds of the last `limit` final attempts of kind with heuristic (any run)."""
+    rows = session.scalars(
+        select(Attempt.wall_s)
+        .where(Attempt.kind == kind, Attempt.heuristic == heuristic)
+        .where(Attempt.status.in_(FINAL_VALUES), Attempt.wall_s.is_not(None))
+        .order_by(Attempt.id.desc())
+        .limit(limit)
+    )
+    return [float(t) for t in rows]
+
+
 def attempts_to_rerun(
     session: Session, run_id: int, statuses: Sequence[str], kind: str | None = None
 ) -> list[tuple[Attempt, LevelRow]]:
