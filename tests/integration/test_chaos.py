@@ -150,9 +150,10 @@ def test_redis_restart_without_persistence_then_scheduler_once_finishes_every_le
     started = time.monotonic()
     run_id = submit(env, str(write_pack(tmp_path, levels, ms=(50, 150), seed=2)), "--time-limit", "3")
     time.sleep(2.0)
-    assert redis.Redis.from_url(broker).llen("packsolve") > 0  # tasks still queued when Redis dies
+    queue = os.environ.get("PACKSOLVE_QUEUE") or "packsolve"
+    assert redis.Redis.from_url(broker).llen(queue) > 0  # tasks still queued when Redis dies
     restart()
-    assert redis.Redis.from_url(broker).llen("packsolve") == 0
+    assert redis.Redis.from_url(broker).llen(queue) == 0
     time.sleep(4.0)  # the worker reconnects and finishes what it held
     res = run_cli("scheduler", "--once", "--grace", "1", env=env)
     assert res.returncode == 0, res.stderr

@@ -41,8 +41,17 @@ def attempts(db: str, run_id: int) -> list[Attempt]:
         return list(session.scalars(select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.seq)))
 
 
+def queue_name() -> str:
+    return os.environ.get("PACKSOLVE_QUEUE") or "packsolve"
+
+
 def queued_messages(broker: str) -> int:
-    return redis.Redis.from_url(broker).llen("packsolve")
+    return redis.Redis.from_url(broker).llen(queue_name())
+
+
+def forget_queue(broker: str) -> None:
+    """Drop this test's queue, as a broker restarted without persistence does."""
+    redis.Redis.from_url(broker).delete(queue_name())
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
@@ -54,7 +63,7 @@ def test_queued_attempts_whose_tasks_the_broker_lost_are_requeued_once_and_then_
     run_id = submit(env, str(write_pack(tmp_path, 6, ms=20)), "--time-limit", "5")
     assert "requeued 0" in reconcile_once(env)  # every task still sits in the queue: left alone
     assert queued_messages(broker) == 6
-    redis.Redis.from_url(broker).flushdb()  # the broker forgets them (as a restart without persistence does)
+    forget_queue(broker)
     assert "requeued 6" in reconcile_once(env)
     assert "requeued 0" in reconcile_once(env)  # sent again, so live again: not sent twice
     start_worker(broker, db, "w1@test")
@@ -71,7 +80,7 @@ def test_a_running_attempt_past_its_deadline_is_requeued_and_past_the_cap_lost_w
 ):
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     run_id = submit(env, str(write_pack(tmp_path, 3, ms=20)), "--time-limit", "5", "--max-tries", "2")
-    redis.Redis.from_url(broker).flushdb()
+    forget_queue(broker)
     past = utcnow() - timedelta(seconds=30)
     rows = attempts(pg_url, run_id)
     with session_scope(get_engine(pg_url)) as session:
@@ -101,7 +110,7 @@ def test_a_running_attempt_past_its_deadline_is_requeued_and_past_the_cap_lost_w
 def test_two_schedulers_at_once_requeue_every_lost_attempt_exactly_once(tmp_path, broker, pg_url):
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     run_id = submit(env, str(write_pack(tmp_path, 300, ms=1)), "--time-limit", "5")
-    redis.Redis.from_url(broker).flushdb()
+    forget_queue(broker)
     full_env = {**os.environ, **env}
     procs = [
         subprocess.Popen(
@@ -157,7 +166,7 @@ def test_submit_puts_known_hard_levels_first_and_unseen_ones_between_by_size(tmp
     with session_scope(get_engine(sqlite_url)) as session:
         for a in session.scalars(select(Attempt).where(Attempt.run_id == first)):
             a.status, a.wall_s = "solved", past[_size(session, a.level_hash)]
-    redis.Redis.from_url(broker).flushdb()
+    forget_queue(broker)
     # Unseen 10 sits nearest the hard known 5, unseen 250 nearest the easy known 300.
     submit(env, _pack(tmp_path / "b", [250, 300, 5, 10]))
     assert _queue_order(broker) == [10, 5, 300, 250]
@@ -180,7 +189,7 @@ def _queue_order(broker: str) -> list[int]:
     """Return the ms of each queued task in the order workers will take them (kombu pops the right end)."""
     import base64
 
-    raw = redis.Redis.from_url(broker).lrange("packsolve", 0, -1)
+    raw = redis.Redis.from_url(broker).lrange(queue_name(), 0, -1)
     out = []
     for item in reversed(raw):
         body = json.loads(base64.b64decode(json.loads(item)["body"]))

@@ -1,0 +1,98 @@
+"""`packsolve rerun`: a child run of the parent's failures, locally and on real workers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
+
+from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
+
+from packsolve.db.models import Run  # noqa: E402
+from packsolve.db.session import get_engine, session_scope  # noqa: E402
+from services import run_cli, wait_for_run  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("chaos_env")
+
+
+def pack_with_two_slow(directory: Path) -> Path:
+    """Three quick levels and two that need 1.5 s: under a 0.5 s limit those two time out."""
+    path = directory / "pack.jsonl"
+    ms = [10, 1500, 10, 1500, 10]
+    path.write_text("".join(json.dumps({"kind": "chaos", "id": i, "ms": m}) + "\n" for i, m in enumerate(ms)))
+    return path
+
+
+def last_int(text: str) -> int:
+    return int(text.strip().splitlines()[-1])
+
+
+def statuses(env: dict[str, str], run_id: int) -> list[str]:
+    res = run_cli("export", str(run_id), env=env)
+    assert res.returncode == 0, res.stderr
+    return [json.loads(line)["status"] for line in res.stdout.splitlines()]
+
+
+def test_local_rerun_of_timeouts_with_more_time_solves_them_in_a_linked_child_run(tmp_path, sqlite_url):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    res = run_cli("solve", str(pack_with_two_slow(tmp_path)), "--time-limit", "0.5", "-j", "2", "-q", env=env)
+    assert res.returncode == 0, res.stderr
+    parent = last_int(run_cli("status", "--format", "json", env=env).stdout.split('"run": ')[1].split(",")[0])
+    assert sorted(statuses(env, parent)) == ["solved"] * 3 + ["timeout"] * 2
+    res = run_cli(
+        "rerun", str(parent), "--local", "--time-limit", "5", "-j", "2", "--format", "json", env=env
+    )
+    assert res.returncode == 0, res.stderr
+    child = last_int(res.stdout)
+    assert statuses(env, child) == ["solved", "solved"]
+    with session_scope(get_engine(sqlite_url)) as session:
+        run = session.get(Run, child)
+        assert (run.parent_id, run.mode, run.time_limit, run.total) == (parent, "local", 5.0, 2)
+    # Another heuristic on the parent's solved levels: the choice of levels and solver both hold.
+    res = run_cli(
+        "rerun", str(parent), "--status", "solved", "--heuristic", "deaf", "--time-limit", "0.3", env=env
+    )
+    assert res.returncode == 0, res.stderr
+    assert statuses(env, last_int(res.stdout)) == ["timeout"] * 3
+
+
+def test_rerun_refuses_unknown_statuses_and_empty_selections(tmp_path, sqlite_url):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    assert (
+        run_cli("solve", str(pack_with_two_slow(tmp_path)), "--time-limit", "5", "-q", env=env).returncode
+        == 0
+    )
+    res = run_cli("rerun", "latest", "--status", "timeout,bogus", env=env)
+    assert res.returncode != 0 and "bogus" in res.stderr
+    res = run_cli("rerun", "latest", "--local", env=env)  # nothing failed
+    assert res.returncode != 0 and "has no attempt with status" in res.stderr
+    res = run_cli("rerun", "latest", "--status", "solved", "--kind", "sudoku", env=env)
+    assert res.returncode != 0 and "of kind sudoku" in res.stderr
+
+
+def test_distributed_rerun_goes_to_the_workers_and_links_the_child(tmp_path, broker, pg_url, start_worker):
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    start_worker(broker, pg_url, "w1@test", concurrency=2)
+    res = run_cli("submit", str(pack_with_two_slow(tmp_path)), "--time-limit", "0.5", env=env)
+    assert res.returncode == 0, res.stderr
+    parent = last_int(res.stdout)
+    wait_for_run(pg_url, parent, timeout=60)
+    res = run_cli(
+        "rerun", str(parent), "--status", "timeout", "--time-limit", "5", "--label", "more-time", env=env
+    )
+    assert res.returncode == 0, res.stderr
+    child = last_int(res.stdout)
+    wait_for_run(pg_url, child, timeout=60)
+    assert statuses(env, child) == ["solved", "solved"]
+    with session_scope(get_engine(pg_url)) as session:
+        run = session.get(Run, child)
+        assert (run.parent_id, run.mode, run.label, run.state) == (
+            parent,
+            "distributed",
+            "more-time",
+            "finished",
+        )
