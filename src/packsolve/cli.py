@@ -325,7 +325,15 @@ def submit(
 
 
 @cli.command()
-@click.option("--concurrency", "-c", type=int, default=None, help="Processes [default: number of cores].")
+@click.option(
+    "--concurrency",
+    "-c",
+    type=int,
+    default=None,
+    envvar="PACKSOLVE_CONCURRENCY",
+    show_envvar=True,
+    help="Processes (0 or unset: the number of cores).",
+)
 @click.option(
     "--hostname", "-n", default=None, help="Worker name, recorded on every attempt [default: celery@HOST]."
 )
