@@ -1,4 +1,4 @@
-"""Hamiltonian paths handed to OR-Tools CP-SAT: one AddCircuit over the graph plus a dummy vertex.
+"""Hamiltonian paths handed to OR-Tools CP-SAT: one add_circuit over the graph plus a dummy vertex.
 
 The dummy vertex closes the path into a circuit: its only outgoing arc enters
 the start and every possible end has an arc into it. OR-Tools is an optional
@@ -44,34 +44,34 @@ def cpsat_search(p: HamiltonProblem, budget: Budget, workers: int = 1) -> list[i
         for v in p.adj[u]:
             if v == p.start:
                 continue  # the start is entered from the dummy only
-            lit = model.NewBoolVar(f"x{u}_{v}")
+            lit = model.new_bool_var(f"x{u}_{v}")
             succ[u, v] = lit
             arcs.append((u, v, lit))
-    arcs.append((dummy, p.start, model.NewConstant(1)))
+    arcs.append((dummy, p.start, model.new_constant(1)))
     near_start = set(p.adj[p.start])
     for v in range(n):
         if p.end is not None and v != p.end:
             continue
         if p.closed and v not in near_start:
             continue  # a closed path ends next to its start
-        lit = model.NewBoolVar(f"end{v}")
+        lit = model.new_bool_var(f"end{v}")
         succ[v, dummy] = lit
         arcs.append((v, dummy, lit))
-    model.AddCircuit(arcs)
+    model.add_circuit(arcs)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     remaining = budget.remaining()
     if remaining is not None:
         solver.parameters.max_time_in_seconds = max(0.01, remaining)
-    status = solver.Solve(model)
-    budget.nodes += max(1, solver.NumBranches())
+    status = solver.solve(model)
+    budget.nodes += max(1, solver.num_branches)
     if status == cp_model.INFEASIBLE:
         return None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise BudgetExhausted(
-            f"time limit {budget.time_limit:g} s reached (CP-SAT {solver.StatusName(status)})"
+            f"time limit {budget.time_limit:g} s reached (CP-SAT {solver.status_name(status)})"
         )
-    nxt = {u: v for (u, v), lit in succ.items() if solver.BooleanValue(lit)}
+    nxt = {u: v for (u, v), lit in succ.items() if solver.boolean_value(lit)}
     path = [p.start]
     while len(path) < n:
         path.append(nxt[path[-1]])

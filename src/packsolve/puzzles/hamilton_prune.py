@@ -31,9 +31,11 @@ for a Hamiltonian path of G' = U + {h} that starts at h:
 
 from __future__ import annotations
 
+import importlib
 import random
 import time
 from collections import deque
+from typing import Any
 
 from packsolve.budget import Budget, BudgetExhausted
 from packsolve.puzzles.graph import HamiltonProblem
@@ -41,8 +43,9 @@ from packsolve.puzzles.graph import HamiltonProblem
 PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY, PRUNE_DEGREE, PRUNE_FORCED = 1, 2, 4, 8, 16
 PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY | PRUNE_DEGREE | PRUNE_FORCED
 
+_native: Any
 try:  # the C accelerator; absent in a source tree that was never built
-    from packsolve.native import hamilton as _native
+    _native = importlib.import_module("packsolve.native.hamilton")
 except ImportError:  # pragma: no cover - depends on the build
     _native = None
 
@@ -85,12 +88,12 @@ def pruned_search(
     """
     colour = bipartite_colouring(p) if prune & (PRUNE_PARITY | PRUNE_DEGREE) else None
     run = _native_run if native and _native is not None else _python_run
-    cap = max(1000, 4 * p.n) if restarts else None
+    cap = max(1000, 4 * p.n) if restarts else 0  # 0: no cap, one complete run
     rng = random.Random(p.n)  # reproducible: the same level takes the same runs
     q = p
     while True:
         node_limit = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)
-        capped = cap is not None and (node_limit < 0 or cap < node_limit)
+        capped = cap > 0 and (node_limit < 0 or cap < node_limit)
         if capped:
             node_limit = cap
         remaining = budget.remaining()
@@ -197,7 +200,9 @@ class _Search:
         adj, vis, colour = self.adj, self.vis, self.colour
         disc, low, last, parent, c0, c1 = {}, {}, {}, {}, {}, {}
         near_h = set(adj[h])
-        order, hang, cutmark = [], [], set()
+        order: list[int] = []
+        hang: list[tuple[int, int]] = []
+        cutmark: set[int] = set()
         cut = bool(self.prune & PRUNE_CUT)
 
         def enter(w: int, par: int) -> None:

@@ -279,6 +279,10 @@ def svg(grid: Grid, solution: Any = None, cell: int = 24) -> str:
             f'<polyline points="{escape(pts)}" fill="none" stroke="#1e88e5" stroke-width="{cell / 4}" '
             'stroke-linecap="round" stroke-linejoin="round"/>'
         )
+        # Mark both ends so the direction of the stroke reads at a glance.
+        for (r, c), colour in ((solution[0], "#2e7d32"), (solution[-1], "#c62828")):
+            x, y = c * cell + cell / 2, r * cell + cell / 2
+            parts.append(f'<circle cx="{x}" cy="{y}" r="{cell / 4}" fill="{colour}"/>')
     parts.append("</svg>")
     return "\n".join(parts)
 
