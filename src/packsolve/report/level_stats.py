@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import case, delete, func, insert, literal, select
+from sqlalchemy import case, delete, func, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelStats, LevelStatsRun, Run
@@ -53,23 +52,36 @@ def _run_rows(run_ids: Any) -> Any:
     )
 
 
-def fold_run(session: Session, run_id: int) -> bool:
-    """Fold one finished run's attempts into level_stats; return False if another process did it.
+def fold_runs(session: Session, run_ids: list[int]) -> list[int]:
+    """Fold finished runs' attempts into level_stats; return the runs this call folded.
 
-    The marker row is inserted first in the same transaction, so two reports
-    racing to fold a run cannot count it twice (the second hits the primary key).
+    Marker rows are inserted first (ON CONFLICT DO NOTHING ... RETURNING), so two
+    reports racing to fold a run cannot count it twice: each run is folded by
+    whoever inserted its marker. The runs are aggregated per level first, so a
+    level gets one upsert per call, not one per run (no row versions pile up on
+    PostgreSQL when many runs are folded at once).
     """
-    try:
-        with session.begin_nested():
-            session.execute(insert(LevelStatsRun).values(run_id=run_id))
-    except IntegrityError:
-        return False
+    if not run_ids:
+        return []
     dialect = session.get_bind().dialect.name
-    ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(LevelStats)
-    # One attempt per level per run, so the run's rows need no GROUP BY before the upsert.
-    stmt = ins.from_select(
-        ["level_hash", "kind", *COLUMNS, "last_run_id"], _run_rows(select(literal(run_id)).scalar_subquery())
+    insert_for = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    claim = (
+        insert_for(LevelStatsRun)
+        .values([{"run_id": r} for r in run_ids])
+        .on_conflict_do_nothing()
+        .returning(LevelStatsRun.run_id)
     )
+    claimed = list(session.execute(claim).scalars())
+    if not claimed:
+        return []
+    per_attempt = _run_rows(claimed).subquery()
+    c = per_attempt.c
+    per_level = select(
+        c.level_hash, func.min(c.kind), func.sum(c.attempts), func.sum(c.decided), func.sum(c.solved),
+        func.min(c.best_wall_s), func.min(c.best_nodes), func.max(c.max_par2_s), func.max(c.max_nodes),
+        func.max(c.last_run_id),
+    ).group_by(c.level_hash)  # fmt: skip
+    stmt = insert_for(LevelStats).from_select(["level_hash", "kind", *COLUMNS, "last_run_id"], per_level)
     t, x = LevelStats.__table__.c, stmt.excluded
     stmt = stmt.on_conflict_do_update(
         index_elements=["level_hash"],
@@ -85,24 +97,24 @@ def fold_run(session: Session, run_id: int) -> bool:
         },
     )
     session.execute(stmt)
-    return True
+    return claimed
 
 
 def refresh(session: Session) -> int:
     """Fold every finished run not folded yet (rebuilding if a folded run was deleted); return runs folded."""
-    folded = select(LevelStatsRun.run_id)
     gone = session.scalar(select(func.count()).where(LevelStatsRun.run_id.not_in(select(Run.id))))
     if gone:
         session.execute(delete(LevelStats))
         session.execute(delete(LevelStatsRun))
     todo = session.scalars(
-        select(Run.id).where(Run.finished_at.is_not(None), Run.id.not_in(folded)).order_by(Run.id)
+        select(Run.id)
+        .where(Run.finished_at.is_not(None), Run.id.not_in(select(LevelStatsRun.run_id)))
+        .order_by(Run.id)
     ).all()
-    n = 0
-    for run_id in todo:
-        n += fold_run(session, run_id)
-        session.commit()  # each run folded is kept even if a later one fails
-    return n
+    folded = fold_runs(session, list(todo))
+    if folded:
+        session.commit()  # keep the fold even if the report itself fails later
+    return len(folded)
 
 
 def live_rows(session: Session, kind: str | None = None) -> dict[str, dict[str, Any]]:

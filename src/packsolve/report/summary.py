@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
@@ -82,43 +82,45 @@ def _medians(session: Session, run_id: int) -> dict[str | None, dict[str, float 
     return out
 
 
+def _aware(dt: datetime) -> datetime:
+    # SQLite hands back naive UTC datetimes, PostgreSQL aware ones.
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
 def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     if start is None or end is None:
         return None
-    if (start.tzinfo is None) != (end.tzinfo is None):
-        start, end = start.replace(tzinfo=None), end.replace(tzinfo=None)
     return round((end - start).total_seconds(), 3)
 
 
 def run_summary(session: Session, run: Run) -> dict[str, Any]:
     """Return the summary of run as a JSON-ready dict (fields documented in docs/reports.md)."""
     conn = session.connection()  # Core, not ORM: these are plain aggregates
+    # One pass for counts, sums, heuristics and the time span; one for medians; one for workers.
+    ran_until = case((Attempt.started_at.is_not(None), Attempt.finished_at))
     groups = conn.execute(
         select(
-            Attempt.kind, Attempt.status, func.count(), func.sum(Attempt.wall_s), func.sum(Attempt.cpu_s),
-            func.sum(Attempt.nodes), func.max(Attempt.wall_s),
+            Attempt.kind, Attempt.heuristic, Attempt.status, func.count(), func.sum(Attempt.wall_s),
+            func.sum(Attempt.cpu_s), func.sum(Attempt.nodes), func.max(Attempt.wall_s),
+            func.min(Attempt.started_at), func.max(ran_until),
         )
         .where(Attempt.run_id == run.id)
-        .group_by(Attempt.kind, Attempt.status)
+        .group_by(Attempt.kind, Attempt.heuristic, Attempt.status)
     ).all()  # fmt: skip
     by_kind: dict[str, list] = defaultdict(list)
-    for kind, *rest in groups:
-        by_kind[kind].append(tuple(rest))
+    for kind, _heuristic, *figures, _start, _end in groups:
+        by_kind[kind].append(tuple(figures))
+    heuristics = sorted({g[1] for g in groups})
+    starts = [_aware(g[-2]) for g in groups if g[-2] is not None]
+    ends = [_aware(g[-1]) for g in groups if g[-1] is not None]
+    first_start, last_finish = min(starts, default=None), max(ends, default=None)
     medians = _medians(session, run.id)
     everything = _figures([g for k in by_kind.values() for g in k], medians.get(None, {}), run.time_limit)
-    first_start, last_finish = session.execute(
-        select(func.min(Attempt.started_at), func.max(Attempt.finished_at)).where(
-            Attempt.run_id == run.id, Attempt.started_at.is_not(None)
-        )
-    ).one()
     workers = sorted(
         w
-        for (w,) in session.execute(
+        for (w,) in conn.execute(
             select(Attempt.worker).where(Attempt.run_id == run.id, Attempt.worker.is_not(None)).distinct()
         )
-    )
-    heuristics = sorted(
-        {h for (h,) in session.execute(select(Attempt.heuristic).where(Attempt.run_id == run.id).distinct())}
     )
     makespan = _seconds(first_start, last_finish)
     return {
