@@ -79,8 +79,9 @@ def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | N
         selected = _runs(session, runs)
         only = resolve_run(session, only_solved_by) if only_solved_by else None
         data = compare_runs(session, selected, differs, only, kind)
-    for w in data["warnings"]:
-        err_console.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+    if fmt != "table":  # the table prints them itself; scripts still get them, apart from the data
+        for w in data["warnings"]:
+            err_console.print(f"warning: {w}", markup=False, highlight=False, style="yellow")
     if fmt == "csv":
         _emit(flat_rows(data), fmt, lambda d: d)
     else:

@@ -145,27 +145,31 @@ def flat_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def render_compare(data: dict[str, Any]) -> Any:
-    """Return a rich renderable: the level table with the footer, then the warnings."""
+    """Return a rich renderable: one column per run (status, wall s, nodes), the footer, then warnings."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     t = Table(title="comparison", title_justify="left", show_footer=True)
-    t.add_column("level", footer="solved (decided) / PAR-2 / speedup")
+    t.add_column("level", footer="solved (decided) of N\nPAR-2 s · speedup", overflow="fold", min_width=16)
     t.add_column("kind")
     for run, foot in zip(data["runs"], data["footer"], strict=True):
-        name = f"run {run['run']}" + (f" {run['label']}" if run["label"] else "") + f" ({run['heuristic']})"
-        speed = "" if foot["speedup"] is None else f" / ×{foot['speedup']}"
-        t.add_column(f"{name}\nstatus", footer=f"{foot['solved']} ({foot['decided']}) of {foot['levels']}")
-        t.add_column("wall s", justify="right", footer=f"{foot['par2_s']:.2f}{speed}")
-        t.add_column("nodes", justify="right")
+        name = f"run {run['run']}" + (f" {run['label']}" if run["label"] else "") + f"\n{run['heuristic']}"
+        speed = "" if foot["speedup"] is None else f" · ×{foot['speedup']}"
+        footer = f"{foot['solved']} ({foot['decided']}) of {foot['levels']}\n{foot['par2_s']:.2f}{speed}"
+        t.add_column(Text(name), footer=footer)
     for r in data["rows"]:
-        cells: list[str] = []
+        cells = []
         for c in r["results"]:
-            cells += ["—", "", ""] if c is None else [
-                c["status"], "" if c["wall_s"] is None else f"{c['wall_s']:.3f}",
-                "" if c["nodes"] is None else str(c["nodes"]),
-            ]  # fmt: skip
+            if c is None:
+                cells.append(Text("—"))
+                continue
+            wall = "" if c["wall_s"] is None else f" {c['wall_s']:.3f}s"
+            nodes = "" if c["nodes"] is None else f" {c['nodes']}n"
+            style = (
+                "green" if c["status"] in SUCCESS_VALUES else ("red" if c["status"] != "invalid" else "dim")
+            )
+            cells.append(Text(f"{c['status']}{wall}{nodes}", style=style))
         t.add_row(Text(r["level"]), r["kind"], *cells)
     warnings = [Text(f"warning: {w}", style="yellow") for w in data["warnings"]]
     return Group(t, *warnings)
