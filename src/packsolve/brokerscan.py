@@ -13,6 +13,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from packsolve.runner import Limits
@@ -29,31 +30,61 @@ class BrokerUnreadable(RuntimeError):
     """The broker is not a Redis we can inspect (or cannot be reached); nothing can be presumed lost."""
 
 
-def live_attempts(broker: str, queue: str, task_name: str, grace_s: float) -> set[tuple[int, str]]:
-    """Return the (run id, level hash) pairs of every live task; raise BrokerUnreadable on failure."""
+@dataclass(frozen=True)
+class Message:
+    """One of our tasks in the broker: the attempts it carries, and until when it can be live."""
+
+    attempts: tuple[tuple[int, str], ...]
+    ready: bool  # still waiting in the queue (else delivered to a worker, not yet acknowledged)
+    expires: float | None  # unacknowledged: delivery + its attempts' hard limits + grace (epoch s)
+
+
+def broker_messages(broker: str, queue: str, task_name: str, grace_s: float) -> list[Message]:
+    """Return every task of ours in the broker (queued or unacknowledged); raise BrokerUnreadable."""
     import redis
 
     if not broker.startswith(("redis://", "rediss://", "unix://")):
         raise BrokerUnreadable(f"cannot inspect a {broker.split(':', 1)[0]} broker")
     try:
         client = redis.Redis.from_url(broker, socket_timeout=30, socket_connect_timeout=10)
-        live: set[tuple[int, str]] = set()
+        out: list[Message] = []
         for key in [queue] + [f"{queue}{PRIORITY_SEP}{p}" for p in PRIORITY_STEPS[1:]]:
             for raw in _list_items(client, key):
-                live.update(pair for pair, _ in _attempts_with_limits(raw, task_name))
-        now = time.time()
+                items = _attempts_with_limits(raw, task_name)
+                if items:
+                    out.append(Message(tuple(pair for pair, _ in items), True, None))
         for tag, value in client.hscan_iter(UNACKED, count=_PAGE):
-            delivered = client.zscore(UNACKED_INDEX, tag)
             try:
                 raw = json.loads(value)[0]
             except (ValueError, TypeError, IndexError, KeyError):
                 continue
-            for pair, hard in _attempts_with_limits(raw, task_name):
-                if delivered is None or hard is None or delivered + hard + grace_s > now:
-                    live.add(pair)
-        return live
+            items = _attempts_with_limits(raw, task_name)
+            if not items:
+                continue
+            delivered = client.zscore(UNACKED_INDEX, tag)
+            total = items[-1][1]
+            expires = None if delivered is None or total is None else delivered + total + grace_s
+            out.append(Message(tuple(pair for pair, _ in items), False, expires))
+        return out
     except redis.RedisError as exc:
         raise BrokerUnreadable(f"cannot read the broker: {exc}") from exc
+
+
+def live_attempts(messages: list[Message], presumed_dead: set[tuple[int, str]]) -> set[tuple[int, str]]:
+    """Return the attempts some live task still carries.
+
+    A queued task is live. A delivered one is live until it expires, unless one
+    of its attempts is presumed dead (running past its deadline): then the
+    worker holding it is gone, and so is the rest of its chunk.
+    """
+    now = time.time()
+    live: set[tuple[int, str]] = set()
+    for m in messages:
+        if m.ready or (
+            (m.expires is None or m.expires > now) and not any(a in presumed_dead for a in m.attempts)
+        ):
+            live.update(m.attempts)
+    return live
 
 
 def _list_items(client: Any, key: str) -> Iterator[Any]:

@@ -99,7 +99,14 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     """
     from packsolve.db.session import get_engine, session_scope
     from packsolve.outcome import Status
-    from packsolve.scheduler import DEFAULT_MAX_TRIES, create_rerun, enqueue, hardest_first, pending_specs
+    from packsolve.scheduler import (
+        DEFAULT_MAX_TRIES,
+        choose_chunk_size,
+        create_rerun,
+        enqueue,
+        hardest_first,
+        pending_specs,
+    )
 
     wanted = [s.strip() for s in statuses.split(",") if s.strip()]
     valid = {s.value for s in Status if s.final}
@@ -140,7 +147,8 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     app = make_app(broker_url)
     with session_scope(engine) as session:
         specs = hardest_first(session, child, specs)
-    sent = enqueue(app, child, specs, max_tries or DEFAULT_MAX_TRIES)
+        chunk = choose_chunk_size(session, specs)
+    sent = enqueue(app, child, specs, max_tries or DEFAULT_MAX_TRIES, chunk)
     with session_scope(engine) as session:
         from packsolve.db.queries import mark_sent
 

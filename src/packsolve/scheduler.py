@@ -264,7 +264,7 @@ def reconcile(
     once requeue an attempt at most once between them. If the broker cannot be
     read, only running attempts past their deadline are considered.
     """
-    from packsolve.brokerscan import BrokerUnreadable, live_attempts
+    from packsolve.brokerscan import BrokerUnreadable, broker_messages, live_attempts
     from packsolve.db.models import Run
     from packsolve.db.queries import finish_run_if_done, stale_attempts, take_stale, unfinished_runs
     from packsolve.db.session import session_scope
@@ -277,14 +277,16 @@ def reconcile(
     live: set[tuple[int, str]] | None = None
     if candidates:
         try:
-            live = live_attempts(broker, QUEUE, TASK_NAME, grace_s)
+            messages = broker_messages(broker, QUEUE, TASK_NAME, grace_s)
+            overdue = {(c.run_id, c.level_hash) for c in candidates if c.status == Status.RUNNING.value}
+            live = live_attempts(messages, overdue)
         except BrokerUnreadable as exc:
             done.broker_error = str(exc)
     if live is None:
         candidates = [c for c in candidates if c.status == Status.RUNNING.value]
     else:
         candidates = [c for c in candidates if (c.run_id, c.level_hash) not in live]
-    batches: list[tuple[int, list[Spec], int]] = []
+    batches: list[tuple[int, list[Spec], int, int]] = []
     with session_scope(engine) as session:
         taken = take_stale(session, candidates, default_max_tries)
         done.lost = sum(1 for t in taken if t.lost)
@@ -295,11 +297,14 @@ def reconcile(
         for run_id, hashes in by_run.items():
             run = session.get(Run, run_id)
             assert run is not None
-            batches.append((run_id, _specs_for(session, run, hashes), run.max_tries or default_max_tries))
+            specs = _specs_for(session, run, hashes)
+            chunk = choose_chunk_size(session, specs)
+            batches.append((run_id, specs, run.max_tries or default_max_tries, chunk))
     # Sent after the commit: a crash in between leaves the attempts queued with no task,
     # which the next pass (after grace) finds and sends again.
-    for run_id, specs, max_tries in batches:
-        done.requeued += enqueue(app, run_id, specs, max_tries)
+    for run_id, specs, max_tries, chunk in batches:
+        enqueue(app, run_id, specs, max_tries, chunk)
+        done.requeued += len(specs)
     with session_scope(engine) as session:
         for run_id in unfinished_runs(session):
             done.finished += finish_run_if_done(session, run_id)
