@@ -145,7 +145,19 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--markdown", type=Path, default=None, help="Write the tables and EXPLAIN output here.")
     args = ap.parse_args()
-    out = []
+    import os
+    import platform
+
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    out = [
+        "# Report timings on a seeded database",
+        "",
+        f"Machine: {platform.node()}, {os.cpu_count()} cores, load average {load} at the start",
+        "(other work was running: wall times include waiting for a core; CPU ms is this process's own time).",
+        f"Median of {args.reps} calls, each in a new session. Target: under {TARGET_MS:.0f} ms for summary",
+        "and hardest.",
+        "",
+    ]
     for url in args.urls:
         out += bench(url, args.reps)
     if args.markdown:
