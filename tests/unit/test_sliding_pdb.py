@@ -97,3 +97,12 @@ def test_load_covers_every_tile_once():
     tiles = sorted(t for g in db.groups for t in g)
     assert tiles == list(range(1, 9))
     assert [len(t) for t in db.tables] == [9 ** len(g) for g in db.groups]
+
+
+def test_an_unwritable_cache_still_gives_the_table(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("PACKSOLVE_CACHE_DIR", str(blocker / "cache"))
+    table, built = sliding_pdb.ensure_table(3, GROUP)
+    assert built > 0
+    assert bytes(table) == native.build_pdb(3, GROUP)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib
 import mmap
 import os
 import tempfile
@@ -112,33 +113,41 @@ def _map(path: Path, size: int) -> mmap.mmap | None:
             if os.fstat(fh.fileno()).st_size != size:
                 return None
             return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
+    except OSError:  # missing, or a cache path that cannot be read: build instead
         return None
 
 
-def ensure_table(n: int, group: tuple[int, ...]) -> tuple[mmap.mmap, float]:
+def _build(n: int, group: tuple[int, ...]) -> tuple[bytes, float]:
+    # Imported here so reading cached tables never needs the compiled module.
+    native = importlib.import_module("packsolve.native.sliding")
+    start = time.perf_counter()
+    data = native.build_pdb(n, group)
+    return data, time.perf_counter() - start
+
+
+def ensure_table(n: int, group: tuple[int, ...]) -> tuple[mmap.mmap | bytes, float]:
     """Return the mapped table of a group, building and caching it first if needed; and build seconds.
 
-    Raises OSError if the cache directory cannot be written.
+    If the cache directory cannot be written, the table is built in memory
+    for this process only (and rebuilt by the next one).
     """
     path = table_path(n, group)
     size = table_size(n, group)
     table = _map(path, size)
     if table is not None:
         return table, 0.0
-    with _locked(path):
-        table = _map(path, size)  # another process may have built it while we waited
-        if table is not None:
-            return table, 0.0
-        from packsolve.native import sliding as native
-
-        start = time.perf_counter()
-        data = native.build_pdb(n, group)
-        elapsed = time.perf_counter() - start
-        _write_atomically(path, data)
+    try:
+        with _locked(path):
+            table = _map(path, size)  # another process may have built it while we waited
+            if table is not None:
+                return table, 0.0
+            data, elapsed = _build(n, group)
+            _write_atomically(path, data)
+    except OSError:
+        return _build(n, group)
     table = _map(path, size)
     if table is None:
-        raise OSError(f"pattern table {path} vanished after it was written")
+        return data, elapsed
     return table, elapsed
 
 
