@@ -36,8 +36,24 @@ class Run:
     verified: bool | None  # None when there was no solution to check
 
 
-def run(level: Any, heuristic: str, time_limit: float) -> Run:
-    """Return the Run of one heuristic on one parsed level under a fresh time-limited Budget."""
+def run(level: Any, heuristic: str, time_limit: float, quick: float = 1.0, tries: int = 3) -> Run:
+    """Return the Run of one heuristic on one parsed level under a fresh time-limited Budget.
+
+    Runs shorter than `quick` seconds are repeated (`tries` in all) and the
+    fastest kept, for every heuristic alike: on a shared two-core machine one
+    sub-second timing can be ten times off.
+    """
+    best = _run_once(level, heuristic, time_limit)
+    for _ in range(tries - 1):
+        if best.seconds >= quick:
+            break
+        again = _run_once(level, heuristic, time_limit)
+        if again.seconds < best.seconds:
+            best = again
+    return best
+
+
+def _run_once(level: Any, heuristic: str, time_limit: float) -> Run:
     solve = KIND.solvers[heuristic]
     budget = Budget(time_limit=time_limit)
     t0 = time.perf_counter()
