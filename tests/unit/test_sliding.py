@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import deque
 from fractions import Fraction
@@ -73,6 +74,30 @@ def test_optimal_heuristics_match_bfs_lengths_on_random_3x3_boards(heuristic, di
         assert KIND.verify(board, out.solution) is None
         assert len(out.solution) == distances[tiles], (heuristic, tiles)
         assert out.nodes >= 0
+
+
+@pytest.mark.parametrize("heuristic", ["plain", *OPTIMAL, "weighted"])
+def test_every_2x2_board_gets_its_bfs_length_or_no_solution(heuristic):
+    goal = (0, 1, 2, 3)
+    dist = {goal: 0}
+    queue = deque([goal])
+    while queue:
+        state = queue.popleft()
+        blank = state.index(0)
+        for p in neighbours(2)[blank]:
+            nxt = list(state)
+            nxt[blank], nxt[p] = nxt[p], 0
+            if tuple(nxt) not in dist:
+                dist[tuple(nxt)] = dist[state] + 1
+                queue.append(tuple(nxt))
+    assert len(dist) == 12
+    for tiles in itertools.permutations(range(4)):
+        board, out = solve(list(tiles), heuristic)
+        if tiles in dist:
+            assert out.status is Status.SOLVED and len(out.solution) == dist[tiles]
+            assert KIND.verify(board, out.solution) is None
+        else:
+            assert out.status is Status.NO_SOLUTION
 
 
 def test_weighted_stays_within_its_weight_bound_on_3x3(distances):
@@ -228,10 +253,12 @@ def test_flat_rows_and_slide_spellings_are_one_level():
 
 
 def test_slide_reader_reports_the_bad_line():
-    levels = list(read_text("p.slide", "0 1 2 3\n0 1 2\n0 1 x 3\n", ".slide"))
+    text = "0 1 2 3\n0 1 2\n0 1 x 3\nk1 long 0 1 2 3\n"
+    levels = list(read_text("p.slide", text, ".slide"))
     assert levels[0].valid
     assert not levels[1].valid and "line 2" in levels[1].error
     assert not levels[2].valid and "line 3" in levels[2].error and "'x'" in levels[2].error
+    assert not levels[3].valid and "line 4" in levels[3].error and "'long'" in levels[3].error
 
 
 def test_generate_is_reproducible_and_solvable():
