@@ -1,0 +1,530 @@
+"""Pipeline cost per level: bare Celery, packsolve (distributed, local), GNU parallel, scaling, submit.
+
+Every figure of issue 10, measured in one run and written as a Markdown table:
+
+  python benchmarks/pipeline.py                       # all parts, results in benchmarks/results/pipeline.md
+  python benchmarks/pipeline.py --only bare,distributed --levels 1000
+
+Trivial levels are solved sudokus (one node each), made distinct by the symmetries
+of the grid from the solutions in tdoku_test_puzzles.txt. Workers are real
+`packsolve worker` processes; the bare-Celery baseline is a worker built by the
+same app factory (same settings, same Redis, same process count) running a no-op
+task. Throughput is timed from the moment the worker reports ready, with the
+tasks already queued, until the last result is in the database (packsolve) or
+the last message is acknowledged (bare Celery). Wall seconds on a shared machine
+move with its load, so the load average is printed next to each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUDOKU = Path(os.environ.get("PACKSOLVE_SUDOKU_DIR", "/work/shared/benchmarks/sudoku"))
+PACKSOLVE = [sys.executable, "-m", "packsolve"]
+PARTS = ("bare", "distributed", "local", "parallel", "scaling", "submit")
+
+
+@dataclass
+class Figure:
+    part: str
+    what: str
+    database: str
+    value: float
+    unit: str
+    note: str = ""
+
+    def row(self) -> str:
+        value = f"{self.value:,.1f}" if self.value >= 10 else f"{self.value:.2f}"
+        return f"| {self.part} | {self.what} | {self.database} | {value} {self.unit} | {self.note} |"
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+# --- levels ---------------------------------------------------------------------------------
+
+
+def solved_grids(n: int, seed: int = 10) -> list[str]:
+    """Return n distinct solved sudokus: symmetries (digits, rows, columns, transpose) of known solutions."""
+    base = []
+    for line in (SUDOKU / "tdoku_test_puzzles.txt").read_text().splitlines():
+        parts = line.strip().split(":")
+        if len(parts) >= 3 and len(parts[2]) == 81:
+            base.append(parts[2])
+    rng = random.Random(seed)
+    out: dict[str, None] = {}
+    while len(out) < n:
+        g = rng.choice(base)
+        digits = dict(zip("123456789", rng.sample("123456789", 9), strict=True))
+        rows = [b * 3 + r for b in rng.sample(range(3), 3) for r in rng.sample(range(3), 3)]
+        cols = [b * 3 + c for b in rng.sample(range(3), 3) for c in rng.sample(range(3), 3)]
+        if rng.random() < 0.5:
+            grid = "".join(digits[g[r * 9 + c]] for r in rows for c in cols)
+        else:
+            grid = "".join(digits[g[r * 9 + c]] for c in cols for r in rows)
+        out[grid] = None
+    return list(out)
+
+
+def write_pack(path: Path, grids: list[str]) -> Path:
+    path.write_text("".join(g + "\n" for g in grids))
+    return path
+
+
+def cpu_bound_pack(path: Path, n: int) -> Path:
+    """Hard sudokus for the plain heuristic: with a node limit every level is the same fixed work."""
+    lines = [
+        ln.split(":")[0].strip()[:81]
+        for ln in (SUDOKU / "tdoku_puzzles6_forum_hardest_1106.txt").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
+    return write_pack(path, lines[:n])
+
+
+# --- services -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def pg_database(admin_url: str) -> Iterator[str]:
+    from sqlalchemy import create_engine, text
+
+    admin = create_engine(
+        admin_url.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT"
+    )
+    name = f"packsolve_bench_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+class Worker:
+    """A worker process (packsolve's, or the no-op baseline) in its own process group."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path) -> None:
+        self.log_path = log
+        self._log = open(log, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            argv,
+            env={**os.environ, **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_started(self, broker: str, queue: str, timeout: float = 120) -> float:
+        """Return the monotonic time at which the worker took its first message off the queue.
+
+        Timing from there (not from the log's "ready") leaves start-up out for both
+        workers alike, at any log level.
+        """
+        import redis
+
+        r = redis.Redis.from_url(broker)
+        initial = r.llen(queue)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited early:\n{self.log_path.read_text()}")
+            if r.llen(queue) < initial:
+                return time.monotonic()
+            time.sleep(0.005)
+        raise TimeoutError(f"worker took no task:\n{self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._log.close()
+
+
+def packsolve_worker(env: dict[str, str], processes: int, tmp: Path, name: str) -> Worker:
+    argv = [
+        *PACKSOLVE,
+        "worker",
+        "--concurrency",
+        str(processes),
+        "--hostname",
+        f"{name}@bench",
+        "-l",
+        "WARNING",
+    ]
+    return Worker(argv, env, tmp / f"{name}.log")
+
+
+def wait_run(db_url: str, run_id: int, timeout: float = 3600) -> float:
+    """Return the monotonic time at which the run had no pending attempt left."""
+    from sqlalchemy import func, select
+
+    from packsolve.db.models import Attempt
+    from packsolve.db.queries import PENDING_VALUES
+    from packsolve.db.session import get_engine, session_scope
+
+    engine = get_engine(db_url)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with session_scope(engine) as s:
+            pending = s.scalar(
+                select(func.count()).where(Attempt.run_id == run_id, Attempt.status.in_(PENDING_VALUES))
+            )
+        if not pending:
+            return time.monotonic()
+        time.sleep(0.05)
+    raise TimeoutError(f"run {run_id} not finished")
+
+
+def run_cli(args: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[str, str, float, float]:
+    """Run the packsolve CLI; return (stdout, stderr, wall s, CPU s of the child)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    res = subprocess.run(
+        [*PACKSOLVE, *args], env={**os.environ, **env}, cwd=cwd, capture_output=True, text=True
+    )
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if res.returncode != 0:
+        raise RuntimeError(f"packsolve {' '.join(args)} failed:\n{res.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return res.stdout, res.stderr, wall, cpu
+
+
+def submit(pack: Path, env: dict[str, str], *extra: str) -> tuple[int, int, float, float]:
+    """Submit the pack; return (run id, chunk size, wall s, CPU s)."""
+    out, err, wall, cpu = run_cli(["submit", str(pack), "--time-limit", "60", *extra], env)
+    chunk = int(re.search(r"of up to (\d+)", err).group(1)) if "of up to" in err else 1
+    return int(out.strip().splitlines()[-1]), chunk, wall, cpu
+
+
+# --- parts ----------------------------------------------------------------------------------
+
+
+def bare_celery(args: argparse.Namespace, tmp: Path) -> list[Figure]:
+    """No-op tasks through the same app factory, Redis and process count: tasks/s."""
+    import redis
+
+    queue = f"bench-noop-{uuid.uuid4().hex[:8]}"
+    env = {"PACKSOLVE_BROKER_URL": args.redis, "PACKSOLVE_QUEUE": queue}
+    app = _noop_app(args.redis, queue)
+    with app.producer_or_acquire() as producer, producer.batch(max_size=1000):
+        for _ in range(args.levels):
+            app.send_task("bench.noop", producer=producer)
+    r = redis.Redis.from_url(args.redis)
+    w = Worker([sys.executable, __file__, "_noop-worker", str(args.processes)], env, tmp / "noop.log")
+    try:
+        t0 = w.wait_started(args.redis, queue)
+        while r.llen(queue) or r.hlen("unacked"):
+            time.sleep(0.02)
+        t1 = time.monotonic()
+    finally:
+        w.stop()
+    rate = args.levels / (t1 - t0)
+    note = f"{args.levels} tasks, {args.processes} processes, {load()}"
+    return [Figure("bare Celery", "no-op tasks", "—", rate, "tasks/s", note)]
+
+
+def _noop_app(broker: str, queue: str):  # type: ignore[no-untyped-def]
+    os.environ["PACKSOLVE_QUEUE"] = queue
+    from packsolve.worker import make_app
+
+    app = make_app(broker)
+    app.conf.task_default_queue = queue
+
+    @app.task(name="bench.noop")
+    def noop() -> None:
+        return None
+
+    return app
+
+
+def _noop_worker(processes: int) -> None:
+    """Entry of the baseline worker process: packsolve's app plus a no-op task, packsolve's worker argv."""
+    queue = os.environ["PACKSOLVE_QUEUE"]
+    app = _noop_app(os.environ["PACKSOLVE_BROKER_URL"], queue)
+    argv = [
+        "worker",
+        "--loglevel=WARNING",
+        "-Q",
+        queue,
+        "--pool=prefork",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    app.worker_main([*argv, f"--concurrency={processes}"])
+
+
+def distributed(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -> list[Figure]:
+    """Trivial levels through submit -> one worker of N processes -> database, chunk 1 then automatic."""
+    pack = write_pack(tmp / "trivial.sdk", solved_grids(args.levels))
+    figures = []
+    for chunk_arg in ("1", "0"):
+        env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": args.redis}
+        env["PACKSOLVE_QUEUE"] = f"bench-{uuid.uuid4().hex[:8]}"
+        run_id, chunk, sub_wall, sub_cpu = submit(pack, env, "--chunk-size", chunk_arg)
+        w = packsolve_worker(env, args.processes, tmp, f"dist-{label}-{chunk}")
+        try:
+            t0 = w.wait_started(args.redis, env["PACKSOLVE_QUEUE"])
+            t1 = wait_run(db_url, run_id)
+        finally:
+            w.stop()
+        how = "chunk 1" if chunk_arg == "1" else f"automatic chunk ({chunk})"
+        note = f"{args.levels} levels, {args.processes} processes, submit {sub_wall:.1f} s, {load()}"
+        figures.append(
+            Figure(
+                "packsolve distributed",
+                f"solved sudokus, {how}",
+                label,
+                args.levels / (t1 - t0),
+                "levels/s",
+                note,
+            )
+        )
+        figures.append(
+            Figure(
+                "packsolve distributed",
+                f"same, submit included, {how}",
+                label,
+                args.levels / (t1 - t0 + sub_wall),
+                "levels/s",
+                "",
+            )
+        )
+    return figures
+
+
+def local(args: argparse.Namespace, tmp: Path) -> list[Figure]:
+    """Trivial levels on the local process pool with SQLite: chunk 1 vs automatic, and the CLI end to end."""
+    from packsolve.db.queries import RunOptions, create_run
+    from packsolve.db.session import get_engine, session_scope
+    from packsolve.localpool import run_local
+    from packsolve.runner import Limits
+    from packsolve.scheduler import plan_run, planned_specs
+
+    pack = write_pack(tmp / "trivial-local.sdk", solved_grids(args.levels, seed=11))
+    db_url = f"sqlite:///{tmp / 'local.db'}"
+    engine = get_engine(db_url)
+    figures = []
+    for chunk in (1, None):
+        plan = plan_run([pack])
+        with session_scope(engine) as s:
+            run_id = create_run(s, plan.attempts, RunOptions(mode="local"))
+        specs = planned_specs(plan, Limits(60))
+        start = time.monotonic()
+        run_local(engine, run_id, specs, args.processes, chunk_size=chunk)
+        wall = time.monotonic() - start
+        how = "chunk 1" if chunk == 1 else "automatic chunk"
+        note = f"{args.levels} levels, {args.processes} processes, {load()}"
+        figures.append(
+            Figure(
+                "packsolve local", f"solved sudokus, {how}", "SQLite", args.levels / wall, "levels/s", note
+            )
+        )
+    env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp / 'local-cli.db'}"}
+    _, _, wall, _ = run_cli(
+        ["solve", str(pack), "--quiet", "--jobs", str(args.processes), "--format", "json"], env
+    )
+    figures.append(
+        Figure(
+            "packsolve local",
+            "`packsolve solve PACK`, end to end (start-up, parse, write)",
+            "SQLite",
+            args.levels / wall,
+            "levels/s",
+            f"{load()}",
+        )
+    )
+    return figures
+
+
+def gnu_parallel(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -> list[Figure]:
+    """GNU parallel running one `packsolve solve FILE` per level, N at a time: levels/s."""
+    binary = shutil.which("parallel")
+    if binary is None:
+        return [
+            Figure(
+                "GNU parallel", "skipped: `parallel` not installed", label, 0, "", "apt-get install parallel"
+            )
+        ]
+    folder = tmp / f"one-per-file-{label}"
+    folder.mkdir()
+    files = []
+    for i, grid in enumerate(solved_grids(args.parallel_levels, seed=12)):
+        files.append(write_pack(folder / f"{i:05d}.sdk", [grid]))
+    cmd = [
+        binary,
+        "-j",
+        str(args.processes),
+        "--halt",
+        "now,fail=1",
+        *PACKSOLVE,
+        "solve",
+        "--quiet",
+        "--jobs",
+        "1",
+        "--format",
+        "json",
+        "{}",
+        ":::",
+        *map(str, files),
+    ]
+    start = time.monotonic()
+    subprocess.run(cmd, env={**os.environ, "PACKSOLVE_DATABASE_URL": db_url}, check=True, capture_output=True)
+    wall = time.monotonic() - start
+    note = f"{args.parallel_levels} levels, -j {args.processes}, {load()}"
+    return [
+        Figure(
+            "GNU parallel",
+            "one `packsolve solve FILE` per level",
+            label,
+            args.parallel_levels / wall,
+            "levels/s",
+            note,
+        )
+    ]
+
+
+def scaling(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -> list[Figure]:
+    """A CPU-bound pack (hard sudokus, plain, fixed node limit) on 1 worker process vs 2."""
+    pack = cpu_bound_pack(tmp / f"cpu-{label}.sdk", args.cpu_levels)
+    extra = ["--heuristic", "plain", "--node-limit", str(args.cpu_nodes), "--chunk-size", "1"]
+    times = {}
+    for processes in (1, 2):
+        env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": args.redis}
+        env["PACKSOLVE_QUEUE"] = f"bench-{uuid.uuid4().hex[:8]}"
+        run_id, _, _, _ = submit(pack, env, *extra)
+        w = packsolve_worker(env, processes, tmp, f"cpu-{label}-{processes}")
+        try:
+            t0 = w.wait_started(args.redis, env["PACKSOLVE_QUEUE"])
+            times[processes] = wait_run(db_url, run_id) - t0
+        finally:
+            w.stop()
+    note = f"{args.cpu_levels} levels x {args.cpu_nodes:,} nodes; 1 process {times[1]:.1f} s, "
+    note += f"2: {times[2]:.1f} s, {load()}"
+    return [
+        Figure("scaling", "CPU-bound pack, 2 worker processes vs 1", label, times[1] / times[2], "x", note)
+    ]
+
+
+def submit_big(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -> list[Figure]:
+    """`packsolve submit` of the 49,158-line 17-clue file: wall and CPU seconds, automatic chunk, chunk 1."""
+    figures = []
+    for chunk_arg in ("0", "1"):
+        env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": args.redis}
+        env["PACKSOLVE_QUEUE"] = f"bench-{uuid.uuid4().hex[:8]}"
+        _, chunk, wall, cpu = submit(args.submit_file, env, "--chunk-size", chunk_arg)
+        n = sum(1 for ln in args.submit_file.read_text().splitlines() if ln.strip())
+        figures.append(
+            Figure("submit", f"{n:,} levels, chunk {chunk}", label, wall, "s", f"{cpu:.1f} s CPU, {load()}")
+        )
+        import redis
+
+        redis.Redis.from_url(args.redis).delete(env["PACKSOLVE_QUEUE"])  # nobody will run them
+    return figures
+
+
+# --- main -----------------------------------------------------------------------------------
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "_noop-worker":
+        _noop_worker(int(sys.argv[2]))
+        return
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of {PARTS}")
+    p.add_argument("--levels", type=int, default=2000, help="trivial levels per throughput run")
+    p.add_argument("--processes", type=int, default=os.cpu_count() or 2, help="worker processes")
+    p.add_argument("--parallel-levels", type=int, default=40, help="levels for the GNU parallel run")
+    p.add_argument("--cpu-levels", type=int, default=16)
+    p.add_argument("--cpu-nodes", type=int, default=200_000)
+    p.add_argument("--submit-file", type=Path, default=SUDOKU / "tdoku_puzzles2_17_clue.txt")
+    p.add_argument(
+        "--redis", default=os.environ.get("PACKSOLVE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+    )
+    p.add_argument(
+        "--pg",
+        default=os.environ.get("PACKSOLVE_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+    )
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "pipeline.md")
+    args = p.parse_args()
+    parts = set(args.only.split(","))
+    figures: list[Figure] = []
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    with tempfile.TemporaryDirectory(prefix="packsolve-bench-") as d:
+        tmp = Path(d)
+
+        def both(fn, *rest):  # type: ignore[no-untyped-def]
+            with pg_database(args.pg) as url:
+                figures.extend(fn(args, tmp, url, "PostgreSQL", *rest))
+            figures.extend(fn(args, tmp, f"sqlite:///{tmp / (fn.__name__ + '.db')}", "SQLite", *rest))
+
+        steps = [
+            ("bare", lambda: figures.extend(bare_celery(args, tmp))),
+            ("distributed", lambda: both(distributed)),
+            ("local", lambda: figures.extend(local(args, tmp))),
+            ("parallel", lambda: both(gnu_parallel)),
+            ("scaling", lambda: both(scaling)),
+            ("submit", lambda: both(submit_big)),
+        ]
+        for name, step in steps:
+            if name in parts:
+                print(f"== {name} ({load()})", file=sys.stderr, flush=True)
+                step()
+                for f in figures[-6:]:
+                    print(f.row(), file=sys.stderr, flush=True)
+    write_results(args, figures, started)
+
+
+def write_results(args: argparse.Namespace, figures: list[Figure], started: str) -> None:
+    lines = [
+        "# Pipeline benchmark (issue 10)",
+        "",
+        f"`python benchmarks/pipeline.py --levels {args.levels} --processes {args.processes}` — {started}, "
+        f"{os.cpu_count()} cores, Redis {args.redis.rsplit('@', 1)[-1]}.",
+        "",
+        "| part | what | database | figure | notes |",
+        "| --- | --- | --- | --- | --- |",
+        *(f.row() for f in figures),
+        "",
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.out.exists() and set(args.only.split(",")) != set(PARTS):
+        lines = [
+            *lines,
+            "",
+            "(partial run: the parts asked for; an earlier full run follows)",
+            "",
+            args.out.read_text(),
+        ]
+    args.out.write_text("\n".join(lines))
+    print("\n".join(lines))
+    print(json.dumps({"written": str(args.out)}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Many small levels: tasks carry chunks sized from history or level sizes; results land in batches."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
+
+from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
+
+from packsolve.db.models import Attempt  # noqa: E402
+from packsolve.db.queries import PlannedAttempt, Result, RunOptions, claim_many, create_run, record  # noqa: E402
+from packsolve.db.session import get_engine, session_scope  # noqa: E402
+from packsolve.levels import make_level  # noqa: E402
+from packsolve.outcome import Outcome, SearchStats, Status  # noqa: E402
+from packsolve.scheduler import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run, planned_specs  # noqa: E402
+from services import run_cli, wait_for_run  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("chaos_env")
+
+
+def queue_messages(broker: str) -> list[dict]:
+    """Return the task payloads waiting in this test's queue (kombu's JSON envelope, base64 body)."""
+    import base64
+    import os
+
+    r = redis.Redis.from_url(broker)
+    out = []
+    for raw in r.lrange(os.environ["PACKSOLVE_QUEUE"], 0, -1):
+        body = json.loads(base64.b64decode(json.loads(raw)["body"]))
+        out.append(body[0][0])
+    return out
+
+
+def submit(env: dict[str, str], *args: str) -> tuple[int, str]:
+    res = run_cli("submit", *args, env=env)
+    assert res.returncode == 0, res.stderr
+    return int(res.stdout.strip().splitlines()[-1]), res.stderr
+
+
+def make_run(db: str, levels: list[dict]) -> tuple[int, list]:
+    planned = [PlannedAttempt(make_level(f"l{i}", lv), "sleep", i) for i, lv in enumerate(levels)]
+    with session_scope(get_engine(db)) as s:
+        run_id = create_run(s, planned, RunOptions(mode="distributed"))
+    return run_id, planned
+
+
+def test_explicit_chunk_size_sends_that_many_levels_per_task(tmp_path, broker, sqlite_url):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    _, err = submit(env, str(write_pack(tmp_path, 12, ms=1)), "--chunk-size", "5")
+    payloads = queue_messages(broker)
+    assert sorted(len(p["items"]) for p in payloads) == [2, 5, 5]
+    assert "3 task(s) of up to 5" in err
+    assert len({item["level"] for p in payloads for item in p["items"]}) == 12
+
+
+def test_chunk_size_without_history_follows_level_size(sqlite_url):
+    small = plan_run_of(sqlite_url, [{"kind": "chaos", "id": i, "ms": 1} for i in range(400)])
+    with session_scope(get_engine(sqlite_url)) as s:
+        chunk = choose_chunk_size(s, small)
+    # 1 ms chaos levels have size 1: far under half a second each, so the MIN_TASKS cap decides.
+    assert chunk == min(MAX_CHUNK, -(-400 // MIN_TASKS))
+
+
+def plan_run_of(db: str, levels: list[dict]):
+    run_id, planned = make_run(db, levels)
+    from packsolve.runner import AttemptSpec, Limits
+
+    return [
+        (p.level.hash, p.level.name, AttemptSpec("chaos", "sleep", p.level.data, Limits(5))) for p in planned
+    ]
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [(0.049, 10), (2.0, 1)])
+def test_chunk_size_from_past_median_time_aims_at_half_a_second_per_task(sqlite_url, seconds, expected):
+    past_id, past = make_run(sqlite_url, [{"kind": "chaos", "id": 1000 + i, "ms": 1} for i in range(9)])
+    with session_scope(get_engine(sqlite_url)) as s:
+        stats = SearchStats(1, seconds, seconds, 10.0)
+        record(s, [Result(past_id, p.level.hash, Outcome(Status.SOLVED, [1], stats), 1, "w") for p in past])
+    specs = plan_run_of(sqlite_url, [{"kind": "chaos", "id": i, "ms": 1} for i in range(1000)])
+    with session_scope(get_engine(sqlite_url)) as s:
+        assert choose_chunk_size(s, specs) == expected  # 0.5 s / (median + 1 ms overhead)
+
+
+def test_automatic_chunk_of_a_pack_of_solved_sudokus_shares_tasks(tmp_path, sqlite_url):
+    solution = "964532178187694235235817964629451783573986412841273596416728359352169847798345621"
+    relabel = ["123456789"[k:] + "123456789"[:k] for k in range(9)]
+    grids = ["".join(digits[int(ch) - 1] for ch in solution) for digits in relabel]
+    pack = tmp_path / "solved.sdk"
+    pack.write_text("".join(g + "\n" for g in grids))
+    specs = planned_specs(plan_run([pack]), _limits())
+    assert len(specs) == 9
+    with session_scope(get_engine(sqlite_url)) as s:
+        # 160 such levels: no history, size 0 (no blanks), so only the cap of MIN_TASKS tasks holds it.
+        assert choose_chunk_size(s, (specs * 18)[:160]) == 10
+
+
+def _limits():
+    from packsolve.runner import Limits
+
+    return Limits(5)
+
+
+def test_claims_of_a_chunk_get_staggered_deadlines_and_report_skips(sqlite_url):
+    run_id, planned = make_run(sqlite_url, [{"kind": "chaos", "id": i, "ms": 1} for i in range(3)])
+    hashes = [p.level.hash for p in planned]
+    engine = get_engine(sqlite_url)
+    with session_scope(engine) as s:
+        assert claim_many(s, run_id, hashes[:2], "w1", 3, hard_s=10) == {hashes[0]: "run", hashes[1]: "run"}
+        verdicts = claim_many(s, run_id, hashes, "w2", 1, hard_s=10)
+    # Already tried once under a cap of one: the first two are lost, the third runs.
+    assert verdicts == {hashes[0]: "lost", hashes[1]: "lost", hashes[2]: "run"}
+    with session_scope(engine) as s:
+        rows = {a.level_hash: a for a in s.query(Attempt).filter(Attempt.run_id == run_id)}
+    gap = (rows[hashes[1]].deadline - rows[hashes[0]].deadline).total_seconds()
+    assert 9.9 < gap < 10.1  # the second of a chunk cannot start before the first is done or killed
+
+
+def test_results_of_a_chunk_are_written_during_the_chunk_not_only_at_its_end(
+    tmp_path, broker, sqlite_url, start_worker
+):
+    """One task of 8 levels of 300 ms: the database sees some final while others are still pending."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    run_id, _ = submit(env, str(write_pack(tmp_path, 8, ms=300)), "--chunk-size", "8", "--time-limit", "10")
+    start_worker(broker, sqlite_url, "solo@test")
+    engine = get_engine(sqlite_url)
+    seen_partial = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with session_scope(engine) as s:
+            statuses = [a.status for a in s.query(Attempt).filter(Attempt.run_id == run_id)]
+        final = sum(1 for st in statuses if st == "solved")
+        if 0 < final < 8:
+            seen_partial = True
+        if final == 8:
+            break
+        time.sleep(0.05)
+    assert seen_partial
+    wait_for_run(sqlite_url, run_id, timeout=5)
+    with session_scope(engine) as s:
+        rows = sorted(s.query(Attempt).filter(Attempt.run_id == run_id), key=lambda a: a.started_at)
+    assert all(a.worker == "solo@test" and a.tries == 1 for a in rows)
+    # Each attempt has its own times: one after the other, about 300 ms each.
+    for a, b in zip(rows, rows[1:], strict=False):
+        assert a.finished_at <= b.started_at + _tolerance()
+    assert all(0.25 < a.wall_s < 2 for a in rows)
+
+
+def _tolerance():
+    from datetime import timedelta
+
+    return timedelta(milliseconds=50)
