@@ -244,5 +244,10 @@ def test_cli_reports_print_the_documented_json_and_csv(sqlite_url: str) -> None:
     out = run_cli("status", str(b), "--format", "csv", env=env)
     row = next(csv.DictReader(io.StringIO(out.stdout)))
     assert row["done"] == "7" and row["count_solved"] == "4" and row["finished"] == "True"
+    out = run_cli("status", str(b), "--watch", "--interval", "0.1", "--format", "json", env=env)
+    lines = out.stdout.splitlines()  # one object per refresh; a finished run needs one
+    assert len(lines) == 1 and json.loads(lines[0])["eta_method"] == "done"
     out = run_cli("report", "compare", str(a), env=env)
     assert out.returncode != 0 and "at least two runs" in out.stderr
+    out = run_cli("report", "hardest", "--run", str(a), "--all", env=env)
+    assert out.returncode != 0 and "not both" in out.stderr
