@@ -197,7 +197,7 @@ def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
         total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
     mean = total / len(specs)
     chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean)))
-    return max(1, min(chunk, -(-len(specs) // MIN_TASKS)))
+    return max(1, min(chunk, len(specs) // MIN_TASKS))
 
 
 # --- ordering: longest processing time first -------------------------------------------------

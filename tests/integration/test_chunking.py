@@ -65,7 +65,7 @@ def test_chunk_size_without_history_follows_level_size(sqlite_url):
     with session_scope(get_engine(sqlite_url)) as s:
         chunk = choose_chunk_size(s, small)
     # 1 ms chaos levels have size 1: far under half a second each, so the MIN_TASKS cap decides.
-    assert chunk == min(MAX_CHUNK, -(-400 // MIN_TASKS))
+    assert chunk == min(MAX_CHUNK, 400 // MIN_TASKS)
 
 
 def plan_run_of(db: str, levels: list[dict]):

@@ -1,0 +1,75 @@
+"""Many workers: two named workers on one PostgreSQL share a chunked pack; each attempt names its worker."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from packsolve.levels import read_levels
+from packsolve.puzzles import get_kind
+from services import run_cli, wait_for_run
+
+# Distinct solved sudokus (digits relabelled): one node each, so the pipeline is all that is measured.
+SOLUTION = "964532178187694235235817964629451783573986412841273596416728359352169847798345621"
+
+
+def solved_sudokus(n: int) -> list[str]:
+    import itertools
+
+    perms = itertools.permutations("123456789")
+    return ["".join(p[int(ch) - 1] for ch in SOLUTION) for p in itertools.islice(perms, n)]
+
+
+def test_a_pack_of_small_levels_goes_through_two_named_workers_on_postgresql(
+    tmp_path, broker, pg_url, start_worker
+):
+    pack = tmp_path / "small.sdk"
+    pack.write_text("".join(g + "\n" for g in solved_sudokus(120)))
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    start_worker(broker, pg_url, "alpha@test", concurrency=1)
+    start_worker(broker, pg_url, "beta@test", concurrency=1)
+    res = run_cli("submit", str(pack), "--time-limit", "10", env=env)
+    assert res.returncode == 0, res.stderr
+    run_id = int(res.stdout.strip().splitlines()[-1])
+    assert "18 task(s) of up to 7" in res.stderr  # automatic: 120 levels, at least 16 tasks
+    wait_for_run(pg_url, run_id, timeout=120)
+
+    res = run_cli("export", str(run_id), env=env)
+    records = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(records) == 120 and {r["status"] for r in records} == {"solved"}
+    kind = get_kind("sudoku")
+    levels = {lv.hash: lv for lv in read_levels([pack])}
+    for r in records:
+        assert kind.verify(kind.parse(levels[r["level_hash"]].data), r["solution"]) is None
+        assert r["tries"] == 1 and r["nodes"] >= 1
+        assert r["started_at"] <= r["finished_at"]
+    per_worker = Counter(r["worker"] for r in records)
+    assert set(per_worker) == {"alpha@test", "beta@test"}, per_worker
+    res = run_cli("report", "summary", str(run_id), "--format", "json", env=env)
+    assert json.loads(res.stdout)["state"] == "finished"
+
+
+def test_worker_concurrency_defaults_to_the_number_of_cores(tmp_path, broker, sqlite_url):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    log = tmp_path / "w.log"
+    env = {**os.environ, "PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": sqlite_url}
+    env.pop("PACKSOLVE_CONCURRENCY", None)
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "packsolve", "worker", "--hostname", "cores@test"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "concurrency:" not in log.read_text():
+            time.sleep(0.2)
+        assert f"concurrency: {os.cpu_count()} (prefork)" in log.read_text()
+    finally:
+        import signal
+
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
