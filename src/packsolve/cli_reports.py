@@ -122,7 +122,7 @@ def report_cactus(
         data = cactus_data(session, selected)
         points = scatter_data(session, *selected) if scatter else None
     save(cactus_figure(data), output)
-    if scatter:
+    if scatter and points is not None:
         save(scatter_figure(points), scatter)
     err_console.print(
         f"cactus plot written to {output}" + (f", scatter plot to {scatter}" if scatter else "")

@@ -147,7 +147,7 @@ def merge(into: dict[str, dict[str, Any]], row: dict[str, Any]) -> None:
 
 def stats_rows(session: Session, hashes: list[str]) -> list[dict[str, Any]]:
     """Return the folded figures of the given levels."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i in range(0, len(hashes), 500):
         q = select(LevelStats).where(LevelStats.level_hash.in_(hashes[i : i + 500]))
         rows.extend(_as_dict(s) for s in session.scalars(q))

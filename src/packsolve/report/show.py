@@ -53,8 +53,8 @@ def find_level(session: Session, ref: str) -> tuple[LevelRow | None, dict[str, A
             return rows[0], None
     row = session.scalars(select(LevelRow).where(LevelRow.name == ref).limit(1)).first()
     if row is None:
-        h = session.scalars(select(Attempt.level_hash).where(Attempt.name == ref).limit(1)).first()
-        row = session.get(LevelRow, h) if h else None
+        found_hash = session.scalars(select(Attempt.level_hash).where(Attempt.name == ref).limit(1)).first()
+        row = session.get(LevelRow, found_hash) if found_hash else None
     if row is None:
         raise LookupError(f"no level file, hash or level name {ref!r} (names are as listed in reports)")
     return row, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from itertools import groupby
 from operator import itemgetter
@@ -72,9 +73,9 @@ def _medians(session: Session, run_id: int) -> dict[str | None, dict[str, float 
         .where(Attempt.run_id == run_id)
         .order_by(Attempt.kind)
     )
-    rows = session.connection().execute(q).all()
+    rows: Sequence[Any] = session.connection().execute(q).all()
 
-    def both(rs: list) -> dict[str, float | None]:
+    def both(rs: Sequence[Any]) -> dict[str, float | None]:
         return {"wall": median([r[1] for r in rs]), "cpu": median([r[2] for r in rs])}
 
     out: dict[str | None, dict[str, float | None]] = {None: both(rows)}
@@ -116,12 +117,10 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
     first_start, last_finish = min(starts, default=None), max(ends, default=None)
     medians = _medians(session, run.id)
     everything = _figures([g for k in by_kind.values() for g in k], medians.get(None, {}), run.time_limit)
-    workers = sorted(
-        w
-        for (w,) in conn.execute(
-            select(Attempt.worker).where(Attempt.run_id == run.id, Attempt.worker.is_not(None)).distinct()
-        )
+    worker_rows = conn.execute(
+        select(Attempt.worker).where(Attempt.run_id == run.id, Attempt.worker.is_not(None)).distinct()
     )
+    workers = sorted(w for (w,) in worker_rows if w is not None)
     makespan = _seconds(first_start, last_finish)
     return {
         "run": run.id,
