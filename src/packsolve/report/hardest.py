@@ -116,6 +116,10 @@ def hardest_overall(session: Session, by: str = "par2", top: int = 20, kind: str
     ]
 
 
+HEADERS = {"rank": "#", "best_wall_s": "best s", "best_nodes": "best nodes", "max_par2_s": "max PAR-2",
+           "wall_s": "wall s", "par2_s": "PAR-2", "attempts": "tries"}  # fmt: skip
+
+
 def render_hardest(rows: list[dict[str, Any]], title: str = "hardest levels") -> Any:
     """Return a rich table of hardest rows (either shape)."""
     from rich.table import Table
@@ -127,8 +131,11 @@ def render_hardest(rows: list[dict[str, Any]], title: str = "hardest levels") ->
     else:
         cols = ["rank", "level", "kind", "heuristic", "status", "wall_s", "nodes", "par2_s"]
     for c in cols:
-        left = c in ("level", "kind", "heuristic", "status")
-        t.add_column(c, justify="left" if left else "right", overflow="fold" if c == "level" else "ellipsis")
+        if c == "level":
+            t.add_column("level", overflow="fold", ratio=3)
+        else:
+            left = c in ("kind", "heuristic", "status")
+            t.add_column(HEADERS.get(c, c), justify="left" if left else "right")
     for r in rows:
         # Text, not markup: a level name is whatever the pack's author wrote.
         t.add_row(*(Text("—" if r[c] is None else str(r[c])) for c in cols))
