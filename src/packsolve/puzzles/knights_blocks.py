@@ -16,6 +16,8 @@ corner has the board's corner colour (all parts before it are even).
 
 from __future__ import annotations
 
+import functools
+import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -143,6 +145,15 @@ class _Solver:
 
 def _exits(a: Block, b: Block, colour: int | None) -> frozenset[int]:
     """Return a's squares (relative) with a knight move into b, of the given colour (abs parity)."""
+    # The answer depends only on the shapes, their offset and the colour relative
+    # to a's corner, and a big board has few of those.
+    rel = None if colour is None else (colour - a.r - a.c) % 2
+    return _relative_exits(a.h, a.w, b.r - a.r, b.c - a.c, b.h, b.w, rel)
+
+
+@functools.lru_cache(maxsize=1024)
+def _relative_exits(h: int, w: int, br: int, bc: int, bh: int, bw: int, colour: int | None) -> frozenset[int]:
+    a, b = Block(0, 0, h, w), Block(br, bc, bh, bw)
     out = set()
     for r in range(a.r, a.r + a.h):
         for c in range(a.c, a.c + a.w):
@@ -170,7 +181,7 @@ def _exit_colour(b: Block, entry: tuple[int, int]) -> int:
 
 def stitched_tour(
     rows: int, cols: int, start: tuple[int, int], closed: bool, budget: Budget
-) -> list[tuple[int, int]] | None:
+) -> list[list[int]] | None:
     """Return a tour of rows x cols from start (closed if asked), or None if the blocks do not fit."""
     blocks = layout(rows, cols, start, closed)
     if blocks is None:
@@ -189,7 +200,7 @@ def stitched_tour(
         tour = _chain(blocks, e0, closed, solver)
         if tour is not None:
             if closed:
-                k = tour.index(start)
+                k = tour.index(list(start))
                 tour = tour[k:] + tour[:k]
             return tour
     return None
@@ -222,9 +233,7 @@ def _options(
         exits = exits - {p[-1]}
 
 
-def _chain(
-    blocks: list[Block], e0: tuple[int, int], closed: bool, solver: _Solver
-) -> list[tuple[int, int]] | None:
+def _chain(blocks: list[Block], e0: tuple[int, int], closed: bool, solver: _Solver) -> list[list[int]] | None:
     """Return the stitched tour through all blocks entering the first at e0, or None."""
     stack = [_options(blocks, 0, e0, e0, closed, solver)]
     chosen: list[list[int]] = []
@@ -242,8 +251,16 @@ def _chain(
         stack.append(_options(blocks, i + 1, nxt_entry, e0, closed, solver))
     else:
         return None
-    tour: list[tuple[int, int]] = []
-    for b, p in zip(blocks, chosen, strict=True):
-        w, r0, c0 = b.w, b.r, b.c
-        tour.extend((r0 + v // w, c0 + v % w) for v in p)
+    tour: list[list[int]] = []
+    # A million small lists would wake the cyclic garbage collector thousands
+    # of times for nothing (lists of ints hold no cycles).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for b, p in zip(blocks, chosen, strict=True):
+            w, r0, c0 = b.w, b.r, b.c
+            tour.extend([r0 + v // w, c0 + v % w] for v in p)
+    finally:
+        if was_enabled:
+            gc.enable()
     return tour

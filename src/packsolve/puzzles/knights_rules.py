@@ -47,9 +47,9 @@ class Board:
 def why_no_tour(rows: int, cols: int, start: tuple[int, int], closed: bool) -> str | None:
     """Return the theorem that rules out a tour of this level, or None when one exists.
 
-    None is exact for closed tours (Schwenk) and for open tours from a square of
-    the right colour on every board except a few small ones (3xn, 4xn, 5x5 and
-    the like), where some starts fail for no simpler reason and search decides.
+    None is exact for closed tours (Schwenk) and for open tours on every board
+    but a few small 3 x n ones (3x4, 3x7, 3x8), where some starts fail for no
+    simpler reason and the search decides in milliseconds.
     """
     m, n = sorted((rows, cols))
     if closed:
@@ -74,6 +74,12 @@ def why_no_tour(rows: int, cols: int, start: tuple[int, int], closed: bool) -> s
     if m == 4 and n == 4:
         return "no knight's tour on 4x4: boards below 5x5 have none except 1x1 (and 3x4, 3x7, 3x8+)"
     r, c = start
+    if m == 4 and (r if rows == 4 else c) in (1, 2):
+        return (
+            f"no knight's tour from {[r, c]} on {rows}x{cols}: on a board 4 wide every move from an edge "
+            "line lands on a middle line, so a tour from a middle line would alternate middle, edge, "
+            "middle..., putting every middle square on one colour, yet half of them are of each colour"
+        )
     if (m * n) % 2 and (r + c) % 2:
         return (
             f"no knight's tour from {[r, c]} on {rows}x{cols}: the board has an odd number of squares, "

@@ -152,7 +152,8 @@ def closing_search(board: Board, budget: Budget) -> Outcome:
 
     Every closed tour passes through the corner (0, 0), whose only two moves
     must be its first and last steps: a narrow target the tie-break steers to.
-    Open tours break ties by Roth's distance from the centre.
+    Open tours on boards that have closed tours are closed tours cut open at
+    the start; the others search from the start with Roth's tie-break.
     """
     out = _impossible(board)
     if out is not None:
@@ -160,12 +161,15 @@ def closing_search(board: Board, budget: Budget) -> Outcome:
     h, w = board.rows, board.cols
     adj = knight_adjacency(h, w)
     s = board.index(*board.start)
-    if board.closed:
+    path = None
+    # A closed tour read from the start is an open tour too, and closed tours
+    # are the easier search (their target is fixed), so try one first.
+    if board.closed or (board.squares > 1 and why_no_tour(h, w, board.start, True) is None):
         path = knight_path_restarts(h, w, 0, adj[0], toward_key(h, w, adj[0]), budget, tries=24, adj=adj)
         if path is not None:
             k = path.index(s)
             path = path[k:] + path[:k]
-    else:
+    if path is None and not board.closed:
         path = knight_path_restarts(h, w, s, None, roth_key(h, w), budget, adj=adj)
     return _exhausted(board) if path is None else solved(_cells(board, path))
 
@@ -178,7 +182,7 @@ def blocks(board: Board, budget: Budget) -> Outcome:
     tour = stitched_tour(board.rows, board.cols, board.start, board.closed, budget)
     if tour is None:
         return closing_search(board, budget)
-    return solved([[r, c] for r, c in tour])
+    return solved(tour)
 
 
 def auto(board: Board, budget: Budget) -> Outcome:
