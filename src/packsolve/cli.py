@@ -119,7 +119,7 @@ def _create_run(
 ):
     """Plan the run from paths and create its rows; return (run id, plan, limits)."""
     from packsolve.db.queries import RunOptions, create_run
-    from packsolve.db.session import session_scope
+    from packsolve.db.session import redact, session_scope
     from packsolve.scheduler import plan_run
 
     limits = _limits(opts["time_limit"], opts["node_limit"], opts["memory_limit"])
@@ -134,7 +134,7 @@ def _create_run(
         concurrency=concurrency,
         max_tries=opts.get("max_tries"),
         label=opts["label"],
-        extra={"argv": sys.argv[1:], "paths": list(paths)},
+        extra={"argv": [redact(a) for a in sys.argv[1:]], "paths": list(paths)},  # no passwords kept
     )
     with session_scope(engine) as session:
         run_id = create_run(session, plan.attempts, options)

@@ -97,7 +97,7 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     the parent's heuristic and limits; change them to see what another
     heuristic or more time buys (`packsolve report compare RUN CHILD`).
     """
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import get_engine, redact, session_scope
     from packsolve.outcome import Status
     from packsolve.scheduler import (
         DEFAULT_MAX_TRIES,
@@ -119,7 +119,7 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     with session_scope(engine) as session:
         child, parent_mode, limits = create_rerun(
             session, run, wanted, opts["kind"], opts["heuristic"], opts["time_limit"], opts["node_limit"],
-            opts["memory_limit"], opts["label"], max_tries, sys.argv[1:],
+            opts["memory_limit"], opts["label"], max_tries, [redact(a) for a in sys.argv[1:]],
         )  # fmt: skip
         specs = pending_specs(session, child, limits)
         total = len(specs)

@@ -62,7 +62,7 @@ def report(name: str, figures: dict) -> None:
 
 
 @contextmanager
-def private_redis() -> Iterator[tuple[str, Callable[[], None]]]:
+def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callable[[], None]]]:
     """Start a redis-server of our own (no persistence) on a free port; yield (url, restart)."""
     binary = shutil.which("redis-server")
     if binary is None:
@@ -72,14 +72,17 @@ def private_redis() -> Iterator[tuple[str, Callable[[], None]]]:
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="packsolve-chaos-redis-")
     argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", workdir, "--maxmemory-policy", "noeviction"]  # fmt: skip
+            "--dir", workdir, "--maxmemory-policy", "noeviction", *extra]  # fmt: skip
     url = f"redis://127.0.0.1:{port}/0"
+    extra = extra or []
+    password = extra[extra.index("--requirepass") + 1] if "--requirepass" in extra else None
+    probe = url.replace("redis://", f"redis://:{password}@") if password else url
     state: dict[str, subprocess.Popen] = {}
 
     def start() -> None:
         state["proc"] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(200):
-            if redis_ok(url):
+            if redis_ok(probe):
                 return
             time.sleep(0.05)
         raise RuntimeError("private redis-server did not start")

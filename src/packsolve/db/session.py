@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,14 @@ def safe_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
         return "<unparseable database URL>"
+
+
+_SECRET_IN_URL = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^:/@\s]*:)\S+@")
+
+
+def redact(text: str) -> str:
+    """Return text with the password of every URL in it masked (for argv stored on a run, logs)."""
+    return _SECRET_IN_URL.sub(r"\1***@", text)
 
 
 _engines: dict[tuple[int, str], Engine] = {}

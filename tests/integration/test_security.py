@@ -1,0 +1,165 @@
+"""Security: only JSON on the queue, no credentials in output, SQL only with bound parameters."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pickle
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
+
+from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
+from test_chaos import private_redis  # noqa: E402
+
+from services import Worker, run_cli, wait_for_run  # noqa: E402
+
+SRC = Path(__file__).parents[2] / "src" / "packsolve"
+
+
+class Payload:
+    """Unpickling this creates a directory: proof that pickle content was executed."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.marker),))
+
+
+@pytest.mark.usefixtures("chaos_env")
+def test_a_pickle_message_on_the_queue_is_rejected_never_executed_and_the_worker_goes_on(
+    tmp_path, broker, sqlite_url, start_worker
+):
+    from kombu import Connection, Exchange, Producer, Queue
+
+    from packsolve.worker import QUEUE, TASK_NAME
+
+    marker = tmp_path / "pwned"
+    worker = start_worker(broker, sqlite_url, "w1@test")
+    queue = Queue(QUEUE, Exchange(QUEUE, "direct"), routing_key=QUEUE)
+    task_id = str(uuid.uuid4())
+    body = pickle.dumps(((Payload(marker),), {}, {"callbacks": None, "errbacks": None, "chain": None}))
+    with Connection(broker) as conn:
+        Producer(conn).publish(
+            body,
+            exchange=queue.exchange,
+            routing_key=QUEUE,
+            declare=[queue],
+            content_type="application/x-python-serialize",
+            content_encoding="binary",
+            headers={"lang": "py", "task": TASK_NAME, "id": task_id, "root_id": task_id, "argsrepr": "()"},
+        )
+    # A JSON task sent after it is run: the worker went past the pickle and is alive.
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    res = run_cli("submit", str(write_pack(tmp_path, 2, ms=5)), "--time-limit", "5", env=env)
+    assert res.returncode == 0, res.stderr
+    wait_for_run(sqlite_url, int(res.stdout.strip().splitlines()[-1]), timeout=60)
+    assert not marker.exists()
+    assert worker.proc.poll() is None
+    log = worker.log()
+    assert "pickle" in log.lower() and ("ContentDisallowed" in log or "Refusing to deserialize" in log)
+    r = redis.Redis.from_url(broker)
+    assert r.llen(QUEUE) == 0  # rejected, not left to be redelivered forever
+    assert all(task_id.encode() not in v for v in r.hvals("unacked"))
+
+
+DB_SECRET = "DbS3cretPW"
+REDIS_SECRET = "RedisS3cretPW"
+
+
+@pytest.mark.usefixtures("chaos_env")
+def test_credentials_in_urls_never_reach_logs_output_reports_or_the_database(tmp_path, pg_url):
+    db_url = pg_url.replace("postgres@", f"postgres:{DB_SECRET}@", 1)  # trust auth: any password works
+    assert DB_SECRET in db_url
+    with private_redis(["--requirepass", REDIS_SECRET]) as (plain, _):
+        broker = plain.replace("redis://", f"redis://:{REDIS_SECRET}@", 1)
+        worker = Worker(broker, db_url, "w1@test", 1, tmp_path / "w.log")
+        try:
+            worker.wait_ready()
+            pack = str(write_pack(tmp_path, 3, ms=5))
+            # Passed as flags this time: the run's stored command line must not keep them either.
+            res = run_cli(
+                "submit", pack, "--time-limit", "5", "--database-url", db_url, "--broker-url", broker
+            )
+            outputs = [res.stdout, res.stderr]
+            assert res.returncode == 0, res.stderr
+            run_id = int(res.stdout.strip().splitlines()[-1])
+            wait_for_run(pg_url, run_id, timeout=60)
+            env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
+            for args in (
+                ["status", str(run_id), "--format", "json"],
+                ["report", "summary", str(run_id), "--format", "json"],
+                ["export", str(run_id)],
+                ["db", "upgrade"],
+                ["scheduler", "--once"],
+                ["rerun", str(run_id), "--status", "solved", "--local", "-j", "1"],
+            ):
+                res = run_cli(*args, env=env)
+                assert res.returncode == 0, (args, res.stderr)
+                outputs += [res.stdout, res.stderr]
+            # Errors name the service without the password.
+            for args in (
+                ["submit", pack, "--broker-url", f"redis://:{REDIS_SECRET}@127.0.0.1:1/0"],
+                ["status", "--database-url", f"postgresql://postgres:{DB_SECRET}@127.0.0.1:1/x"],
+            ):
+                res = run_cli(*args, env=env)
+                assert res.returncode != 0
+                outputs += [res.stdout, res.stderr]
+            outputs.append(worker.log())
+        finally:
+            worker.stop()
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(pg_url)
+    with engine.connect() as conn:
+        outputs += [
+            json.dumps(list(row)) for row in conn.execute(text("SELECT options, host FROM runs")).all()
+        ]
+    engine.dispose()
+    leaks = [o for o in outputs if DB_SECRET in o or REDIS_SECRET in o]
+    assert leaks == []
+    assert "***" in "".join(outputs)  # URLs were shown, masked
+
+
+def test_sql_is_never_built_from_strings_in_the_source():
+    """Every text() / exec_driver_sql() gets a literal: values go in as bound parameters."""
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+            if name in ("text", "exec_driver_sql", "execute") and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.JoinedStr | ast.BinOp) or (
+                    isinstance(arg, ast.Call) and getattr(arg.func, "attr", None) == "format"
+                ):
+                    offenders.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert offenders == []
+
+
+@pytest.mark.usefixtures("chaos_env")
+def test_hostile_filter_values_are_data_not_sql(tmp_path, sqlite_url):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    hostile = "x' OR '1'='1'; DROP TABLE attempts; --"
+    res = run_cli("solve", str(write_pack(tmp_path, 3, ms=5)), "-q", "--label", hostile, env=env)
+    assert res.returncode == 0, res.stderr
+    res = run_cli("status", hostile, "--format", "json", env=env)  # the label is found as the literal it is
+    assert res.returncode == 0 and json.loads(res.stdout)["label"] == hostile
+    assert run_cli("status", "y' OR '1'='1", env=env).returncode != 0
+    res = run_cli("report", "hardest", "--kind", hostile, "--format", "json", env=env)
+    assert res.returncode == 0 and json.loads(res.stdout or "[]") in ([], {}) or "rows" in res.stdout
+    res = run_cli("rerun", "latest", "--status", "solved", "--kind", hostile, env=env)
+    assert res.returncode != 0 and "of kind" in res.stderr
+    time.sleep(0.1)
+    res = run_cli("export", "latest", env=env)
+    assert res.returncode == 0 and len(res.stdout.splitlines()) == 3  # the table is still there
