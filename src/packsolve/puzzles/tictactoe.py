@@ -208,7 +208,8 @@ def svg(board: Board, solution: Any = None, cell: int = 48) -> str:
                 a, b = x + pad, x + cell - pad
                 top, bottom = y + pad, y + cell - pad
                 parts.append(
-                    f'<path d="M{a},{top} L{b},{bottom} M{b},{top} L{a},{bottom}" stroke="#1e88e5" stroke-width="4"/>'
+                    f'<path d="M{a},{top} L{b},{bottom} M{b},{top} L{a},{bottom}" '
+                    'stroke="#1e88e5" stroke-width="4"/>'
                 )
             elif ch == "O":
                 parts.append(
