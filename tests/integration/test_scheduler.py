@@ -196,3 +196,36 @@ def _queue_order(broker: str) -> list[int]:
         body = json.loads(base64.b64decode(json.loads(item)["body"]))
         out.extend(i["spec"]["level"]["ms"] for i in body[0][0]["items"])
     return out
+
+
+def test_attempts_claimed_together_with_an_overdue_one_are_requeued_with_it(tmp_path, broker, pg_url):
+    """A worker killed while holding a claimed group: its later deadlines need not be waited out."""
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    run_id = submit(env, str(write_pack(tmp_path, 4, ms=20)), "--time-limit", "5")
+    forget_queue(broker)
+    claimed = utcnow() - timedelta(seconds=30)
+    rows = attempts(pg_url, run_id)
+    with session_scope(get_engine(pg_url)) as session:
+        for k, a in enumerate(rows[:3]):  # one group: deadlines 1, 2 and 3 hard limits after the claim
+            session.execute(
+                update(Attempt)
+                .where(Attempt.id == a.id)
+                .values(
+                    status="running", tries=1, worker="dead@host", started_at=claimed,
+                    deadline=claimed + timedelta(seconds=25 * (k + 1)),
+                )
+            )  # fmt: skip
+        # Another worker's claim, on time: left alone.
+        session.execute(
+            update(Attempt)
+            .where(Attempt.id == rows[3].id)
+            .values(
+                status="running",
+                tries=1,
+                worker="alive@host",
+                started_at=claimed,
+                deadline=utcnow() + timedelta(seconds=60),
+            )
+        )
+    assert "requeued 3, lost 0" in reconcile_once(env, grace=2)
+    assert [a.status for a in attempts(pg_url, run_id)] == ["queued"] * 3 + ["running"]

@@ -373,7 +373,31 @@ def stale_attempts(session: Session, cutoff: datetime) -> list[StaleAttempt]:
         )
         .order_by(Attempt.run_id, Attempt.seq)
     )  # fmt: skip
-    return [StaleAttempt(*row) for row in rows]
+    stale = [StaleAttempt(*row) for row in rows]
+    # Attempts claimed together (one worker, one claim time) die together: once the first of
+    # a group is overdue, the rest (whose deadlines lie further out) go with it.
+    overdue = {(c.run_id, c.worker) for c in stale if c.status == Status.RUNNING.value}
+    if overdue:
+        starts = session.execute(
+            select(Attempt.run_id, Attempt.worker, Attempt.started_at)
+            .where(Attempt.status == Status.RUNNING.value, Attempt.deadline < cutoff)
+            .where(Attempt.run_id.in_(sorted({r for r, _ in overdue})))
+            .distinct()
+        ).all()
+        seen = {c.id for c in stale}
+        for run_id, worker, started_at in starts:
+            rows = session.execute(
+                select(
+                    Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries,
+                    Attempt.requeues, Attempt.worker, Run.max_tries,
+                )
+                .join(Run, Run.id == Attempt.run_id)
+                .where(Attempt.run_id == run_id, Attempt.worker == worker, Attempt.started_at == started_at)
+                .where(Attempt.status == Status.RUNNING.value)
+            )  # fmt: skip
+            stale.extend(StaleAttempt(*row) for row in rows if row[0] not in seen)
+            seen.update(row.id for row in stale)
+    return stale
 
 
 def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max_tries: int) -> list[Taken]:
