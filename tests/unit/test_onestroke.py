@@ -10,7 +10,7 @@ import pytest
 from packsolve.budget import Budget, BudgetExhausted
 from packsolve.levels import level_hash, make_level, read_text
 from packsolve.outcome import Status
-from packsolve.puzzles import get_kind
+from packsolve.puzzles import get_kind, hamilton_prune
 from packsolve.puzzles.graph import HamiltonProblem, depth_first
 from packsolve.puzzles.hamilton_cpsat import cpsat_available
 from packsolve.puzzles.hamilton_prune import PRUNE_ALL, PRUNE_DEGREE, PRUNE_FORCED, _native, pruned_search
@@ -37,6 +37,13 @@ FORCED_LOOP = [
     ".............#..", "................", "................", "................",
     "...#............", "................", ".#..............", ".#..............",
     ".#....#.......#.", "................", ".....#..S..#....", "............#...",
+]  # fmt: skip
+
+# 22x22, 469 open cells: the pocket under the blocks would close a loop of forced edges
+# unless the path ended inside it, and no end there works either (CP-SAT agrees).
+POCKET = ["." * 22] * 17 + [
+    "..........######......", "..S.......#..###......", "..........#..##.......",
+    ".........#....#.......", "......................",
 ]  # fmt: skip
 
 
@@ -274,3 +281,25 @@ def test_pruned_search_is_exact_on_random_graphs_with_ends_and_closure(seed):
         path = pruned_search(p, Budget(), native=rng.random() < 0.5)
         assert (path is None) == (expected is None), p
         assert path is None or p.is_path(path) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_restart_and_end_splitting_portfolio_is_exact(seed, monkeypatch):
+    """With tiny caps every level goes through restarts and end splitting; answers must stay exact."""
+    monkeypatch.setattr(hamilton_prune, "RESTART_CAP", 1)
+    monkeypatch.setattr(hamilton_prune, "RESTARTS_BEFORE_ENDS", 1)
+    rng = random.Random(seed)
+    for _ in range(60):
+        data = random_grid(rng, rng.randint(2, 5), rng.randint(2, 5), rng.choice([0.0, 0.15, 0.3]))
+        p, _ = problem(KIND.parse(data))
+        expected = depth_first(p, Budget())
+        budget = Budget()
+        path = pruned_search(p, budget, native=rng.random() < 0.5)
+        assert (path is None) == (expected is None), data
+        assert path is None or p.is_path(path) is None
+
+
+def test_end_splitting_refutes_a_level_the_free_end_search_cannot():
+    """A pocket under the blocks forces a closed loop whichever vertex ends the path."""
+    _, out = solve({"grid": POCKET}, "prune")
+    assert out.status == Status.NO_SOLUTION

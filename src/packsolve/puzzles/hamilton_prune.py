@@ -42,6 +42,9 @@ from packsolve.puzzles.graph import HamiltonProblem
 
 PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY, PRUNE_DEGREE, PRUNE_FORCED = 1, 2, 4, 8, 16
 PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY | PRUNE_DEGREE | PRUNE_FORCED
+# Node cap of the first run (at least 4 nodes per vertex), and how many doubling restarts
+# run before the search also splits on the end vertex.
+RESTART_CAP, RESTARTS_BEFORE_ENDS = 1000, 4
 
 _native: Any
 try:  # the C accelerator; absent in a source tree that was never built
@@ -79,38 +82,103 @@ def pruned_search(
 ) -> list[int] | None:
     """Return a Hamiltonian path of p, or None when none exists; raise BudgetExhausted at the limit.
 
-    One node is one vertex appended to the path, as in ``depth_first``. With
-    ``restarts``, the search runs again with freshly shuffled tie-breaks under
-    a node cap that doubles each time: depth-first search is heavy-tailed (one
-    early mistake can cost millions of nodes) and a new order usually avoids
-    it. Every run is complete below its cap, so one that ends without a path
-    still proves there is none.
+    One node is one vertex appended to the path, as in ``depth_first``.
+    Without ``restarts`` this is one complete depth-first search. With them
+    (the default) it is a portfolio of complete searches under node caps:
+
+    1. restarts: the search runs again with freshly shuffled tie-breaks under
+       a cap that doubles each time. Depth-first search is heavy-tailed (one
+       early mistake can cost millions of nodes); a new order usually avoids it.
+    2. end splitting, for open paths whose end is free, once the restarts have
+       spent a while: one search per possible end vertex (the end's colour is
+       fixed by parity), round-robin under doubling caps, beside the free-end
+       search. Knowing the end switches on the forced-edge test and exact
+       parity, so on a level with no path each end is usually refuted at its
+       root; the level is proved impossible once every end is.
+
+    Every run is complete below its cap, so one that ends without a path is a proof.
     """
     colour = bipartite_colouring(p) if prune & (PRUNE_PARITY | PRUNE_DEGREE) else None
-    run = _native_run if native and _native is not None else _python_run
-    cap = max(1000, 4 * p.n) if restarts else 0  # 0: no cap, one complete run
+    runner = _Runner(p, budget, colour, warnsdorff, prune, native)
+    if not restarts:
+        return runner.attempt(p, 0)[1]
     rng = random.Random(p.n)  # reproducible: the same level takes the same runs
-    q = p
+    q, cap = p, max(RESTART_CAP, 4 * p.n)
+    for _ in range(RESTARTS_BEFORE_ENDS):
+        status, path = runner.attempt(q, cap)
+        if status != 2:
+            return path
+        q, cap = _shuffled(p, rng), cap * 2
+    if p.end is not None or p.closed or p.n < 3:
+        while True:  # no end to split on: restarts only
+            status, path = runner.attempt(q, cap)
+            if status != 2:
+                return path
+            q, cap = _shuffled(p, rng), cap * 2
+    if colour is None:
+        ends = [v for v in range(p.n) if v != p.start]
+    else:  # a path alternates colours, so its length fixes the end's colour
+        end_colour = colour[p.start] ^ (1 - p.n % 2)
+        ends = [v for v in range(p.n) if v != p.start and colour[v] == end_colour]
+    ends.sort(key=lambda v: (len(p.adj[v]), v))  # corners and dead ends first: likely ends
+    end_cap = 1
     while True:
+        still_open = []
+        for e in ends:
+            status, path = runner.attempt(HamiltonProblem(q.adj, p.start, e), end_cap)
+            if status == 0:
+                return path
+            if status == 2:
+                still_open.append(e)
+        ends = still_open
+        if not ends:
+            return None  # every possible end refuted
+        status, path = runner.attempt(q, cap)  # the free-end search keeps its share
+        if status != 2:
+            return path
+        end_cap = 64 if end_cap == 1 else end_cap * 2
+        cap = max(cap * 2, end_cap * len(ends))
+        q = _shuffled(p, rng)
+
+
+def _shuffled(p: HamiltonProblem, rng: random.Random) -> HamiltonProblem:
+    """Return p with every neighbour list shuffled: new tie-breaks for the next run."""
+    return HamiltonProblem(tuple(tuple(rng.sample(a, len(a))) for a in p.adj), p.start, p.end, p.closed)
+
+
+class _Runner:
+    """Runs capped searches against one Budget; only the budget's own limits raise."""
+
+    def __init__(
+        self,
+        p: HamiltonProblem,
+        budget: Budget,
+        colour: list[int] | None,
+        warnsdorff: bool,
+        prune: int,
+        native: bool,
+    ) -> None:
+        self.budget, self.colour, self.warnsdorff, self.prune = budget, colour, warnsdorff, prune
+        self.run = _native_run if native and _native is not None else _python_run
+
+    def attempt(self, q: HamiltonProblem, cap: int) -> tuple[int, list[int] | None]:
+        """Return (0, path), (1, None) when none exists, or (2, None) when the cap (> 0) stopped it."""
+        budget = self.budget
         node_limit = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)
         capped = cap > 0 and (node_limit < 0 or cap < node_limit)
         if capped:
             node_limit = cap
         remaining = budget.remaining()
-        status, path, nodes = run(
-            q, colour, warnsdorff, prune, node_limit, -1.0 if remaining is None else remaining
+        status, path, nodes = self.run(
+            q, self.colour, self.warnsdorff, self.prune, node_limit, -1.0 if remaining is None else remaining
         )
         # Counted in the search, so added without charge(): a found path must not be lost to the clock.
         budget.nodes += nodes
-        if status == 2 and capped:
-            cap *= 2
-            q = HamiltonProblem(tuple(tuple(rng.sample(a, len(a))) for a in p.adj), p.start, p.end, p.closed)
-            continue
-        if status == 2:
+        if status == 2 and not capped:
             raise BudgetExhausted(f"node limit {budget.node_limit} reached")
         if status == 3:
             raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
-        return path
+        return status, path
 
 
 Run = tuple[int, "list[int] | None", int]
