@@ -224,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         table(rows),
         "",
         "Solved = answers that pass `verify`. packsolve's heuristics count solutions up to 2 "
-        "(uniqueness proved); Norvig and Glucose stop at the first. plain runs with a "
+        "(uniqueness proved); Norvig and Glucose stop at the first. total s sums the wall time of "
+        "the solve calls alone; cpu s is the process CPU time of the whole loop, verify calls "
+        "included. plain runs with a "
         f"{args.plain_limit:g} s limit per puzzle. Nodes: packsolve = search states expanded, "
         "Norvig = search calls, Glucose = SAT decisions (a fresh solver per run, learning only within "
         f"the set). Sets of up to 2000 puzzles: best of {args.repeat} runs per solver (plain: one run).",
