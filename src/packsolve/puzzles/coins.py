@@ -214,9 +214,10 @@ def auto(level: Coins, budget: Budget) -> Outcome:
     cells = len(notes) * (target + 1)
     if target + 1 > DP_MAX_SUMS or cells > DP_MAX_CELLS:
         return branch_and_bound(level, budget)
-    # A bnb node costs about a microsecond, a DP cell about a nanosecond: equal time, at most twice the DP.
+    # A bnb node costs about a microsecond, a DP cell about a nanosecond: equal time, at most twice
+    # the DP. Small tables still cost ~10 us a note in numpy calls, hence the floor.
     try:
-        return branch_and_bound(level, budget, cap=max(1000, cells // 1000))
+        return branch_and_bound(level, budget, cap=max(20_000, cells // 1000))
     except _GiveUp:
         return dynamic_programming(level, budget)
 

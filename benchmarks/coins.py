@@ -1,0 +1,94 @@
+"""Coins: nodes and seconds per heuristic over generated packs of growing size.
+
+Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/coins.py
+Writes benchmarks/results/coins.md. No peer here: the DP/bnb answers are cross-checked
+against each other and by verify (an independent big-int bitset proof of optimality).
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from packsolve.budget import Budget
+from packsolve.puzzles import get_kind
+
+KIND = get_kind("coins")
+SIZES = ["10", "15", "20", "25", "30", "40", "60:10000", "100:100000", "200:1000000", "400:1000000"]
+COUNT, SEED, TIME_LIMIT = 3, 1, 2.0
+HEURISTICS = ["plain", "prune", "bnb", "dp", "auto"]
+
+
+def measure() -> list[dict]:
+    rows, alive = [], set(HEURISTICS)
+    for size in SIZES:
+        levels = [KIND.parse(d) for d in KIND.generate(size, COUNT, SEED)]
+        answers: dict[int, int] = {}
+        for h in HEURISTICS:
+            if h not in alive:
+                rows.append({"size": size, "heuristic": h, "gave_out": True})
+                continue
+            nodes, secs, ok, statuses = [], [], 0, []
+            for i, level in enumerate(levels):
+                start = time.perf_counter()
+                try:
+                    out = KIND.solvers[h](level, Budget(time_limit=TIME_LIMIT))
+                    status = str(out.status)
+                except (RuntimeError, MemoryError) as exc:  # what the runner records as error
+                    status, out = f"error ({type(exc).__name__})", None
+                secs.append(time.perf_counter() - start)
+                statuses.append(status)
+                if out is not None and status == "solved":
+                    ok += 1
+                    nodes.append(out.nodes)
+                    count = out.solution["count"]
+                    assert answers.setdefault(i, count) == count, (size, h, i)
+                    assert KIND.verify(level, out.solution) is None
+            rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
+                         "secs": secs, "statuses": statuses})  # fmt: skip
+            if ok == 0:
+                alive.discard(h)
+            print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| notes[:max value] | heuristic | solved | mean nodes | mean s | max s | outcomes |",
+           "|---|---|---|---:|---:|---:|---|"]  # fmt: skip
+    for r in rows:
+        if r.get("gave_out"):
+            out.append(f"| {r['size']} | {r['heuristic']} | — | — | — | — | not run: gave out earlier |")
+            continue
+        nodes = f"{statistics.mean(r['nodes']):,.0f}" if r["nodes"] else "—"
+        outcomes = ", ".join(sorted(set(r["statuses"])))
+        out.append(
+            f"| {r['size']} | {r['heuristic']} | {r['solved']}/{r['n']} | {nodes} | "
+            f"{statistics.mean(r['secs']):.3f} | {max(r['secs']):.3f} | {outcomes} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    rows = measure()
+    text = f"""# coins benchmark
+
+`PYTHONPATH=src nice .venv/bin/python benchmarks/coins.py` — {COUNT} generated levels per size
+(`packsolve generate coins --size N[:MAX] --seed {SEED}`: N notes drawn from 1..MAX, default 10000; the target
+is the sum of a random subset, so every level has an answer), time limit {TIME_LIMIT:g} s per attempt, run
+in-process on {platform.machine()} / Python {platform.python_version()} while other jobs shared the 2 cores.
+A node is one state expanded: a recursion call for plain/prune/bnb, one (note, sum) cell for the DP.
+Every answer is checked by `verify` (independent optimality proof) and against the other heuristics.
+A heuristic that solves none of a size is not run on larger ones.
+
+{table(rows)}
+"""
+    path = Path(__file__).parent / "results" / "coins.md"
+    path.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

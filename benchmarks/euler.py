@@ -1,0 +1,108 @@
+"""Euler: nodes and seconds per heuristic over generated multigraphs of growing size, against NetworkX.
+
+Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/euler.py
+Writes benchmarks/results/euler.md. Peer: networkx.eulerian_path on a MultiGraph built from the
+same edges (build + path timed); its walk is checked by our verify too. The ratio column is
+default seconds / peer seconds measured in the same run.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import networkx as nx
+
+from packsolve.budget import Budget
+from packsolve.puzzles import get_kind
+
+KIND = get_kind("euler")
+SIZES = ["8", "12", "16", "24", "32", "48", "64", "1000", "10000", "100000"]
+COUNT, SEED, TIME_LIMIT = 3, 1, 5.0
+HEURISTICS = ["plain", "hierholzer"]
+
+
+def peer_walk(graph) -> list:
+    """Return NetworkX's Euler walk of the level as a vertex list."""
+    g = nx.MultiGraph()
+    g.add_edges_from(graph.edges)
+    edges = list(nx.eulerian_path(g))
+    return [edges[0][0], *(v for _, v in edges)]
+
+
+def measure() -> list[dict]:
+    rows, alive = [], set(HEURISTICS)
+    for size in SIZES:
+        levels = [KIND.parse(d) for d in KIND.generate(size, COUNT, SEED)]
+        peer_secs = []
+        for level in levels:
+            start = time.perf_counter()
+            walk = peer_walk(level)
+            peer_secs.append(time.perf_counter() - start)
+            assert KIND.verify(level, walk) is None, size
+        for h in HEURISTICS:
+            if h not in alive:
+                rows.append({"size": size, "heuristic": h, "gave_out": True})
+                continue
+            nodes, secs, ok, statuses = [], [], 0, []
+            for level in levels:
+                start = time.perf_counter()
+                try:
+                    out = KIND.solvers[h](level, Budget(time_limit=TIME_LIMIT))
+                    status = str(out.status)
+                except RuntimeError:  # plain's recursion limit: the runner records it as error
+                    status, out = "error (recursion limit)", None
+                secs.append(time.perf_counter() - start)
+                statuses.append(status)
+                if out is not None and status == "solved":
+                    assert KIND.verify(level, out.solution) is None, (size, h)
+                    ok += 1
+                    nodes.append(out.nodes)
+            rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
+                         "secs": secs, "statuses": statuses, "peer": statistics.mean(peer_secs)})  # fmt: skip
+            if ok == 0:
+                alive.discard(h)
+            print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| edges | heuristic | solved | mean nodes | mean s | max s | NetworkX s | ratio | outcomes |",
+           "|---:|---|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    for r in rows:
+        if r.get("gave_out"):
+            out.append(f"| {r['size']} | {r['heuristic']} | — | — | — | — | — | — | not run: gave out |")
+            continue
+        nodes = f"{statistics.mean(r['nodes']):,.0f}" if r["nodes"] else "—"
+        mean = statistics.mean(r["secs"])
+        ratio = f"{mean / r['peer']:.2f}" if r["solved"] == r["n"] and r["peer"] > 0 else "—"
+        out.append(
+            f"| {r['size']} | {r['heuristic']} | {r['solved']}/{r['n']} | {nodes} | {mean:.4f} | "
+            f"{max(r['secs']):.4f} | {r['peer']:.4f} | {ratio} | {', '.join(sorted(set(r['statuses'])))} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    rows = measure()
+    text = f"""# euler benchmark
+
+`PYTHONPATH=src nice .venv/bin/python benchmarks/euler.py` — {COUNT} generated multigraphs per size
+(`packsolve generate euler --size E --seed {SEED}`: one random walk of E steps over max(3, E/3) vertices,
+edges shuffled, so an Euler path exists), time limit {TIME_LIMIT:g} s per attempt, run in-process on
+{platform.machine()} / Python {platform.python_version()} while other jobs shared the 2 cores. A node is one
+edge appended to the walk (backtracking counts every try). Every walk, ours and NetworkX's, passes `verify`;
+ratio = mean seconds of the heuristic / mean seconds of NetworkX (graph build + eulerian_path).
+
+{table(rows)}
+"""
+    path = Path(__file__).parent / "results" / "euler.md"
+    path.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Floodfill: nodes and seconds per heuristic over generated images of growing size, against SciPy.
+
+Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/floodfill.py
+Writes benchmarks/results/floodfill.md. Peer: scipy.ndimage.label (C connected-component
+labelling) on the same image, timed from the parsed image to the filled count; the ratio
+column is default seconds / peer seconds measured in the same run.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import ndimage
+
+from packsolve.budget import Budget
+from packsolve.puzzles import get_kind
+
+KIND = get_kind("floodfill")
+SIZES = ["16x16", "32x32", "64x64", "128x128", "500x500", "1000x1000", "2000x2000"]
+COUNT, SEED, TIME_LIMIT = 2, 1, 10.0
+HEURISTICS = ["plain", "stack", "scanline"]
+
+
+def peer_count(img) -> int:
+    """Return the size of the click's 4-connected component by SciPy's labelling."""
+    r, c = img.click
+    if isinstance(img.rows[0], str):
+        pixels = np.frombuffer("".join(img.rows).encode("ascii"), dtype=np.uint8).reshape(
+            img.height, img.width
+        )
+        same = pixels == ord(img.rows[r][c])
+    else:
+        pixels = np.array(img.rows)
+        same = pixels == img.rows[r][c]
+    labels, _ = ndimage.label(same)  # the default structure is 4-connectivity
+    return int((labels == labels[r, c]).sum())
+
+
+def measure() -> list[dict]:
+    rows, alive = [], set(HEURISTICS)
+    for size in SIZES:
+        levels = [KIND.parse(d) for d in KIND.generate(size, COUNT, SEED)]
+        peer_secs, truth = [], []
+        for level in levels:
+            start = time.perf_counter()
+            truth.append(peer_count(level))
+            peer_secs.append(time.perf_counter() - start)
+        for h in HEURISTICS:
+            if h not in alive:
+                rows.append({"size": size, "heuristic": h, "gave_out": True})
+                continue
+            nodes, secs, ok, statuses = [], [], 0, []
+            for level, expected in zip(levels, truth, strict=True):
+                start = time.perf_counter()
+                try:
+                    out = KIND.solvers[h](level, Budget(time_limit=TIME_LIMIT))
+                    status = str(out.status)
+                except RuntimeError:  # plain's recursion limit: the runner records it as error
+                    status, out = "error (recursion limit)", None
+                secs.append(time.perf_counter() - start)
+                statuses.append(status)
+                if out is not None and status == "solved":
+                    assert out.solution["count"] == expected, (size, h)
+                    ok += 1
+                    nodes.append(out.nodes)
+            rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
+                         "secs": secs, "statuses": statuses, "peer": statistics.mean(peer_secs)})  # fmt: skip
+            if ok == 0:
+                alive.discard(h)
+            print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| image | heuristic | solved | mean nodes | mean s | max s | SciPy s | ratio | outcomes |",
+           "|---|---|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    for r in rows:
+        if r.get("gave_out"):
+            out.append(
+                f"| {r['size']} | {r['heuristic']} | — | — | — | — | — | — | not run: gave out earlier |"
+            )
+            continue
+        nodes = f"{statistics.mean(r['nodes']):,.0f}" if r["nodes"] else "—"
+        mean = statistics.mean(r["secs"])
+        ratio = f"{mean / r['peer']:.2f}" if r["solved"] == r["n"] and r["peer"] > 0 else "—"
+        out.append(
+            f"| {r['size']} | {r['heuristic']} | {r['solved']}/{r['n']} | {nodes} | {mean:.3f} | "
+            f"{max(r['secs']):.3f} | {r['peer']:.3f} | {ratio} | {', '.join(sorted(set(r['statuses'])))} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    rows = measure()
+    text = f"""# floodfill benchmark
+
+`PYTHONPATH=src nice .venv/bin/python benchmarks/floodfill.py` — {COUNT} generated images per size
+(`packsolve generate floodfill --size HxW --seed {SEED}`: background 0 with 30% noise of colours 1-3,
+the click on the background, so the fill is the large percolation cluster), time limit {TIME_LIMIT:g} s per
+attempt, run in-process on {platform.machine()} / Python {platform.python_version()} while other jobs shared
+the 2 cores. A node is one pixel filled. Every count is checked against SciPy's `ndimage.label`;
+ratio = mean seconds of the heuristic / mean seconds of SciPy on the same images (both from the parsed image).
+
+{table(rows)}
+"""
+    path = Path(__file__).parent / "results" / "floodfill.md"
+    path.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
