@@ -262,7 +262,7 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
 @click.option(
-    "--max-tries", type=int, default=None, help="Deliveries of a task before it counts as lost [default: 3]."
+    "--max-tries", type=int, default=None, help="Deliveries of a task before it counts as lost [default: 5]."
 )
 @click.option(
     "--chunk-size",

@@ -84,7 +84,7 @@ def scheduler(once: bool, interval: float, grace: float, database_url: str | Non
 @click.option("--local", "local", flag_value=True, default=None, help="Run on a local process pool.")
 @click.option("--distributed", "local", flag_value=False, help="Enqueue for Celery workers.")
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: number of cores].")
-@click.option("--max-tries", type=int, default=None, help="Deliveries before lost [default: 3].")
+@click.option("--max-tries", type=int, default=None, help="Deliveries before lost [default: 5].")
 @format_option
 @database_option
 @broker_option

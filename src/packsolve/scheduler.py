@@ -20,7 +20,9 @@ from packsolve.puzzles import KINDS, get_kind
 from packsolve.runner import AttemptSpec, Limits
 
 # How many times a task may be delivered (worker deaths, redeliveries) before its attempt is lost.
-DEFAULT_MAX_TRIES = 3
+# Five, not three: a worker killed while holding a claimed group charges a try to every attempt
+# in it, run or not, so an innocent level can meet two or three kills in a bad night.
+DEFAULT_MAX_TRIES = 5
 # (level hash, name, spec): one attempt as the scheduler hands it to the queue or the pool.
 Spec = tuple[str, str, AttemptSpec]
 
