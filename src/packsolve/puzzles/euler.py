@@ -64,7 +64,7 @@ def parse(data: Mapping[str, Any]) -> Graph:
     # An edge has no direction: [u, v] and [v, u] spell the same edge. Names of one type compare
     # directly; only a mix of ints and strings needs the slower key.
     if len({type(x) for e in raw for x in e}) == 1:
-        pairs = sorted((u, v) if u <= v else (v, u) for u, v in raw)
+        pairs = sorted((u, v) if u <= v else (v, u) for u, v in raw)  # type: ignore[operator]
     else:
         pairs = [(u, v) if vertex_key(u) <= vertex_key(v) else (v, u) for u, v in raw]
         pairs.sort(key=lambda e: (vertex_key(e[0]), vertex_key(e[1])))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -14,8 +15,9 @@ from packsolve.levels import LevelError
 from packsolve.outcome import Outcome
 from packsolve.puzzles.base import PuzzleKind, field_of, solved, solver
 
+_native: Any
 try:  # the C scanline fill; the pure-Python one below is the fallback when it is not built
-    from packsolve.native import floodfill as _native
+    _native = importlib.import_module("packsolve.native.floodfill")
 except ImportError:  # pragma: no cover - depends on the build
     _native = None
 
