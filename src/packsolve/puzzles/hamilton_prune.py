@@ -94,7 +94,8 @@ def pruned_search(
        fixed by parity), round-robin under doubling caps, beside the free-end
        search. Knowing the end switches on the forced-edge test and exact
        parity, so on a level with no path each end is usually refuted at its
-       root; the level is proved impossible once every end is.
+       root; the level is proved impossible once every end is. Each end is also
+       searched backwards (from the end to the start), often much easier.
 
     Every run is complete below its cap, so one that ends without a path is a proof.
     """
@@ -126,6 +127,11 @@ def pruned_search(
         still_open = []
         for e in ends:
             status, path = runner.attempt(HamiltonProblem(q.adj, p.start, e), end_cap)
+            if status == 2 and end_cap > 1:
+                # The same question asked from the other end: growing the path from e
+                # is often far easier (a corridor near e is forced from that side).
+                status, path = runner.attempt(HamiltonProblem(q.adj, e, p.start), end_cap)
+                path = path[::-1] if path else path
             if status == 0:
                 return path
             if status == 2:
@@ -137,7 +143,7 @@ def pruned_search(
         if status != 2:
             return path
         end_cap = 64 if end_cap == 1 else end_cap * 2
-        cap = max(cap * 2, end_cap * len(ends))
+        cap = max(cap, end_cap * len(ends))  # about as many nodes as the end searches get
         q = _shuffled(p, rng)
 
 
