@@ -7,6 +7,7 @@ node, a node being one partial grid the search expands.
 
 from __future__ import annotations
 
+import importlib
 import random
 from dataclasses import dataclass
 
@@ -203,7 +204,7 @@ def propagation_search(
 def native_search(cells: list[int], budget: Budget, cap: int = 2) -> Count | None:
     """Count solutions with the C accelerator; None when the extension is not built."""
     try:
-        from packsolve.native import sudoku as native
+        native = importlib.import_module("packsolve.native.sudoku")
     except ImportError:
         return None
     node_cap = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)
