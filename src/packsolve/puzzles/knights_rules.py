@@ -224,16 +224,17 @@ def squirrel_cull_order(board: Board):  # noqa: ANN201 - returns an Ordering
         return roth_order(board.cols, board.rows)
     fr = -1 if board.start[0] > (m - 1) / 2 else 1
     fc = -1 if board.start[1] > (m - 1) / 2 else 1
-    chain = []
+    chain: list[tuple[dict[tuple[int, int], int], int | None]] = []
     for rank, sq in squirrel_cull_rules(m):
-        # Board coordinates of the switching square, and ranks keyed by board deltas.
+        # Board index of the switching square, and ranks keyed by board deltas.
+        at = None
         if sq is not None:
-            sq = (sq[0] if fr == 1 else m - 1 - sq[0]) * m + (sq[1] if fc == 1 else m - 1 - sq[1])
-        chain.append(({(dr * fr, dc * fc): k for (dr, dc), k in rank.items()}, sq))
+            at = (sq[0] if fr == 1 else m - 1 - sq[0]) * m + (sq[1] if fc == 1 else m - 1 - sq[1])
+        chain.append(({(dr * fr, dc * fc): k for (dr, dc), k in rank.items()}, at))
 
     def order(p: HamiltonProblem, visited: list[bool], v: int, cands: list[int]) -> list[int]:
         k = 0
-        while k < len(chain) - 1 and chain[k][1] is not None and visited[chain[k][1]]:
+        while k < len(chain) - 1 and (at := chain[k][1]) is not None and visited[at]:
             k += 1
         rank = chain[k][0]
         vr, vc = divmod(v, m)
