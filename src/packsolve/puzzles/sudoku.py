@@ -113,7 +113,7 @@ def read_lines(text: str) -> Iterator[tuple[int, dict[str, Any] | LevelError]]:
             yield number, exc
 
 
-def _outcome(level: Sudoku, result: Count, how: str = "") -> Outcome:
+def _outcome(result: Count, how: str = "") -> Outcome:
     if result.count == 0:
         return no_solution("no grid completes these givens (search exhausted)")
     if result.count == 1:
@@ -130,7 +130,7 @@ def _checked(level: Sudoku) -> Outcome | None:
 @solver
 def solve_plain(level: Sudoku, budget: Budget) -> Outcome:
     """Return the write-up's first-empty-cell DFS outcome (no_solution once the tree is exhausted)."""
-    return _checked(level) or _outcome(level, first_empty_dfs(level.cells, budget, COUNT_CAP))
+    return _checked(level) or _outcome(first_empty_dfs(level.cells, budget, COUNT_CAP))
 
 
 @solver
@@ -140,15 +140,15 @@ def solve_propagate(level: Sudoku, budget: Budget) -> Outcome:
     if result is None:
         if (early := _checked(level)) is not None:
             return early
-        return _outcome(level, propagation_search(level.cells, budget, COUNT_CAP), " (pure-Python fallback)")
+        return _outcome(propagation_search(level.cells, budget, COUNT_CAP), " (pure-Python fallback)")
     # The C search refutes clashing givens at once; the clash check runs only then, for its message.
-    return (_checked(level) if result.count == 0 else None) or _outcome(level, result)
+    return (_checked(level) if result.count == 0 else None) or _outcome(result)
 
 
 @solver
 def solve_dlx(level: Sudoku, budget: Budget) -> Outcome:
     """Return the dancing-links outcome (no_solution once Algorithm X has exhausted the matrix)."""
-    return _checked(level) or _outcome(level, dancing_links(level.cells, budget, COUNT_CAP))
+    return _checked(level) or _outcome(dancing_links(level.cells, budget, COUNT_CAP))
 
 
 def verify(level: Sudoku, solution: Any) -> str | None:
