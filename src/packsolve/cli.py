@@ -289,6 +289,7 @@ def submit(
         choose_chunk_size,
         enqueue,
         hardest_first,
+        max_chunk_for,
         planned_specs,
     )
     from packsolve.worker import DEFAULT_VISIBILITY_TIMEOUT, make_app
@@ -298,6 +299,9 @@ def submit(
     hard = limits.hard_time()
     if hard is not None and hard > DEFAULT_VISIBILITY_TIMEOUT / 2:
         raise click.BadParameter("--time-limit must stay below 6 hours (Redis visibility timeout)")
+    if chunk_size > max_chunk_for(limits):
+        cap = max_chunk_for(limits)
+        raise click.BadParameter(f"at most {cap} per task under this time limit", param_hint="--chunk-size")
     app = make_app(broker_url)
     try:
         with app.connection_for_write() as conn:

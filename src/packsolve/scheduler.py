@@ -198,8 +198,17 @@ def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
             per_level = SECONDS_PER_SIZE_UNIT * (sizes[len(sizes) // 2] if sizes else 0)
         total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
     mean = total / len(specs)
-    chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean)))
+    chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean), max_chunk_for(specs[0][2].limits)))
     return max(1, min(chunk, len(specs) // MIN_TASKS))
+
+
+def max_chunk_for(limits: Limits) -> int:
+    """Return the most attempts a task may carry so that, all at their hard limit, it ends before
+    Redis hands it to another worker (half the visibility timeout)."""
+    from packsolve.worker import DEFAULT_VISIBILITY_TIMEOUT
+
+    hard = limits.hard_time()
+    return MAX_CHUNK if hard is None else max(1, int(DEFAULT_VISIBILITY_TIMEOUT / 2 // hard))
 
 
 # --- ordering: longest processing time first -------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -90,41 +91,32 @@ def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, floa
 def run_payload(payload: dict[str, Any], hostname: str) -> None:
     """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.
 
-    Attempts are claimed in groups of about FLUSH_EVERY_S of work (one at a
-    time until the chunk's pace is known) and run in one solver child per group;
-    results are written at least every FLUSH_EVERY_S, in the same transaction as
-    the next group's claim. So a worker killed mid-chunk loses at most the
-    attempt it was running plus under FLUSH_EVERY_S of results (their attempts
-    are claimed, so the scheduler requeues them).
+    Attempts are claimed in groups of about FLUSH_EVERY_S of work (the first
+    alone, to learn the chunk's pace) and run in one solver child per group.
+    Results go to this process's ResultBuffer and are written in the same
+    transaction as the next claim, or within FLUSH_EVERY_S by the buffer's
+    timer, whichever comes first: a task of one tiny level costs one database
+    transaction, not three. A worker killed loses at most the attempt it was
+    running plus under FLUSH_EVERY_S of results; those attempts stay claimed
+    (running) and the scheduler requeues them after their deadline.
     """
     engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"))
     run_id = int(payload["run"])
     max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
     items = [(str(item["level"]), AttemptSpec.from_json(item["spec"])) for item in payload["items"]]
-    buffer: list[Result] = []
-
-    def flush() -> None:
-        if buffer:
-            done = list(buffer)
-            buffer.clear()
-            with_db_retry(engine, lambda session: record(session, done))
-
+    buffer = _results(engine)
     pos = 0
     group_size = 1
     while pos < len(items):
         group = items[pos : pos + group_size]
         pos += len(group)
-        done = list(buffer)
-        buffer.clear()
-
-        def record_and_claim(session: Any, group: list = group, done: list = done) -> dict[str, str]:
-            if done:
-                record(session, done)
-            hard = group[0][1].limits.hard_time()
-            return claim_many(session, run_id, [h for h, _ in group], hostname, max_tries, hard)
-
-        verdicts = with_db_retry(engine, record_and_claim)
-        last_flush = started = time.monotonic()
+        hard = group[0][1].limits.hard_time()
+        verdicts = buffer.flush_with(
+            lambda session, group=group, hard=hard: claim_many(
+                session, run_id, [h for h, _ in group], hostname, max_tries, hard
+            )
+        )
+        started = time.monotonic()
         runnable = [(h, spec) for h, spec in group if verdicts[h] == "run"]
         for h, _ in group:
             if verdicts[h] != "run":
@@ -133,18 +125,111 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
             finished = utcnow()
             length = solution_length(spec.kind, outcome)
             began = finished - timedelta(seconds=outcome.stats.wall_s)
-            buffer.append(Result(run_id, h, outcome, length, hostname, began, finished))
-            if time.monotonic() - last_flush >= FLUSH_EVERY_S:
-                flush()
-                last_flush = time.monotonic()
+            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished))
         if runnable:
             pace = (time.monotonic() - started) / len(runnable)
             fits = int(FLUSH_EVERY_S / pace) if pace > 0 else MAX_GROUP
-            group_size = max(1, min(MAX_GROUP, fits, group_size * 4))
-    flush()
-    # Again in a fresh transaction: two workers committing a run's last results at once each
-    # see the other's row still pending inside their own, and neither would stamp the run.
-    with_db_retry(engine, lambda session: finish_run_if_done(session, run_id))
+            # The first attempt alone sets the pace; a slow one met later only delays claimed
+            # attempts, whose deadlines are staggered for exactly that.
+            group_size = max(1, min(MAX_GROUP, fits))
+
+
+class ResultBuffer:
+    """This process's finished results not yet written, and the runs whose end must be checked afresh.
+
+    Written with the next claim (flush_with), else by a timer within FLUSH_EVERY_S
+    of the first unwritten result, and at process exit.
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.results: list[Result] = []
+        self.recheck: set[int] = set()
+        self.lock = threading.Lock()
+        self.timer: threading.Timer | None = None
+
+    def add(self, result: Result) -> None:
+        with self.lock:
+            self.results.append(result)
+            self._arm()
+
+    def _arm(self) -> None:
+        """Start the timer unless it runs (the caller holds the lock)."""
+        if self.timer is None:
+            # Not reset by later results: the oldest unwritten one waits at most FLUSH_EVERY_S.
+            self.timer = threading.Timer(FLUSH_EVERY_S, self.flush)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _take(self) -> list[Result]:
+        with self.lock:
+            done, self.results = self.results, []
+            return done
+
+    def flush_with(self, work: Callable[[Any], T], finish: bool = False) -> T:
+        """Write the buffered results and run work(session) in the same transaction; return its value.
+
+        With finish=False (a claim's transaction: keep it short) the runs' end is
+        only checked by the next flush().
+        """
+        done = self._take()
+
+        def both(session: Any) -> T:
+            if done:
+                record(session, done, finish=finish)
+            return work(session)
+
+        try:
+            value = with_db_retry(self.engine, both)
+        except BaseException:
+            with self.lock:
+                self.results[:0] = done  # not written: keep them for the next try
+            raise
+        if done:
+            with self.lock:
+                self.recheck.update(r.run_id for r in done)
+                if not finish:
+                    self._arm()  # flush() soon, to check those runs' end
+        return value
+
+    def flush(self) -> None:
+        """Write what is buffered, then check the runs it touched in a fresh transaction."""
+        with self.lock:
+            self.timer = None
+        try:
+            self.flush_with(lambda session: None, finish=True)
+            with self.lock:
+                runs, self.recheck = self.recheck, set()
+            # Again in a fresh transaction: two workers committing a run's last results at once each
+            # see the other's row still pending inside their own, and neither would stamp the run.
+            for run_id in sorted(runs):
+                with_db_retry(self.engine, lambda session, run_id=run_id: finish_run_if_done(session, run_id))
+        except Exception:  # the timer thread must not die silently with results in hand
+            log.exception("writing results failed; they stay buffered and are tried again")
+            with self.lock:
+                self._arm()
+
+
+_BUFFERS: dict[int, ResultBuffer] = {}
+
+
+def _results(engine: Any) -> ResultBuffer:
+    """Return this process's ResultBuffer (one per process: a buffer must not cross a fork)."""
+    buffer = _BUFFERS.get(os.getpid())
+    if buffer is not None and buffer.engine is not engine:
+        buffer.flush()  # another database now: what the old one is owed goes there first
+        buffer = None
+    if buffer is None:
+        buffer = _BUFFERS[os.getpid()] = ResultBuffer(engine)
+    return buffer
+
+
+@signals.worker_process_shutdown.connect
+def _flush_results(**_: Any) -> None:
+    """Write what this pool process still holds before it exits (warm shutdown, max-tasks-per-child)."""
+    buffer = _BUFFERS.get(os.getpid())
+    if buffer is not None:
+        buffer.flush()
 
 
 def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:

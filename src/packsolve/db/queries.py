@@ -210,7 +210,7 @@ class Result:
     finished_at: datetime | None = None  # default: when it is recorded
 
 
-def record(session: Session, results: Iterable[Result]) -> int:
+def record(session: Session, results: Iterable[Result], finish: bool = True) -> int:
     """Write final outcomes; an attempt already final is left alone. Return rows written.
 
     This is the idempotent upsert keyed by (run, level): a late duplicate of a
@@ -258,7 +258,8 @@ def record(session: Session, results: Iterable[Result]) -> int:
     written = 0
     for i in range(0, len(rows), BATCH):
         written += session.execute(stmt, rows[i : i + BATCH]).rowcount
-    for run_id in sorted({row["b_run"] for row in rows}):
+    # finish=False: the caller stamps finished runs itself, later, in a fresh transaction.
+    for run_id in sorted({row["b_run"] for row in rows}) if finish else ():
         finish_run_if_done(session, run_id)
     return written
 
