@@ -203,8 +203,10 @@ def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
 
 
 def max_chunk_for(limits: Limits) -> int:
-    """Return the most attempts a task may carry so that, all at their hard limit, it ends before
-    Redis hands it to another worker (half the visibility timeout)."""
+    """Return the most attempts one task may carry: all at their hard limit within half the visibility.
+
+    Past the Redis visibility timeout the still-running task would be handed to another worker.
+    """
     from packsolve.worker import DEFAULT_VISIBILITY_TIMEOUT
 
     hard = limits.hard_time()
