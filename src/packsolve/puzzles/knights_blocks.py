@@ -1,7 +1,7 @@
 """Linear-time knight's tours of big boards: Warnsdorff–Roth paths on small blocks, stitched.
 
 Divide and conquer in the manner of Parberry (1997): the board is cut into
-blocks of 6 to 11 squares a side, the blocks are visited along a Hamiltonian
+blocks of 6 to 13 squares a side, the blocks are visited along a Hamiltonian
 cycle of the block grid, and inside each block a backtracking Warnsdorff search
 (knights_search) finds a path from the square the previous block handed over
 to a square that has a knight move into the next block. Blocks repeat, so the
@@ -54,17 +54,17 @@ def _split_even(x: int, k: int) -> list[int]:
 
 
 def _even_counts(x: int) -> list[int]:
-    """Return the numbers of even parts of 6..10 that x splits into, nearest to size 8 first."""
+    """Return the numbers of even parts of 6..12 that x splits into, nearest to size 8 first."""
     if x == 0:
         return [0]
     if x % 2 or x < 6:
         return []
-    ks = range(-(-x // 10), x // 6 + 1)
+    ks = range(-(-x // 12), x // 6 + 1)
     return sorted(ks, key=lambda k: abs(x / k - 8))
 
 
 def partition(n: int, cover: int, odd: bool, parity: int | None) -> list[int] | None:
-    """Return part sizes (6..11) summing to n, or None.
+    """Return part sizes (6..13) summing to n, or None.
 
     With odd, exactly one part is odd, it holds index cover and only even parts
     precede it; otherwise every part is even. parity (0/1) fixes the number of
@@ -75,7 +75,7 @@ def partition(n: int, cover: int, odd: bool, parity: int | None) -> list[int] | 
             if k >= 2 and (parity is None or k % 2 == parity):
                 return _split_even(n, k)
         return None
-    for length in (7, 9, 11):
+    for length in (7, 9, 11, 13):
         for p in range(cover - cover % 2, max(-1, cover - length), -2):
             s = n - p - length
             if s < 0:
