@@ -1,8 +1,9 @@
 """Coins: nodes and seconds per heuristic over generated packs of growing size.
 
 Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/coins.py
-Writes benchmarks/results/coins.md. No peer here: the DP/bnb answers are cross-checked
-against each other and by verify (an independent big-int bitset proof of optimality).
+Writes benchmarks/results/coins.md. Peer: OR-Tools CP-SAT (benchmarks/peers/coins_cpsat.py,
+one worker) on the same levels; the ratio column is heuristic seconds / CP-SAT seconds. Every
+answer is also checked by verify (an independent big-int bitset proof of optimality).
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from pathlib import Path
 from packsolve.budget import Budget
 from packsolve.puzzles import get_kind
 
+sys.path.insert(0, str(Path(__file__).parent))
+from peers.coins_cpsat import fewest_notes  # noqa: E402
+
 KIND = get_kind("coins")
 SIZES = ["10", "15", "20", "25", "30", "40", "60:10000", "100:100000", "200:1000000", "400:1000000"]
-COUNT, SEED, TIME_LIMIT = 3, 1, 2.0
+COUNT, SEED, TIME_LIMIT, PEER_LIMIT = 3, 1, 2.0, 20.0
 HEURISTICS = ["plain", "prune", "bnb", "dp", "auto"]
 
 
@@ -27,6 +31,14 @@ def measure() -> list[dict]:
     for size in SIZES:
         levels = [KIND.parse(d) for d in KIND.generate(size, COUNT, SEED)]
         answers: dict[int, int] = {}
+        peer_secs = []
+        for i, level in enumerate(levels):
+            start = time.perf_counter()
+            try:
+                answers[i] = fewest_notes(list(level.notes), level.target, PEER_LIMIT)
+            except TimeoutError:
+                continue
+            peer_secs.append(time.perf_counter() - start)
         for h in HEURISTICS:
             if h not in alive:
                 rows.append({"size": size, "heuristic": h, "gave_out": True})
@@ -48,7 +60,7 @@ def measure() -> list[dict]:
                     assert answers.setdefault(i, count) == count, (size, h, i)
                     assert KIND.verify(level, out.solution) is None
             rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
-                         "secs": secs, "statuses": statuses})  # fmt: skip
+                         "secs": secs, "statuses": statuses, "peer": peer_secs})  # fmt: skip
             if ok == 0:
                 alive.discard(h)
             print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
@@ -56,17 +68,23 @@ def measure() -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| notes[:max value] | heuristic | solved | mean nodes | mean s | max s | outcomes |",
-           "|---|---|---|---:|---:|---:|---|"]  # fmt: skip
+    out = ["| notes[:max] | heuristic | solved | mean nodes | mean s | max s | CP-SAT s | ratio | outcomes |",
+           "|---|---|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
     for r in rows:
         if r.get("gave_out"):
-            out.append(f"| {r['size']} | {r['heuristic']} | — | — | — | — | not run: gave out earlier |")
+            out.append(f"| {r['size']} | {r['heuristic']} | — | — | — | — | — | — | not run: gave out |")
             continue
         nodes = f"{statistics.mean(r['nodes']):,.0f}" if r["nodes"] else "—"
         outcomes = ", ".join(sorted(set(r["statuses"])))
+        mean = statistics.mean(r["secs"])
+        # CP-SAT past its limit on some level: say how many it solved in time, and give no ratio.
+        peer_ok = len(r["peer"]) == r["n"]
+        late = f"{len(r['peer'])}/{r['n']} in {PEER_LIMIT:g}s"
+        peer = f"{statistics.mean(r['peer']):.4f}" if peer_ok else late
+        ratio = f"{mean / statistics.mean(r['peer']):.2f}" if r["solved"] == r["n"] and peer_ok else "—"
         out.append(
             f"| {r['size']} | {r['heuristic']} | {r['solved']}/{r['n']} | {nodes} | "
-            f"{statistics.mean(r['secs']):.3f} | {max(r['secs']):.3f} | {outcomes} |"
+            f"{mean:.4f} | {max(r['secs']):.4f} | {peer} | {ratio} | {outcomes} |"
         )
     return "\n".join(out)
 
@@ -80,7 +98,8 @@ def main() -> None:
 is the sum of a random subset, so every level has an answer), time limit {TIME_LIMIT:g} s per attempt, run
 in-process on {platform.machine()} / Python {platform.python_version()} while other jobs shared the 2 cores.
 A node is one state expanded: a recursion call for plain/prune/bnb, one (note, sum) cell for the DP.
-Every answer is checked by `verify` (independent optimality proof) and against the other heuristics.
+Every answer is checked by `verify` (independent optimality proof) and against CP-SAT's optimum
+(OR-Tools {__import__("ortools").__version__}, one worker; ratio = heuristic mean s / CP-SAT mean s).
 A heuristic that solves none of a size is not run on larger ones.
 
 {table(rows)}
