@@ -256,6 +256,10 @@ def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec
 # --- reconcile: requeue attempts whose task is gone, mark the hopeless lost, finish runs ----
 
 
+# Seconds after an attempt is marked sent before the broker must show its task.
+SEND_SETTLE_S = 5.0
+
+
 @dataclass
 class Reconciled:
     """What one reconcile pass did."""
@@ -272,7 +276,8 @@ def reconcile(
     """Requeue stale attempts of unfinished distributed runs, mark those past the cap lost, finish runs.
 
     Stale: running past its deadline (start + hard limit) plus grace, or queued
-    for longer than grace with no task for it in the broker. Every change is a
+    with no task for it in the broker (sent over SEND_SETTLE_S ago, or never
+    sent by a submit older than grace). Every change is a
     guarded update (the row must still be as it was read), so two schedulers at
     once requeue an attempt at most once between them. If the broker cannot be
     read, only running attempts past their deadline are considered.
@@ -284,9 +289,13 @@ def reconcile(
     from packsolve.worker import QUEUE, TASK_NAME
 
     done = Reconciled()
-    cutoff = utcnow() - timedelta(seconds=grace_s)
+    now = utcnow()
+    cutoff = now - timedelta(seconds=grace_s)
+    # A sent task is in the broker within moments; only the scheduler's own resends (stamped
+    # before they go out) need a few seconds. So a Redis restart is repaired at once.
+    sent_cutoff = now - timedelta(seconds=min(grace_s, SEND_SETTLE_S))
     with session_scope(engine) as session:
-        candidates = stale_attempts(session, cutoff)
+        candidates = stale_attempts(session, cutoff, sent_cutoff)
     live: set[tuple[int, str]] | None = None
     if candidates:
         try:

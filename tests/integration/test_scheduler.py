@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -229,3 +230,28 @@ def test_attempts_claimed_together_with_an_overdue_one_are_requeued_with_it(tmp_
         )
     assert "requeued 3, lost 0" in reconcile_once(env, grace=2)
     assert [a.status for a in attempts(pg_url, run_id)] == ["queued"] * 3 + ["running"]
+
+
+def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_default_grace(
+    tmp_path, broker, sqlite_url
+):
+    """After a Redis restart, `scheduler --once` repairs at once; only unsent rows wait out the grace."""
+    from packsolve.db.queries import RunOptions, create_run
+    from packsolve.scheduler import plan_run
+
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    sent = submit(env, str(write_pack(tmp_path / "a", 3, ms=5)), "--time-limit", "5")
+    with session_scope(get_engine(sqlite_url)) as session:  # a submit that died before sending
+        unsent = create_run(
+            session,
+            plan_run([write_pack(tmp_path / "b", 2, ms=6, seed=4)]).attempts,
+            RunOptions("distributed"),
+        )
+    forget_queue(broker)
+    time.sleep(5.5)  # SEND_SETTLE_S
+    res = run_cli("scheduler", "--once", env=env)  # default grace: 60 s
+    assert res.returncode == 0 and "requeued 3," in res.stderr, res.stderr
+    assert {a.status for a in attempts(sqlite_url, unsent)} == {"queued"}
+    assert all(a.requeues == 0 for a in attempts(sqlite_url, unsent))
+    assert all(a.requeues == 1 for a in attempts(sqlite_url, sent))
+    assert "requeued 2," in reconcile_once(env, grace=0)  # once the grace is over, they go too

@@ -114,7 +114,7 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
                 "run_id": run.id, "level_hash": lv.hash, "seq": p.seq, "name": lv.name, "kind": lv.kind,
                 "heuristic": p.heuristic,
                 "status": Status.QUEUED.value if lv.valid else Status.INVALID.value,
-                "message": lv.error, "tries": 0, "queued_at": now,
+                "message": lv.error, "tries": 0, "queued_at": None,  # set by mark_sent once sent
                 "finished_at": None if lv.valid else now,
                 "solution": None, "length": None, "nodes": None, "wall_s": None, "cpu_s": None,
                 "peak_rss_mb": None, "worker": None, "started_at": None,
@@ -353,12 +353,18 @@ class Taken:
     lost: bool
 
 
-def stale_attempts(session: Session, cutoff: datetime) -> list[StaleAttempt]:
-    """Return attempts of unfinished distributed runs running past deadline, or queued, before cutoff.
+def stale_attempts(
+    session: Session, cutoff: datetime, sent_cutoff: datetime | None = None
+) -> list[StaleAttempt]:
+    """Return attempts of unfinished distributed runs that may have lost their task.
 
-    cutoff is now minus the grace: a running attempt whose deadline is older, or
-    a queued one sent before it, is a candidate (the broker decides for queued ones).
+    cutoff is now minus the grace: a running attempt whose deadline is older, or a
+    queued one never marked sent in a run created before it (its submit died), is a
+    candidate. A queued attempt marked sent (queued_at) before sent_cutoff (default
+    cutoff) is one too: its task must be in the broker, which decides.
     """
+    sent_cutoff = cutoff if sent_cutoff is None else sent_cutoff
+    queued = Attempt.status == Status.QUEUED.value
     rows = session.execute(
         select(
             Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries,
@@ -369,7 +375,8 @@ def stale_attempts(session: Session, cutoff: datetime) -> list[StaleAttempt]:
         .where(
             or_(
                 and_(Attempt.status == Status.RUNNING.value, Attempt.deadline < cutoff),
-                and_(Attempt.status == Status.QUEUED.value, Attempt.queued_at < cutoff),
+                and_(queued, Attempt.queued_at < sent_cutoff),
+                and_(queued, Attempt.queued_at.is_(None), Run.created_at < cutoff),
             )
         )
         .order_by(Attempt.run_id, Attempt.seq)
