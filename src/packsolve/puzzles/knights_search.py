@@ -183,7 +183,8 @@ def knight_path_restarts(
     """
     rng = random.Random(seed)
     adj = adj or knight_adjacency(h, w)
-    limit = float(first_limit)
+    # An attempt must at least be able to lay the whole path, plus room to backtrack.
+    limit = float(first_limit + 2 * h * w)
     spread = (max(key) - min(key)) + 1.0
     k = list(key)
     for t in range(1, tries + 1):
