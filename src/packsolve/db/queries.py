@@ -455,7 +455,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
             .where(Attempt.tries == c.tries, Attempt.requeues == c.requeues)
             .values(**values)
         )
-        if res.rowcount:  # type: ignore[attr-defined]  (an UPDATE gives a CursorResult)
+        if res.rowcount:  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
             taken.append(Taken(c.run_id, c.level_hash, lost))
     for run_id in {t.run_id for t in taken if t.lost}:
         finish_run_if_done(session, run_id)
