@@ -84,6 +84,15 @@ def test_plain_times_out_cleanly_on_sixty_notes():
     assert out.status == Status.TIMEOUT and out.nodes > 20_000
 
 
+def test_auto_copes_with_thousands_of_notes():
+    level = KIND.parse({"notes": [1] * 3000 + [2] * 10, "target": 1520})
+    out = KIND.solvers["auto"](level, Budget(time_limit=20))
+    assert out.status == Status.SOLVED and out.solution["count"] == 1510  # ten 2s and 1500 ones
+    assert KIND.verify(level, out.solution) is None
+    with pytest.raises(RuntimeError, match="recursion limit"):
+        KIND.solvers["bnb"](level, Budget(time_limit=20))
+
+
 def test_plain_recursion_limit_becomes_a_clear_error():
     level = KIND.parse({"notes": [1] * 5000, "target": 3})
     with pytest.raises(RuntimeError, match="recursion limit"):

@@ -25,6 +25,7 @@ DP_MAX_CELLS = 1_000_000_000
 DP_MAX_SUMS = 20_000_000
 # verify proves optimality with Python big-int bitsets up to this many sums.
 VERIFY_MAX_SUMS = 1 << 25
+VERIFY_MAX_BITS = 1 << 29
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def _quick_no(level: Coins) -> tuple[str | None, int, list[int], int]:
     for a in notes:
         g = gcd(g, a)
     if level.target and not notes:
-        return f"every note exceeds the target {level.target}", 1, [], 0
+        return f"no note is at most the target {level.target}", 1, [], 0
     if g and level.target % g:
         return f"every usable note is a multiple of {g}, the target {level.target} is not", g, [], 0
     g = g or 1
@@ -218,7 +219,7 @@ def auto(level: Coins, budget: Budget) -> Outcome:
     # the DP. Small tables still cost ~10 us a note in numpy calls, hence the floor.
     try:
         return branch_and_bound(level, budget, cap=max(20_000, cells // 1000))
-    except _GiveUp:
+    except (_GiveUp, RuntimeError):  # RuntimeError: bnb recursed past Python's limit (1000+ notes)
         return dynamic_programming(level, budget)
 
 
@@ -254,7 +255,8 @@ def verify(level: Coins, solution: Any) -> str | None:
         return f"uses notes the level does not have (or too many copies): {sorted(extra.elements())}"
     if sum(notes) != level.target:
         return f"notes sum to {sum(notes)}, not the target {level.target}"
-    if count and level.target < VERIFY_MAX_SUMS:
+    # One big int of target bits per layer, count layers: keep the proof within ~64 MB.
+    if count and level.target < VERIFY_MAX_SUMS and count * (level.target + 1) <= VERIFY_MAX_BITS:
         fewer = fewest_notes_at_most(level.notes, level.target, count - 1)
         if fewer is not None:
             return f"not the fewest: {fewer} notes reach {level.target}, the answer uses {count}"
