@@ -46,6 +46,15 @@ POCKET = ["." * 22] * 17 + [
     ".........#....#.......", "......................",
 ]  # fmt: skip
 
+# 16x16, 151 cells: the staircase at the top right, cut off by two cells, holds colour counts no
+# path between those two cells can have, so the end must lie inside it, where no end works.
+STAIRCASE = [
+    "........#.....##", "....#.........##", "............####", "..........######",
+    ".......#########", ".S...###########", ".....###########", ".......#########",
+    ".......#########", "......##########", "......##########", ".......######..#",
+    ".......######..#", "..........##...#", "..........##...#", "................",
+]  # fmt: skip
+
 
 def solve(data, heuristic=None, **limits):
     level = KIND.parse(data)
@@ -303,3 +312,12 @@ def test_end_splitting_refutes_a_level_the_free_end_search_cannot():
     """A pocket under the blocks forces a closed loop whichever vertex ends the path."""
     _, out = solve({"grid": POCKET}, "prune")
     assert out.status == Status.NO_SOLUTION
+
+
+def test_two_vertex_cut_parity_confines_the_end_and_refutes_the_level():
+    _, out = solve({"grid": STAIRCASE}, "prune")
+    assert out.status == Status.NO_SOLUTION
+    p, cells = problem(KIND.parse({"grid": STAIRCASE}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    allowed = hamilton_prune._two_cut_ends(p, colour, Budget())
+    assert allowed is not None and all(r <= 3 and c >= 8 for r, c in (cells[v] for v in allowed))

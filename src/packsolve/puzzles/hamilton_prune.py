@@ -96,6 +96,7 @@ def pruned_search(
        parity, so on a level with no path each end is usually refuted at its
        root; the level is proved impossible once every end is. Each end is also
        searched backwards (from the end to the start), often much easier.
+       Before splitting, a 2-vertex-cut parity test narrows the possible ends.
 
     Every run is complete below its cap, so one that ends without a path is a proof.
     """
@@ -121,6 +122,10 @@ def pruned_search(
     else:  # a path alternates colours, so its length fixes the end's colour
         end_colour = colour[p.start] ^ (1 - p.n % 2)
         ends = [v for v in range(p.n) if v != p.start and colour[v] == end_colour]
+    if colour is not None:
+        allowed = _two_cut_ends(p, colour, budget)
+        if allowed is not None:
+            ends = [v for v in ends if v in allowed]
     ends.sort(key=lambda v: (len(p.adj[v]), v))  # corners and dead ends first: likely ends
     end_cap = 1
     while True:
@@ -145,6 +150,67 @@ def pruned_search(
         end_cap = 64 if end_cap == 1 else end_cap * 2
         cap = max(cap, end_cap * len(ends))  # about as many nodes as the end searches get
         q = _shuffled(p, rng)
+
+
+def _two_cut_ends(p: HamiltonProblem, colour: list[int], budget: Budget) -> set[int] | None:
+    """Return the vertices that can end a path from p.start by the 2-vertex-cut parity test (None: all).
+
+    If removing vertices a and b cuts off a piece C that holds neither the
+    start nor the end, the path runs through C in one go between a and b
+    (each of a, b has only two path neighbours, and every run inside C needs
+    one on each side), so C + {a, b} must hold the colour counts of a path
+    from a to b. When it does not, the end must lie in C. Pieces hanging on a
+    single cut vertex b need the end inside them too. O(n (n + m)): run once
+    per hard level, checking the clock between vertices.
+    """
+    allowed: set[int] | None = None
+    start, n, adj = p.start, p.n, p.adj
+    for a in range(n):
+        if a == start:
+            continue
+        budget.check_clock()
+        # Iterative DFS of G - a from the start, with low-links and subtree colour counts.
+        disc, low, parent, count = [-1] * n, [0] * n, [-1] * n, [[0, 0] for _ in range(n)]
+        order: list[int] = []
+        disc[a] = -2  # removed
+        disc[start] = low[start] = 0
+        order.append(start)
+        count[start][colour[start]] = 1
+        stack = [(start, iter(adj[start]))]
+        hanging: list[tuple[int, int]] = []  # (b, child c): the subtree of c hangs on b (and maybe a)
+        while stack:
+            v, it = stack[-1]
+            w = next(it, None)
+            if w is not None:
+                if disc[w] == -1:
+                    disc[w] = low[w] = len(order)
+                    parent[w] = v
+                    order.append(w)
+                    count[w][colour[w]] = 1
+                    stack.append((w, iter(adj[w])))
+                elif disc[w] >= 0 and w != parent[v]:
+                    low[v] = min(low[v], disc[w])
+                continue
+            stack.pop()
+            q = parent[v]
+            if q >= 0:
+                low[q] = min(low[q], low[v])
+                count[q][0] += count[v][0]
+                count[q][1] += count[v][1]
+                if q != start and low[v] >= disc[q]:
+                    hanging.append((q, v))
+        if len(order) != n - 1:
+            continue  # a is a cut vertex itself: the other tests cover it
+        for b, c in hanging:
+            first, size = disc[c], count[c][0] + count[c][1]
+            piece = order[first : first + size]  # a DFS subtree is contiguous in discovery order
+            if a in (w for v in piece for w in adj[v]):
+                n0 = count[c][0] + (colour[a] == 0) + (colour[b] == 0)
+                n1 = count[c][1] + (colour[a] == 1) + (colour[b] == 1)
+                if _segment_ok(colour[a], colour[b], n0, n1):
+                    continue
+            allowed = set(piece) if allowed is None else allowed & set(piece)
+    return allowed
 
 
 def _shuffled(p: HamiltonProblem, rng: random.Random) -> HamiltonProblem:
