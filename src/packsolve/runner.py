@@ -12,7 +12,7 @@ import select
 import signal
 import time
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,7 +154,7 @@ def _run_in_child(work: Any, limits: Limits) -> Ending:
         batch.close()
 
 
-def _run_batch(jobs: Sequence[tuple[Any, Limits]]) -> Iterator[Ending]:
+def _run_batch(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, None]:
     """Yield (payload, stats, forced ending or None) per job, in order, forking again after a death."""
     start = 0
     while start < len(jobs):
@@ -167,7 +167,7 @@ def _run_batch(jobs: Sequence[tuple[Any, Limits]]) -> Iterator[Ending]:
             child.close()
 
 
-def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Iterator[Ending]:
+def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, None]:
     """Fork one child for jobs; yield each job's ending as it arrives, stopping after a death or kill."""
     read_fd, write_fd = os.pipe()
     mark = time.monotonic()  # when the job now running started (as far as the parent knows)

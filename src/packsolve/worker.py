@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -110,12 +111,13 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
     while pos < len(items):
         group = items[pos : pos + group_size]
         pos += len(group)
+        hashes = [h for h, _ in group]
         hard = group[0][1].limits.hard_time()
-        verdicts = buffer.flush_with(
-            lambda session, group=group, hard=hard: claim_many(
-                session, run_id, [h for h, _ in group], hostname, max_tries, hard
-            )
-        )
+
+        def claim_group(session: Any, hashes: list[str] = hashes, hard: float | None = hard) -> dict:
+            return claim_many(session, run_id, hashes, hostname, max_tries, hard)
+
+        verdicts = buffer.flush_with(claim_group)
         started = time.monotonic()
         runnable = [(h, spec) for h, spec in group if verdicts[h] == "run"]
         for h, _ in group:
@@ -197,17 +199,25 @@ class ResultBuffer:
         with self.lock:
             self.timer = None
         try:
-            self.flush_with(lambda session: None, finish=True)
+            self.flush_with(_nothing, finish=True)
             with self.lock:
                 runs, self.recheck = self.recheck, set()
             # Again in a fresh transaction: two workers committing a run's last results at once each
             # see the other's row still pending inside their own, and neither would stamp the run.
             for run_id in sorted(runs):
-                with_db_retry(self.engine, lambda session, run_id=run_id: finish_run_if_done(session, run_id))
+                with_db_retry(self.engine, functools.partial(_finish_run, run_id=run_id))
         except Exception:  # the timer thread must not die silently with results in hand
             log.exception("writing results failed; they stay buffered and are tried again")
             with self.lock:
                 self._arm()
+
+
+def _nothing(session: Any) -> None:
+    return None
+
+
+def _finish_run(session: Any, run_id: int) -> bool:
+    return finish_run_if_done(session, run_id)
 
 
 _BUFFERS: dict[int, ResultBuffer] = {}

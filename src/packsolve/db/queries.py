@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, case, exists, func, insert, literal, or_, select, update
+from sqlalchemy import Table, and_, bindparam, case, exists, func, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -218,7 +218,7 @@ def record(session: Session, results: Iterable[Result], finish: bool = True) -> 
     executemany (one round trip per batch with psycopg's pipeline).
     """
     now = utcnow()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in results:
         o = r.outcome
         rows.append(
@@ -240,7 +240,7 @@ def record(session: Session, results: Iterable[Result], finish: bool = True) -> 
         )
     if not rows:
         return 0
-    table = Attempt.__table__
+    table: Table = Attempt.__table__  # type: ignore[assignment]
     # The Core table, not the entity: the ORM would turn a list of parameters into
     # an update by primary key, which these rows do not carry.
     stmt = (
@@ -259,7 +259,7 @@ def record(session: Session, results: Iterable[Result], finish: bool = True) -> 
     for i in range(0, len(rows), BATCH):
         written += session.execute(stmt, rows[i : i + BATCH]).rowcount
     # finish=False: the caller stamps finished runs itself, later, in a fresh transaction.
-    for run_id in sorted({row["b_run"] for row in rows}) if finish else ():
+    for run_id in sorted({int(row["b_run"]) for row in rows}) if finish else ():
         finish_run_if_done(session, run_id)
     return written
 
@@ -535,7 +535,7 @@ def recent_wall_times(session: Session, kind: str, heuristic: str, limit: int) -
         .order_by(Attempt.id.desc())
         .limit(limit)
     )
-    return [float(t) for t in rows]
+    return [float(t) for t in rows if t is not None]
 
 
 def attempts_to_rerun(
