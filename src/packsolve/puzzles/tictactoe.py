@@ -14,7 +14,7 @@ from packsolve.puzzles.tictactoe_search import SOLVERS, Board
 MAX_CELLS = 64
 # verify re-solves the position with its own plain search; past this many positions it checks
 # the answer's form only (a 4x4 board from empty has millions of positions).
-VERIFY_MAX_POSITIONS = 100_000
+VERIFY_MAX_POSITIONS = 40_000
 BLANK = "."
 
 
