@@ -171,7 +171,7 @@ def alpha_beta(board: Board, budget: Budget) -> Outcome:
         if not empty:
             return DRAW
         n_empty = empty.bit_count()
-        my_win = their_win = 0
+        my_win = their_win = useful = 0
         my_live = their_live = False
         my_moves, their_moves = (n_empty + 1) // 2, n_empty // 2
         for ln in lines:
@@ -180,10 +180,12 @@ def alpha_beta(board: Board, budget: Budget) -> Outcome:
                 if a == k - 1:
                     my_win |= ln & empty
                 my_live = my_live or k - a <= my_moves
+                useful |= ln
             if not a:
                 if b == k - 1:
                     their_win |= ln & empty
                 their_live = their_live or k - b <= their_moves
+                useful |= ln
         if my_win:
             return WIN
         if their_win & (their_win - 1):
@@ -198,9 +200,13 @@ def alpha_beta(board: Board, budget: Budget) -> Outcome:
                 return v
         budget.charge()
         alpha0, best = alpha, LOSS
-        moves = (
-            [i for i in order if their_win >> i & 1] if their_win else [i for i in order if empty >> i & 1]
-        )
+        if their_win:
+            moves = [i for i in order if their_win >> i & 1]
+        else:
+            # A cell on no line still free of one colour is dead: a stone there is a pass, and since an
+            # extra stone never hurts its owner in an m,n,k-game, some useful cell is at least as good.
+            useful &= empty
+            moves = [i for i in order if useful >> i & 1]
         other = 3 - me
         for i in moves:
             v = -search(theirs, mine | 1 << i, tuple(map(add, codes, inc[me][i])), other, -beta, -alpha)
