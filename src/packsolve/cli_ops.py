@@ -60,8 +60,15 @@ def scheduler(once: bool, interval: float, grace: float, database_url: str | Non
         if r.requeued or r.lost or r.finished or once:
             err_console.print(f"{stamp} requeued {r.requeued}, lost {r.lost}, runs finished {r.finished}")
 
+    def failed(exc: BaseException) -> None:
+        from packsolve.db.session import redact
+
+        first = "".join(redact(str(getattr(exc, "orig", None) or exc)).splitlines()[:1])
+        stamp = time.strftime("%H:%M:%S")
+        err_console.print(f"[yellow]{stamp} pass failed ({type(exc).__name__}: {first}); retrying[/]")
+
     try:
-        run_scheduler(engine, app, broker, grace, interval, once, report)
+        run_scheduler(engine, app, broker, grace, interval, once, report, failed)
     except KeyboardInterrupt:
         sys.exit(130)
 

@@ -347,14 +347,37 @@ def _specs_for(session: Session, run: Any, hashes: list[str]) -> list[Spec]:
 
 
 def run_scheduler(
-    engine: Engine, app: Any, broker: str, grace_s: float, interval_s: float, once: bool, report: Any
+    engine: Engine,
+    app: Any,
+    broker: str,
+    grace_s: float,
+    interval_s: float,
+    once: bool,
+    report: Any,
+    on_error: Any = None,
 ) -> Reconciled:
-    """Reconcile every interval_s seconds (once: a single pass); report(Reconciled) after each pass."""
+    """Reconcile every interval_s seconds (once: a single pass); report(Reconciled) after each pass.
+
+    In the loop a pass that fails on the database or the broker (restarted,
+    connections killed) is reported to on_error and retried next interval: the
+    scheduler must outlive the incidents it repairs. With once, the error is raised.
+    """
+    from kombu.exceptions import OperationalError as BrokerError
+    from redis.exceptions import RedisError
+    from sqlalchemy.exc import SQLAlchemyError
+
     while True:
-        result = reconcile(engine, app, broker, grace_s)
-        report(result)
-        if once:
-            return result
+        try:
+            result = reconcile(engine, app, broker, grace_s)
+        except (SQLAlchemyError, BrokerError, RedisError, OSError) as exc:
+            if once:
+                raise
+            if on_error is not None:
+                on_error(exc)
+        else:
+            report(result)
+            if once:
+                return result
         time.sleep(interval_s)
 
 

@@ -46,15 +46,17 @@ def exported(env: dict[str, str], run_id: int) -> list[dict]:
 @contextmanager
 def scheduler_loop(env: dict[str, str], grace: float, interval: float = 1.0) -> Iterator[subprocess.Popen]:
     """Run `packsolve scheduler` in the background for the duration of the block."""
-    proc = subprocess.Popen(
-        packsolve_cmd("scheduler", "--grace", str(grace), "--interval", str(interval)),
-        env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        proc.wait(20)
+    with tempfile.NamedTemporaryFile("w+", prefix="packsolve-scheduler-", suffix=".log", delete=False) as log:
+        proc = subprocess.Popen(
+            packsolve_cmd("scheduler", "--grace", str(grace), "--interval", str(interval)),
+            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=log, text=True,
+        )  # fmt: skip
+        proc.log_path = log.name  # type: ignore[attr-defined]
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            proc.wait(20)
 
 
 def report(name: str, figures: dict) -> None:
@@ -205,18 +207,22 @@ def test_killed_database_connections_mid_run_workers_recover_and_nothing_is_lost
             stop.wait(0.7)
 
     t = threading.Thread(target=kill_connections, daemon=True)
-    t.start()
-    time.sleep(8)
-    stop.set()
-    t.join(10)
-    killer.dispose()
-    wait_for_run(pg_url, run_id, timeout=120)
+    with scheduler_loop(env, grace=5, interval=0.5) as scheduler:  # its connections die too
+        t.start()
+        time.sleep(8)
+        stop.set()
+        t.join(10)
+        killer.dispose()
+        wait_for_run(pg_url, run_id, timeout=120)
+        assert scheduler.poll() is None, "the scheduler must outlive the incident"
+    scheduler_failures = Path(scheduler.log_path).read_text().count("pass failed")
     figures = audit(exported(env, run_id), levels)
     retries = sum(w.log().count("database write failed") for w in workers)
     figures.update(
         terminate_rounds=rounds,
         backends_terminated=terminated,
         worker_db_retries=retries,
+        scheduler_failed_passes=scheduler_failures,
         seconds=round(time.monotonic() - started, 1),
     )
     report("pg_terminate_backend", figures)
