@@ -318,3 +318,21 @@ def test_generate_is_reproducible_and_gives_tourable_starts():
         assert solve(lv)[1].status is Status.SOLVED
     with pytest.raises(LevelError):
         KIND.generate("big", 1, 0)
+
+
+def test_four_wide_rule_holds_for_tours_found_without_it_and_makes_long_boards_easy():
+    from packsolve.puzzles.knights_search import four_wide_rule
+
+    for rows, cols, start in ((4, 5, [0, 0]), (4, 7, [3, 2]), (6, 4, [4, 0]), (4, 8, [0, 5])):
+        board = KIND.parse({"rows": rows, "cols": cols, "start": start})
+        from packsolve.puzzles.graph import depth_first
+        from packsolve.puzzles.knights_rules import board_problem, warnsdorff_order
+
+        path = depth_first(board_problem(board), Budget(time_limit=10), warnsdorff_order)
+        rule = four_wide_rule(rows, cols)
+        assert path is not None
+        assert all(rule(x, y, i) for i, (x, y) in enumerate(zip(path, path[1:], strict=False)))
+    for c in range(0, 300, 37):
+        board, out = solve({"rows": 4, "cols": 300, "start": [3, c]}, time_limit=10)
+        assert out.status is Status.SOLVED, c
+        check_tour(board, out.solution)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from packsolve.budget import Budget
 
@@ -62,8 +62,12 @@ def knight_path(
     budget: Budget,
     node_limit: int | None = None,
     adj: list[tuple[int, ...]] | None = None,
+    step_rule: Callable[[int, int, int], bool] | None = None,
 ) -> list[int] | None:
     """Return a knight's path over every square of h x w from start, ending in ends (None: anywhere).
+
+    step_rule(x, y, i), when given, says whether the path's square number i (x)
+    may be followed by y: a board's known structure, such as four_wide_rule.
 
     Return None when the whole tree was searched (no such path); raise
     NodeLimit when node_limit nodes were spent in this call. One node is one
@@ -115,6 +119,8 @@ def knight_path(
     def choices(x: int, left: int) -> list[int]:
         """Order x's moves; [] when the position is already lost."""
         cands = [y for y in adj[x] if not visited[y]]
+        if step_rule is not None:
+            cands = [y for y in cands if step_rule(x, y, n - left - 1)]
         if left == 1:
             return [y for y in cands if ends_set is None or y in ends_set]
         if ends_left == 0:
@@ -169,6 +175,7 @@ def knight_path_restarts(
     seed: int = 0,
     adj: list[tuple[int, ...]] | None = None,
     complete: bool = True,
+    step_rule: Callable[[int, int, int], bool] | None = None,
 ) -> list[int] | None:
     """Return a path as knight_path, restarting with noisier tie-breaks and growing node allowances.
 
@@ -190,10 +197,32 @@ def knight_path_restarts(
     for t in range(1, tries + 1):
         try:
             return knight_path(
-                h, w, start, ends, k, budget, None if complete and t == tries else int(limit), adj
+                h, w, start, ends, k, budget, None if complete and t == tries else int(limit), adj, step_rule
             )
         except NodeLimit:
             noise = spread * min(2.0, t / 4)
             k = [x + rng.random() * noise for x in key]
             limit *= 1.02
     return None
+
+
+def four_wide_rule(h: int, w: int) -> Callable[[int, int, int], bool]:
+    """Return the step rule every open tour of a 4-wide board obeys (tours start on an edge line).
+
+    Edge-line squares only reach middle-line squares, and the two colours are
+    equally split on both kinds of line, so a tour of 4 x n squares alternates
+    edge, middle, edge... with exactly one middle-to-middle step, from square
+    number 2n - 1 to 2n: before it all edge squares of the start's colour,
+    after it those of the other colour.
+    """
+    n = max(h, w)
+
+    def middle(v: int) -> bool:
+        return (v // w if h == 4 else v % w) in (1, 2)
+
+    def rule(x: int, y: int, i: int) -> bool:
+        if not middle(x):
+            return True
+        return middle(y) == (i == 2 * n - 1)
+
+    return rule

@@ -33,7 +33,13 @@ from packsolve.puzzles.knights_rules import (
     warnsdorff_order,
     why_no_tour,
 )
-from packsolve.puzzles.knights_search import knight_adjacency, knight_path_restarts, roth_key, toward_key
+from packsolve.puzzles.knights_search import (
+    four_wide_rule,
+    knight_adjacency,
+    knight_path_restarts,
+    roth_key,
+    toward_key,
+)
 
 NAME = "knights_tour"
 MAX_SQUARES = 4_000_000
@@ -170,7 +176,8 @@ def closing_search(board: Board, budget: Budget) -> Outcome:
             k = path.index(s)
             path = path[k:] + path[:k]
     if path is None and not board.closed:
-        path = knight_path_restarts(h, w, s, None, roth_key(h, w), budget, adj=adj)
+        rule = four_wide_rule(h, w) if min(h, w) == 4 else None
+        path = knight_path_restarts(h, w, s, None, roth_key(h, w), budget, adj=adj, step_rule=rule)
     return _exhausted(board) if path is None else solved(_cells(board, path))
 
 
