@@ -12,6 +12,10 @@ from itertools import accumulate
 from math import gcd
 from typing import Any
 
+# numpy comes with matplotlib (a dependency). Imported with the kind, before the runner forks, so
+# each attempt's child does not pay the import again.
+import numpy as np
+
 from packsolve.budget import Budget
 from packsolve.levels import LevelError
 from packsolve.outcome import Outcome
@@ -121,8 +125,6 @@ def _quick_no(level: Coins) -> tuple[str | None, int, list[int], int]:
 
 def dynamic_programming(level: Coins, budget: Budget) -> Outcome:
     """Min-count 0/1 knapsack over sums 0..target, one bit per (note, sum) to rebuild the choice."""
-    import numpy as np  # matplotlib (a dependency) brings numpy; only this heuristic needs it
-
     reason, g, notes, target = _quick_no(level)
     if reason:
         return no_solution(reason)
