@@ -32,8 +32,8 @@ from packsolve.puzzles.onestroke import problem
 from packsolve.puzzles.onestroke_generate import generate, move_start
 
 CONFIGS = {
-    "all tests + restarts (default)": (PRUNE_ALL, True),
-    "no restarts": (PRUNE_ALL, False),
+    "all tests + portfolio (default)": (PRUNE_ALL, True),
+    "one complete run (no restarts, no end splitting)": (PRUNE_ALL, False),
     "no degree relaxation": (PRUNE_ALL & ~PRUNE_DEGREE, True),
     "no forced edges": (PRUNE_ALL & ~PRUNE_FORCED, True),
     "no cut vertices": (PRUNE_ALL & ~PRUNE_CUT, True),
