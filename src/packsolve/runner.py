@@ -196,7 +196,11 @@ def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, No
             buffer += chunk
             while b"\n" in buffer and done < len(jobs):
                 line, buffer = buffer.split(b"\n", 1)
-                payload, stats, ending, mark = _reported(line, jobs[done][1])
+                payload, stats, ending = _reported(line)
+                # The next job's clock starts when the parent reads this line, not when the child
+                # wrote it: a child blocked on a full pipe (parent busy writing results) has not
+                # started the next job yet. Lenient by the parent's delay; RLIMIT_CPU still holds.
+                mark = time.monotonic()
                 reported_cpu += stats.cpu_s
                 done += 1
                 yield payload, stats, ending
@@ -227,27 +231,19 @@ def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, No
     # else: the child left cleanly after a memout; the caller forks a new one for the rest.
 
 
-def _reported(
-    line: bytes, limits: Limits
-) -> tuple[dict[str, Any], SearchStats, tuple[Status, str] | None, float]:
-    """Return (payload, stats, ending, end time) of one line the child wrote about one job."""
+def _reported(line: bytes) -> Ending:
+    """Return (payload, stats, forced ending or None) of one line the child wrote about one job."""
     try:
         payload = json.loads(line)
     except ValueError:
-        return (
-            {},
-            SearchStats(),
-            (Status.ERROR, "solver process wrote an unreadable result"),
-            time.monotonic(),
-        )
+        return {}, SearchStats(), (Status.ERROR, "solver process wrote an unreadable result")
     measured = payload.pop("_usage")
-    wall, cpu, rss, end = measured["wall"], measured["cpu"], measured["rss"], measured["end"]
-    stats = SearchStats(0, wall, cpu, rss)
+    stats = SearchStats(0, measured["wall"], measured["cpu"], measured["rss"])
     if payload.get("status") == "memout":
-        return payload, stats, (Status.MEMOUT, payload.get("message", "out of memory")), end
+        return payload, stats, (Status.MEMOUT, payload.get("message", "out of memory"))
     if payload.get("status") == "error":
-        return payload, stats, (Status.ERROR, payload.get("message", "solver failed")), end
-    return payload, stats, None, end
+        return payload, stats, (Status.ERROR, payload.get("message", "solver failed"))
+    return payload, stats, None
 
 
 def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Status, str]:
@@ -304,7 +300,7 @@ def _child_job(work: Any, limits: Limits) -> dict[str, Any]:
     after = resource.getrusage(resource.RUSAGE_SELF)
     end = time.monotonic()
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    payload["_usage"] = {"wall": end - started, "cpu": cpu, "rss": _peak_rss_mb(after), "end": end}
+    payload["_usage"] = {"wall": end - started, "cpu": cpu, "rss": _peak_rss_mb(after)}
     return payload
 
 
