@@ -44,7 +44,7 @@ PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY, PRUNE_DEGREE, PRUNE_FORCED = 1, 2, 4, 8, 16
 PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY | PRUNE_DEGREE | PRUNE_FORCED
 # Node cap of the first run (at least 4 nodes per vertex), and how many doubling restarts
 # run before the search also splits on the end vertex.
-RESTART_CAP, RESTARTS_BEFORE_ENDS = 1000, 4
+RESTART_CAP, RESTARTS_BEFORE_ENDS = 1000, 2
 
 _native: Any
 try:  # the C accelerator; absent in a source tree that was never built
@@ -96,7 +96,7 @@ def pruned_search(
        parity, so on a level with no path each end is usually refuted at its
        root; the level is proved impossible once every end is. Each end is also
        searched backwards (from the end to the start), often much easier.
-       Before splitting, a 2-vertex-cut parity test narrows the possible ends.
+       Ends that survive their root check are narrowed by a 2-vertex-cut parity test.
 
     Every run is complete below its cap, so one that ends without a path is a proof.
     """
@@ -122,10 +122,6 @@ def pruned_search(
     else:  # a path alternates colours, so its length fixes the end's colour
         end_colour = colour[p.start] ^ (1 - p.n % 2)
         ends = [v for v in range(p.n) if v != p.start and colour[v] == end_colour]
-    if colour is not None:
-        allowed = _two_cut_ends(p, colour, budget)
-        if allowed is not None:
-            ends = [v for v in ends if v in allowed]
     ends.sort(key=lambda v: (len(p.adj[v]), v))  # corners and dead ends first: likely ends
     end_cap = 1
     while True:
@@ -142,6 +138,11 @@ def pruned_search(
             if status == 2:
                 still_open.append(e)
         ends = still_open
+        if end_cap == 1 and ends and colour is not None:
+            # The root checks were cheap; the cut test costs O(n (n + m)), so it only
+            # filters the ends that survived them.
+            allowed = _two_cut_ends(p, colour, budget)
+            ends = ends if allowed is None else [v for v in ends if v in allowed]
         if not ends:
             return None  # every possible end refuted
         status, path = runner.attempt(q, cap)  # the free-end search keeps its share
