@@ -40,8 +40,10 @@ def test_a_pickle_message_on_the_queue_is_rejected_never_executed_and_the_worker
 ):
     from kombu import Connection, Exchange, Producer, Queue
 
-    from packsolve.worker import QUEUE, TASK_NAME
+    from packsolve.worker import TASK_NAME
 
+    # The broker fixture's queue (packsolve.worker.QUEUE was fixed when another test imported it).
+    QUEUE = os.environ.get("PACKSOLVE_QUEUE") or "packsolve"  # noqa: N806
     marker = tmp_path / "pwned"
     worker = start_worker(broker, sqlite_url, "w1@test")
     queue = Queue(QUEUE, Exchange(QUEUE, "direct"), routing_key=QUEUE)
