@@ -1,10 +1,11 @@
 """The hardest one-stroke levels we found, default heuristic against CP-SAT (one worker), one run.
 
 `results/onestroke_hard_levels.jsonl` holds levels found by random hunting
-(thousands of generated, start-moved, cell-toggled and random-obstacle levels
+(about 27,000 generated, start-moved, cell-toggled and random-obstacle levels
 up to 22x22): each once took the pruned search more than a second or hit the
 20 s limit during development, or needed search to prove it impossible. They
-are the adversarial end of the distribution, kept as a regression set.
+are the adversarial end of the distribution, kept as a regression set; the last
+one is still a 20 s timeout for the pruned search (CP-SAT refutes it at its root).
 
 Usage: nice .venv/bin/python benchmarks/onestroke_hard.py [--time-limit 20]
 Writes benchmarks/results/onestroke_hard.md.
