@@ -244,6 +244,11 @@ def test_bad_json_levels_are_invalid(data):
     assert not level.valid
 
 
+def test_ragged_map_names_the_row():
+    level = make_level("x", {"kind": "onestroke", "map": ["111", "111", "11"], "start": 0})
+    assert "row 3 has 2 cells" in level.error
+
+
 def test_generator_is_reproducible_and_makes_solvable_levels_of_the_asked_size():
     a, b = generate("7x5", 4, seed=11), generate("7x5", 4, seed=11)
     assert a == b and a != generate("7x5", 4, seed=12)

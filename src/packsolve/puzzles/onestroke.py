@@ -88,8 +88,11 @@ def parse_map(rows: Any, start: Any) -> Grid:
         if not isinstance(row, str) or any(ch not in "01" for ch in row):
             raise LevelError(f"row {i + 1} of 'map' must hold only 1 (open) and 0 (blocked)")
         text_rows.append(row.replace("1", OPEN).replace("0", BLOCKED))
-    if any(len(r) != len(text_rows[0]) for r in text_rows):
-        raise LevelError("ragged 'map': rows differ in length")
+    for i, row in enumerate(text_rows):
+        if len(row) != len(text_rows[0]):
+            raise LevelError(
+                f"ragged 'map': row {i + 1} has {len(row)} cells, the first row {len(text_rows[0])}"
+            )
     cells = [(r, c) for r, row in enumerate(text_rows) for c, ch in enumerate(row) if ch == OPEN]
     if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < len(cells):
         raise LevelError(f"'start' must be the index of an open cell, 0..{len(cells) - 1}")
