@@ -5,7 +5,7 @@
 up to 22x22): each once took the pruned search more than a second or hit the
 20 s limit during development, or needed search to prove it impossible. They
 are the adversarial end of the distribution, kept as a regression set; the last
-one is still a 20 s timeout for the pruned search (CP-SAT refutes it at its root).
+three are still 20 s timeouts for the pruned search (CP-SAT refutes them in 0.1 s).
 
 Usage: nice .venv/bin/python benchmarks/onestroke_hard.py [--time-limit 20]
 Writes benchmarks/results/onestroke_hard.md.
