@@ -1,7 +1,7 @@
 """The hardest one-stroke levels we found, default heuristic against CP-SAT (one worker), one run.
 
 `results/onestroke_hard_levels.jsonl` holds levels found by random hunting
-(about 27,000 generated, start-moved, cell-toggled and random-obstacle levels
+(tens of thousands of generated, start-moved, cell-toggled and random-obstacle levels
 up to 22x22): each once took the pruned search more than a second or hit the
 20 s limit during development, or needed search to prove it impossible. They
 are the adversarial end of the distribution, kept as a regression set; the last
