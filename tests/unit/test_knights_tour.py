@@ -325,8 +325,8 @@ def test_four_wide_rule_holds_for_tours_found_without_it_and_makes_long_boards_e
 
     for rows, cols, start in ((4, 5, [0, 0]), (4, 7, [3, 2]), (6, 4, [4, 0]), (4, 8, [0, 5])):
         board = KIND.parse({"rows": rows, "cols": cols, "start": start})
-        from packsolve.puzzles.graph import depth_first
-        from packsolve.puzzles.knights_rules import board_problem, warnsdorff_order
+        from packsolve.puzzles.graph import depth_first, warnsdorff_order
+        from packsolve.puzzles.knights_rules import board_problem
 
         path = depth_first(board_problem(board), Budget(time_limit=10), warnsdorff_order)
         rule = four_wide_rule(rows, cols)

@@ -56,17 +56,25 @@ def onward_exits(p: HamiltonProblem, visited: list[bool], u: int) -> int:
     return sum(1 for w in p.adj[u] if not visited[w])
 
 
+def dead_end_allowed(visited: list[bool], cands: list[int]) -> bool:
+    """Return True if a candidate with no onward exit may be entered: only as the very last vertex.
+
+    Counting the unvisited vertices costs a pass over the graph, so it is done
+    only when one candidate is left (otherwise the graph is not finished).
+    """
+    return len(cands) == 1 and visited.count(False) == 1
+
+
 def warnsdorff_order(p: HamiltonProblem, visited: list[bool], v: int, cands: list[int]) -> list[int]:
     """Fewest onward exits first (Warnsdorff 1823), ties in natural order.
 
     As in the write-up, a candidate with no onward exit is dropped unless it
     would be the last vertex: stepping there strands the rest of the graph.
     """
-    remaining = p.n - sum(visited)  # vertices still to visit, candidates included
     scored = []
     for u in cands:
         exits = onward_exits(p, visited, u)
-        if exits == 0 and remaining > 1:
+        if exits == 0 and not dead_end_allowed(visited, cands):
             continue
         scored.append((exits, u))
     scored.sort(key=lambda t: t[0])

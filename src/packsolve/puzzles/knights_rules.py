@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from packsolve.puzzles.graph import HamiltonProblem, onward_exits
+from packsolve.puzzles.graph import HamiltonProblem, dead_end_allowed, onward_exits
 
 # The C++ write-up's move order, (row delta, column delta) = (dy, dx).
 WRITEUP_MOVES: tuple[tuple[int, int], ...] = (
@@ -101,34 +101,12 @@ def board_problem(board: Board, moves: tuple[tuple[int, int], ...] = WRITEUP_MOV
     return HamiltonProblem(tuple(adj), board.index(*board.start), closed=board.closed)
 
 
-def _zero_exit_allowed(visited: list[bool], cands: list[int]) -> bool:
-    # A dead-end candidate may only be entered as the very last square. When
-    # another candidate exists the board is not finished; otherwise count.
-    return len(cands) == 1 and visited.count(False) == 1
-
-
-def warnsdorff_order(p: HamiltonProblem, visited: list[bool], v: int, cands: list[int]) -> list[int]:
-    """Fewest onward exits first, ties in the write-up's move order; dead ends only as the last square.
-
-    This is the C++ write-up's rule: candidates with no onward exit are kept
-    only when they are the last square, then a stable sort by exits.
-    """
-    scored = []
-    for u in cands:
-        exits = onward_exits(p, visited, u)
-        if exits == 0 and not _zero_exit_allowed(visited, cands):
-            continue
-        scored.append((exits, u))
-    scored.sort(key=lambda t: t[0])
-    return [u for _, u in scored]
-
-
 def pohl_order(p: HamiltonProblem, visited: list[bool], v: int, cands: list[int]) -> list[int]:
     """Warnsdorff with Pohl's (1967) second level: ties go to the smallest sum of the successors' exits."""
     scored = []
     for u in cands:
         exits = onward_exits(p, visited, u)
-        if exits == 0 and not _zero_exit_allowed(visited, cands):
+        if exits == 0 and not dead_end_allowed(visited, cands):
             continue
         visited[u] = True  # the successors' exits as seen after stepping on u
         second = sum(onward_exits(p, visited, w) for w in p.adj[u] if not visited[w])
@@ -146,7 +124,7 @@ def roth_order(cols: int, rows: int):  # noqa: ANN201 - returns an Ordering
         scored = []
         for u in cands:
             exits = onward_exits(p, visited, u)
-            if exits == 0 and not _zero_exit_allowed(visited, cands):
+            if exits == 0 and not dead_end_allowed(visited, cands):
                 continue
             r, c = divmod(u, cols)
             scored.append((exits, -math.hypot(r - cy, c - cx), u))
@@ -241,7 +219,7 @@ def squirrel_cull_order(board: Board):  # noqa: ANN201 - returns an Ordering
         scored = []
         for u in cands:
             exits = onward_exits(p, visited, u)
-            if exits == 0 and not _zero_exit_allowed(visited, cands):
+            if exits == 0 and not dead_end_allowed(visited, cands):
                 continue
             ur, uc = divmod(u, m)
             scored.append((exits, rank[(ur - vr, uc - vc)], u))

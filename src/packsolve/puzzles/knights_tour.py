@@ -21,7 +21,7 @@ from packsolve.budget import Budget
 from packsolve.levels import LevelError
 from packsolve.outcome import Outcome
 from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
-from packsolve.puzzles.graph import Ordering, depth_first, natural_order
+from packsolve.puzzles.graph import Ordering, depth_first, natural_order, warnsdorff_order
 from packsolve.puzzles.knights_blocks import MIN_SIDE, stitched_tour
 from packsolve.puzzles.knights_draw import render, svg
 from packsolve.puzzles.knights_rules import (
@@ -30,7 +30,6 @@ from packsolve.puzzles.knights_rules import (
     pohl_order,
     roth_order,
     squirrel_cull_order,
-    warnsdorff_order,
     why_no_tour,
 )
 from packsolve.puzzles.knights_search import (
