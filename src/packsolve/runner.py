@@ -247,7 +247,10 @@ def _reported(line: bytes) -> Ending:
 
 
 def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Status, str]:
-    name = signal.Signals(signum).name if signum in iter(signal.Signals) else str(signum)
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = str(signum)
     if signum == signal.SIGXCPU:
         return Status.TIMEOUT, f"CPU time limit reached ({stats.cpu_s:.1f} s CPU)"
     if signum == signal.SIGKILL and limits.memory_limit_mb is not None:

@@ -7,7 +7,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Table, and_, bindparam, case, exists, func, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -18,6 +18,8 @@ from packsolve.db.models import Attempt, LevelRow, Run, utcnow
 from packsolve.levels import Level, canonical_json
 from packsolve.outcome import FINAL, PENDING, Outcome, Status
 
+# The Core table, for bulk inserts that skip the ORM's per-row bookkeeping.
+ATTEMPTS = cast(Table, Attempt.__table__)
 PENDING_VALUES = tuple(s.value for s in PENDING)
 FINAL_VALUES = tuple(s.value for s in FINAL)
 # Rows per statement when writing many at once: well under SQLite's variable limit.
@@ -50,11 +52,17 @@ class PlannedAttempt:
     seq: int
 
 
+def _rowcount(result: Any) -> int:
+    """Return the rows an UPDATE/INSERT matched (typed loosely: Result hides CursorResult's rowcount)."""
+    return int(result.rowcount)
+
+
 def _insert_ignore(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
     """Insert rows, skipping those whose key exists (another submit may insert the same level)."""
     if not rows:
         return
     dialect = session.get_bind().dialect.name
+    stmt: Any
     if dialect == "postgresql":
         stmt = postgresql.insert(table).on_conflict_do_nothing()
     elif dialect == "sqlite":
@@ -91,7 +99,7 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
     )
     session.add(run)
     session.flush()
-    level_rows = {}
+    level_rows: dict[str, dict[str, Any]] = {}
     for p in planned:
         lv = p.level
         level_rows.setdefault(
@@ -121,7 +129,7 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
     # The Core table and only the columns that have values: the ORM's bulk path and a dozen NULL
     # parameters per row were most of the time of a 50,000-level submit.
     for i in range(0, len(attempts), BATCH):
-        session.execute(insert(Attempt.__table__), attempts[i : i + BATCH])
+        session.execute(insert(ATTEMPTS), attempts[i : i + BATCH])
     session.flush()
     return run.id
 
@@ -240,9 +248,9 @@ def record(session: Session, results: Iterable[Result], finish: bool = True) -> 
         )
     if not rows:
         return 0
-    table: Table = Attempt.__table__  # type: ignore[assignment]
     # The Core table, not the entity: the ORM would turn a list of parameters into
     # an update by primary key, which these rows do not carry.
+    table = ATTEMPTS
     stmt = (
         update(table)
         .where(table.c.run_id == bindparam("b_run"), table.c.level_hash == bindparam("b_level"))
@@ -257,7 +265,7 @@ def record(session: Session, results: Iterable[Result], finish: bool = True) -> 
     )
     written = 0
     for i in range(0, len(rows), BATCH):
-        written += session.execute(stmt, rows[i : i + BATCH]).rowcount
+        written += _rowcount(session.execute(stmt, rows[i : i + BATCH]))
     # finish=False: the caller stamps finished runs itself, later, in a fresh transaction.
     for run_id in sorted({int(row["b_run"]) for row in rows}) if finish else ():
         finish_run_if_done(session, run_id)
@@ -272,7 +280,7 @@ def finish_run_if_done(session: Session, run_id: int) -> bool:
         .where(Run.id == run_id, Run.finished_at.is_(None), ~pending)
         .values(finished_at=utcnow(), state=case((Run.state == "cancelled", "cancelled"), else_="finished"))
     )
-    return bool(res.rowcount)
+    return bool(_rowcount(res))
 
 
 def cancel_pending(session: Session, run_id: int, message: str = "cancelled") -> int:
@@ -284,7 +292,7 @@ def cancel_pending(session: Session, run_id: int, message: str = "cancelled") ->
     )
     session.execute(update(Run).where(Run.id == run_id).values(state="cancelled"))
     finish_run_if_done(session, run_id)
-    return res.rowcount
+    return _rowcount(res)
 
 
 def resolve_run(session: Session, ref: str | int | None) -> Run:
@@ -455,7 +463,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
             .where(Attempt.tries == c.tries, Attempt.requeues == c.requeues)
             .values(**values)
         )
-        if res.rowcount:  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
+        if _rowcount(res):
             taken.append(Taken(c.run_id, c.level_hash, lost))
     for run_id in {t.run_id for t in taken if t.lost}:
         finish_run_if_done(session, run_id)
