@@ -16,7 +16,6 @@ $(BIN)/.installed: pyproject.toml setup.py
 
 demo: $(BIN)/.installed
 	$(BIN)/packsolve solve examples/packs --time-limit 10
-	$(BIN)/packsolve report summary latest
 
 test: $(BIN)/.installed
 	$(PY) setup.py --quiet build_ext --inplace
