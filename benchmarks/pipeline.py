@@ -153,6 +153,14 @@ class Worker:
             time.sleep(0.005)
         raise TimeoutError(f"worker took no task:\n{self.log_path.read_text()}")
 
+    def wait_logged(self, text: str, timeout: float = 120) -> None:
+        """Wait until the worker's log holds text (" ready." at INFO level)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log_path.read_text(errors="replace"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker never logged {text!r}:\n{self.log_path.read_text()}")
+            time.sleep(0.05)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -165,7 +173,9 @@ class Worker:
         self._log.close()
 
 
-def packsolve_worker(env: dict[str, str], processes: int, tmp: Path, name: str) -> Worker:
+def packsolve_worker(
+    env: dict[str, str], processes: int, tmp: Path, name: str, loglevel: str = "WARNING"
+) -> Worker:
     argv = [
         *PACKSOLVE,
         "worker",
@@ -174,7 +184,7 @@ def packsolve_worker(env: dict[str, str], processes: int, tmp: Path, name: str) 
         "--hostname",
         f"{name}@bench",
         "-l",
-        "WARNING",
+        loglevel,
     ]
     return Worker(argv, env, tmp / f"{name}.log")
 
@@ -393,9 +403,16 @@ def gnu_parallel(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -
         ":::",
         *map(str, files),
     ]
+    from packsolve.db.session import get_engine
+
+    get_engine(db_url)  # the schema exists before: `packsolve db upgrade` once, as a user would
     start = time.monotonic()
-    subprocess.run(cmd, env={**os.environ, "PACKSOLVE_DATABASE_URL": db_url}, check=True, capture_output=True)
+    res = subprocess.run(
+        cmd, env={**os.environ, "PACKSOLVE_DATABASE_URL": db_url}, capture_output=True, text=True
+    )
     wall = time.monotonic() - start
+    if res.returncode != 0:
+        raise RuntimeError(f"GNU parallel failed:\n{res.stderr[-3000:]}")
     note = f"{args.parallel_levels} levels, -j {args.processes}, {load()}"
     return [
         Figure(
@@ -428,13 +445,17 @@ def scaling(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -> lis
         for processes in (1, 2):
             env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": args.redis}
             env["PACKSOLVE_QUEUE"] = f"bench-{uuid.uuid4().hex[:8]}"
-            run_id, _, _, _ = submit(pack, env, *extra)
+            # Workers first, all ready, then the tasks: no worker starts late and skews the timing.
             workers = [
-                packsolve_worker(env, 1, tmp, f"cpu-{label}-{processes}-{k}") for k in range(processes)
+                packsolve_worker(env, 1, tmp, f"cpu-{label}-{processes}-{k}", loglevel="INFO")
+                for k in range(processes)
             ]
             try:
-                t0 = workers[0].wait_started(args.redis, env["PACKSOLVE_QUEUE"])
-                times[processes].append(wait_run(db_url, run_id) - t0)
+                for w in workers:
+                    w.wait_logged(" ready.")
+                arrived = first_message(args.redis, env["PACKSOLVE_QUEUE"])
+                run_id, _, _, _ = submit(pack, env, *extra)
+                times[processes].append(wait_run(db_url, run_id) - arrived())
             finally:
                 for w in workers:
                     w.stop()
@@ -448,6 +469,36 @@ def scaling(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -> lis
     )
     what = "CPU-bound pack, 2 worker processes vs 1 (one worker each)"
     return [Figure("scaling", what, label, best[1] / best[2], "x", note)]
+
+
+def first_message(broker: str, queue: str):  # type: ignore[no-untyped-def]
+    """Watch the queue from now on; return a function giving when the first message arrived there.
+
+    Ready workers take a message within milliseconds, so arrival is seen as the
+    queue length rising or as the messages taken (Redis' unacked hash growing).
+    """
+    import threading
+
+    import redis
+
+    r = redis.Redis.from_url(broker)
+    base = r.hlen("unacked")
+    seen: list[float] = []
+
+    def watch() -> None:
+        while not seen:
+            if r.llen(queue) or r.hlen("unacked") > base:
+                seen.append(time.monotonic())
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+
+    def arrived() -> float:
+        thread.join(60)
+        return seen[0]
+
+    return arrived
 
 
 def solver_cpu(db_url: str, run_id: int) -> float:
@@ -490,7 +541,7 @@ def main() -> None:
     p.add_argument("--levels", type=int, default=2000, help="trivial levels per throughput run")
     p.add_argument("--processes", type=int, default=os.cpu_count() or 2, help="worker processes")
     p.add_argument("--parallel-levels", type=int, default=40, help="levels for the GNU parallel run")
-    p.add_argument("--cpu-levels", type=int, default=16)
+    p.add_argument("--cpu-levels", type=int, default=24)
     p.add_argument("--cpu-nodes", type=int, default=200_000)
     p.add_argument("--reps", type=int, default=2, help="alternating repetitions of the scaling runs")
     p.add_argument("--submit-file", type=Path, default=SUDOKU / "tdoku_puzzles2_17_clue.txt")
