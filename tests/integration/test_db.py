@@ -92,3 +92,16 @@ def test_same_level_in_two_runs_is_one_level_with_two_attempts(db_url):
         assert len(s.scalars(select(LevelRow)).all()) == 3
         n = s.scalars(select(Attempt).where(Attempt.level_hash == LEVELS[0].hash)).all()
         assert {a.run_id for a in n} == {r1, r2}
+
+
+def test_processes_creating_a_new_sqlite_schema_at_once_do_not_collide(tmp_path):
+    """Several `solve` processes started together on a new file all find one schema."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    code = "import sys; from packsolve.db.session import get_engine; get_engine(sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE) for _ in range(6)]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, errors
+    assert current_revision(make_engine(url)) == head_revision(make_engine(url))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -34,18 +37,39 @@ def current_revision(engine: Engine) -> str | None:
 def upgrade(engine: Engine) -> bool:
     """Bring the schema to the newest revision; return True if anything was applied.
 
-    Workers and CLIs may start together: on PostgreSQL an advisory lock makes
-    the second one wait and then find nothing to do.
+    Workers and CLIs may start together: a lock (a PostgreSQL advisory lock, a
+    lock file beside an SQLite database) makes the second one wait and then
+    find nothing to do.
     """
     head = head_revision(engine)
     if current_revision(engine) == head:
         return False
-    cfg = alembic_config(engine)
-    with engine.begin() as conn:
-        if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
-        if MigrationContext.configure(conn).get_current_revision() == head:
-            return False
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    with _sqlite_file_lock(engine):
+        cfg = alembic_config(engine)
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+            if MigrationContext.configure(conn).get_current_revision() == head:
+                return False
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
     return True
+
+
+@contextmanager
+def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
+    """Hold an exclusive lock on DB.migrate-lock for an SQLite file database; do nothing otherwise.
+
+    SQLite has no advisory locks, and two processes creating the schema at once
+    would both find it missing and collide on CREATE TABLE.
+    """
+    db = engine.url.database
+    if engine.dialect.name != "sqlite" or not db or db == ":memory:":
+        yield
+        return
+    with open(f"{db}.migrate-lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
