@@ -9,7 +9,6 @@ answer is also checked by verify (an independent big-int bitset proof of optimal
 from __future__ import annotations
 
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from packsolve.puzzles import get_kind
 
 sys.path.insert(0, str(Path(__file__).parent))
 from peers.coins_cpsat import fewest_notes  # noqa: E402
+from scaling_table import scaling_table
 
 KIND = get_kind("coins")
 SIZES = ["10", "15", "20", "25", "30", "40", "60:10000", "100:100000", "200:1000000", "400:1000000"]
@@ -68,25 +68,7 @@ def measure() -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| notes[:max] | heuristic | solved | mean nodes | mean s | max s | CP-SAT s | ratio | outcomes |",
-           "|---|---|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
-    for r in rows:
-        if r.get("gave_out"):
-            out.append(f"| {r['size']} | {r['heuristic']} | — | — | — | — | — | — | not run: gave out |")
-            continue
-        nodes = f"{statistics.mean(r['nodes']):,.0f}" if r["nodes"] else "—"
-        outcomes = ", ".join(sorted(set(r["statuses"])))
-        mean = statistics.mean(r["secs"])
-        # CP-SAT past its limit on some level: say how many it solved in time, and give no ratio.
-        peer_ok = len(r["peer"]) == r["n"]
-        late = f"{len(r['peer'])}/{r['n']} in {PEER_LIMIT:g}s"
-        peer = f"{statistics.mean(r['peer']):.4f}" if peer_ok else late
-        ratio = f"{mean / statistics.mean(r['peer']):.2f}" if r["solved"] == r["n"] and peer_ok else "—"
-        out.append(
-            f"| {r['size']} | {r['heuristic']} | {r['solved']}/{r['n']} | {nodes} | "
-            f"{mean:.4f} | {max(r['secs']):.4f} | {peer} | {ratio} | {outcomes} |"
-        )
-    return "\n".join(out)
+    return scaling_table(rows, "notes[:max]", "CP-SAT", 4, peer_limit=PEER_LIMIT)
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import networkx as nx
+from scaling_table import scaling_table
 
 from packsolve.budget import Budget
 from packsolve.puzzles import get_kind
@@ -70,20 +71,7 @@ def measure() -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| edges | heuristic | solved | mean nodes | mean s | max s | NetworkX s | ratio | outcomes |",
-           "|---:|---|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
-    for r in rows:
-        if r.get("gave_out"):
-            out.append(f"| {r['size']} | {r['heuristic']} | — | — | — | — | — | — | not run: gave out |")
-            continue
-        nodes = f"{statistics.mean(r['nodes']):,.0f}" if r["nodes"] else "—"
-        mean = statistics.mean(r["secs"])
-        ratio = f"{mean / r['peer']:.2f}" if r["solved"] == r["n"] and r["peer"] > 0 else "—"
-        out.append(
-            f"| {r['size']} | {r['heuristic']} | {r['solved']}/{r['n']} | {nodes} | {mean:.4f} | "
-            f"{max(r['secs']):.4f} | {r['peer']:.4f} | {ratio} | {', '.join(sorted(set(r['statuses'])))} |"
-        )
-    return "\n".join(out)
+    return scaling_table(rows, "edges", "NetworkX", 4, size_align="---:")
 
 
 def main() -> None:

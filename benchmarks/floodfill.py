@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scaling_table import scaling_table
 from scipy import ndimage
 
 from packsolve.budget import Budget
@@ -77,22 +78,7 @@ def measure() -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| image | heuristic | solved | mean nodes | mean s | max s | SciPy s | ratio | outcomes |",
-           "|---|---|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
-    for r in rows:
-        if r.get("gave_out"):
-            out.append(
-                f"| {r['size']} | {r['heuristic']} | — | — | — | — | — | — | not run: gave out earlier |"
-            )
-            continue
-        nodes = f"{statistics.mean(r['nodes']):,.0f}" if r["nodes"] else "—"
-        mean = statistics.mean(r["secs"])
-        ratio = f"{mean / r['peer']:.2f}" if r["solved"] == r["n"] and r["peer"] > 0 else "—"
-        out.append(
-            f"| {r['size']} | {r['heuristic']} | {r['solved']}/{r['n']} | {nodes} | {mean:.3f} | "
-            f"{max(r['secs']):.3f} | {r['peer']:.3f} | {ratio} | {', '.join(sorted(set(r['statuses'])))} |"
-        )
-    return "\n".join(out)
+    return scaling_table(rows, "image", "SciPy", 3)
 
 
 def main() -> None:
