@@ -326,3 +326,45 @@ def test_two_vertex_cut_parity_confines_the_end_and_refutes_the_level():
     colour = hamilton_prune.bipartite_colouring(p)
     allowed = hamilton_prune._two_cut_ends(p, colour, Budget())
     assert allowed is not None and all(r <= 3 and c >= 8 for r, c in (cells[v] for v in allowed))
+
+
+# An impossible level the pruned search cannot refute in seconds; CP-SAT's relaxation can.
+HUNTED_19 = [
+    "....................",
+    "...................S",
+    "..##........###.....",
+    ".####.......###.....",
+    ".##############.....",
+    ".##############.....",
+    ".##############.....",
+    ".##############..#..",
+    ".#############......",
+    ".#############......",
+    "..##############....",
+    "..######....####....",
+    ".#######....##...#..",
+    ".#######............",
+    ".#######............",
+    "....####............",
+    "....................",
+    "....................",
+    "....................",
+    "....................",
+]
+
+
+@pytest.mark.skipif(not cpsat_available(), reason="OR-Tools not installed")
+def test_portfolio_hands_what_prune_cannot_settle_to_cpsat_within_the_limit():
+    grid = KIND.parse({"grid": HUNTED_19})
+    assert KIND.solvers["prune"](grid, Budget(time_limit=1)).status is Status.TIMEOUT
+    out = KIND.solvers["portfolio"](grid, Budget(time_limit=4))
+    assert out.status is Status.NO_SOLUTION and "CP-SAT" in out.message
+    assert out.nodes > 1000  # the pruned search's nodes count too
+
+
+def test_portfolio_is_the_pruned_search_on_levels_it_settles():
+    grid = KIND.parse({"map": ["111111", "101101", "111111", "101101", "111111", "000000"], "start": 14})
+    a = KIND.solvers["portfolio"](grid, Budget(time_limit=5))
+    b = KIND.solvers["prune"](grid, Budget(time_limit=5))
+    assert a.status is b.status is Status.SOLVED and a.solution == b.solution and a.nodes == b.nodes
+    assert KIND.default == "portfolio"

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from packsolve.budget import Budget
+from packsolve.budget import Budget, BudgetExhausted
 from packsolve.levels import LevelError
 from packsolve.outcome import Outcome, Status
 from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
 from packsolve.puzzles.graph import HamiltonProblem, depth_first, warnsdorff_order
-from packsolve.puzzles.hamilton_cpsat import cpsat_search
+from packsolve.puzzles.hamilton_cpsat import cpsat_available, cpsat_search
 from packsolve.puzzles.hamilton_prune import pruned_search
 from packsolve.puzzles.onestroke_generate import generate
 
@@ -170,6 +170,44 @@ def prune(grid: Grid, budget: Budget) -> Outcome:
     return solved([list(cells[v]) for v in path])
 
 
+# Share of the time limit the pruned search has before CP-SAT gets the rest (in `portfolio`).
+PRUNE_SHARE = 0.25
+
+
+@solver
+def portfolio(grid: Grid, budget: Budget) -> Outcome:
+    """Solve with the pruned search; if it has not settled within PRUNE_SHARE of the time limit
+    and OR-Tools is installed, hand the level to CP-SAT for the rest of the time.
+
+    The pruned search decides almost every level in milliseconds; the rare
+    impossible level whose proof needs connectivity reasoning it lacks is
+    refuted by CP-SAT's relaxation instead. Without a time limit or OR-Tools
+    this is the pruned search alone.
+    """
+    remaining = budget.remaining()
+    if remaining is None or not cpsat_available():
+        return prune.__wrapped__(grid, budget)  # type: ignore[attr-defined]
+    p, cells = problem(grid)
+    first = Budget(time_limit=max(0.05, remaining * PRUNE_SHARE), node_limit=budget.node_limit)
+    try:
+        path = pruned_search(p, first)
+    except BudgetExhausted:
+        budget.charge(first.nodes)  # the node limit, if any, holds across both searches
+        path = cpsat_search(p, budget)
+        if path is None:
+            return no_solution(
+                f"no path: CP-SAT proved the circuit model infeasible (the pruned search did not settle "
+                f"it in {first.time_limit:.1f} s)"
+            )
+        return solved([list(cells[v]) for v in path], "found by CP-SAT after the pruned search")
+    budget.charge(first.nodes)
+    if path is None:
+        return no_solution(
+            "no path: every branch fails a parity, connectivity, dead-end, cut-vertex or degree test"
+        )
+    return solved([list(cells[v]) for v in path])
+
+
 @solver
 def cpsat(grid: Grid, budget: Budget) -> Outcome:
     """Solve with OR-Tools CP-SAT (one worker); an error Outcome if OR-Tools is not installed."""
@@ -299,8 +337,9 @@ KIND = PuzzleKind(
         "warnsdorff": _search(warnsdorff_order),
         "prune": prune,
         "cpsat": cpsat,
+        "portfolio": portfolio,
     },
-    default="prune",
+    default="portfolio",
     verify=verify,
     render=render,
     svg=svg,
