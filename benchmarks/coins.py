@@ -13,12 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from packsolve.budget import Budget
 from packsolve.puzzles import get_kind
 
 sys.path.insert(0, str(Path(__file__).parent))
 from peers.coins_cpsat import fewest_notes  # noqa: E402
-from scaling_table import scaling_table
+from scaling_table import run_heuristics, scaling_table
 
 KIND = get_kind("coins")
 SIZES = ["10", "15", "20", "25", "30", "40", "60:10000", "100:100000", "200:1000000", "400:1000000"]
@@ -39,31 +38,16 @@ def measure() -> list[dict]:
             except TimeoutError:
                 continue
             peer_secs.append(time.perf_counter() - start)
-        for h in HEURISTICS:
-            if h not in alive:
-                rows.append({"size": size, "heuristic": h, "gave_out": True})
-                continue
-            nodes, secs, ok, statuses = [], [], 0, []
-            for i, level in enumerate(levels):
-                start = time.perf_counter()
-                try:
-                    out = KIND.solvers[h](level, Budget(time_limit=TIME_LIMIT))
-                    status = str(out.status)
-                except (RuntimeError, MemoryError) as exc:  # what the runner records as error
-                    status, out = f"error ({type(exc).__name__})", None
-                secs.append(time.perf_counter() - start)
-                statuses.append(status)
-                if out is not None and status == "solved":
-                    ok += 1
-                    nodes.append(out.nodes)
-                    count = out.solution["count"]
-                    assert answers.setdefault(i, count) == count, (size, h, i)
-                    assert KIND.verify(level, out.solution) is None
-            rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
-                         "secs": secs, "statuses": statuses, "peer": peer_secs})  # fmt: skip
-            if ok == 0:
-                alive.discard(h)
-            print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
+
+        def check(i: int, level: object, solution: dict, size: str = size, answers: dict = answers) -> None:
+            count = solution["count"]
+            assert answers.setdefault(i, count) == count, (size, i)
+            assert KIND.verify(level, solution) is None
+
+        rows += run_heuristics(
+            KIND, size, levels, HEURISTICS, alive, TIME_LIMIT, check, peer_secs,
+            errors=(RuntimeError, MemoryError), error_status=lambda exc: f"error ({type(exc).__name__})",
+        )  # fmt: skip
     return rows
 
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import networkx as nx
-from scaling_table import scaling_table
+from scaling_table import run_heuristics, scaling_table
 
-from packsolve.budget import Budget
 from packsolve.puzzles import get_kind
 
 KIND = get_kind("euler")
@@ -44,29 +42,13 @@ def measure() -> list[dict]:
             walk = peer_walk(level)
             peer_secs.append(time.perf_counter() - start)
             assert KIND.verify(level, walk) is None, size
-        for h in HEURISTICS:
-            if h not in alive:
-                rows.append({"size": size, "heuristic": h, "gave_out": True})
-                continue
-            nodes, secs, ok, statuses = [], [], 0, []
-            for level in levels:
-                start = time.perf_counter()
-                try:
-                    out = KIND.solvers[h](level, Budget(time_limit=TIME_LIMIT))
-                    status = str(out.status)
-                except RuntimeError:  # plain's recursion limit: the runner records it as error
-                    status, out = "error (recursion limit)", None
-                secs.append(time.perf_counter() - start)
-                statuses.append(status)
-                if out is not None and status == "solved":
-                    assert KIND.verify(level, out.solution) is None, (size, h)
-                    ok += 1
-                    nodes.append(out.nodes)
-            rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
-                         "secs": secs, "statuses": statuses, "peer": statistics.mean(peer_secs)})  # fmt: skip
-            if ok == 0:
-                alive.discard(h)
-            print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
+
+        def check(i: int, level: object, walk: object, size: str = size) -> None:
+            assert KIND.verify(level, walk) is None, size
+
+        rows += run_heuristics(
+            KIND, size, levels, HEURISTICS, alive, TIME_LIMIT, check, statistics.mean(peer_secs)
+        )
     return rows
 
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from scaling_table import scaling_table
+from scaling_table import run_heuristics, scaling_table
 from scipy import ndimage
 
-from packsolve.budget import Budget
 from packsolve.puzzles import get_kind
 
 KIND = get_kind("floodfill")
@@ -51,29 +49,13 @@ def measure() -> list[dict]:
             start = time.perf_counter()
             truth.append(peer_count(level))
             peer_secs.append(time.perf_counter() - start)
-        for h in HEURISTICS:
-            if h not in alive:
-                rows.append({"size": size, "heuristic": h, "gave_out": True})
-                continue
-            nodes, secs, ok, statuses = [], [], 0, []
-            for level, expected in zip(levels, truth, strict=True):
-                start = time.perf_counter()
-                try:
-                    out = KIND.solvers[h](level, Budget(time_limit=TIME_LIMIT))
-                    status = str(out.status)
-                except RuntimeError:  # plain's recursion limit: the runner records it as error
-                    status, out = "error (recursion limit)", None
-                secs.append(time.perf_counter() - start)
-                statuses.append(status)
-                if out is not None and status == "solved":
-                    assert out.solution["count"] == expected, (size, h)
-                    ok += 1
-                    nodes.append(out.nodes)
-            rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
-                         "secs": secs, "statuses": statuses, "peer": statistics.mean(peer_secs)})  # fmt: skip
-            if ok == 0:
-                alive.discard(h)
-            print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
+
+        def check(i: int, level: object, fill: dict, size: str = size, truth: list = truth) -> None:
+            assert fill["count"] == truth[i], size
+
+        rows += run_heuristics(
+            KIND, size, levels, HEURISTICS, alive, TIME_LIMIT, check, statistics.mean(peer_secs)
+        )
     return rows
 
 

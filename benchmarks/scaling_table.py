@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from packsolve.budget import Budget
 
 
 def scaling_table(
@@ -44,3 +50,49 @@ def scaling_table(
             f"{max(r['secs']):.{digits}f} | {peer} | {ratio} | {', '.join(sorted(set(r['statuses'])))} |"
         )
     return "\n".join(out)
+
+
+def run_heuristics(
+    kind: Any,
+    size: str,
+    levels: list[Any],
+    heuristics: list[str],
+    alive: set[str],
+    time_limit: float,
+    check: Callable[[int, Any, Any], None],
+    peer: Any,
+    errors: tuple[type[BaseException], ...] = (RuntimeError,),
+    error_status: Callable[[BaseException], str] = lambda exc: "error (recursion limit)",
+) -> list[dict]:
+    """Return one row per heuristic for the levels of one size, as scaling_table reads them.
+
+    Each solved answer goes through check(index, level, solution), which asserts.
+    A heuristic that solves none of a size's levels is not run on larger sizes
+    (its rows say it gave out); the exceptions in errors are what the runner
+    would record as `error` (plain's recursion limit, an over-large table).
+    """
+    rows = []
+    for h in heuristics:
+        if h not in alive:
+            rows.append({"size": size, "heuristic": h, "gave_out": True})
+            continue
+        nodes, secs, ok, statuses = [], [], 0, []
+        for i, level in enumerate(levels):
+            start = time.perf_counter()
+            try:
+                out = kind.solvers[h](level, Budget(time_limit=time_limit))
+                status = str(out.status)
+            except errors as exc:
+                status, out = error_status(exc), None
+            secs.append(time.perf_counter() - start)
+            statuses.append(status)
+            if out is not None and status == "solved":
+                ok += 1
+                nodes.append(out.nodes)
+                check(i, level, out.solution)
+        rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
+                     "secs": secs, "statuses": statuses, "peer": peer})  # fmt: skip
+        if ok == 0:
+            alive.discard(h)
+        print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
+    return rows
