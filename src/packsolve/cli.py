@@ -153,18 +153,17 @@ def solve(
     paths: tuple[str, ...], jobs: int | None, quiet: bool, fmt: str, database_url: str | None, **opts: Any
 ):
     """Solve every level under PATHS on a local process pool; results go to the database."""
-    from packsolve.db.queries import cancel_pending, resolve_run
+    from packsolve.db.queries import cancel_pending
     from packsolve.db.session import get_engine, session_scope
     from packsolve.localpool import run_local
-    from packsolve.scheduler import pending_specs
+    from packsolve.scheduler import planned_specs
 
     jobs = jobs or os.cpu_count() or 1
     if jobs < 1:
         raise click.BadParameter("--jobs must be at least 1")
     engine = get_engine(database_url)
     run_id, plan, limits = _create_run(engine, paths, "local", opts, jobs)
-    with session_scope(engine) as session:
-        specs = pending_specs(session, run_id, limits)
+    specs = planned_specs(plan, limits)  # a new run's pending attempts: no need to read them back
     total = len(plan.attempts)
     counts: Counter[str] = Counter()
     counts["invalid"] = total - len(specs)
@@ -182,8 +181,6 @@ def solve(
         err_console.print(f"[yellow]interrupted: {n} level(s) not run were marked cancelled[/]")
         _print_summary(engine, run_id, fmt)
         sys.exit(130)
-    with session_scope(engine) as session:
-        resolve_run(session, run_id)
     _print_summary(engine, run_id, fmt)
 
 
