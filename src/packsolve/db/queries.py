@@ -320,10 +320,6 @@ def status_counts(session: Session, run_id: int) -> dict[str, int]:
     return {status: n for status, n in rows}
 
 
-def attempts_of(session: Session, run_id: int) -> list[Attempt]:
-    return list(session.scalars(select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.seq)))
-
-
 def pending_of(session: Session, run_id: int) -> list[tuple[Attempt, LevelRow]]:
     """Return the run's pending attempts with their levels, in pack order."""
     rows = session.execute(
