@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
 import math
 import os
+import pickle
 import resource
 import select
 import signal
+import struct
+import threading
 import time
 import traceback
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 from packsolve.budget import Budget
 from packsolve.levels import LevelError
@@ -155,7 +159,7 @@ def _run_in_child(work: Any, limits: Limits) -> Ending:
 
 
 def _run_batch(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, None]:
-    """Yield (payload, stats, forced ending or None) per job, in order, forking again after a death."""
+    """Yield (payload, stats, forced ending or None) per job, in order, in a fresh child after a death."""
     start = 0
     while start < len(jobs):
         child = _run_child(jobs[start:])
@@ -167,58 +171,141 @@ def _run_batch(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, No
             child.close()
 
 
+# A solver child is kept after its batch for the next one: forking a process the size of a
+# worker costs milliseconds, far more than a tiny attempt. It leaves instead when its memory
+# grew by this much, so one big attempt's heap does not inflate every later attempt's peak RSS.
+RETIRE_GROWTH_MB = 128
+_REFUSED = b'{"_refused": true}'
+
+
+@dataclass
+class _Child:
+    """A forked solver child: its pid, the pipes to it and from it, and the CPU its jobs reported."""
+
+    pid: int
+    to_child: int  # -1: the child got its jobs at fork and leaves after them
+    from_child: int
+    reported_cpu: float = 0.0
+
+    def close(self) -> None:
+        for fd in (self.to_child, self.from_child):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def discard(self) -> None:
+        """Kill and reap the child (it may be mid-job: its state is unknown) and close its pipes."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self.close()
+
+
+# The idle child kept for this process's next batch, and who may use it: one batch at a time.
+_kept: _Child | None = None
+_kept_lock = threading.Lock()
+
+
 def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, None]:
-    """Fork one child for jobs; yield each job's ending as it arrives, stopping after a death or kill."""
-    read_fd, write_fd = os.pipe()
-    mark = time.monotonic()  # when the job now running started (as far as the parent knows)
+    """Run jobs in one solver child; yield each job's ending as it arrives, stopping after a death or kill.
+
+    The kept child takes the jobs through its pipe if it can; otherwise (none kept,
+    it died while idle, a job cannot be pickled or unpickled, another thread's
+    batch is using it) a fresh child is forked with the jobs in its memory.
+    """
+    own = _kept_lock.acquire(blocking=False)
+    try:
+        child = _hand_over(jobs) if own else None
+        yield from _follow(child or _fork(jobs, keep=own), jobs, keep=own)
+    finally:
+        if own:
+            _kept_lock.release()
+
+
+def _hand_over(jobs: Sequence[tuple[Any, Limits]]) -> _Child | None:
+    """Send jobs to the kept child and return it; None if there is none or it cannot take them."""
+    global _kept
+    child, _kept = _kept, None
+    if child is None:
+        return None
+    try:
+        data = pickle.dumps(list(jobs), protocol=pickle.HIGHEST_PROTOCOL)
+        _write_all(child.to_child, struct.pack("!Q", len(data)) + data)
+    except Exception:  # a job that cannot travel (a closure, say), or the child died while idle
+        child.discard()
+        return None
+    return child
+
+
+def _fork(jobs: Sequence[tuple[Any, Limits]], keep: bool) -> _Child:
+    """Fork a child that runs jobs (from its copy of memory); kept ones then wait for more."""
+    down_r, down_w = os.pipe() if keep else (-1, -1)
+    up_r, up_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        os.close(read_fd)
-        _child(jobs, write_fd)
-    os.close(write_fd)
-    buffer = b""
+        _serve(jobs, down_r, up_w)
+    os.close(up_w)
+    if keep:
+        os.close(down_r)
+    return _Child(pid, down_w, up_r)
+
+
+def _follow(child: _Child, jobs: Sequence[tuple[Any, Limits]], keep: bool) -> Generator[Ending, None, None]:
+    """Yield the endings of the jobs a child runs; keep it if it ends the batch healthy."""
+    global _kept
+    lines = _Lines(child.from_child)
+    mark = time.monotonic()  # when the job now running started (as far as the parent knows)
     done = 0
-    reported_cpu = 0.0
     killed = False
     reaped: tuple[int, int, Any] | None = None
+    current: _Child | None = child  # None once handed back as the kept child
     try:
         while done < len(jobs):
             hard = jobs[done][1].hard_time()
-            wait = None if hard is None else max(0.0, mark + hard - time.monotonic())
-            ready, _, _ = select.select([read_fd], [], [], wait)
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
+            line = lines.next(None if hard is None else max(0.0, mark + hard - time.monotonic()))
+            if line is False:
+                os.kill(child.pid, signal.SIGKILL)
                 killed = True
                 break
-            chunk = os.read(read_fd, 1 << 16)
-            if not chunk:
+            if line is None:
                 break
-            buffer += chunk
-            while b"\n" in buffer and done < len(jobs):
-                line, buffer = buffer.split(b"\n", 1)
-                payload, stats, ending = _reported(line)
-                # The next job's clock starts when the parent reads this line, not when the child
-                # wrote it: a child blocked on a full pipe (parent busy writing results) has not
-                # started the next job yet. Lenient by the parent's delay; RLIMIT_CPU still holds.
+            if done == 0 and line == _REFUSED:  # the kept child could not unpickle them: fork afresh
+                child.discard()
+                child = current = _fork(jobs, keep)
+                lines = _Lines(child.from_child)
                 mark = time.monotonic()
-                reported_cpu += stats.cpu_s
-                done += 1
-                yield payload, stats, ending
-                if ending is not None and ending[0] is Status.MEMOUT:
-                    break  # the child leaves after a MemoryError; the next job gets a fresh one
-        reaped = os.wait4(pid, 0)
+                continue
+            payload, stats, ending = _reported(line)
+            # The next job's clock starts when the parent reads this line, not when the child
+            # wrote it: a child blocked on a full pipe (parent busy writing results) has not
+            # started the next job yet. Lenient by the parent's delay; RLIMIT_CPU still holds.
+            mark = time.monotonic()
+            child.reported_cpu += stats.cpu_s
+            done += 1
+            leaving = bool(payload.pop("_retire", False)) or (
+                ending is not None and ending[0] is Status.MEMOUT
+            )
+            if done == len(jobs) and keep and not leaving:
+                _kept, current = child, None  # idle now: the next batch's, before the last yield
+            yield payload, stats, ending
+            if leaving:
+                break  # after a MemoryError (or grown too big) the child leaves; the rest get a fresh one
+        if current is None:
+            return
+        reaped = os.wait4(child.pid, 0)
     finally:
-        os.close(read_fd)
-        if reaped is None:  # interrupted (Celery soft limit, Ctrl-C, consumer gone): leave no orphan
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        if current is not None:
+            if reaped is None:  # interrupted (Celery soft limit, Ctrl-C, consumer gone): leave no orphan
+                current.discard()
+            else:
+                current.close()
     if done == len(jobs):
         return
     _, wstatus, usage = reaped
     wall = time.monotonic() - mark
     # The child's usage covers every job it ran; the one that ended it gets what the others did not use.
-    cpu = max(0.0, usage.ru_utime + usage.ru_stime - reported_cpu)
+    cpu = max(0.0, usage.ru_utime + usage.ru_stime - child.reported_cpu)
     stats = SearchStats(0, wall, cpu, usage.ru_maxrss / 1024.0)
     limits = jobs[done][1]
     if killed:
@@ -229,6 +316,29 @@ def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, No
         code = os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else -1
         yield {}, stats, (Status.ERROR, f"solver process ended without a result (exit code {code})")
     # else: the child left cleanly after a memout; the caller forks a new one for the rest.
+
+
+class _Lines:
+    """Lines read from a child's pipe, each waited for at most a given time."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def next(self, timeout: float | None) -> bytes | None | Literal[False]:
+        """Return the next line (without its newline), None at end of file, False if timeout passed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self.fd], [], [], wait)
+            if not ready:
+                return False
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
 
 
 def _reported(line: bytes) -> Ending:
@@ -258,25 +368,110 @@ def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Sta
     return Status.ERROR, f"solver process died from signal {name}"
 
 
-def _child(jobs: Sequence[tuple[Any, Limits]], write_fd: int) -> None:
-    """Run in the forked child: each job under its limits, one JSON line each; exit without cleanup."""
+def _serve(jobs: Sequence[tuple[Any, Limits]], recv_fd: int, send_fd: int) -> None:
+    """Run in the forked child: each job under its limits, one JSON line each; then wait for more.
+
+    recv_fd < 0: leave after the first jobs. Never returns; exits without cleanup.
+    """
     code = 0
     try:
         # The parent decides about interrupts; a terminal's Ctrl-C must not garble the pipe.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        for work, limits in jobs:
-            payload = _child_job(work, limits)
-            data = _encode(payload, limits)
-            view = memoryview(data + b"\n")
-            while view:
-                view = view[os.write(write_fd, view) :]
-            if payload["status"] == "memout":
-                break  # after a MemoryError the heap is suspect: the parent forks afresh
+        # A long-lived child must not hold the worker's sockets and pipes open (database
+        # connections, Celery's pipes): their owner's close would not reach the other end.
+        _close_fds_except({0, 1, 2, recv_fd, send_fd})
+        baseline = _current_rss_mb()
+        while True:
+            for i, (work, limits) in enumerate(jobs):
+                payload = _child_job(work, limits)
+                leaving = payload["status"] == "memout"  # after a MemoryError the heap is suspect
+                if recv_fd >= 0 and i == len(jobs) - 1 and not leaving:
+                    leaving = payload["_retire"] = _current_rss_mb() > baseline + RETIRE_GROWTH_MB
+                _write_all(send_fd, _encode(payload, limits) + b"\n")
+                if leaving:
+                    return
+            if recv_fd < 0:
+                return
+            _lift_rlimits()
+            more = _read_jobs(recv_fd, send_fd)
+            if more is None:
+                return
+            jobs = more
     except BaseException:
         code = 70
     finally:
         os._exit(code)
+
+
+def _read_jobs(recv_fd: int, send_fd: int) -> list[tuple[Any, Limits]] | None:
+    """Return the next batch from the parent; None at end of file (or after refusing one)."""
+    header = _read_exactly(recv_fd, 8)
+    if header is None:
+        return None
+    data = _read_exactly(recv_fd, struct.unpack("!Q", header)[0])
+    try:
+        return cast(list[tuple[Any, Limits]], pickle.loads(data or b""))
+    except Exception:  # e.g. a solver defined after this child was forked: the parent forks afresh
+        _write_all(send_fd, _REFUSED + b"\n")
+        return None
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    parts = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        return
+    for fd in fds:
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _lift_rlimits() -> None:
+    """Between batches: back to the hard limits, so reading the next batch is never capped."""
+    for which in (resource.RLIMIT_AS, resource.RLIMIT_CPU):
+        _, hard = resource.getrlimit(which)
+        resource.setrlimit(which, (hard, hard))
+
+
+def _forget_kept_child() -> None:
+    """In a forked process: the kept child is the parent's; drop the copies of its pipes."""
+    global _kept, _kept_lock
+    if _kept is not None:
+        _kept.close()
+    _kept = None
+    _kept_lock = threading.Lock()
+
+
+def _release_kept_child() -> None:
+    """At exit: end of file tells the idle kept child to leave; reap it."""
+    child = _kept
+    if child is not None:
+        child.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child.pid, 0)
+
+
+os.register_at_fork(after_in_child=_forget_kept_child)
+atexit.register(_release_kept_child)
 
 
 def _child_job(work: Any, limits: Limits) -> dict[str, Any]:
@@ -359,6 +554,14 @@ def _peak_rss_mb(usage: Any) -> float:
     except (OSError, ValueError, IndexError):
         pass
     return usage.ru_maxrss / 1024.0
+
+
+def _current_rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _address_space_bytes() -> int:

@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from packsolve.db.models import utcnow
 from packsolve.db.queries import Result, claim_many, finish_run_if_done, record
-from packsolve.db.session import get_engine, session_scope
+from packsolve.db.session import get_engine
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.runner import AttemptSpec, Limits, execute_attempts, solution_length
 from packsolve.scheduler import DEFAULT_MAX_TRIES
@@ -258,7 +258,7 @@ def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:
 
 
 def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:
-    """Run work(session) in a transaction, retrying on a lost connection; re-raise after patience_s.
+    """Run work(connection) in a transaction, retrying on a lost connection; re-raise after patience_s.
 
     Both writes a worker makes are safe to repeat: claim is guarded by status and
     tries, record never overwrites a final result.
@@ -267,8 +267,10 @@ def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_
     delay = 0.1
     while True:
         try:
-            with session_scope(engine) as session:
-                return work(session)
+            # A Core connection, not an ORM session: the worker's statements need none of the
+            # ORM's bookkeeping, which cost more than a tiny attempt's claim itself.
+            with engine.begin() as connection:
+                return work(connection)
         except (OperationalError, InterfaceError, DBAPIError) as exc:
             transient = isinstance(exc, (OperationalError, InterfaceError)) or exc.connection_invalidated
             if not transient or time.monotonic() + delay > deadline:

@@ -9,7 +9,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, case, exists, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Table,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -146,8 +159,34 @@ def claim(
     return claim_many(session, run_id, [level_hash], worker, max_tries, hard_s)[level_hash]
 
 
+# The claim and the record run once per attempt, tiny ones included: their statements are built
+# once, so SQLAlchemy compiles each shape once and reuses it (only a staggered CASE varies).
+_CLAIM_BASE = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.run_id == bindparam("c_run"))
+    .where(ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True)))
+    .where(ATTEMPTS.c.status.in_(PENDING_VALUES), ATTEMPTS.c.tries < bindparam("c_max"))
+    .values(
+        status=Status.RUNNING.value,
+        worker=bindparam("c_worker"),
+        started_at=bindparam("c_now"),
+        tries=ATTEMPTS.c.tries + 1,
+    )
+    .returning(ATTEMPTS.c.level_hash)
+)
+_CLAIM_ONE = _CLAIM_BASE.values(deadline=bindparam("c_deadline", type_=ATTEMPTS.c.deadline.type))
+_LOSE = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.run_id == bindparam("c_run"))
+    .where(ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True)))
+    .where(ATTEMPTS.c.status.in_(PENDING_VALUES))
+    .values(status=Status.LOST.value, finished_at=bindparam("c_now"), message=bindparam("c_message"))
+    .returning(ATTEMPTS.c.level_hash)
+)
+
+
 def claim_many(
-    session: Session,
+    session: Session | Connection,
     run_id: int,
     level_hashes: Sequence[str],
     worker: str,
@@ -166,40 +205,27 @@ def claim_many(
     now = utcnow()
     for i in range(0, len(hashes), BATCH):
         chunk = hashes[i : i + BATCH]
-        deadline: Any = None
-        if hard_s is not None:
+        params: dict[str, Any] = {"c_run": run_id, "c_hashes": chunk, "c_max": max_tries}
+        params.update(c_worker=worker, c_now=now)
+        stmt = _CLAIM_ONE
+        if hard_s is None:
+            params["c_deadline"] = None
+        elif len(chunk) == 1:
+            params["c_deadline"] = now + timedelta(seconds=hard_s)
+        else:
             steps = {h: now + timedelta(seconds=hard_s * (k + 1)) for k, h in enumerate(chunk)}
-            deadline = case(steps, value=Attempt.level_hash)
-        claimed = session.scalars(
-            update(Attempt)
-            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(chunk))
-            .where(Attempt.status.in_(PENDING_VALUES), Attempt.tries < max_tries)
-            .values(
-                status=Status.RUNNING.value,
-                worker=worker,
-                started_at=now,
-                tries=Attempt.tries + 1,
-                deadline=deadline,
-            )
-            .returning(Attempt.level_hash)
-        ).all()
+            stmt = _CLAIM_BASE.values(deadline=case(steps, value=ATTEMPTS.c.level_hash))
+        claimed = session.scalars(stmt, params).all()
         verdicts.update(dict.fromkeys(claimed, "run"))
         rest = [h for h in chunk if verdicts[h] != "run"]
         if not rest:
             continue
-        lost = session.scalars(
-            update(Attempt)
-            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(rest))
-            .where(Attempt.status.in_(PENDING_VALUES))
-            .values(
-                status=Status.LOST.value,
-                finished_at=now,
-                message=f"attempt lost: its task was delivered {max_tries} times and never finished "
-                "(workers died or were killed while running it)",
-            )
-            .returning(Attempt.level_hash)
-        ).all()
-        verdicts.update(dict.fromkeys(lost, "lost"))
+        message = (
+            f"attempt lost: its task was delivered {max_tries} times and never finished "
+            "(workers died or were killed while running it)"
+        )
+        lost = session.scalars(_LOSE, {"c_run": run_id, "c_hashes": rest, "c_now": now, "c_message": message})
+        verdicts.update(dict.fromkeys(lost.all(), "lost"))
     if "lost" in verdicts.values():
         finish_run_if_done(session, run_id)
     return verdicts
@@ -218,7 +244,23 @@ class Result:
     finished_at: datetime | None = None  # default: when it is recorded
 
 
-def record(session: Session, results: Iterable[Result], finish: bool = True) -> int:
+# The Core table, not the entity: the ORM would turn a list of parameters into
+# an update by primary key, which these rows do not carry.
+_RECORD = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.run_id == bindparam("b_run"), ATTEMPTS.c.level_hash == bindparam("b_level"))
+    # Literals, not a plain in_(): an expanding IN parameter cannot go through executemany.
+    .where(ATTEMPTS.c.status.in_([literal(v) for v in PENDING_VALUES]))
+    .values(
+        worker=func.coalesce(bindparam("b_worker", type_=ATTEMPTS.c.worker.type), ATTEMPTS.c.worker),
+        started_at=func.coalesce(
+            bindparam("b_started", type_=ATTEMPTS.c.started_at.type), ATTEMPTS.c.started_at
+        ),
+    )
+)
+
+
+def record(session: Session | Connection, results: Iterable[Result], finish: bool = True) -> int:
     """Write final outcomes; an attempt already final is left alone. Return rows written.
 
     This is the idempotent upsert keyed by (run, level): a late duplicate of a
@@ -248,21 +290,7 @@ def record(session: Session, results: Iterable[Result], finish: bool = True) -> 
         )
     if not rows:
         return 0
-    # The Core table, not the entity: the ORM would turn a list of parameters into
-    # an update by primary key, which these rows do not carry.
-    table = ATTEMPTS
-    stmt = (
-        update(table)
-        .where(table.c.run_id == bindparam("b_run"), table.c.level_hash == bindparam("b_level"))
-        # Literals, not a plain in_(): an expanding IN parameter cannot go through executemany.
-        .where(table.c.status.in_([literal(v) for v in PENDING_VALUES]))
-        .values(
-            worker=func.coalesce(bindparam("b_worker", type_=table.c.worker.type), table.c.worker),
-            started_at=func.coalesce(
-                bindparam("b_started", type_=table.c.started_at.type), table.c.started_at
-            ),
-        )
-    )
+    stmt = _RECORD
     written = 0
     for i in range(0, len(rows), BATCH):
         written += _rowcount(session.execute(stmt, rows[i : i + BATCH]))
@@ -272,7 +300,7 @@ def record(session: Session, results: Iterable[Result], finish: bool = True) -> 
     return written
 
 
-def finish_run_if_done(session: Session, run_id: int) -> bool:
+def finish_run_if_done(session: Session | Connection, run_id: int) -> bool:
     """Stamp the run finished once no attempt is pending; return True if this call did it."""
     pending = exists().where(Attempt.run_id == run_id, Attempt.status.in_(PENDING_VALUES))
     res = session.execute(
