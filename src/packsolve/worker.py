@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -36,10 +37,12 @@ CELERY_HARD_MARGIN_S = 60
 # A database write that fails on a dropped connection (server restart, pg_terminate_backend,
 # SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
 DB_RETRY_S = 120.0
-# Results of a chunk are written at least this often: a worker killed mid-chunk loses at most this
-# much finished work (plus the attempt it was running); one write per attempt would cost more than
-# a tiny attempt itself.
-FLUSH_EVERY_S = 0.5
+# Results are written in batches at least this often: a worker killed loses at most this much
+# finished work (plus the attempt it was running); one write per attempt would cost more than a
+# tiny attempt itself.
+FLUSH_EVERY_S = 0.25
+# Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
+GROUP_S = 0.5
 MAX_GROUP = 200
 
 log = logging.getLogger("packsolve.worker")
@@ -92,16 +95,16 @@ def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, floa
 def run_payload(payload: dict[str, Any], hostname: str) -> None:
     """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.
 
-    Attempts are claimed in groups of about FLUSH_EVERY_S of work (the first
-    alone, to learn the chunk's pace) and run in one solver child per group.
-    Results go to this process's ResultBuffer and are written in the same
-    transaction as the next claim, or within FLUSH_EVERY_S by the buffer's
-    timer, whichever comes first: a task of one tiny level costs one database
-    transaction, not three. A worker killed loses at most the attempt it was
+    Attempts are claimed in groups of about GROUP_S of work (the first alone, to
+    learn the chunk's pace) and run in one solver child per group. A claim is one
+    statement, committed on its own; results go to this process's ResultBuffer,
+    written in batches within FLUSH_EVERY_S: a task of one tiny level costs one
+    round trip to the database. A worker killed loses at most the attempt it was
     running plus under FLUSH_EVERY_S of results; those attempts stay claimed
     (running) and the scheduler requeues them after their deadline.
     """
-    engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"))
+    engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
+    claims = _claims(engine)
     run_id = int(payload["run"])
     max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
     items = [(str(item["level"]), AttemptSpec.from_json(item["spec"])) for item in payload["items"]]
@@ -114,10 +117,10 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
         hashes = [h for h, _ in group]
         hard = group[0][1].limits.hard_time()
 
-        def claim_group(session: Any, hashes: list[str] = hashes, hard: float | None = hard) -> dict:
-            return claim_many(session, run_id, hashes, hostname, max_tries, hard)
+        def claim_group(connection: Any, hashes: list[str] = hashes, hard: float | None = hard) -> dict:
+            return claim_many(connection, run_id, hashes, hostname, max_tries, hard)
 
-        verdicts = buffer.flush_with(claim_group)
+        verdicts = with_db_retry(claims, claim_group)
         started = time.monotonic()
         runnable = [(h, spec) for h, spec in group if verdicts[h] == "run"]
         for h, _ in group:
@@ -130,23 +133,61 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
             buffer.add(Result(run_id, h, outcome, length, hostname, began, finished))
         if runnable:
             pace = (time.monotonic() - started) / len(runnable)
-            fits = int(FLUSH_EVERY_S / pace) if pace > 0 else MAX_GROUP
+            fits = int(GROUP_S / pace) if pace > 0 else MAX_GROUP
             # The first attempt alone sets the pace; a slow one met later only delays claimed
             # attempts, whose deadlines are staggered for exactly that.
             group_size = max(1, min(MAX_GROUP, fits))
 
 
-class ResultBuffer:
-    """This process's finished results not yet written, and the runs whose end must be checked afresh.
+class ClaimConnection:
+    """This process's connection for claims, kept open in autocommit mode.
 
-    Written with the next claim (flush_with), else by a timer within FLUSH_EVERY_S
-    of the first unwritten result, and at process exit.
+    A claim is one guarded statement: BEGIN and COMMIT around it, or checking a
+    connection out of the pool for it (reset, events), cost more than the
+    statement itself. Used like Engine.begin by with_db_retry; after an error the
+    connection is dropped and the next claim opens a fresh one.
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.connection: Any = None
+
+    @contextlib.contextmanager
+    def begin(self) -> Iterator[Any]:
+        if self.connection is None:
+            self.connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            yield self.connection
+            self.connection.commit()  # ends SQLAlchemy's own transaction; the database has committed
+        except BaseException:
+            connection, self.connection = self.connection, None
+            with contextlib.suppress(Exception):
+                connection.close()
+            raise
+
+
+_CLAIMS: dict[int, ClaimConnection] = {}
+
+
+def _claims(engine: Any) -> ClaimConnection:
+    """Return this process's ClaimConnection for engine (one per process, as the engine)."""
+    found = _CLAIMS.get(os.getpid())
+    if found is None or found.engine is not engine:
+        found = _CLAIMS[os.getpid()] = ClaimConnection(engine)
+    return found
+
+
+class ResultBuffer:
+    """This process's finished results not yet written.
+
+    A timer writes them all in one transaction within FLUSH_EVERY_S of the oldest,
+    then checks the runs they touched for their end; at process exit what is left
+    is written at once.
     """
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.results: list[Result] = []
-        self.recheck: set[int] = set()
         self.lock = threading.Lock()
         self.timer: threading.Timer | None = None
 
@@ -163,57 +204,32 @@ class ResultBuffer:
             self.timer.daemon = True
             self.timer.start()
 
-    def _take(self) -> list[Result]:
-        with self.lock:
-            done, self.results = self.results, []
-            return done
-
-    def flush_with(self, work: Callable[[Any], T], finish: bool = False) -> T:
-        """Write the buffered results and run work(session) in the same transaction; return its value.
-
-        With finish=False (a claim's transaction: keep it short) the runs' end is
-        only checked by the next flush().
-        """
-        done = self._take()
-
-        def both(session: Any) -> T:
-            if done:
-                record(session, done, finish=finish)
-            return work(session)
-
-        try:
-            value = with_db_retry(self.engine, both)
-        except BaseException:
-            with self.lock:
-                self.results[:0] = done  # not written: keep them for the next try
-            raise
-        if done:
-            with self.lock:
-                self.recheck.update(r.run_id for r in done)
-                if not finish:
-                    self._arm()  # flush() soon, to check those runs' end
-        return value
-
     def flush(self) -> None:
         """Write what is buffered, then check the runs it touched in a fresh transaction."""
         with self.lock:
             self.timer = None
+            done, self.results = self.results, []
+        if not done:
+            return
         try:
-            self.flush_with(_nothing, finish=True)
-            with self.lock:
-                runs, self.recheck = self.recheck, set()
-            # Again in a fresh transaction: two workers committing a run's last results at once each
-            # see the other's row still pending inside their own, and neither would stamp the run.
-            for run_id in sorted(runs):
-                with_db_retry(self.engine, functools.partial(_finish_run, run_id=run_id))
+            with_db_retry(self.engine, functools.partial(_record, results=done))
         except Exception:  # the timer thread must not die silently with results in hand
             log.exception("writing results failed; they stay buffered and are tried again")
             with self.lock:
+                self.results[:0] = done
                 self._arm()
+            return
+        # In a fresh transaction: two workers committing a run's last results at once each see
+        # the other's row still pending inside their own, and neither would stamp the run.
+        for run_id in sorted({r.run_id for r in done}):
+            try:
+                with_db_retry(self.engine, functools.partial(_finish_run, run_id=run_id))
+            except Exception:  # the scheduler stamps it on its next pass
+                log.exception("checking whether run %s is finished failed", run_id)
 
 
-def _nothing(session: Any) -> None:
-    return None
+def _record(session: Any, results: list[Result]) -> int:
+    return record(session, results, finish=False)
 
 
 def _finish_run(session: Any, run_id: int) -> bool:
@@ -259,6 +275,8 @@ def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:
 
 def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:
     """Run work(connection) in a transaction, retrying on a lost connection; re-raise after patience_s.
+
+    engine is an Engine or a ClaimConnection (anything whose begin() yields a connection).
 
     Both writes a worker makes are safe to repeat: claim is guarded by status and
     tries, record never overwrites a final result.

@@ -160,26 +160,38 @@ def claim(
 
 
 # The claim and the record run once per attempt, tiny ones included: their statements are built
-# once, so SQLAlchemy compiles each shape once and reuses it (only a staggered CASE varies).
-_CLAIM_BASE = (
-    update(ATTEMPTS)
-    .where(ATTEMPTS.c.run_id == bindparam("c_run"))
-    .where(ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True)))
-    .where(ATTEMPTS.c.status.in_(PENDING_VALUES), ATTEMPTS.c.tries < bindparam("c_max"))
-    .values(
-        status=Status.RUNNING.value,
-        worker=bindparam("c_worker"),
-        started_at=bindparam("c_now"),
-        tries=ATTEMPTS.c.tries + 1,
+# once, so SQLAlchemy compiles each shape once and reuses it; no expanding IN parameter in the
+# one-attempt claim, whose SQL text would otherwise be rebuilt at every execution.
+_PENDING_LITERALS = [literal(v) for v in PENDING_VALUES]
+
+
+def _claim_stmt(one: bool) -> Any:
+    match = (
+        ATTEMPTS.c.level_hash == bindparam("c_hash")
+        if one
+        else ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True))
     )
-    .returning(ATTEMPTS.c.level_hash)
-)
-_CLAIM_ONE = _CLAIM_BASE.values(deadline=bindparam("c_deadline", type_=ATTEMPTS.c.deadline.type))
+    return (
+        update(ATTEMPTS)
+        .where(ATTEMPTS.c.run_id == bindparam("c_run"), match)
+        .where(ATTEMPTS.c.status.in_(_PENDING_LITERALS), ATTEMPTS.c.tries < bindparam("c_max"))
+        .values(
+            status=Status.RUNNING.value,
+            worker=bindparam("c_worker"),
+            started_at=bindparam("c_now"),
+            tries=ATTEMPTS.c.tries + 1,
+        )
+        .returning(ATTEMPTS.c.level_hash)
+    )
+
+
+_CLAIM_ONE = _claim_stmt(one=True).values(deadline=bindparam("c_deadline", type_=ATTEMPTS.c.deadline.type))
+_CLAIM_MANY = _claim_stmt(one=False)
 _LOSE = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.run_id == bindparam("c_run"))
     .where(ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True)))
-    .where(ATTEMPTS.c.status.in_(PENDING_VALUES))
+    .where(ATTEMPTS.c.status.in_(_PENDING_LITERALS))
     .values(status=Status.LOST.value, finished_at=bindparam("c_now"), message=bindparam("c_message"))
     .returning(ATTEMPTS.c.level_hash)
 )
@@ -205,16 +217,18 @@ def claim_many(
     now = utcnow()
     for i in range(0, len(hashes), BATCH):
         chunk = hashes[i : i + BATCH]
-        params: dict[str, Any] = {"c_run": run_id, "c_hashes": chunk, "c_max": max_tries}
-        params.update(c_worker=worker, c_now=now)
-        stmt = _CLAIM_ONE
-        if hard_s is None:
-            params["c_deadline"] = None
-        elif len(chunk) == 1:
-            params["c_deadline"] = now + timedelta(seconds=hard_s)
+        params: dict[str, Any] = {"c_run": run_id, "c_max": max_tries, "c_worker": worker, "c_now": now}
+        if len(chunk) == 1:
+            stmt = _CLAIM_ONE
+            params["c_hash"] = chunk[0]
+            params["c_deadline"] = None if hard_s is None else now + timedelta(seconds=hard_s)
         else:
-            steps = {h: now + timedelta(seconds=hard_s * (k + 1)) for k, h in enumerate(chunk)}
-            stmt = _CLAIM_BASE.values(deadline=case(steps, value=ATTEMPTS.c.level_hash))
+            params["c_hashes"] = chunk
+            deadline: Any = None
+            if hard_s is not None:
+                steps = {h: now + timedelta(seconds=hard_s * (k + 1)) for k, h in enumerate(chunk)}
+                deadline = case(steps, value=ATTEMPTS.c.level_hash)
+            stmt = _CLAIM_MANY.values(deadline=deadline)
         claimed = session.scalars(stmt, params).all()
         verdicts.update(dict.fromkeys(claimed, "run"))
         rest = [h for h in chunk if verdicts[h] != "run"]
@@ -250,7 +264,7 @@ _RECORD = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.run_id == bindparam("b_run"), ATTEMPTS.c.level_hash == bindparam("b_level"))
     # Literals, not a plain in_(): an expanding IN parameter cannot go through executemany.
-    .where(ATTEMPTS.c.status.in_([literal(v) for v in PENDING_VALUES]))
+    .where(ATTEMPTS.c.status.in_(_PENDING_LITERALS))
     .values(
         worker=func.coalesce(bindparam("b_worker", type_=ATTEMPTS.c.worker.type), ATTEMPTS.c.worker),
         started_at=func.coalesce(
@@ -293,7 +307,9 @@ def record(session: Session | Connection, results: Iterable[Result], finish: boo
     stmt = _RECORD
     written = 0
     for i in range(0, len(rows), BATCH):
-        written += _rowcount(session.execute(stmt, rows[i : i + BATCH]))
+        batch = rows[i : i + BATCH]
+        # One row goes as a plain execute: executemany's set-up costs more than the row.
+        written += _rowcount(session.execute(stmt, batch[0] if len(batch) == 1 else batch))
     # finish=False: the caller stamps finished runs itself, later, in a fresh transaction.
     for run_id in sorted({int(row["b_run"]) for row in rows}) if finish else ():
         finish_run_if_done(session, run_id)

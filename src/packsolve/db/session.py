@@ -42,16 +42,20 @@ def redact(text: str) -> str:
     return _SECRET_IN_URL.sub(r"\1***@", text)
 
 
-_engines: dict[tuple[int, str], Engine] = {}
+_engines: dict[tuple[int, str, bool], Engine] = {}
 
 
-def get_engine(url: str | None = None, migrate: bool = True) -> Engine:
-    """Return this process's engine for url (one per process: engines must not cross a fork)."""
+def get_engine(url: str | None = None, migrate: bool = True, pre_ping: bool = True) -> Engine:
+    """Return this process's engine for url (one per process: engines must not cross a fork).
+
+    pre_ping=False is for callers that retry a transaction on a dropped connection
+    themselves (the worker): it saves a round trip per transaction.
+    """
     url = database_url(url)
-    key = (os.getpid(), url)
+    key = (os.getpid(), url, pre_ping)
     engine = _engines.get(key)
     if engine is None:
-        engine = make_engine(url)
+        engine = make_engine(url, pre_ping)
         if migrate:
             from packsolve.db.migrate import upgrade
 
@@ -60,7 +64,7 @@ def get_engine(url: str | None = None, migrate: bool = True) -> Engine:
     return engine
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, pre_ping: bool = True) -> Engine:
     """Return a new engine; SQLite gets WAL and a busy timeout so several writers can share it."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -80,7 +84,7 @@ def make_engine(url: str) -> Engine:
 
         return engine
     # pre_ping replaces connections the server dropped (restarts, pg_terminate_backend).
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5, pool_recycle=1800)
+    return create_engine(url, pool_pre_ping=pre_ping, pool_size=5, max_overflow=5, pool_recycle=1800)
 
 
 @contextmanager
