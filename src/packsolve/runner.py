@@ -16,7 +16,7 @@ import struct
 import threading
 import time
 import traceback
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -77,6 +77,27 @@ def execute_attempt(spec: AttemptSpec) -> Outcome:
     """
     (outcome,) = execute_attempts([spec])
     return outcome
+
+
+def execute_claimed(spec: AttemptSpec, claim: Callable[[], bool]) -> Outcome | None:
+    """Run one attempt while claim() runs alongside; return its Outcome, or None if claim() said no.
+
+    claim is called once the solver child has the attempt, so the caller's
+    bookkeeping (a worker's claim in the database) overlaps the solving instead
+    of preceding it. When it returns False the result is not wanted: a child
+    that finishes within ABANDON_GRACE_S is kept, a busier one killed.
+    """
+    prepared = _prepare(spec)
+    if isinstance(prepared, Outcome):
+        return prepared if claim() else None
+    kind, level, work = prepared
+    endings = _run_batch([(work, spec.limits)], claim)
+    try:
+        return _finish(kind, level, *next(endings))
+    except _Abandoned:
+        return None
+    finally:
+        endings.close()
 
 
 def execute_attempts(specs: Sequence[AttemptSpec]) -> Iterator[Outcome]:
@@ -158,11 +179,17 @@ def _run_in_child(work: Any, limits: Limits) -> Ending:
         batch.close()
 
 
-def _run_batch(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, None]:
-    """Yield (payload, stats, forced ending or None) per job, in order, in a fresh child after a death."""
+def _run_batch(
+    jobs: Sequence[tuple[Any, Limits]], started: Callable[[], bool] | None = None
+) -> Generator[Ending, None, None]:
+    """Yield (payload, stats, forced ending or None) per job, in order, in a fresh child after a death.
+
+    started: see _follow (called once, for the first child).
+    """
     start = 0
     while start < len(jobs):
-        child = _run_child(jobs[start:])
+        child = _run_child(jobs[start:], started)
+        started = None
         try:
             for ending in child:
                 start += 1
@@ -176,6 +203,12 @@ def _run_batch(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, No
 # grew by this much, so one big attempt's heap does not inflate every later attempt's peak RSS.
 RETIRE_GROWTH_MB = 128
 _REFUSED = b'{"_refused": true}'
+# A child whose results were declined (execute_claimed) is kept if it finishes within this.
+ABANDON_GRACE_S = 0.1
+
+
+class _Abandoned(Exception):
+    """The caller declined the results of the jobs it handed over (see _follow)."""
 
 
 @dataclass
@@ -207,7 +240,9 @@ _kept: _Child | None = None
 _kept_lock = threading.Lock()
 
 
-def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, None]:
+def _run_child(
+    jobs: Sequence[tuple[Any, Limits]], started: Callable[[], bool] | None = None
+) -> Generator[Ending, None, None]:
     """Run jobs in one solver child; yield each job's ending as it arrives, stopping after a death or kill.
 
     The kept child takes the jobs through its pipe if it can; otherwise (none kept,
@@ -217,7 +252,7 @@ def _run_child(jobs: Sequence[tuple[Any, Limits]]) -> Generator[Ending, None, No
     own = _kept_lock.acquire(blocking=False)
     try:
         child = _hand_over(jobs) if own else None
-        yield from _follow(child or _fork(jobs, keep=own), jobs, keep=own)
+        yield from _follow(child or _fork(jobs, keep=own), jobs, own, started)
     finally:
         if own:
             _kept_lock.release()
@@ -242,17 +277,26 @@ def _fork(jobs: Sequence[tuple[Any, Limits]], keep: bool) -> _Child:
     """Fork a child that runs jobs (from its copy of memory); kept ones then wait for more."""
     down_r, down_w = os.pipe() if keep else (-1, -1)
     up_r, up_w = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        _serve(jobs, down_r, up_w)
+        _serve(jobs, down_r, up_w, parent)
     os.close(up_w)
     if keep:
         os.close(down_r)
     return _Child(pid, down_w, up_r)
 
 
-def _follow(child: _Child, jobs: Sequence[tuple[Any, Limits]], keep: bool) -> Generator[Ending, None, None]:
-    """Yield the endings of the jobs a child runs; keep it if it ends the batch healthy."""
+def _follow(
+    child: _Child, jobs: Sequence[tuple[Any, Limits]], keep: bool, started: Callable[[], bool] | None = None
+) -> Generator[Ending, None, None]:
+    """Yield the endings of the jobs a child runs; keep it if it ends the batch healthy.
+
+    started, if given, is called once the child has the jobs, before any result is
+    awaited. If it returns False the results are not wanted: nothing is yielded,
+    _Abandoned is raised, and the child is kept only if it finishes within
+    ABANDON_GRACE_S (else killed).
+    """
     global _kept
     lines = _Lines(child.from_child)
     mark = time.monotonic()  # when the job now running started (as far as the parent knows)
@@ -260,10 +304,18 @@ def _follow(child: _Child, jobs: Sequence[tuple[Any, Limits]], keep: bool) -> Ge
     killed = False
     reaped: tuple[int, int, Any] | None = None
     current: _Child | None = child  # None once handed back as the kept child
+    abandon_by = None
     try:
+        # Inside the try: if started raises (its database is gone), the child must not be left.
+        if started is not None and not started():
+            abandon_by = time.monotonic() + ABANDON_GRACE_S
         while done < len(jobs):
             hard = jobs[done][1].hard_time()
-            line = lines.next(None if hard is None else max(0.0, mark + hard - time.monotonic()))
+            if abandon_by is not None:
+                wait: float | None = max(0.0, abandon_by - time.monotonic())
+            else:
+                wait = None if hard is None else max(0.0, mark + hard - time.monotonic())
+            line = lines.next(wait)
             if line is False:
                 os.kill(child.pid, signal.SIGKILL)
                 killed = True
@@ -288,20 +340,23 @@ def _follow(child: _Child, jobs: Sequence[tuple[Any, Limits]], keep: bool) -> Ge
             )
             if done == len(jobs) and keep and not leaving:
                 _kept, current = child, None  # idle now: the next batch's, before the last yield
-            yield payload, stats, ending
+            if abandon_by is None:
+                yield payload, stats, ending
             if leaving:
                 break  # after a MemoryError (or grown too big) the child leaves; the rest get a fresh one
-        if current is None:
-            return
-        reaped = os.wait4(child.pid, 0)
+        if current is not None:
+            reaped = os.wait4(child.pid, 0)
     finally:
         if current is not None:
             if reaped is None:  # interrupted (Celery soft limit, Ctrl-C, consumer gone): leave no orphan
                 current.discard()
             else:
                 current.close()
+    if abandon_by is not None:
+        raise _Abandoned
     if done == len(jobs):
         return
+    assert reaped is not None
     _, wstatus, usage = reaped
     wall = time.monotonic() - mark
     # The child's usage covers every job it ran; the one that ended it gets what the others did not use.
@@ -368,7 +423,7 @@ def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Sta
     return Status.ERROR, f"solver process died from signal {name}"
 
 
-def _serve(jobs: Sequence[tuple[Any, Limits]], recv_fd: int, send_fd: int) -> None:
+def _serve(jobs: Sequence[tuple[Any, Limits]], recv_fd: int, send_fd: int, parent: int) -> None:
     """Run in the forked child: each job under its limits, one JSON line each; then wait for more.
 
     recv_fd < 0: leave after the first jobs. Never returns; exits without cleanup.
@@ -381,6 +436,7 @@ def _serve(jobs: Sequence[tuple[Any, Limits]], recv_fd: int, send_fd: int) -> No
         # A long-lived child must not hold the worker's sockets and pipes open (database
         # connections, Celery's pipes): their owner's close would not reach the other end.
         _close_fds_except({0, 1, 2, recv_fd, send_fd})
+        _die_with_parent(parent)
         baseline = _current_rss_mb()
         while True:
             for i, (work, limits) in enumerate(jobs):
@@ -443,6 +499,21 @@ def _close_fds_except(keep: set[int]) -> None:
         if fd not in keep:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to kill this child when the process that forked it dies (a worker killed -9):
+    a kept child stuck in a solver would otherwise outlive it. Elsewhere, end of file on the
+    pipe still ends an idle child."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(0)
 
 
 def _lift_rlimits() -> None:

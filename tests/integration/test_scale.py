@@ -73,3 +73,49 @@ def test_worker_concurrency_defaults_to_the_number_of_cores(tmp_path, broker, sq
 
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
+
+
+def test_one_level_per_task_then_a_redelivery_of_every_task_changes_nothing(
+    tmp_path, broker, pg_url, start_worker
+):
+    """Tiny levels one per task: once the worker knows they are tiny, each starts solving while
+    its claim commits. Every task delivered again (as after a redelivery) is skipped, its stored
+    result untouched: the claim, not the order of work, decides what is recorded."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    n = 40
+    pack = tmp_path / "tiny.sdk"
+    pack.write_text("".join(g + "\n" for g in solved_sudokus(n)))
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    worker = start_worker(broker, pg_url, "solo@test", concurrency=1)
+    res = run_cli("submit", str(pack), "--time-limit", "10", "--chunk-size", "1", env=env)
+    assert res.returncode == 0, res.stderr
+    run_id = int(res.stdout.strip().splitlines()[-1])
+    wait_for_run(pg_url, run_id, timeout=120)
+    before = run_cli("export", str(run_id), env=env).stdout
+    records = [json.loads(line) for line in before.splitlines()]
+    assert len(records) == n and {(r["status"], r["tries"]) for r in records} == {("solved", 1)}
+
+    # Sent from a fresh process: this one's packsolve.worker may hold an earlier test's queue name.
+    resend = (
+        "import sys\n"
+        "from packsolve.runner import Limits\n"
+        "from packsolve.scheduler import enqueue, plan_run, planned_specs\n"
+        "from packsolve.worker import make_app\n"
+        "specs = planned_specs(plan_run([sys.argv[1]]), Limits(10.0))\n"
+        "print(enqueue(make_app(sys.argv[2]), int(sys.argv[3]), specs, max_tries=5, chunk_size=1))\n"
+    )
+    sent = subprocess.run(
+        [sys.executable, "-c", resend, str(pack), broker, str(run_id)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )  # fmt: skip
+    assert sent.returncode == 0 and sent.stdout.strip() == str(n), sent.stderr
+    deadline = time.monotonic() + 60
+    while worker.log().count(f"run {run_id} level ") < n:
+        assert time.monotonic() < deadline, worker.log()[-3000:]
+        time.sleep(0.2)
+    assert worker.log().count(": skip") >= n
+    assert run_cli("export", str(run_id), env=env).stdout == before

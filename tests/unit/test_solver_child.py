@@ -1,0 +1,170 @@
+"""The solver child is kept between batches (a fork per tiny attempt cost more than the attempt),
+and replaced whenever it cannot be trusted or reached: grown, dead, killed, or unable to take a job.
+execute_claimed overlaps a caller's claim with the solving and drops unwanted results."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
+
+from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
+
+from packsolve import runner  # noqa: E402
+from packsolve.outcome import Outcome, Status  # noqa: E402
+from packsolve.runner import (  # noqa: E402
+    ABANDON_GRACE_S,
+    RETIRE_GROWTH_MB,
+    AttemptSpec,
+    Limits,
+    _run_in_child,
+    execute_attempt,
+    execute_claimed,
+)
+
+_HOARD: list[bytearray] = []
+
+
+def _pid(budget):
+    budget.charge()
+    return Outcome(Status.SOLVED, os.getpid())
+
+
+def _grow(budget):
+    """Keep (and touch) more memory than a kept child may grow by, then report the pid."""
+    block = bytearray((RETIRE_GROWTH_MB + 32) * 2**20)
+    block[::4096] = b"x" * len(block[::4096])
+    _HOARD.append(block)
+    return Outcome(Status.SOLVED, os.getpid())
+
+
+def pid_of(work) -> int:
+    payload, _, ending = _run_in_child(work, Limits(time_limit=20))
+    assert ending is None, ending
+    return int(payload["solution"])
+
+
+def chaos(ms: int, heuristic: str = "sleep", **limits) -> AttemptSpec:
+    return AttemptSpec("chaos", heuristic, {"kind": "chaos", "id": 1, "ms": ms}, Limits(**limits))
+
+
+def test_consecutive_batches_share_one_kept_solver_child():
+    first = pid_of(_pid)
+    assert first != os.getpid()
+    assert pid_of(_pid) == first == pid_of(_pid)
+    assert runner._kept is not None and runner._kept.pid == first
+
+
+def test_a_child_that_grew_too_much_leaves_and_the_next_batch_gets_a_fresh_one():
+    pid_of(_pid)
+    grown = pid_of(_grow)
+    assert runner._kept is None  # it retired after reporting
+    assert pid_of(_pid) != grown
+
+
+def test_a_job_that_cannot_be_pickled_runs_in_a_fresh_child():
+    pid_of(_pid)
+    seen = []
+
+    def closure(budget):  # a local function: cannot travel through the kept child's pipe
+        seen.append(1)
+        return Outcome(Status.SOLVED, [os.getpid(), len(seen)])
+
+    payload, _, ending = _run_in_child(closure, Limits(time_limit=20))
+    assert ending is None and payload["solution"][1] == 1
+    assert payload["solution"][0] != os.getpid()
+
+
+def test_a_kept_child_killed_while_idle_is_replaced_without_losing_the_job():
+    idle = pid_of(_pid)
+    os.kill(idle, signal.SIGKILL)
+    time.sleep(0.1)
+    fresh = pid_of(_pid)
+    assert fresh != idle
+
+
+@pytest.mark.usefixtures("chaos_env")
+def test_a_kill_at_the_hard_limit_costs_the_kept_child_and_the_next_job_gets_a_new_one():
+    kept = pid_of(_pid)
+    out = execute_attempt(chaos(0, "deaf", time_limit=0.3))
+    assert out.status is Status.TIMEOUT and "hard limit" in out.message
+    assert pid_of(_pid) != kept
+
+
+@pytest.mark.usefixtures("chaos_env")
+class TestExecuteClaimed:
+    def test_a_claimed_attempt_runs_once_with_the_claim_made_while_it_is_in_the_child(self):
+        calls = []
+
+        def claim() -> bool:
+            calls.append(runner._kept is None)  # the child has the job; it is not idle (kept)
+            return True
+
+        out = execute_claimed(chaos(30, time_limit=5), claim)
+        assert out is not None and out.status is Status.SOLVED and out.solution == [30]
+        assert calls == [True]
+
+    def test_an_unclaimed_quick_attempt_yields_nothing_and_keeps_its_child(self):
+        kept = pid_of(_pid)
+        assert execute_claimed(chaos(1, time_limit=5), lambda: False) is None
+        assert runner._kept is not None and runner._kept.pid == kept
+
+    def test_an_unclaimed_long_attempt_is_cut_short_and_its_child_killed(self):
+        kept = pid_of(_pid)
+        started = time.monotonic()
+        assert execute_claimed(chaos(5000, time_limit=10), lambda: False) is None
+        assert time.monotonic() - started < ABANDON_GRACE_S + 1.0
+        assert pid_of(_pid) != kept
+
+    def test_a_claim_that_raises_propagates_and_leaves_no_child_behind(self):
+        def claim() -> bool:
+            raise RuntimeError("database gone")
+
+        busy = pid_of(_pid)  # the kept child that will get the job
+        with pytest.raises(RuntimeError, match="database gone"):
+            execute_claimed(chaos(5000, time_limit=10), claim)
+        assert runner._kept is None
+        with pytest.raises(ProcessLookupError):  # killed and reaped, not left solving
+            os.kill(busy, 0)
+
+    def test_an_invalid_level_is_claimed_and_returned_without_a_child(self):
+        spec = AttemptSpec("chaos", "sleep", {"kind": "chaos", "id": -1, "ms": 1}, Limits(5))
+        out = execute_claimed(spec, lambda: True)
+        assert out is not None and out.status is Status.INVALID
+        assert execute_claimed(spec, lambda: False) is None
+
+
+def test_a_solver_child_busy_in_a_job_dies_with_the_process_that_forked_it():
+    """A worker killed -9 must not leave its solver child running a long search on its own."""
+    import subprocess
+
+    code = (
+        "import os, time\n"
+        "from packsolve.runner import Limits, _run_in_child\n"
+        "def slow(budget):\n"
+        "    print(os.getpid(), flush=True)\n"
+        "    time.sleep(60)\n"
+        "_run_in_child(slow, Limits(120))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(proc.stdout.readline())
+        os.kill(child, 0)  # alive while its parent is
+        proc.kill()  # -9: no atexit, no chance to stop it
+        proc.wait(10)
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, "the solver child outlived its parent"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
