@@ -144,6 +144,8 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
             length = solution_length(spec.kind, outcome)
             began = finished - timedelta(seconds=outcome.stats.wall_s)
             buffer.add(Result(run_id, h, outcome, length, hostname, began, finished))
+            if outcome.stats.wall_s >= FLUSH_EVERY_S:
+                buffer.flush()  # batching pays for tiny attempts only; a long one's result goes now
         if count:
             pace = (time.monotonic() - started) / count
             fits = int(GROUP_S / pace) if pace > 0 else MAX_GROUP

@@ -156,3 +156,31 @@ def _tolerance():
     from datetime import timedelta
 
     return timedelta(milliseconds=50)
+
+
+def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_interval(sqlite_url, monkeypatch):
+    """run_payload here, in the test process: a 300 ms attempt is final when its task returns; a
+    1 ms one waits in the buffer (batching pays for tiny attempts only), then lands with the run's end."""
+    from packsolve.db.models import Run
+    from packsolve.runner import AttemptSpec
+    from packsolve.worker import FLUSH_EVERY_S, payload_for, run_payload
+
+    monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
+    run_id, planned = make_run(
+        sqlite_url, [{"kind": "chaos", "id": 0, "ms": 300}, {"kind": "chaos", "id": 1, "ms": 1}]
+    )
+    engine = get_engine(sqlite_url)
+
+    def status(level_hash: str) -> str:
+        with session_scope(engine) as s:
+            return s.query(Attempt).filter_by(run_id=run_id, level_hash=level_hash).one().status
+
+    long, tiny = [(p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, _limits())) for p in planned]
+    run_payload(payload_for(run_id, [long]), "here@test")
+    assert status(long[0]) == "solved"
+    run_payload(payload_for(run_id, [tiny]), "here@test")
+    assert status(tiny[0]) == "running"
+    time.sleep(FLUSH_EVERY_S + 0.75)
+    assert status(tiny[0]) == "solved"
+    with session_scope(engine) as s:
+        assert s.get(Run, run_id).finished_at is not None
