@@ -590,7 +590,8 @@ def write_results(args: argparse.Namespace, figures: list[Figure], started: str)
     lines = [
         "# Pipeline benchmark (issue 10)",
         "",
-        f"`python benchmarks/pipeline.py --levels {args.levels} --processes {args.processes}` — {started}, "
+        f"`python benchmarks/pipeline.py {' '.join(sys.argv[1:])}` (levels {args.levels}, "
+        f"processes {args.processes}) — {started}, "
         f"{os.cpu_count()} cores, Redis {args.redis.rsplit('@', 1)[-1]}.",
         "",
         "| part | what | database | figure | notes |",
