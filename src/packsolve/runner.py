@@ -103,8 +103,8 @@ def execute_claimed(spec: AttemptSpec, claim: Callable[[], bool]) -> Outcome | N
 def execute_attempts(specs: Sequence[AttemptSpec]) -> Iterator[Outcome]:
     """Yield one Outcome per spec, in order, as execute_attempt would; never raises for a level.
 
-    The solvable attempts share one forked child, run one after the other, so a
-    chunk of tiny levels pays for one fork instead of one each. Every attempt
+    The solvable attempts run one after the other in this process's kept solver
+    child (forked once, see _run_child), so tiny levels pay for no fork. Every attempt
     still gets its own budget, rlimits, hard kill and its own wall, CPU and peak
     RSS; a child that dies or is killed costs only the attempt it was running,
     and a fresh child takes the rest.
