@@ -48,6 +48,8 @@ GROUP_S = 0.5
 # are claimed first, so a duplicate delivery (attempt final or cancelled) is skipped unrun.
 OVERLAP_BELOW_S = 0.05
 MAX_GROUP = 200
+# What an attempt becomes if Celery's soft limit fires (only if the runner's own hard kill failed).
+SOFT_LIMIT_TIMEOUT = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
 
 log = logging.getLogger("packsolve.worker")
 T = TypeVar("T")
@@ -174,7 +176,7 @@ def _run_overlapped(
     except SoftTimeLimitExceeded:
         if verdicts.get(level_hash) != "run":
             raise
-        outcome = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
+        outcome = SOFT_LIMIT_TIMEOUT
     if outcome is None:
         log.info("run %s level %s: %s", run_id, level_hash[:12], verdicts[level_hash])
         return []
@@ -319,7 +321,7 @@ def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:
             # Only reached if the runner's own hard kill failed; the child is killed in its finally.
             # Recorded as the timeout it is, then the chunk goes on: never swallowed into an error.
             pos += 1
-            yield Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
+            yield SOFT_LIMIT_TIMEOUT
 
 
 def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:
