@@ -79,19 +79,22 @@ def execute_attempt(spec: AttemptSpec) -> Outcome:
     return outcome
 
 
-def execute_claimed(spec: AttemptSpec, claim: Callable[[], bool]) -> Outcome | None:
+def execute_claimed(spec: AttemptSpec, claim: Callable[[], bool], claim_after: float = 0.0) -> Outcome | None:
     """Run one attempt while claim() runs alongside; return its Outcome, or None if claim() said no.
 
     claim is called once the solver child has the attempt, so the caller's
     bookkeeping (a worker's claim in the database) overlaps the solving instead
-    of preceding it. When it returns False the result is not wanted: a child
-    that finishes within ABANDON_GRACE_S is kept, a busier one killed.
+    of preceding it. With claim_after > 0 it is called only if the attempt has
+    not ended within that many seconds: an attempt that ends sooner comes back
+    unclaimed, and the caller does the claim's bookkeeping with its result.
+    When claim returns False the result is not wanted: a child that finishes
+    within ABANDON_GRACE_S is kept, a busier one killed.
     """
     prepared = _prepare(spec)
     if isinstance(prepared, Outcome):
-        return prepared if claim() else None
+        return prepared if claim_after > 0 or claim() else None
     kind, level, work = prepared
-    endings = _run_batch([(work, spec.limits)], claim)
+    endings = _run_batch([(work, spec.limits)], claim, claim_after)
     try:
         return _finish(kind, level, *next(endings))
     except _Abandoned:
@@ -180,15 +183,15 @@ def _run_in_child(work: Any, limits: Limits) -> Ending:
 
 
 def _run_batch(
-    jobs: Sequence[tuple[Any, Limits]], started: Callable[[], bool] | None = None
+    jobs: Sequence[tuple[Any, Limits]], started: Callable[[], bool] | None = None, started_after: float = 0.0
 ) -> Generator[Ending, None, None]:
     """Yield (payload, stats, forced ending or None) per job, in order, in a fresh child after a death.
 
-    started: see _follow (called once, for the first child).
+    started, started_after: see _follow (for the first child only).
     """
     start = 0
     while start < len(jobs):
-        child = _run_child(jobs[start:], started)
+        child = _run_child(jobs[start:], started, started_after)
         started = None
         try:
             for ending in child:
@@ -241,7 +244,7 @@ _kept_lock = threading.Lock()
 
 
 def _run_child(
-    jobs: Sequence[tuple[Any, Limits]], started: Callable[[], bool] | None = None
+    jobs: Sequence[tuple[Any, Limits]], started: Callable[[], bool] | None = None, started_after: float = 0.0
 ) -> Generator[Ending, None, None]:
     """Run jobs in one solver child; yield each job's ending as it arrives, stopping after a death or kill.
 
@@ -252,7 +255,7 @@ def _run_child(
     own = _kept_lock.acquire(blocking=False)
     try:
         child = _hand_over(jobs) if own else None
-        yield from _follow(child or _fork(jobs, keep=own), jobs, own, started)
+        yield from _follow(child or _fork(jobs, keep=own), jobs, own, started, started_after)
     finally:
         if own:
             _kept_lock.release()
@@ -288,35 +291,48 @@ def _fork(jobs: Sequence[tuple[Any, Limits]], keep: bool) -> _Child:
 
 
 def _follow(
-    child: _Child, jobs: Sequence[tuple[Any, Limits]], keep: bool, started: Callable[[], bool] | None = None
+    child: _Child,
+    jobs: Sequence[tuple[Any, Limits]],
+    keep: bool,
+    started: Callable[[], bool] | None = None,
+    started_after: float = 0.0,
 ) -> Generator[Ending, None, None]:
     """Yield the endings of the jobs a child runs; keep it if it ends the batch healthy.
 
     started, if given, is called once the child has the jobs, before any result is
-    awaited. If it returns False the results are not wanted: nothing is yielded,
-    _Abandoned is raised, and the child is kept only if it finishes within
-    ABANDON_GRACE_S (else killed).
+    awaited; with started_after > 0, only if the first job has not ended within
+    that many seconds (else never). If it returns False the results are not
+    wanted: nothing is yielded, _Abandoned is raised, and the child is kept only
+    if it finishes within ABANDON_GRACE_S (else killed).
     """
     global _kept
     lines = _Lines(child.from_child)
     mark = time.monotonic()  # when the job now running started (as far as the parent knows)
+    started_by = mark + started_after  # when started is due, if it still is
     done = 0
     killed = False
     reaped: tuple[int, int, Any] | None = None
     current: _Child | None = child  # None once handed back as the kept child
     abandon_by = None
     try:
-        # Inside the try: if started raises (its database is gone), the child must not be left.
-        if started is not None and not started():
-            abandon_by = time.monotonic() + ABANDON_GRACE_S
         while done < len(jobs):
+            now = time.monotonic()
+            # Inside the try: if started raises (its database is gone), the child must not be left.
+            if started is not None and now >= started_by:
+                wanted, started = started(), None
+                if not wanted:
+                    abandon_by = time.monotonic() + ABANDON_GRACE_S
             hard = jobs[done][1].hard_time()
             if abandon_by is not None:
-                wait: float | None = max(0.0, abandon_by - time.monotonic())
+                wait: float | None = max(0.0, abandon_by - now)
             else:
-                wait = None if hard is None else max(0.0, mark + hard - time.monotonic())
+                wait = None if hard is None else max(0.0, mark + hard - now)
+            if started is not None:
+                wait = started_by - now if wait is None else min(wait, started_by - now)
             line = lines.next(wait)
             if line is False:
+                if started is not None and (hard is None or time.monotonic() < mark + hard):
+                    continue  # only started's time came: call it, then wait on
                 os.kill(child.pid, signal.SIGKILL)
                 killed = True
                 break
@@ -329,6 +345,7 @@ def _follow(
                 mark = time.monotonic()
                 continue
             payload, stats, ending = _reported(line)
+            started = None  # the first job ended before started was due: it never is
             # The next job's clock starts when the parent reads this line, not when the child
             # wrote it: a child blocked on a full pipe (parent busy writing results) has not
             # started the next job yet. Lenient by the parent's delay; RLIMIT_CPU still holds.

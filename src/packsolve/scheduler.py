@@ -258,6 +258,11 @@ def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec
 
 # Seconds after an attempt is marked sent before the broker must show its task.
 SEND_SETTLE_S = 5.0
+# A worker acknowledges a tiny attempt's task before its buffer writes the result (within
+# FLUSH_EVERY_S): for that moment the attempt is queued with no task in the broker. Before
+# taking such attempts, reconcile waits this long, so those that were only in a buffer are
+# final by then and left alone (take_stale takes a row only if it is still as read).
+RESULT_SETTLE_S = 1.0
 
 
 @dataclass
@@ -277,7 +282,8 @@ def reconcile(
 
     Stale: running past its deadline (start + hard limit) plus grace, or queued
     with no task for it in the broker (sent over SEND_SETTLE_S ago, or never
-    sent by a submit older than grace). Every change is a
+    sent by a submit older than grace; taken after RESULT_SETTLE_S more, so a
+    result still in a worker's buffer lands first). Every change is a
     guarded update (the row must still be as it was read), so two schedulers at
     once requeue an attempt at most once between them. If the broker cannot be
     read, only running attempts past their deadline are considered.
@@ -308,6 +314,8 @@ def reconcile(
         candidates = [c for c in candidates if c.status == Status.RUNNING.value]
     else:
         candidates = [c for c in candidates if (c.run_id, c.level_hash) not in live]
+        if any(c.status == Status.QUEUED.value for c in candidates):
+            time.sleep(RESULT_SETTLE_S)
     batches: list[tuple[int, list[Spec], int, int]] = []
     with session_scope(engine) as session:
         taken = take_stale(session, candidates, default_max_tries)

@@ -43,10 +43,13 @@ DB_RETRY_S = 120.0
 FLUSH_EVERY_S = 0.25
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
-# A lone attempt of a kind and heuristic whose last attempt here took under this long starts
-# solving while its claim is committed, so the round trip to the database costs no time; others
-# are claimed first, so a duplicate delivery (attempt final or cancelled) is skipped unrun.
-OVERLAP_BELOW_S = 0.05
+# A lone attempt of a kind and heuristic whose last attempt here took under this long is tiny:
+# it starts solving at once and is claimed only if it has not ended within this long. One that
+# ends sooner is claimed by its result's write, which counts its try: a tiny attempt then costs
+# no round trip of its own to the database. Others are claimed first, so a duplicate delivery
+# (attempt final or cancelled) is skipped unrun; so is a message Redis delivers again (its
+# worker died), so that its try is counted before it can kill another.
+TINY_S = 0.05
 MAX_GROUP = 200
 # What an attempt becomes if Celery's soft limit fires (only if the runner's own hard kill failed).
 SOFT_LIMIT_TIMEOUT = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
@@ -85,7 +88,8 @@ def make_app(broker: str | None = None, visibility_timeout: int = DEFAULT_VISIBI
     @app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
     def attempt(self: Any, payload: dict[str, Any]) -> None:
         hostname = self.request.hostname or f"worker@{os.uname().nodename}"
-        run_payload(payload, hostname)
+        redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+        run_payload(payload, hostname, redelivered)
 
     return app
 
@@ -98,16 +102,18 @@ def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, floa
     return hard * attempts + CELERY_SOFT_MARGIN_S, hard * attempts + CELERY_HARD_MARGIN_S
 
 
-def run_payload(payload: dict[str, Any], hostname: str) -> None:
+def run_payload(payload: dict[str, Any], hostname: str, redelivered: bool = False) -> None:
     """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.
 
     Attempts are claimed in groups of about GROUP_S of work (the first alone, to
     learn the chunk's pace) and run in one solver child per group. A claim is one
-    statement, committed on its own; results go to this process's ResultBuffer,
-    written in batches within FLUSH_EVERY_S: a task of one tiny level costs one
-    round trip to the database. A worker killed loses at most the attempt it was
-    running plus under FLUSH_EVERY_S of results; those attempts stay claimed
-    (running) and the scheduler requeues them after their deadline.
+    statement, committed on its own; a lone tiny attempt (TINY_S) is claimed only
+    if it outlasts TINY_S. Results go to this process's ResultBuffer, written in
+    batches within FLUSH_EVERY_S: a task of one tiny level costs no round trip of
+    its own to the database. A worker killed loses at most the attempt it was
+    running plus under FLUSH_EVERY_S of results; claimed attempts stay running
+    and the scheduler requeues them after their deadline, unclaimed ones stay
+    queued with no task in the broker, and it requeues them on its next pass.
     """
     engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
     claims = _claims(engine)
@@ -127,9 +133,10 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
             return claim_many(connection, run_id, hashes, hostname, max_tries, hard)
 
         started = time.monotonic()
-        done: Iterable[tuple[tuple[str, AttemptSpec], Outcome]]
-        if len(group) == 1 and _PACE.get((group[0][1].kind, group[0][1].heuristic), 1e9) < OVERLAP_BELOW_S:
-            done = _run_overlapped(run_id, group[0], functools.partial(with_db_retry, claims, claim_group))
+        done: Iterable[tuple[tuple[str, AttemptSpec], Outcome, bool]]
+        if len(group) == 1 and _PACE.get((group[0][1].kind, group[0][1].heuristic), 1e9) < TINY_S:
+            claim = functools.partial(with_db_retry, claims, claim_group)
+            done = _run_overlapped(run_id, group[0], claim, 0.0 if redelivered else TINY_S)
         else:
             verdicts = with_db_retry(claims, claim_group)
             runnable = [(h, spec) for h, spec in group if verdicts[h] == "run"]
@@ -137,15 +144,18 @@ def run_payload(payload: dict[str, Any], hostname: str) -> None:
                 if verdicts[h] != "run":
                     log.info("run %s level %s: %s", run_id, h[:12], verdicts[h])
             # Lazily: each result reaches the buffer (and the database) while the group goes on.
-            done = zip(runnable, _outcomes([spec for _, spec in runnable]), strict=True)
+            done = (
+                (item, outcome, True)
+                for item, outcome in zip(runnable, _outcomes([spec for _, spec in runnable]), strict=True)
+            )
         count = 0
-        for (h, spec), outcome in done:
+        for (h, spec), outcome, claimed in done:
             count += 1
             _PACE[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
             finished = utcnow()
             length = solution_length(spec.kind, outcome)
             began = finished - timedelta(seconds=outcome.stats.wall_s)
-            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished))
+            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed))
             if outcome.stats.wall_s >= FLUSH_EVERY_S:
                 buffer.flush()  # batching pays for tiny attempts only; a long one's result goes now
         if count:
@@ -161,9 +171,12 @@ _PACE: dict[tuple[str, str], float] = {}
 
 
 def _run_overlapped(
-    run_id: int, item: tuple[str, AttemptSpec], claim: Callable[[], dict[str, str]]
-) -> list[tuple[tuple[str, AttemptSpec], Outcome]]:
-    """Run one attempt while its claim is committed; return [(item, outcome)], or [] if not claimed."""
+    run_id: int, item: tuple[str, AttemptSpec], claim: Callable[[], dict[str, str]], claim_after: float
+) -> list[tuple[tuple[str, AttemptSpec], Outcome, bool]]:
+    """Run one attempt with its claim alongside (see execute_claimed).
+
+    Return [(item, outcome, claimed)], or [] if the claim declined it.
+    """
     level_hash, spec = item
     verdicts: dict[str, str] = {}
 
@@ -172,7 +185,7 @@ def _run_overlapped(
         return verdicts[level_hash] == "run"
 
     try:
-        outcome = execute_claimed(spec, claimed)
+        outcome = execute_claimed(spec, claimed, claim_after)
     except SoftTimeLimitExceeded:
         if verdicts.get(level_hash) != "run":
             raise
@@ -180,7 +193,7 @@ def _run_overlapped(
     if outcome is None:
         log.info("run %s level %s: %s", run_id, level_hash[:12], verdicts[level_hash])
         return []
-    return [(item, outcome)]
+    return [(item, outcome, bool(verdicts))]
 
 
 class ClaimConnection:

@@ -184,3 +184,36 @@ def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_inter
     assert status(tiny[0]) == "solved"
     with session_scope(engine) as s:
         assert s.get(Run, run_id).finished_at is not None
+
+
+def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_again(sqlite_url, monkeypatch):
+    """Once this process has timed a kind as tiny, a lone attempt of it is solved at once and
+    not claimed: its row stays queued until its result's write counts its try (and it gets no
+    deadline). A message Redis delivers again (its worker died) is claimed first."""
+    from packsolve import worker
+    from packsolve.runner import AttemptSpec
+    from packsolve.worker import FLUSH_EVERY_S, payload_for, run_payload
+
+    monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
+    monkeypatch.setattr(worker, "_PACE", {})  # nothing timed yet in this process
+    run_id, planned = make_run(sqlite_url, [{"kind": "chaos", "id": i, "ms": 1} for i in range(3)])
+    engine = get_engine(sqlite_url)
+    first, tiny, again = [
+        (p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, _limits())) for p in planned
+    ]
+
+    def row(item) -> Attempt:
+        with session_scope(engine) as s:
+            return s.query(Attempt).filter_by(run_id=run_id, level_hash=item[0]).one()
+
+    run_payload(payload_for(run_id, [first]), "here@test")  # not yet known to be tiny: claimed
+    assert row(first).status == "running"
+    run_payload(payload_for(run_id, [tiny]), "here@test")
+    assert (row(tiny).status, row(tiny).tries) == ("queued", 0)
+    run_payload(payload_for(run_id, [again]), "here@test", redelivered=True)
+    assert (row(again).status, row(again).tries) == ("running", 1)
+    time.sleep(FLUSH_EVERY_S + 0.75)
+    rows = [row(item) for item in (first, tiny, again)]
+    assert [(a.status, a.tries, a.worker) for a in rows] == [("solved", 1, "here@test")] * 3
+    assert [a.deadline is not None for a in rows] == [True, False, True]
+    assert all(a.started_at <= a.finished_at for a in rows)

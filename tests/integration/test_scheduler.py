@@ -255,3 +255,35 @@ def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_d
     assert all(a.requeues == 0 for a in attempts(sqlite_url, unsent))
     assert all(a.requeues == 1 for a in attempts(sqlite_url, sent))
     assert "requeued 2," in reconcile_once(env, grace=0)  # once the grace is over, they go too
+
+
+def test_a_result_still_in_a_workers_buffer_is_not_taken_for_a_lost_task(tmp_path, broker, sqlite_url):
+    """A tiny attempt's task is acknowledged before its buffered result is written: for a moment
+    the attempt is queued with no task in the broker. reconcile waits RESULT_SETTLE_S before
+    taking such attempts, so a result that lands meanwhile is not sent to be run again."""
+    import threading
+
+    from packsolve.db.queries import Result, record
+    from packsolve.outcome import Outcome, SearchStats, Status
+    from packsolve.scheduler import RESULT_SETTLE_S, reconcile
+    from packsolve.worker import make_app
+
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    run_id = submit(env, str(write_pack(tmp_path, 1, ms=1)), "--time-limit", "5")
+    (row,) = attempts(sqlite_url, run_id)
+    forget_queue(broker)  # its task is gone, as once a worker has acknowledged it
+    engine = get_engine(sqlite_url)
+    solved = Outcome(Status.SOLVED, [1], SearchStats(1, 0.001, 0.001, 1.0))
+    result = Result(run_id, row.level_hash, solved, 1, "w@test", claimed=False)
+
+    def write() -> None:  # the worker's buffer, flushed while reconcile looks
+        with session_scope(engine) as session:
+            record(session, [result])
+
+    late = threading.Timer(RESULT_SETTLE_S / 3, write)
+    late.start()
+    done = reconcile(engine, make_app(broker), broker, grace_s=0)
+    late.join()
+    assert done.requeued == 0 and done.lost == 0
+    (row,) = attempts(sqlite_url, run_id)
+    assert (row.status, row.tries, row.requeues, row.worker) == ("solved", 1, 0, "w@test")

@@ -1,6 +1,7 @@
 """The solver child is kept between batches (a fork per tiny attempt cost more than the attempt),
 and replaced whenever it cannot be trusted or reached: grown, dead, killed, or unable to take a job.
-execute_claimed overlaps a caller's claim with the solving and drops unwanted results."""
+execute_claimed overlaps a caller's claim with the solving (or defers it past a quick ending)
+and drops unwanted results."""
 
 from __future__ import annotations
 
@@ -138,6 +139,43 @@ class TestExecuteClaimed:
         out = execute_claimed(spec, lambda: True)
         assert out is not None and out.status is Status.INVALID
         assert execute_claimed(spec, lambda: False) is None
+
+    def test_a_deferred_claim_is_never_made_for_an_attempt_that_ends_before_it_is_due(self):
+        calls = []
+        out = execute_claimed(chaos(1, time_limit=5), lambda: calls.append(1) or True, claim_after=2.0)
+        assert out is not None and out.status is Status.SOLVED and out.solution == [1]
+        assert calls == []
+
+    def test_a_deferred_claim_is_made_once_when_the_attempt_outlasts_it(self):
+        calls = []
+
+        def claim() -> bool:
+            calls.append(time.monotonic() - started)
+            return True
+
+        started = time.monotonic()
+        out = execute_claimed(chaos(400, time_limit=5), claim, claim_after=0.1)
+        assert out is not None and out.status is Status.SOLVED and out.solution == [400]
+        assert len(calls) == 1 and 0.1 <= calls[0] < 0.35  # when due, not at the end (0.4 s)
+
+    def test_a_deferred_claim_declined_cuts_the_attempt_short(self):
+        started = time.monotonic()
+        assert execute_claimed(chaos(5000, time_limit=10), lambda: False, claim_after=0.1) is None
+        assert time.monotonic() - started < 0.1 + ABANDON_GRACE_S + 1.0
+
+    def test_a_deferred_claim_does_not_delay_the_kill_at_the_hard_limit(self):
+        calls = []
+        out = execute_claimed(
+            chaos(0, "deaf", time_limit=0.3), lambda: calls.append(1) or True, claim_after=0.05
+        )
+        assert out is not None and out.status is Status.TIMEOUT and "hard limit" in out.message
+        assert calls == [1]
+
+    def test_an_invalid_level_with_a_deferred_claim_comes_back_unclaimed(self):
+        spec = AttemptSpec("chaos", "sleep", {"kind": "chaos", "id": -1, "ms": 1}, Limits(5))
+        calls = []
+        out = execute_claimed(spec, lambda: calls.append(1) or False, claim_after=0.05)
+        assert out is not None and out.status is Status.INVALID and calls == []
 
 
 def test_a_solver_child_busy_in_a_job_dies_with_the_process_that_forked_it():

@@ -256,6 +256,9 @@ class Result:
     worker: str | None
     started_at: datetime | None = None
     finished_at: datetime | None = None  # default: when it is recorded
+    # False: never claimed (a tiny attempt that ended before its claim was due); writing the
+    # result counts its try, as the claim would have.
+    claimed: bool = True
 
 
 # The Core table, not the entity: the ORM would turn a list of parameters into
@@ -270,6 +273,7 @@ _RECORD = (
         started_at=func.coalesce(
             bindparam("b_started", type_=ATTEMPTS.c.started_at.type), ATTEMPTS.c.started_at
         ),
+        tries=ATTEMPTS.c.tries + bindparam("b_tries", type_=ATTEMPTS.c.tries.type),
     )
 )
 
@@ -300,6 +304,7 @@ def record(session: Session | Connection, results: Iterable[Result], finish: boo
                 "message": o.message or None,
                 "b_worker": r.worker,
                 "b_started": r.started_at,
+                "b_tries": 0 if r.claimed else 1,
             }
         )
     if not rows:
