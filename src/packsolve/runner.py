@@ -316,12 +316,12 @@ def _follow(
     abandon_by = None
     try:
         while done < len(jobs):
-            now = time.monotonic()
             # Inside the try: if started raises (its database is gone), the child must not be left.
-            if started is not None and now >= started_by:
+            if started is not None and time.monotonic() >= started_by:
                 wanted, started = started(), None
                 if not wanted:
                     abandon_by = time.monotonic() + ABANDON_GRACE_S
+            now = time.monotonic()  # after started, which may have waited on its database
             hard = jobs[done][1].hard_time()
             if abandon_by is not None:
                 wait: float | None = max(0.0, abandon_by - now)

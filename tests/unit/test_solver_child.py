@@ -171,6 +171,15 @@ class TestExecuteClaimed:
         assert out is not None and out.status is Status.TIMEOUT and "hard limit" in out.message
         assert calls == [1]
 
+    def test_a_slow_claim_does_not_push_back_the_kill_at_the_hard_limit(self):
+        """The hard limit runs from the hand-over, not from the claim's return (its database may be slow)."""
+        spec = chaos(0, "deaf", time_limit=0.3)
+        started = time.monotonic()
+        out = execute_claimed(spec, lambda: time.sleep(1.0) or True)
+        elapsed = time.monotonic() - started
+        assert out is not None and out.status is Status.TIMEOUT and "hard limit" in out.message
+        assert spec.limits.hard_time() <= elapsed < spec.limits.hard_time() + 0.6
+
     def test_an_invalid_level_with_a_deferred_claim_comes_back_unclaimed(self):
         spec = AttemptSpec("chaos", "sleep", {"kind": "chaos", "id": -1, "ms": 1}, Limits(5))
         calls = []
