@@ -160,12 +160,18 @@ def test_workers_skip_attempts_of_a_cancelled_run(tmp_path, broker, sqlite_url, 
         assert session.get(Run, run_id).state == "cancelled"
 
 
-def test_submit_puts_known_hard_levels_first_and_unseen_ones_between_by_size(tmp_path, broker, sqlite_url):
-    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_submit_puts_known_hard_levels_first_and_unseen_ones_between_by_size(
+    database, request, tmp_path, broker
+):
+    """The history lookup reads every level in one statement per table (an array on PostgreSQL,
+    json_each on SQLite); both must find the same history."""
+    db = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
+    env = {"PACKSOLVE_DATABASE_URL": db, "PACKSOLVE_BROKER_URL": broker}
     # History that contradicts size: the small level (ms=5) took 10 s, the big one (ms=300) 0.1 s.
     first = submit(env, _pack(tmp_path / "a", [5, 300]))
     past = {5: 10.0, 300: 0.1}
-    with session_scope(get_engine(sqlite_url)) as session:
+    with session_scope(get_engine(db)) as session:
         for a in session.scalars(select(Attempt).where(Attempt.run_id == first)):
             a.status, a.wall_s = "solved", past[_size(session, a.level_hash)]
     forget_queue(broker)
