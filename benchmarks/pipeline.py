@@ -553,7 +553,7 @@ def main() -> None:
     p.add_argument("--cpu-levels", type=int, default=24)
     p.add_argument("--cpu-nodes", type=int, default=200_000)
     p.add_argument(
-        "--reps", type=int, default=2, help="alternating repetitions of the throughput and scaling runs"
+        "--reps", type=int, default=3, help="alternating repetitions of the throughput and scaling runs"
     )
     p.add_argument("--submit-file", type=Path, default=SUDOKU / "tdoku_puzzles2_17_clue.txt")
     p.add_argument(
