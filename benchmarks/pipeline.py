@@ -610,14 +610,10 @@ def best_of(figures: list[Figure]) -> list[Figure]:
         merged.setdefault((f.part, f.what, f.database), []).append(f)
     out = []
     for same in merged.values():
-        best = max(same, key=lambda f: f.value) if same[0].unit != "s" else min(same, key=lambda f: f.value)
+        best = max(same, key=lambda f: f.value)  # only rates are repeated: higher is better
         if len(same) > 1:
-            values = ", ".join(f"{f.value:,.0f}" for f in same)
-            note = (
-                f"best of {len(same)} ({values}); {best.note}"
-                if best.note
-                else f"best of {len(same)} ({values})"
-            )
+            runs = f"best of {len(same)} ({', '.join(f'{f.value:,.0f}' for f in same)})"
+            note = f"{runs}; {best.note}" if best.note else runs
             best = Figure(best.part, best.what, best.database, best.value, best.unit, note)
         out.append(best)
     return out
