@@ -12,29 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packsolve.errors import LevelError
+
 # Files larger than this are refused as one invalid level instead of being read.
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
-
-
-class LevelError(ValueError):
-    """A level that cannot be parsed; the message says what a person should fix."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column
-
-    def where(self) -> str:
-        if self.line is None:
-            return ""
-        return f"line {self.line}" + (f", column {self.column}" if self.column else "")
-
-    def __str__(self) -> str:
-        where = self.where()
-        return f"{where}: {self.message}" if where else self.message
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,68 @@
+"""The errors a user can cause and fix: the only ones the CLI turns into a one-line message.
+
+Anything else that escapes a command is a bug in packsolve and keeps its traceback.
+Each error carries the exit code the CLI leaves with.
+"""
+
+from __future__ import annotations
+
+
+class PacksolveError(Exception):
+    """Something the user can fix; str() is the whole message, one line, saying what would work."""
+
+    exit_code = 1
+
+    def __str__(self) -> str:
+        # KeyError-style quoting never applies: the message is shown as written.
+        return str(self.args[0]) if self.args else self.__class__.__name__
+
+
+class LevelError(PacksolveError, ValueError):
+    """A level that cannot be parsed; the message says what a person should fix."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+    def where(self) -> str:
+        if self.line is None:
+            return ""
+        return f"line {self.line}" + (f", column {self.column}" if self.column else "")
+
+    def __str__(self) -> str:
+        where = self.where()
+        return f"{where}: {self.message}" if where else self.message
+
+
+class PlanError(PacksolveError):
+    """The request cannot make a run (no levels, unknown heuristic, bad limits); the message says why."""
+
+
+class UnknownKind(PacksolveError):
+    """No puzzle kind has this name; the message lists the known ones."""
+
+
+class UnknownHeuristic(PacksolveError):
+    """A kind has no heuristic of this name; the message lists its choices."""
+
+
+class RunNotFound(PacksolveError):
+    """No run has this id or label (or the database has no run yet)."""
+
+
+class LevelNotFound(PacksolveError):
+    """No level file, name or hash matches the reference (or it is ambiguous)."""
+
+
+class ReportError(PacksolveError):
+    """A report cannot be made as asked (a run named twice, a run not among those compared)."""
+
+
+class BrokerError(PacksolveError):
+    """The broker cannot be reached or read."""
+
+
+class DatabaseError(PacksolveError):
+    """The database cannot be reached or used."""
