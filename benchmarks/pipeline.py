@@ -270,7 +270,7 @@ def bare_celery(args: argparse.Namespace, tmp: Path) -> list[Figure]:
 
 def _noop_app(broker: str, queue: str):  # type: ignore[no-untyped-def]
     os.environ["PACKSOLVE_QUEUE"] = queue
-    from packsolve.worker import make_app
+    from packsolve.queue.app import make_app
 
     app = make_app(broker)
     app.conf.task_default_queue = queue
@@ -339,23 +339,19 @@ def distributed(args: argparse.Namespace, tmp: Path, db_url: str, label: str) ->
 
 def local(args: argparse.Namespace, tmp: Path) -> list[Figure]:
     """Trivial levels on the local process pool with SQLite: chunk 1 vs automatic, and the CLI end to end."""
-    from packsolve.db.queries import RunOptions, create_run
-    from packsolve.db.session import get_engine, session_scope
-    from packsolve.localpool import run_local
+    from packsolve import runs
+    from packsolve.db.session import get_engine
+    from packsolve.planning import Request, plan_run
     from packsolve.runner import Limits
-    from packsolve.scheduler import plan_run, planned_specs
 
     pack = write_pack(tmp / "trivial-local.sdk", solved_grids(args.levels, seed=11))
     db_url = f"sqlite:///{tmp / 'local.db'}"
     engine = get_engine(db_url)
     figures = []
     for chunk in (1, None):
-        plan = plan_run([pack])
-        with session_scope(engine) as s:
-            run_id = create_run(s, plan.attempts, RunOptions(mode="local"))
-        specs = planned_specs(plan, Limits(60))
+        run = runs.create(engine, plan_run([pack]), Request(limits=Limits(60)), "local", [])
         start = time.monotonic()
-        run_local(engine, run_id, specs, args.processes, chunk_size=chunk)
+        runs.solve_local(engine, run, args.processes, chunk_size=chunk)
         wall = time.monotonic() - start
         how = "chunk 1" if chunk == 1 else "automatic chunk"
         note = f"{args.levels} levels, {args.processes} processes, {load()}"

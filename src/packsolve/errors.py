@@ -40,6 +40,17 @@ class PlanError(PacksolveError):
     """The request cannot make a run (no levels, unknown heuristic, bad limits); the message says why."""
 
 
+class OptionError(PlanError):
+    """A command-line option has a value that cannot work; the message names the option."""
+
+    exit_code = 2
+
+    def __init__(self, option: str, reason: str) -> None:
+        super().__init__(f"Invalid value for '{option}': {reason}")
+        self.option = option
+        self.reason = reason
+
+
 class UnknownKind(PacksolveError):
     """No puzzle kind has this name; the message lists the known ones."""
 

@@ -39,23 +39,15 @@ def run_local(
     run_id: int,
     specs: list[tuple[str, str, AttemptSpec]],
     jobs: int,
+    chunk_size: int,
     on_result: Callable[[str, Outcome], None] | None = None,
-    chunk_size: int | None = None,
 ) -> None:
     """Run specs (level hash, name, spec) with jobs processes, recording each result.
 
-    Each pool task is a chunk of chunk_size attempts (default: chosen like
-    submit's, from past times or level sizes) so tiny levels share one solver
-    child. On KeyboardInterrupt the results so far are kept and the exception
-    re-raised.
+    Each pool task is a chunk of chunk_size attempts, so tiny levels share one
+    solver child. On KeyboardInterrupt the results so far are kept and the
+    exception re-raised.
     """
-    if chunk_size is None:
-        from packsolve.scheduler import choose_chunk_size
-
-        with session_scope(engine) as session:
-            chunk_size = choose_chunk_size(session, specs)
-        # Every process needs a few chunks, or one slow chunk decides the run's end.
-        chunk_size = max(1, min(chunk_size, -(-len(specs) // (max(1, jobs) * 4))))
     # forkserver: the pool's processes must not inherit this process's threads or DB connections.
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["packsolve.runner"])

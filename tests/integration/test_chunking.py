@@ -19,7 +19,7 @@ from packsolve.db.queries import PlannedAttempt, Result, RunOptions, claim_many,
 from packsolve.db.session import get_engine, session_scope  # noqa: E402
 from packsolve.levels import make_level  # noqa: E402
 from packsolve.outcome import Outcome, SearchStats, Status  # noqa: E402
-from packsolve.scheduler import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run, planned_specs  # noqa: E402
+from packsolve.planning import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run  # noqa: E402
 from services import run_cli, wait_for_run  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
@@ -94,7 +94,7 @@ def test_automatic_chunk_of_a_pack_of_solved_sudokus_shares_tasks(tmp_path, sqli
     grids = ["".join(digits[int(ch) - 1] for ch in solution) for digits in relabel]
     pack = tmp_path / "solved.sdk"
     pack.write_text("".join(g + "\n" for g in grids))
-    specs = planned_specs(plan_run([pack]), _limits())
+    specs = plan_run([pack]).specs(_limits())
     assert len(specs) == 9
     with session_scope(get_engine(sqlite_url)) as s:
         # 160 such levels: no history, size 0 (no blanks), so only the cap of MIN_TASKS tasks holds it.
@@ -159,11 +159,12 @@ def _tolerance():
 
 
 def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_interval(sqlite_url, monkeypatch):
-    """run_payload here, in the test process: a 300 ms attempt is final when its task returns; a
+    """run_task here, in the test process: a 300 ms attempt is final when its task returns; a
     1 ms one waits in the buffer (batching pays for tiny attempts only), then lands with the run's end."""
     from packsolve.db.models import Run
+    from packsolve.queue.consumer import FLUSH_EVERY_S, run_task
+    from packsolve.queue.protocol import decode, encode
     from packsolve.runner import AttemptSpec
-    from packsolve.worker import FLUSH_EVERY_S, payload_for, run_payload
 
     monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
     run_id, planned = make_run(
@@ -176,9 +177,9 @@ def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_inter
             return s.query(Attempt).filter_by(run_id=run_id, level_hash=level_hash).one().status
 
     long, tiny = [(p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, _limits())) for p in planned]
-    run_payload(payload_for(run_id, [long]), "here@test")
+    run_task(decode(encode(run_id, [long], 5)), "here@test")
     assert status(long[0]) == "solved"
-    run_payload(payload_for(run_id, [tiny]), "here@test")
+    run_task(decode(encode(run_id, [tiny], 5)), "here@test")
     assert status(tiny[0]) == "running"
     time.sleep(FLUSH_EVERY_S + 0.75)
     assert status(tiny[0]) == "solved"
@@ -190,12 +191,13 @@ def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_a
     """Once this process has timed a kind as tiny, a lone attempt of it is solved at once and
     not claimed: its row stays queued until its result's write counts its try (and it gets no
     deadline). A message Redis delivers again (its worker died) is claimed first."""
-    from packsolve import worker
+    from packsolve.queue import consumer
+    from packsolve.queue.consumer import FLUSH_EVERY_S, run_task
+    from packsolve.queue.protocol import decode, encode
     from packsolve.runner import AttemptSpec
-    from packsolve.worker import FLUSH_EVERY_S, payload_for, run_payload
 
     monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
-    monkeypatch.setattr(worker, "_PACE", {})  # nothing timed yet in this process
+    monkeypatch.setattr(consumer, "_PACE", {})  # nothing timed yet in this process
     run_id, planned = make_run(sqlite_url, [{"kind": "chaos", "id": i, "ms": 1} for i in range(3)])
     engine = get_engine(sqlite_url)
     first, tiny, again = [
@@ -206,11 +208,11 @@ def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_a
         with session_scope(engine) as s:
             return s.query(Attempt).filter_by(run_id=run_id, level_hash=item[0]).one()
 
-    run_payload(payload_for(run_id, [first]), "here@test")  # not yet known to be tiny: claimed
+    run_task(decode(encode(run_id, [first], 5)), "here@test")  # not yet known to be tiny: claimed
     assert row(first).status == "running"
-    run_payload(payload_for(run_id, [tiny]), "here@test")
+    run_task(decode(encode(run_id, [tiny], 5)), "here@test")
     assert (row(tiny).status, row(tiny).tries) == ("queued", 0)
-    run_payload(payload_for(run_id, [again]), "here@test", redelivered=True)
+    run_task(decode(encode(run_id, [again], 5)), "here@test", redelivered=True)
     assert (row(again).status, row(again).tries) == ("running", 1)
     time.sleep(FLUSH_EVERY_S + 0.75)
     rows = [row(item) for item in (first, tiny, again)]

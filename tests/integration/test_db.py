@@ -11,8 +11,8 @@ from packsolve.db.queries import Result, RunOptions, claim, create_run, record, 
 from packsolve.db.session import get_engine, make_engine, session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.planning import resolve_heuristics
 from packsolve.puzzles import get_kind
-from packsolve.scheduler import resolve_heuristics
 
 LEVELS = [
     make_level("a", {"kind": "onestroke", "grid": ["S.."]}),

@@ -118,9 +118,10 @@ def test_one_level_per_task_then_a_redelivery_of_every_task_changes_nothing(
     resend = (
         "import sys\n"
         "from packsolve.runner import Limits\n"
-        "from packsolve.scheduler import enqueue, plan_run, planned_specs\n"
-        "from packsolve.worker import make_app\n"
-        "specs = planned_specs(plan_run([sys.argv[1]]), Limits(10.0))\n"
+        "from packsolve.planning import plan_run\n"
+        "from packsolve.queue.app import make_app\n"
+        "from packsolve.queue.producer import enqueue\n"
+        "specs = plan_run([sys.argv[1]]).specs(Limits(10.0))\n"
         "print(enqueue(make_app(sys.argv[2]), int(sys.argv[3]), specs, max_tries=5, chunk_size=1))\n"
     )
     sent = subprocess.run(

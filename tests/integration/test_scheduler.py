@@ -243,7 +243,7 @@ def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_d
 ):
     """After a Redis restart, `scheduler --once` repairs at once; only unsent rows wait out the grace."""
     from packsolve.db.queries import RunOptions, create_run
-    from packsolve.scheduler import plan_run
+    from packsolve.planning import plan_run
 
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     sent = submit(env, str(write_pack(tmp_path / "a", 3, ms=5)), "--time-limit", "5")
@@ -271,8 +271,8 @@ def test_a_result_still_in_a_workers_buffer_is_not_taken_for_a_lost_task(tmp_pat
 
     from packsolve.db.queries import Result, record
     from packsolve.outcome import Outcome, SearchStats, Status
+    from packsolve.queue.app import make_app
     from packsolve.scheduler import RESULT_SETTLE_S, reconcile
-    from packsolve.worker import make_app
 
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     run_id = submit(env, str(write_pack(tmp_path, 1, ms=1)), "--time-limit", "5")

@@ -40,7 +40,7 @@ def test_a_pickle_message_on_the_queue_is_rejected_never_executed_and_the_worker
 ):
     from kombu import Connection, Exchange, Producer, Queue
 
-    from packsolve.worker import TASK_NAME
+    from packsolve.queue.protocol import TASK_NAME
 
     # The broker fixture's queue (packsolve.worker.QUEUE was fixed when another test imported it).
     QUEUE = os.environ.get("PACKSOLVE_QUEUE") or "packsolve"  # noqa: N806

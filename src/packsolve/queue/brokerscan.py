@@ -9,14 +9,14 @@ it (delivery + the hard limit of each attempt it carries + grace).
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from packsolve.runner import Limits
+from packsolve.errors import BrokerError
+from packsolve.queue.protocol import decode_message
 
 # Kombu's names (kombu.transport.redis.Channel): the priority separator and the unacked keys.
 PRIORITY_SEP = "\x06\x16"
@@ -26,7 +26,7 @@ UNACKED_INDEX = "unacked_index"
 _PAGE = 1000
 
 
-class BrokerUnreadable(RuntimeError):
+class BrokerUnreadable(BrokerError):
     """The broker is not a Redis we can inspect (or cannot be reached); nothing can be presumed lost."""
 
 
@@ -39,7 +39,7 @@ class Message:
     expires: float | None  # unacknowledged: delivery + its attempts' hard limits + grace (epoch s)
 
 
-def broker_messages(broker: str, queue: str, task_name: str, grace_s: float) -> list[Message]:
+def broker_messages(broker: str, queue: str, grace_s: float) -> list[Message]:
     """Return every task of ours in the broker (queued or unacknowledged); raise BrokerUnreadable."""
     import redis
 
@@ -50,7 +50,7 @@ def broker_messages(broker: str, queue: str, task_name: str, grace_s: float) -> 
         out: list[Message] = []
         for key in [queue] + [f"{queue}{PRIORITY_SEP}{p}" for p in PRIORITY_STEPS[1:]]:
             for raw in _list_items(client, key):
-                items = _attempts_with_limits(raw, task_name)
+                items = _attempts_with_limits(raw)
                 if items:
                     out.append(Message(tuple(pair for pair, _ in items), True, None))
         for tag, value in client.hscan_iter(UNACKED, count=_PAGE):
@@ -58,7 +58,7 @@ def broker_messages(broker: str, queue: str, task_name: str, grace_s: float) -> 
                 raw = json.loads(value)[0]
             except (ValueError, TypeError, IndexError, KeyError):
                 continue
-            items = _attempts_with_limits(raw, task_name)
+            items = _attempts_with_limits(raw)
             if not items:
                 continue
             delivered = client.zscore(UNACKED_INDEX, tag)
@@ -97,30 +97,18 @@ def _list_items(client: Any, key: str) -> Iterator[Any]:
         start += len(page)
 
 
-def _attempts_with_limits(raw: Any, task_name: str) -> list[tuple[tuple[int, str], float | None]]:
+def _attempts_with_limits(raw: Any) -> list[tuple[tuple[int, str], float | None]]:
     """Return ((run, level), cumulative hard seconds up to and including that item) for a message.
 
     A message that is not one of our JSON tasks (a pickle someone slipped in) yields nothing.
     """
-    try:
-        message = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
-        if message.get("content-type") != "application/json":
-            return []
-        if (message.get("headers") or {}).get("task") != task_name:
-            return []
-        body = message["body"]
-        if (message.get("properties") or {}).get("body_encoding") == "base64":
-            body = base64.b64decode(body)
-        args = json.loads(body)[0]
-        payload = args[0]
-        run_id = int(payload["run"])
-        out: list[tuple[tuple[int, str], float | None]] = []
-        total: float | None = 0.0
-        for item in payload["items"]:
-            spec = item.get("spec") or {}
-            hard = Limits(spec.get("time_limit")).hard_time()
-            total = None if total is None or hard is None else total + hard
-            out.append(((run_id, str(item["level"])), total))
-        return out
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+    task = decode_message(raw)
+    if task is None:
         return []
+    out: list[tuple[tuple[int, str], float | None]] = []
+    total: float | None = 0.0
+    for level_hash, spec in task.items:
+        hard = spec.limits.hard_time()
+        total = None if total is None or hard is None else total + hard
+        out.append(((task.run_id, level_hash), total))
+    return out

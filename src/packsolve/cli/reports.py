@@ -1,31 +1,132 @@
-"""CLI commands for reading results: report hardest/compare/cactus/html, show."""
+"""Commands that read results: status, report (summary, hardest, compare, cactus, html), export, show."""
 
 from __future__ import annotations
 
+import csv
 import json
+import sys
+import time
 from typing import Any
 
 import click
 
-from packsolve.cli import (
-    _emit,
-    cli,
+from packsolve.cli.options import (
     database_option,
+    emit,
     err_console,
     format_option,
+    handle_errors,
     out_console,
-    report,
-    usage_errors,
+    print_summary,
 )
+from packsolve.errors import ReportError
+
+
+@click.command()
+@click.argument("run", required=False)
+@click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
+@click.option("--interval", type=float, default=2.0, show_default=True)
+@format_option
+@database_option
+@handle_errors
+def status(run: str | None, watch: bool, interval: float, fmt: str, database_url: str | None):
+    """Show the progress of a run (default: the latest): counts, rate, ETA from the median time so far.
+
+    With --watch the table refreshes until the run is finished; with --format
+    json it prints one JSON object per line at every refresh.
+    """
+    from packsolve.db.session import get_engine
+    from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
+
+    engine = get_engine(database_url)
+    if fmt != "table":
+        # One JSON object (or CSV row, stable columns) per refresh: a script can follow the run.
+        writer = csv.DictWriter(sys.stdout, fieldnames=PROGRESS_COLUMNS) if fmt == "csv" else None
+        if writer:
+            writer.writeheader()
+        while True:
+            p = _progress(engine, run)
+            if writer:
+                writer.writerow(progress_row(p))
+                sys.stdout.flush()
+            else:
+                click.echo(json.dumps(p, indent=None if watch else 2))
+            if not watch or p["finished"]:
+                return
+            time.sleep(interval)
+    if not watch:
+        out_console.print(render_progress(_progress(engine, run)))
+        return
+    from rich.live import Live
+
+    with Live(render_progress(_progress(engine, run)), console=out_console, auto_refresh=False) as live:
+        while True:
+            p = _progress(engine, run)
+            live.update(render_progress(p), refresh=True)
+            if p["finished"]:
+                break
+            time.sleep(interval)
+
+
+def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
+    from packsolve.db.queries import resolve_run
+    from packsolve.db.session import session_scope
+    from packsolve.report.progress import run_progress
+
+    with session_scope(engine) as session:
+        return run_progress(session, resolve_run(session, ref))
+
+
+@click.group()
+def report() -> None:
+    """Reports computed from the database."""
+
+
+@report.command("summary")
+@click.argument("run", required=False)
+@format_option
+@database_option
+@handle_errors
+def report_summary(run: str | None, fmt: str, database_url: str | None):
+    """Solved X of Y, counts per status, CPU and wall time of RUN (default: latest)."""
+    from packsolve.db.queries import resolve_run
+    from packsolve.db.session import get_engine, session_scope
+
+    engine = get_engine(database_url)
+    with session_scope(engine) as session:
+        run_id = resolve_run(session, run).id
+    print_summary(engine, run_id, fmt)
+
+
+@click.command()
+@click.argument("run", default="latest")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default="-", help="File [default: stdout].")
+@database_option
+@handle_errors
+def export(run: str, fmt: str, output: str, database_url: str | None):
+    """Write one record per attempt of RUN ('latest' by default) as JSON lines or CSV."""
+    from packsolve.db.queries import resolve_run
+    from packsolve.db.session import get_engine, session_scope
+    from packsolve.report.export import export_records, write_csv, write_jsonl
+
+    engine = get_engine(database_url)
+    with session_scope(engine) as session:
+        run_id = resolve_run(session, run).id
+        records = export_records(session, run_id)
+        with click.open_file(output, "w", encoding="utf-8") as out:
+            n = (write_jsonl if fmt == "jsonl" else write_csv)(records, out)
+    if output != "-":
+        err_console.print(f"{n} record(s) of run {run_id} written to {output}")
 
 
 def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
-    """Return the runs named by id, label or 'latest', in the order given; raise LookupError."""
+    """Return the runs named by id, label or 'latest', in order; raise ReportError if one repeats."""
     from packsolve.db.queries import resolve_run
 
     runs = [resolve_run(session, ref) for ref in refs or ("latest",)]
     if len({r.id for r in runs}) != len(runs):
-        raise LookupError("a run is named twice")
+        raise ReportError("a run is named twice")
     return runs
 
 
@@ -37,7 +138,7 @@ def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True)
 @format_option
 @database_option
-@usage_errors
+@handle_errors
 def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: str, top: int, fmt: str,
                    database_url: str | None):  # fmt: skip
     """The hardest levels: unsolved first (by PAR-2, then nodes), then solved ones by --by."""
@@ -53,7 +154,7 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
         else:
             run = resolve_run(session, run_ref)
             rows, title = hardest_in_run(session, run, by, top, kind), f"hardest levels of run {run.id}"
-    _emit(rows, fmt, lambda r: render_hardest(r, title))
+    emit(rows, fmt, lambda r: render_hardest(r, title))
 
 
 @report.command("compare")
@@ -65,7 +166,7 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
 @click.option("--kind", default=None, help="Only levels of this kind.")
 @format_option
 @database_option
-@usage_errors
+@handle_errors
 def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | None, kind: str | None,
                    fmt: str, database_url: str | None):  # fmt: skip
     """One row per level, one column group per run; footer of solved counts, PAR-2 and speedup."""
@@ -83,9 +184,9 @@ def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | N
         for w in data["warnings"]:
             err_console.print(f"warning: {w}", markup=False, highlight=False, style="yellow")
     if fmt == "csv":
-        _emit(flat_rows(data), fmt, lambda d: d)
+        emit(flat_rows(data), fmt, lambda d: d)
     else:
-        _emit(data, fmt, render_compare)
+        emit(data, fmt, render_compare)
 
 
 @report.command("cactus")
@@ -97,7 +198,7 @@ def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | N
               help="Also plot two runs' per-level times against each other to this .png/.svg.")  # fmt: skip
 @format_option
 @database_option
-@usage_errors
+@handle_errors
 def report_cactus(
     runs: tuple[str, ...], output: str, scatter: str | None, fmt: str, database_url: str | None
 ):
@@ -131,9 +232,9 @@ def report_cactus(
         rows = [
             {"run": d["run"], "decided": i, "wall_s": t} for d in data for i, t in enumerate(d["times"], 1)
         ]
-        _emit(rows, fmt, lambda r: r)
+        emit(rows, fmt, lambda r: r)
     elif fmt == "json":
-        _emit({"cactus": data, "scatter": points}, fmt, lambda d: d)
+        emit({"cactus": data, "scatter": points}, fmt, lambda d: d)
     else:
         from rich.table import Table
 
@@ -155,7 +256,7 @@ def report_cactus(
 @click.option("--max-pictures", type=click.IntRange(min=0), default=300, show_default=True,
               help="Levels pictured (SVG with the best solution), in pack order.")  # fmt: skip
 @database_option
-@usage_errors
+@handle_errors
 def report_html(runs: tuple[str, ...], output: str, top: int, max_pictures: int, database_url: str | None):
     """One self-contained HTML file for RUNS (default: latest): summary, plots, hardest, every level."""
     from pathlib import Path
@@ -169,11 +270,11 @@ def report_html(runs: tuple[str, ...], output: str, top: int, max_pictures: int,
     err_console.print(f"report written to {output} ({len(page) / 1024:.0f} KiB)")
 
 
-@cli.command()
+@click.command()
 @click.argument("level")
 @format_option
 @database_option
-@usage_errors
+@handle_errors
 def show(level: str, fmt: str, database_url: str | None):
     """Show LEVEL (a level file, PATH:LINE, a name from a report, or a hash or its prefix).
 
@@ -185,7 +286,7 @@ def show(level: str, fmt: str, database_url: str | None):
     with session_scope(get_engine(database_url)) as session:
         rep = level_report(session, level)
     if fmt == "csv":
-        _emit(rep["history"], fmt, lambda r: r)
+        emit(rep["history"], fmt, lambda r: r)
     elif fmt == "json":
         click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
     else:

@@ -1,0 +1,31 @@
+"""The packsolve command line: a click group of thin commands over the modules that do the work."""
+
+from __future__ import annotations
+
+import click
+
+from packsolve import __version__
+from packsolve.cli.kinds import generate, kinds
+from packsolve.cli.reports import export, report, show, status
+from packsolve.cli.run import cancel, rerun, solve, submit
+from packsolve.cli.service import db, scheduler, worker
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="packsolve")
+def cli() -> None:
+    """Solve whole packs of puzzle levels in batch, locally or on Celery workers."""
+
+
+COMMANDS = (
+    *(solve, submit, rerun, cancel),  # runs
+    *(worker, scheduler, db),  # the distributed services
+    *(status, report, export, show),  # results
+    *(kinds, generate),  # puzzle kinds
+)
+for command in COMMANDS:
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="packsolve")

@@ -1,0 +1,118 @@
+"""Commands that run the distributed services: worker, scheduler, and the database schema."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+import click
+
+from packsolve.cli.options import broker_option, database_option, err_console, handle_errors
+
+
+@click.command()
+@click.option(
+    "--concurrency",
+    "-c",
+    type=int,
+    default=None,
+    envvar="PACKSOLVE_CONCURRENCY",
+    show_envvar=True,
+    help="Processes (0 or unset: the number of cores).",
+)
+@click.option(
+    "--hostname", "-n", default=None, help="Worker name, recorded on every attempt [default: celery@HOST]."
+)
+@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@click.option(
+    "--visibility-timeout", type=int, default=None, envvar="PACKSOLVE_VISIBILITY_TIMEOUT", show_envvar=True,
+    help="Seconds before Redis redelivers a task [default: 43200]; submitters must see the same value.",
+)  # fmt: skip
+@database_option
+@broker_option
+@handle_errors
+def worker(concurrency, hostname, loglevel, visibility_timeout, database_url, broker_url):
+    """Start a Celery worker that runs packsolve attempts."""
+    from packsolve.db.session import database_url as resolve_db
+    from packsolve.db.session import get_engine
+    from packsolve.worker import start_worker
+
+    url = resolve_db(database_url)
+    os.environ["PACKSOLVE_DATABASE_URL"] = url  # the pool processes read it
+    if visibility_timeout:
+        os.environ["PACKSOLVE_VISIBILITY_TIMEOUT"] = str(visibility_timeout)  # read by queue.protocol
+    get_engine(url)  # fail early, and migrate, before taking tasks
+    start_worker(broker_url, concurrency, hostname, loglevel)
+
+
+@click.command()
+@click.option("--once", is_flag=True, help="One reconcile pass, then exit (for cron or after an incident).")
+@click.option("--interval", type=float, default=30.0, show_default=True, help="Seconds between passes.")
+@click.option(
+    "--grace", type=float, default=60.0, show_default=True,
+    help="Seconds past an attempt's deadline (or since it was queued) before it is presumed lost.",
+)  # fmt: skip
+@database_option
+@broker_option
+@handle_errors
+def scheduler(once: bool, interval: float, grace: float, database_url: str | None, broker_url: str | None):
+    """Reconcile distributed runs: requeue attempts whose task was lost, mark hopeless ones lost, finish runs.
+
+    An attempt is requeued when it is running past its deadline (start + hard
+    limit) plus --grace, or queued for longer than --grace with no task for it
+    in the broker (a broker restarted without persistence drops its queue).
+    Each requeue counts; past the run's --max-tries the attempt becomes `lost`
+    with the reason. Several schedulers may run at once.
+    """
+    from packsolve.db.session import get_engine, redact
+    from packsolve.queue.app import make_app
+    from packsolve.queue.protocol import broker_url as resolve_broker
+    from packsolve.scheduler import run_scheduler
+
+    if grace < 0 or interval <= 0:
+        raise click.BadParameter("--grace must be >= 0 and --interval > 0")
+    engine = get_engine(database_url)
+    app = make_app(broker_url)
+    broker = resolve_broker(broker_url)
+
+    def report(r: Any) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        if r.broker_error:
+            err_console.print(
+                f"[yellow]{stamp} broker not inspected ({r.broker_error}); queued attempts left alone[/]"
+            )
+        if r.requeued or r.lost or r.finished or once:
+            err_console.print(f"{stamp} requeued {r.requeued}, lost {r.lost}, runs finished {r.finished}")
+
+    def failed(exc: BaseException) -> None:
+        first = "".join(redact(str(getattr(exc, "orig", None) or exc)).splitlines()[:1])
+        stamp = time.strftime("%H:%M:%S")
+        err_console.print(f"[yellow]{stamp} pass failed ({type(exc).__name__}: {first}); retrying[/]")
+
+    try:
+        run_scheduler(engine, app, broker, grace, interval, once, report, failed)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+@click.group()
+def db() -> None:
+    """Database schema management."""
+
+
+@db.command("upgrade")
+@database_option
+@handle_errors
+def db_upgrade(database_url: str | None) -> None:
+    """Apply the Alembic migrations up to the newest revision."""
+    from packsolve.db.migrate import current_revision, upgrade
+    from packsolve.db.session import database_url as resolve_db
+    from packsolve.db.session import make_engine, safe_url
+
+    url = resolve_db(database_url)
+    engine = make_engine(url)
+    applied = upgrade(engine)
+    state = "upgraded to" if applied else "already at"
+    click.echo(f"{safe_url(url)}: {state} revision {current_revision(engine)}")

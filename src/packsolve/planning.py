@@ -1,0 +1,218 @@
+"""Planning a run, once for every way to start one: validate, read, resolve heuristics, order, chunk.
+
+solve, submit and rerun all go through here (via runs.py), so a limit, a
+heuristic or a chunk size means the same thing whichever command gave it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session
+
+from packsolve.db.queries import PlannedAttempt, level_facts, recent_wall_times  # MERGE
+from packsolve.errors import OptionError, PlanError
+from packsolve.levels import DEFAULT_MAX_BYTES, Level, read_levels
+from packsolve.puzzles import KINDS, get_kind
+from packsolve.queue.protocol import visibility_timeout
+from packsolve.runner import AttemptSpec, Limits  # MERGE: packsolve.execution
+
+# (level hash, name, spec): one attempt as the planner hands it to the queue or the local pool.
+Spec = tuple[str, str, AttemptSpec]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked of a run, validated: the same for solve, submit and rerun."""
+
+    kind: str | None = None
+    heuristic: str | None = None  # None or "default": each kind's default
+    limits: Limits = field(default_factory=Limits)
+    label: str | None = None
+    max_tries: int | None = None
+    max_file_bytes: int = DEFAULT_MAX_BYTES
+
+
+def limits_from_options(time_limit: float | None, node_limit: int | None, memory_limit: int | None) -> Limits:
+    """Return the Limits of these option values (time 0 or less: none); raise OptionError if one is bad."""
+    for name, value in (("--node-limit", node_limit), ("--memory-limit", memory_limit)):
+        if value is not None and value <= 0:
+            raise OptionError(name, "must be positive")
+    return Limits(None if time_limit is None or time_limit <= 0 else time_limit, node_limit, memory_limit)
+
+
+def check_jobs(jobs: int | None) -> int:
+    """Return the local processes to use (None: the number of cores); raise OptionError below 1."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs < 1:
+        raise OptionError("--jobs", "must be at least 1")
+    return jobs
+
+
+def check_distributed(limits: Limits, chunk_size: int = 0) -> None:
+    """Raise OptionError if a task under these limits could outlive the broker's visibility timeout."""
+    hard = limits.hard_time()
+    if hard is not None and hard > visibility_timeout() / 2:
+        hours = visibility_timeout() / 2 / 3600
+        raise OptionError("--time-limit", f"must stay below {hours:g} hours (Redis visibility timeout)")
+    if chunk_size > max_chunk_for(limits):
+        raise OptionError("--chunk-size", f"at most {max_chunk_for(limits)} per task under this time limit")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The attempts a run will make, one per distinct level, and how many levels were met twice."""
+
+    attempts: list[PlannedAttempt]
+    duplicates: int  # levels met again under another name, attempted once
+
+    def specs(self, limits: Limits) -> list[Spec]:
+        """Return (level hash, name, spec) for the valid levels, in pack order: a new run's pending."""
+        return [
+            (p.level.hash, p.level.name, AttemptSpec(p.level.kind, p.heuristic, p.level.data, limits))
+            for p in self.attempts
+            if p.level.valid
+        ]
+
+
+def plan_run(
+    paths: Iterable[str | os.PathLike[str]],
+    kind: str | None = None,
+    heuristic: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Plan:
+    """Read every level under paths once (first name wins) and resolve the heuristic per kind.
+
+    Raise PlanError when nothing can be run: no level found, an unknown kind, or
+    a heuristic that none of the pack's kinds has.
+    """
+    if kind is not None and kind not in KINDS:
+        raise PlanError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    seen: set[str] = set()
+    levels: list[Level] = []
+    duplicates = 0
+    for level in read_levels(paths, kind=kind, max_bytes=max_bytes):
+        if level.hash in seen:
+            duplicates += 1
+            continue
+        seen.add(level.hash)
+        levels.append(level)
+    if not levels:
+        raise PlanError("no level files found (expected .json, .jsonl or a native format such as .stroke)")
+    return Plan(resolve_heuristics(levels, heuristic), duplicates)
+
+
+def resolve_heuristics(levels: Sequence[Level], heuristic: str | None) -> list[PlannedAttempt]:
+    """Pair each level with its kind's solver name for heuristic; raise PlanError if none has it."""
+    planned = []
+    usable = False
+    for seq, level in enumerate(levels):
+        name = heuristic or "default"
+        if level.valid:
+            try:
+                name, _ = get_kind(level.kind).solver(heuristic)
+                usable = True
+            except KeyError:
+                pass  # this level's attempt will end as an error naming the choices
+        planned.append(PlannedAttempt(level, name, seq))
+    if heuristic not in (None, "", "default") and not usable and any(lv.valid for lv in levels):
+        kinds = sorted({lv.kind for lv in levels if lv.valid})
+        choices = "; ".join(f"{k}: {', '.join(get_kind(k).solvers)}" for k in kinds)
+        raise PlanError(f"no level in the pack has a heuristic {heuristic!r} ({choices})")
+    return planned
+
+
+# --- chunking: how many attempts one task carries ------------------------------------------
+
+# A task should carry about this much work: enough to share the per-task cost (a Celery
+# message, a claim, a fork), little enough that workers stay evenly loaded and a lost
+# task costs little.
+TARGET_TASK_S = 0.5
+MAX_CHUNK = 500
+# A small run is still cut into at least this many tasks, so many workers share it.
+MIN_TASKS = 16
+# What one attempt costs a worker beyond its solver's own time (verify, pipe, claim, record).
+ATTEMPT_OVERHEAD_S = 0.001
+# With no history for a kind, a level is guessed to take this long per unit of its size
+# (cells, blanks, squares...); the first run's times replace the guess.
+SECONDS_PER_SIZE_UNIT = 2.5e-4
+# Past attempts of a kind and heuristic read to estimate its median time.
+HISTORY = 1000
+SAMPLE = 200
+
+
+def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
+    """Return attempts per task so that a task takes about TARGET_TASK_S; 1 for an empty run.
+
+    Each (kind, heuristic) is estimated from the median wall time of its last
+    HISTORY final attempts, or from its levels' sizes when it has none; the
+    pack's mean estimate sets the chunk size, capped so the run still makes at
+    least MIN_TASKS tasks.
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
+    for level_hash, _name, spec in specs:
+        groups.setdefault((spec.kind, spec.heuristic), []).append(level_hash)
+    if not groups:
+        return 1
+    total = 0.0
+    for (kind, heuristic), hashes in groups.items():
+        times = sorted(recent_wall_times(session, kind, heuristic, HISTORY))
+        if len(times) >= 5:
+            per_level = times[len(times) // 2]
+        else:
+            step = max(1, len(hashes) // SAMPLE)
+            sizes = sorted(size for size, _ in level_facts(session, hashes[::step][:SAMPLE]).values())
+            per_level = SECONDS_PER_SIZE_UNIT * (sizes[len(sizes) // 2] if sizes else 0)
+        total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
+    mean = total / len(specs)
+    chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean), max_chunk_for(specs[0][2].limits)))
+    return max(1, min(chunk, len(specs) // MIN_TASKS))
+
+
+def max_chunk_for(limits: Limits) -> int:
+    """Return the most attempts one task may carry: all at their hard limit within half the visibility.
+
+    Past the broker's visibility timeout the still-running task would be handed to another worker.
+    """
+    hard = limits.hard_time()
+    return MAX_CHUNK if hard is None else max(1, int(visibility_timeout() / 2 // hard))
+
+
+# --- ordering: longest processing time first -------------------------------------------------
+
+
+def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec]:
+    """Return specs ordered longest-expected-first (LPT shortens the makespan of a run).
+
+    A level's expected time is its best past time (fastest solved or proved
+    attempt in any other run; a level that only ever ran out of time or memory
+    counts as its longest such attempt). A level never seen gets the expected
+    time of the known level of its kind nearest in size, so it goes in between;
+    with no history for its kind, the median of all known times. Ties: bigger
+    first, then pack order.
+    """
+    facts = level_facts(session, [h for h, _, _ in specs], exclude_run=run_id)
+    known = {h: t for h, (_, t) in facts.items() if t is not None}
+
+    def size(s: Spec) -> int:
+        return facts.get(s[0], (0, None))[0]
+
+    if not known:
+        return sorted(specs, key=lambda s: -size(s))
+    by_kind: dict[str, list[tuple[int, float]]] = {}
+    for s in specs:
+        if s[0] in known:
+            by_kind.setdefault(s[2].kind, []).append((size(s), known[s[0]]))
+    median = sorted(known.values())[len(known) // 2]
+
+    def expected(s: Spec) -> float:
+        if s[0] in known:
+            return known[s[0]]
+        points = by_kind.get(s[2].kind)
+        if not points:
+            return median
+        return min(points, key=lambda p: (abs(p[0] - size(s)), -p[1]))[1]
+
+    return sorted(specs, key=lambda s: (-expected(s), -size(s)))

@@ -1,0 +1,309 @@
+"""Consuming a task: claim its attempts, run them on the one execution path, record the results.
+
+Called by the Celery task of `packsolve worker` (worker.py) with the decoded
+payload; everything here runs in a pool process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from celery.exceptions import SoftTimeLimitExceeded
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from packsolve.db.models import utcnow
+from packsolve.db.queries import Result, claim_many, finish_run_if_done, record
+from packsolve.db.session import get_engine
+from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.queue.protocol import Task
+from packsolve.runner import AttemptSpec, execute_attempts, execute_claimed, solution_length  # MERGE
+
+# A database write that fails on a dropped connection (server restart, pg_terminate_backend,
+# SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
+DB_RETRY_S = 120.0
+# Results are written in batches at least this often: a worker killed loses at most this much
+# finished work (plus the attempt it was running); one write per attempt would cost more than a
+# tiny attempt itself.
+FLUSH_EVERY_S = 0.25
+# Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
+GROUP_S = 0.5
+# A lone attempt of a kind and heuristic whose last attempt here took under this long is tiny:
+# it starts solving at once and is claimed only if it has not ended within this long. One that
+# ends sooner is claimed by its result's write, which counts its try: a tiny attempt then costs
+# no round trip of its own to the database. Others are claimed first, so a duplicate delivery
+# (attempt final or cancelled) is skipped unrun; so is a message Redis delivers again (its
+# worker died), so that its try is counted before it can kill another.
+TINY_S = 0.05
+MAX_GROUP = 200
+# What an attempt becomes if Celery's soft limit fires (only if the runner's own hard kill failed).
+SOFT_LIMIT_TIMEOUT = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
+
+log = logging.getLogger("packsolve.worker")
+T = TypeVar("T")
+
+
+def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
+    """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.
+
+    Attempts are claimed in groups of about GROUP_S of work (the first alone, to
+    learn the chunk's pace) and run in one solver child per group. A claim is one
+    statement, committed on its own; a lone tiny attempt (TINY_S) is claimed only
+    if it outlasts TINY_S. Results go to this process's ResultBuffer, written in
+    batches within FLUSH_EVERY_S: a task of one tiny level costs no round trip of
+    its own to the database. A worker killed loses at most the attempt it was
+    running plus under FLUSH_EVERY_S of results; claimed attempts stay running
+    and the scheduler requeues them after their deadline, unclaimed ones stay
+    queued with no task in the broker, and it requeues them on its next pass.
+    """
+    engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
+    claims = _claims(engine)
+    run_id = task.run_id
+    max_tries = task.max_tries
+    items = list(task.items)
+    buffer = _results(engine)
+    pos = 0
+    group_size = 1
+    while pos < len(items):
+        group = items[pos : pos + group_size]
+        pos += len(group)
+        hashes = [h for h, _ in group]
+        hard = group[0][1].limits.hard_time()
+
+        def claim_group(connection: Any, hashes: list[str] = hashes, hard: float | None = hard) -> dict:
+            return claim_many(connection, run_id, hashes, hostname, max_tries, hard)
+
+        started = time.monotonic()
+        done: Iterable[tuple[tuple[str, AttemptSpec], Outcome, bool]]
+        if len(group) == 1 and _PACE.get((group[0][1].kind, group[0][1].heuristic), 1e9) < TINY_S:
+            claim = functools.partial(with_db_retry, claims, claim_group)
+            done = _run_overlapped(run_id, group[0], claim, 0.0 if redelivered else TINY_S)
+        else:
+            verdicts = with_db_retry(claims, claim_group)
+            runnable = [(h, spec) for h, spec in group if verdicts[h] == "run"]
+            for h, _ in group:
+                if verdicts[h] != "run":
+                    log.info("run %s level %s: %s", run_id, h[:12], verdicts[h])
+            # Lazily: each result reaches the buffer (and the database) while the group goes on.
+            done = (
+                (item, outcome, True)
+                for item, outcome in zip(runnable, _outcomes([spec for _, spec in runnable]), strict=True)
+            )
+        count = 0
+        for (h, spec), outcome, claimed in done:
+            count += 1
+            _PACE[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
+            finished = utcnow()
+            length = solution_length(spec.kind, outcome)
+            began = finished - timedelta(seconds=outcome.stats.wall_s)
+            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed))
+            if outcome.stats.wall_s >= FLUSH_EVERY_S:
+                buffer.flush()  # batching pays for tiny attempts only; a long one's result goes now
+        if count:
+            pace = (time.monotonic() - started) / count
+            fits = int(GROUP_S / pace) if pace > 0 else MAX_GROUP
+            # The first attempt alone sets the pace; a slow one met later only delays claimed
+            # attempts, whose deadlines are staggered for exactly that.
+            group_size = max(1, min(MAX_GROUP, fits))
+
+
+# The wall time of this process's last attempt of each (kind, heuristic).
+_PACE: dict[tuple[str, str], float] = {}
+
+
+def _run_overlapped(
+    run_id: int, item: tuple[str, AttemptSpec], claim: Callable[[], dict[str, str]], claim_after: float
+) -> list[tuple[tuple[str, AttemptSpec], Outcome, bool]]:
+    """Run one attempt with its claim alongside (see execute_claimed).
+
+    Return [(item, outcome, claimed)], or [] if the claim declined it.
+    """
+    level_hash, spec = item
+    verdicts: dict[str, str] = {}
+
+    def claimed() -> bool:
+        verdicts.update(claim())
+        return verdicts[level_hash] == "run"
+
+    try:
+        outcome = execute_claimed(spec, claimed, claim_after)
+    except SoftTimeLimitExceeded:
+        if verdicts.get(level_hash) != "run":
+            raise
+        outcome = SOFT_LIMIT_TIMEOUT
+    if outcome is None:
+        log.info("run %s level %s: %s", run_id, level_hash[:12], verdicts[level_hash])
+        return []
+    return [(item, outcome, bool(verdicts))]
+
+
+class ClaimConnection:
+    """This process's connection for claims, kept open in autocommit mode.
+
+    A claim is one guarded statement: BEGIN and COMMIT around it, or checking a
+    connection out of the pool for it (reset, events), cost more than the
+    statement itself; on PostgreSQL it also skips waiting for the disk. Used
+    like Engine.begin by with_db_retry; after an error the connection is
+    dropped and the next claim opens a fresh one.
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.connection: Any = None
+
+    @contextlib.contextmanager
+    def begin(self) -> Iterator[Any]:
+        if self.connection is None:
+            self.connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            if self.engine.dialect.name == "postgresql":
+                # A claim need not wait for its WAL flush (one disk sync per tiny attempt). Should
+                # the server crash, the last claims may be undone: their attempts go back to queued,
+                # and the results, written with synchronous commits, still land (record accepts
+                # queued) or are run again. A claim is bookkeeping; results stay durable.
+                self.connection.exec_driver_sql("SET synchronous_commit TO off")
+        try:
+            yield self.connection
+            self.connection.commit()  # ends SQLAlchemy's own transaction; the database has committed
+        except BaseException:
+            connection, self.connection = self.connection, None
+            with contextlib.suppress(Exception):
+                connection.close()
+            raise
+
+
+_CLAIMS: dict[int, ClaimConnection] = {}
+
+
+def _claims(engine: Any) -> ClaimConnection:
+    """Return this process's ClaimConnection for engine (one per process, as the engine)."""
+    found = _CLAIMS.get(os.getpid())
+    if found is None or found.engine is not engine:
+        found = _CLAIMS[os.getpid()] = ClaimConnection(engine)
+    return found
+
+
+class ResultBuffer:
+    """This process's finished results not yet written.
+
+    A timer writes them all in one transaction within FLUSH_EVERY_S of the oldest,
+    then checks the runs they touched for their end; at process exit what is left
+    is written at once.
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.results: list[Result] = []
+        self.lock = threading.Lock()
+        self.timer: threading.Timer | None = None
+
+    def add(self, result: Result) -> None:
+        with self.lock:
+            self.results.append(result)
+            self._arm()
+
+    def _arm(self) -> None:
+        """Start the timer unless it runs (the caller holds the lock)."""
+        if self.timer is None:
+            # Not reset by later results: the oldest unwritten one waits at most FLUSH_EVERY_S.
+            self.timer = threading.Timer(FLUSH_EVERY_S, self.flush)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def flush(self) -> None:
+        """Write what is buffered, then check the runs it touched in a fresh transaction."""
+        with self.lock:
+            self.timer = None
+            done, self.results = self.results, []
+        if not done:
+            return
+        try:
+            with_db_retry(self.engine, functools.partial(_record, results=done))
+        except Exception:  # the timer thread must not die silently with results in hand
+            log.exception("writing results failed; they stay buffered and are tried again")
+            with self.lock:
+                self.results[:0] = done
+                self._arm()
+            return
+        # In a fresh transaction: two workers committing a run's last results at once each see
+        # the other's row still pending inside their own, and neither would stamp the run.
+        for run_id in sorted({r.run_id for r in done}):
+            try:
+                with_db_retry(self.engine, functools.partial(_finish_run, run_id=run_id))
+            except Exception:  # the scheduler stamps it on its next pass
+                log.exception("checking whether run %s is finished failed", run_id)
+
+
+def _record(session: Any, results: list[Result]) -> int:
+    return record(session, results, finish=False)
+
+
+def _finish_run(session: Any, run_id: int) -> bool:
+    return finish_run_if_done(session, run_id)
+
+
+_BUFFERS: dict[int, ResultBuffer] = {}
+
+
+def _results(engine: Any) -> ResultBuffer:
+    """Return this process's ResultBuffer (one per process: a buffer must not cross a fork)."""
+    buffer = _BUFFERS.get(os.getpid())
+    if buffer is not None and buffer.engine is not engine:
+        buffer.flush()  # another database now: what the old one is owed goes there first
+        buffer = None
+    if buffer is None:
+        buffer = _BUFFERS[os.getpid()] = ResultBuffer(engine)
+    return buffer
+
+
+def flush_results() -> None:
+    """Write what this pool process still holds (before it exits: warm shutdown, max-tasks-per-child)."""
+    buffer = _BUFFERS.get(os.getpid())
+    if buffer is not None:
+        buffer.flush()
+
+
+def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:
+    """Yield execute_attempts' outcomes; a Celery soft limit ends the current one as a timeout only."""
+    pos = 0
+    while pos < len(specs):
+        try:
+            for outcome in execute_attempts(specs[pos:]):
+                pos += 1
+                yield outcome
+        except SoftTimeLimitExceeded:
+            # Only reached if the runner's own hard kill failed; the child is killed in its finally.
+            # Recorded as the timeout it is, then the chunk goes on: never swallowed into an error.
+            pos += 1
+            yield SOFT_LIMIT_TIMEOUT
+
+
+def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:
+    """Run work(connection) in a transaction, retrying on a lost connection; re-raise after patience_s.
+
+    engine is an Engine or a ClaimConnection (anything whose begin() yields a connection).
+
+    Both writes a worker makes are safe to repeat: claim is guarded by status and
+    tries, record never overwrites a final result.
+    """
+    deadline = time.monotonic() + patience_s
+    delay = 0.1
+    while True:
+        try:
+            # A Core connection, not an ORM session: the worker's statements need none of the
+            # ORM's bookkeeping, which cost more than a tiny attempt's claim itself.
+            with engine.begin() as connection:
+                return work(connection)
+        except (OperationalError, InterfaceError, DBAPIError) as exc:
+            transient = isinstance(exc, (OperationalError, InterfaceError)) or exc.connection_invalidated
+            if not transient or time.monotonic() + delay > deadline:
+                raise
+            log.warning("database write failed (%s); retrying in %.1f s", type(exc.orig).__name__, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)

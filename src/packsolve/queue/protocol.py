@@ -1,0 +1,118 @@
+"""The task format and the queue settings that submit, the scheduler and the worker share.
+
+One place for what travels on the queue: the task name, the queue name, the
+payload (encoded by the sender, decoded by the worker and by the scheduler's
+look into the broker), the Celery time limits that go with it, and the
+visibility timeout every side must agree on. No Celery import: reading a
+message must not need a Celery app.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from packsolve.runner import AttemptSpec, Limits  # MERGE: packsolve.execution
+
+TASK_NAME = "packsolve.attempt"
+DEFAULT_QUEUE = "packsolve"
+DEFAULT_BROKER_URL = "redis://localhost:6379/0"
+# How many times an attempt may be started (worker deaths, redeliveries) before it is lost.
+# Five, not three: a worker killed while holding a claimed group charges a try to every attempt
+# in it, run or not, so an innocent level can meet two or three kills in a bad night.
+DEFAULT_MAX_TRIES = 5
+# Redis redelivers an unacknowledged task after this many seconds; it must exceed the longest
+# task (hard limit + time spent reserved). Runs with longer limits are refused at submit.
+DEFAULT_VISIBILITY_TIMEOUT = 12 * 3600
+# Celery's own limits sit above our hard kill of the solver child, so they only fire if that fails.
+CELERY_SOFT_MARGIN_S = 30
+CELERY_HARD_MARGIN_S = 60
+
+
+def queue_name() -> str:
+    """Return this deployment's queue: PACKSOLVE_QUEUE (several can share one Redis), else 'packsolve'."""
+    return os.environ.get("PACKSOLVE_QUEUE") or DEFAULT_QUEUE
+
+
+def broker_url(url: str | None = None) -> str:
+    """Return the broker URL: the argument, else PACKSOLVE_BROKER_URL, else local Redis."""
+    return url or os.environ.get("PACKSOLVE_BROKER_URL") or DEFAULT_BROKER_URL
+
+
+def visibility_timeout() -> int:
+    """Return the broker's visibility timeout in seconds: PACKSOLVE_VISIBILITY_TIMEOUT, else 12 hours.
+
+    The one source that submit (its time-limit guard), chunk sizing and the
+    worker (its broker setting) all read, so they cannot disagree.
+    """
+    raw = os.environ.get("PACKSOLVE_VISIBILITY_TIMEOUT")
+    if not raw:
+        return DEFAULT_VISIBILITY_TIMEOUT
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        from packsolve.errors import PlanError
+
+        raise PlanError(f"PACKSOLVE_VISIBILITY_TIMEOUT must be a positive number of seconds, not {raw!r}")
+    return value
+
+
+def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, float | None]:
+    """Return Celery's (soft, hard) time limits for a task of this many attempts under limits."""
+    hard = limits.hard_time()
+    if hard is None:
+        return None, None
+    return hard * attempts + CELERY_SOFT_MARGIN_S, hard * attempts + CELERY_HARD_MARGIN_S
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task's payload: attempts of one run, run one after the other."""
+
+    run_id: int
+    max_tries: int
+    items: tuple[tuple[str, AttemptSpec], ...]  # (level hash, spec)
+
+
+def encode(run_id: int, items: Sequence[tuple[str, AttemptSpec]], max_tries: int) -> dict[str, Any]:
+    """Return the JSON message body of a task carrying one or more attempts of a run."""
+    return {
+        "run": run_id,
+        "max_tries": max_tries,
+        "items": [{"level": level_hash, "spec": spec.to_json()} for level_hash, spec in items],
+    }
+
+
+def decode(payload: Any) -> Task:
+    """Return the Task of a message body; raise ValueError if it is not one of ours."""
+    try:
+        items = tuple((str(item["level"]), AttemptSpec.from_json(item["spec"])) for item in payload["items"])
+        return Task(int(payload["run"]), int(payload.get("max_tries", DEFAULT_MAX_TRIES)), items)
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"not a packsolve task: {type(exc).__name__}: {exc}") from None
+
+
+def decode_message(raw: Any) -> Task | None:
+    """Return the Task inside a raw Kombu message as the broker stores it; None if it is not ours.
+
+    Only JSON messages of our task name count: a pickle someone slipped into
+    the queue is never decoded.
+    """
+    try:
+        message = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+        if message.get("content-type") != "application/json":
+            return None
+        if (message.get("headers") or {}).get("task") != TASK_NAME:
+            return None
+        body = message["body"]
+        if (message.get("properties") or {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        return decode(json.loads(body)[0][0])
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
