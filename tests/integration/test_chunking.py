@@ -112,8 +112,10 @@ def test_claims_of_a_chunk_get_staggered_deadlines_and_report_skips(sqlite_url):
     hashes = [p.level.hash for p in planned]
     engine = get_engine(sqlite_url)
     with session_scope(engine) as s:
-        assert claim_many(s, run_id, hashes[:2], "w1", 3, hard_s=10) == {hashes[0]: "run", hashes[1]: "run"}
-        verdicts = claim_many(s, run_id, hashes, "w2", 1, hard_s=10)
+        connection = s.connection()  # the worker claims on a Core connection
+        first_two = claim_many(connection, run_id, hashes[:2], "w1", 3, hard_s=10)
+        assert first_two == {hashes[0]: "run", hashes[1]: "run"}
+        verdicts = claim_many(connection, run_id, hashes, "w2", 1, hard_s=10)
     # Already tried once under a cap of one: the first two are lost, the third runs.
     assert verdicts == {hashes[0]: "lost", hashes[1]: "lost", hashes[2]: "run"}
     with session_scope(engine) as s:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import inspect, select
 
+from packsolve.db.attempts import Result, claim_many, record
 from packsolve.db.migrate import current_revision, head_revision, upgrade
 from packsolve.db.models import Attempt, Run
-from packsolve.db.queries import Result, RunOptions, claim, create_run, record, status_counts
+from packsolve.db.runs import RunOptions, create_run, status_counts
 from packsolve.db.session import get_engine, make_engine, session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
@@ -52,13 +53,13 @@ def test_results_are_idempotent_and_a_late_duplicate_never_overwrites(db_url):
         run_id = create_run(s, resolve_heuristics(LEVELS[:2], None), RunOptions(mode="distributed"))
     a, b = LEVELS[0].hash, LEVELS[1].hash
     with session_scope(engine) as s:
-        assert claim(s, run_id, a, "w1", max_tries=3) == "run"
+        assert claim_many(s.connection(), run_id, [a], "w1", max_tries=3) == {a: "run"}
         first = Outcome(Status.SOLVED, [[0, 0], [0, 1], [0, 2]], SearchStats(3, 0.1, 0.1, 10))
         assert record(s, [Result(run_id, a, first, 3, "w1")]) == 1
     with session_scope(engine) as s:
         late = Outcome(Status.TIMEOUT, None, SearchStats(99, 9, 9, 9), "late duplicate")
         assert record(s, [Result(run_id, a, late, None, "w2")]) == 0
-        assert claim(s, run_id, a, "w2", max_tries=3) == "skip"
+        assert claim_many(s.connection(), run_id, [a], "w2", max_tries=3) == {a: "skip"}
         row = s.scalars(select(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == a)).one()
         assert (row.status, row.worker, row.nodes) == ("solved", "w1", 3)
         assert s.get(Run, run_id).finished_at is None  # b still queued
@@ -75,7 +76,8 @@ def test_a_task_delivered_too_often_becomes_lost(db_url):
         run_id = create_run(s, resolve_heuristics(LEVELS[:1], None), RunOptions(mode="distributed"))
     h = LEVELS[0].hash
     with session_scope(engine) as s:
-        assert [claim(s, run_id, h, f"w{i}", max_tries=2) for i in range(3)] == ["run", "run", "lost"]
+        verdicts = [claim_many(s.connection(), run_id, [h], f"w{i}", max_tries=2)[h] for i in range(3)]
+        assert verdicts == ["run", "run", "lost"]
         row = s.scalars(select(Attempt).where(Attempt.run_id == run_id)).one()
         assert row.status == "lost" and row.tries == 2 and "delivered 2 times" in row.message
         assert s.get(Run, run_id).finished_at is not None

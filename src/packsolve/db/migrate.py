@@ -19,6 +19,7 @@ _PG_LOCK_KEY = 0x7061636B
 
 
 def alembic_config(engine: Engine) -> Config:
+    """Return an Alembic config for engine's database with our migrations: no alembic.ini is read."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
@@ -26,10 +27,12 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def head_revision(engine: Engine) -> str | None:
+    """Return the newest revision the migrations define (None if they define none)."""
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
 
 
 def current_revision(engine: Engine) -> str | None:
+    """Return the revision the database is at; None for a database never migrated."""
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 

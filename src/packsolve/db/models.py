@@ -19,11 +19,12 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 def utcnow() -> datetime:
+    """Return the current time, timezone-aware in UTC (what every timestamp column stores)."""
     return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):
-    pass
+    """The declarative base: its metadata is the schema the migrations build."""
 
 
 class LevelRow(Base):

@@ -12,6 +12,7 @@ target_metadata = Base.metadata
 
 
 def run() -> None:
+    """Run the migrations on the connection packsolve handed over, else on the configured URL."""
     conn = config.attributes.get("connection")
     if conn is not None:
         context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)

@@ -1,0 +1,95 @@
+"""A level's past across runs: its size and expected time, and recent wall times of a kind and heuristic."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import String, any_, bindparam, case, func, literal_column, select
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, LevelRow
+from packsolve.db.tables import BATCH, FINAL_VALUES
+from packsolve.outcome import Status
+
+
+def level_facts(
+    session: Session, hashes: Sequence[str], exclude_run: int | None = None
+) -> dict[str, tuple[int, float | None]]:
+    """Return {hash: (size, expected seconds or None)} from the levels' history in other runs.
+
+    Expected seconds: the fastest solved/no_solution attempt; failing that the
+    longest timeout/memout (it took at least that); None for a level never run.
+    A hash with no level row gets size 0.
+    """
+    success = tuple(s.value for s in (Status.SOLVED, Status.NO_SOLUTION))
+    spent = (Status.TIMEOUT.value, Status.MEMOUT.value)
+    sizes: dict[str, int] = {}
+    times: dict[str, float | None] = {}
+    for is_one in _one_of(session, list(dict.fromkeys(hashes))):
+        sizes.update(session.execute(select(LevelRow.hash, LevelRow.size).where(is_one(LevelRow.hash))).all())
+        query = (
+            select(
+                Attempt.level_hash,
+                func.min(case((Attempt.status.in_(success), Attempt.wall_s))),
+                func.max(case((Attempt.status.in_(spent), Attempt.wall_s))),
+            )
+            .where(is_one(Attempt.level_hash))
+            .group_by(Attempt.level_hash)
+        )
+        if exclude_run is not None:
+            query = query.where(Attempt.run_id != exclude_run)
+        times.update((h, best if best is not None else worst) for h, best, worst in session.execute(query))
+    return {h: (sizes.get(h) or 0, times.get(h)) for h in hashes}
+
+
+def _one_of(session: Session, values: list[str]) -> Iterator[Callable[[Any], Any]]:
+    """Yield conditions "column is one of values" that together cover values.
+
+    One per statement: on PostgreSQL all values go as one array parameter, on
+    SQLite as one JSON array read by json_each; elsewhere in lists of BATCH. A
+    statement per 500 values cost a compile and a plan each, and on a table not
+    yet analyzed (a submit's own fresh rows) a sequential scan each: 3 s for a
+    50,000-level submit on PostgreSQL.
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        array = bindparam("one_of", values, type_=postgresql.ARRAY(String))
+
+        def in_array(column: Any) -> Any:
+            return column == any_(array)
+
+        yield in_array
+    elif dialect == "sqlite":
+        listed: Any = select(literal_column("value")).select_from(
+            func.json_each(bindparam("one_of", json.dumps(values)))
+        )
+
+        def in_json(column: Any) -> Any:
+            return column.in_(listed)
+
+        yield in_json
+    else:
+        for i in range(0, len(values), BATCH):
+
+            def in_list(column: Any, chunk: list[str] = values[i : i + BATCH]) -> Any:
+                return column.in_(chunk)
+
+            yield in_list
+
+
+def recent_wall_times(session: Session, kind: str, heuristic: str, limit: int) -> list[float]:
+    """Return the wall seconds of the last `limit` final attempts of kind with heuristic (any run).
+
+    Empty if there are none.
+    """
+    rows = session.scalars(
+        select(Attempt.wall_s)
+        .where(Attempt.kind == kind, Attempt.heuristic == heuristic)
+        .where(Attempt.status.in_(FINAL_VALUES), Attempt.wall_s.is_not(None))
+        .order_by(Attempt.id.desc())
+        .limit(limit)
+    )
+    return [float(t) for t in rows if t is not None]

@@ -1,0 +1,247 @@
+"""A run's rows: create a run and its attempts, find it, read its pending or failed ones, end it."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, and_, case, exists, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from packsolve import __version__
+from packsolve.db.models import Attempt, LevelRow, Run, utcnow
+from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
+from packsolve.levels import Level, canonical_json
+from packsolve.outcome import Status
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run was asked to do; stored on the run as its provenance."""
+
+    mode: str
+    heuristic: str = "default"
+    kind: str | None = None
+    time_limit: float | None = None
+    node_limit: int | None = None
+    memory_limit_mb: int | None = None
+    concurrency: int | None = None
+    label: str | None = None
+    parent_id: int | None = None
+    max_tries: int | None = None
+    extra: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PlannedAttempt:
+    """One row to create: a level with the heuristic resolved for its kind."""
+
+    level: Level
+    heuristic: str
+    seq: int
+
+
+# --- creating a run ---------------------------------------------------------------------------
+
+
+def create_run(session: Session, planned: Sequence[PlannedAttempt], options: RunOptions) -> int:
+    """Create the run, its levels and one attempt row per level; return the run id.
+
+    Invalid levels are final from the start (status ``invalid``, message kept).
+    """
+    now = utcnow()
+    run = Run(
+        label=options.label,
+        parent_id=options.parent_id,
+        mode=options.mode,
+        state="running",
+        heuristic=options.heuristic,
+        kind=options.kind,
+        time_limit=options.time_limit,
+        node_limit=options.node_limit,
+        memory_limit_mb=options.memory_limit_mb,
+        concurrency=options.concurrency,
+        max_tries=options.max_tries,
+        total=len(planned),
+        host=socket.gethostname(),
+        version=__version__,
+        options=json.dumps(options.extra or {}, sort_keys=True),
+        created_at=now,
+    )
+    session.add(run)
+    session.flush()
+    level_rows: dict[str, dict[str, Any]] = {}
+    for p in planned:
+        lv = p.level
+        level_rows.setdefault(
+            lv.hash,
+            {
+                "hash": lv.hash,
+                "kind": lv.kind,
+                "data": canonical_json(dict(lv.data)),
+                "size": lv.size,
+                "name": lv.name,
+                "created_at": now,
+            },
+        )
+    _insert_ignore(session, LevelRow.__table__, list(level_rows.values()))
+    attempts = []
+    for p in planned:
+        lv = p.level
+        attempts.append(
+            {
+                "run_id": run.id, "level_hash": lv.hash, "seq": p.seq, "name": lv.name, "kind": lv.kind,
+                "heuristic": p.heuristic,
+                "status": Status.QUEUED.value if lv.valid else Status.INVALID.value,
+                "message": lv.error, "tries": 0, "queued_at": None,  # set by mark_sent once sent
+                "finished_at": None if lv.valid else now,
+            }
+        )  # fmt: skip
+    # The Core table and only the columns that have values: the ORM's bulk path and a dozen NULL
+    # parameters per row were most of the time of a 50,000-level submit.
+    _insert(session, ATTEMPTS, attempts)
+    session.flush()
+    return run.id
+
+
+def _insert_ignore(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
+    """Insert rows, skipping those whose key exists (another submit may insert the same level)."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    stmt: Any
+    if dialect == "postgresql":
+        stmt = postgresql.insert(table).on_conflict_do_nothing()
+    elif dialect == "sqlite":
+        stmt = sqlite.insert(table).on_conflict_do_nothing()
+    else:
+        stmt = insert(table).prefix_with("IGNORE")
+    for i in range(0, len(rows), BATCH):
+        session.execute(stmt, rows[i : i + BATCH])
+
+
+def _insert(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
+    """Insert rows, all with the same keys, in the session's transaction.
+
+    On PostgreSQL through COPY: executemany's per-row work in SQLAlchemy and
+    psycopg was more than half of creating a 50,000-level run there. Elsewhere
+    an executemany per BATCH rows.
+    """
+    if not rows:
+        return
+    if session.get_bind().dialect.name != "postgresql":
+        for i in range(0, len(rows), BATCH):
+            session.execute(insert(table), rows[i : i + BATCH])
+        return
+    columns = list(rows[0])
+    driver = session.connection().connection.driver_connection
+    assert driver is not None
+    names = ", ".join(f'"{c}"' for c in columns)
+    with driver.cursor() as cursor, cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy:
+        for row in rows:
+            copy.write_row(tuple(row[c] for c in columns))
+
+
+def mark_sent(session: Session, run_id: int) -> None:
+    """Stamp the run's queued attempts as sent now: the scheduler's grace for queued ones counts from here."""
+    session.execute(
+        update(Attempt)
+        .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED.value)
+        .values(queued_at=utcnow())
+    )
+
+
+# --- reading a run back -----------------------------------------------------------------------
+
+
+def resolve_run(session: Session, ref: str | int | None) -> Run:
+    """Return the run named by id, 'latest' or None (latest), or by label; raise LookupError."""
+    if ref is None or ref == "latest":
+        run = session.scalars(select(Run).order_by(Run.id.desc()).limit(1)).first()
+        if run is None:
+            raise LookupError("no runs in the database yet")
+        return run
+    if isinstance(ref, int) or str(ref).isdigit():
+        run = session.get(Run, int(ref))
+        if run is None:
+            raise LookupError(f"no run with id {ref}")
+        return run
+    run = session.scalars(select(Run).where(Run.label == str(ref)).order_by(Run.id.desc()).limit(1)).first()
+    if run is None:
+        raise LookupError(f"no run with id or label {ref!r}")
+    return run
+
+
+def status_counts(session: Session, run_id: int) -> dict[str, int]:
+    """Return {status: number of the run's attempts in it}; empty for a run with none (or no such run)."""
+    rows = session.execute(
+        select(Attempt.status, func.count()).where(Attempt.run_id == run_id).group_by(Attempt.status)
+    )
+    return {status: n for status, n in rows}
+
+
+def pending_of(session: Session, run_id: int) -> list[tuple[Attempt, LevelRow]]:
+    """Return the run's pending attempts with their levels, in pack order; empty if none is pending."""
+    rows = session.execute(
+        select(Attempt, LevelRow)
+        .join(LevelRow, LevelRow.hash == Attempt.level_hash)
+        .where(and_(Attempt.run_id == run_id, Attempt.status.in_(PENDING_VALUES)))
+        .order_by(Attempt.seq)
+    )
+    return [(a, lv) for a, lv in rows]
+
+
+def attempts_to_rerun(
+    session: Session, run_id: int, statuses: Sequence[str], kind: str | None = None
+) -> list[tuple[Attempt, LevelRow]]:
+    """Return the run's attempts in statuses (and of kind, if given) with their levels, in pack order.
+
+    Empty if none matches.
+    """
+    query = (
+        select(Attempt, LevelRow)
+        .join(LevelRow, LevelRow.hash == Attempt.level_hash)
+        .where(Attempt.run_id == run_id, Attempt.status.in_(list(statuses)))
+        .order_by(Attempt.seq)
+    )
+    if kind is not None:
+        query = query.where(Attempt.kind == kind)
+    return [(a, lv) for a, lv in session.execute(query)]
+
+
+def unfinished_runs(session: Session) -> list[int]:
+    """Return the ids of the runs not stamped finished, oldest first."""
+    return list(session.scalars(select(Run.id).where(Run.finished_at.is_(None)).order_by(Run.id)))
+
+
+# --- ending a run -----------------------------------------------------------------------------
+
+
+def cancel_pending(session: Session, run_id: int, message: str = "cancelled") -> int:
+    """Mark every queued attempt of the run cancelled; return how many (0 if none was queued)."""
+    res = session.execute(
+        update(Attempt)
+        .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED.value)
+        .values(status=Status.CANCELLED.value, finished_at=utcnow(), message=message)
+    )
+    session.execute(update(Run).where(Run.id == run_id).values(state="cancelled"))
+    finish_run_if_done(session, run_id)
+    return rowcount(res)
+
+
+def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
+    """Stamp the run finished once no attempt is pending; return True if this call did it, else False.
+
+    db is an ORM session (CLI, scheduler) or a Core connection (the worker's writes).
+    """
+    pending = exists().where(Attempt.run_id == run_id, Attempt.status.in_(PENDING_VALUES))
+    res = db.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.finished_at.is_(None), ~pending)
+        .values(finished_at=utcnow(), state=case((Run.state == "cancelled", "cancelled"), else_="finished"))
+    )
+    return bool(rowcount(res))
