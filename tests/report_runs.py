@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from packsolve.db.attempts import Result, record
 from packsolve.db.models import utcnow
-from packsolve.db.queries import PlannedAttempt, Result, RunOptions, create_run, record
+from packsolve.db.runs import PlannedAttempt, RunOptions, create_run
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import Level, make_level
 from packsolve.outcome import Outcome, SearchStats, Status

@@ -166,7 +166,7 @@ class Worker:
 
 def wait_for_run(database: str, run_id: int, timeout: float = 120) -> None:
     """Wait until every attempt of the run is final; raise TimeoutError with the counts otherwise."""
-    from packsolve.db.queries import status_counts
+    from packsolve.db.runs import status_counts
     from packsolve.db.session import get_engine, session_scope
     from packsolve.outcome import PENDING
 

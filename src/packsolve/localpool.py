@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 
+from packsolve.db.attempts import Result, record
 from packsolve.db.models import utcnow
-from packsolve.db.queries import Result, record
 from packsolve.db.session import session_scope
 from packsolve.outcome import Outcome
 from packsolve.runner import AttemptSpec, execute_attempts, solution_length

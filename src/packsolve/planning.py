@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from packsolve.db.queries import PlannedAttempt, level_facts, recent_wall_times  # MERGE
+from packsolve.db.history import level_facts, recent_wall_times
+from packsolve.db.runs import PlannedAttempt
 from packsolve.errors import OptionError, PlanError
 from packsolve.levels import DEFAULT_MAX_BYTES, Level, read_levels
 from packsolve.puzzles import KINDS, get_kind
 from packsolve.queue.protocol import visibility_timeout
-from packsolve.runner import AttemptSpec, Limits  # MERGE: packsolve.execution
+from packsolve.runner import AttemptSpec, Limits
 
 # (level hash, name, spec): one attempt as the planner hands it to the queue or the local pool.
 Spec = tuple[str, str, AttemptSpec]

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from packsolve.db.queries import (  # MERGE: db.runs
+from packsolve.db.runs import (
     RunOptions,
     attempts_to_rerun,
     cancel_pending,
@@ -42,7 +42,7 @@ from packsolve.planning import (
 )
 from packsolve.queue.producer import check_broker, enqueue
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
-from packsolve.runner import Limits  # MERGE: packsolve.execution
+from packsolve.runner import Limits
 
 
 @dataclass(frozen=True)

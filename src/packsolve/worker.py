@@ -53,6 +53,6 @@ def _flush_results(**_: Any) -> None:
 @signals.worker_process_init.connect
 def _fresh_engines(**_: Any) -> None:
     """Forget engines inherited from the parent: a pooled connection must never cross a fork."""
-    from packsolve.db import session as db_session
+    from packsolve.db.session import forget_engines
 
-    db_session._engines.clear()
+    forget_engines()

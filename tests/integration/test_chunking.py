@@ -14,8 +14,9 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
 
 from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
 
+from packsolve.db.attempts import Result, claim_many, record  # noqa: E402
 from packsolve.db.models import Attempt  # noqa: E402
-from packsolve.db.queries import PlannedAttempt, Result, RunOptions, claim_many, create_run, record  # noqa: E402
+from packsolve.db.runs import PlannedAttempt, RunOptions, create_run  # noqa: E402
 from packsolve.db.session import get_engine, session_scope  # noqa: E402
 from packsolve.levels import make_level  # noqa: E402
 from packsolve.outcome import Outcome, SearchStats, Status  # noqa: E402

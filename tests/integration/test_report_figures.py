@@ -13,6 +13,7 @@ import pytest
 
 from packsolve.db.models import Run
 from packsolve.db.session import get_engine, session_scope
+from packsolve.errors import LevelNotFound
 from packsolve.levels import make_level
 from packsolve.report.compare import compare_runs
 from packsolve.report.export import export_records
@@ -203,7 +204,7 @@ def test_show_finds_a_level_by_hash_prefix_or_name_with_its_best_solution(url: s
     with session_scope(get_engine(url)) as session:
         by_prefix = level_report(session, LEVELS[0].hash[:10])
         by_name = level_report(session, "strip-0")
-        with pytest.raises(LookupError):
+        with pytest.raises(LevelNotFound):
             level_report(session, "no-such-level")
     assert by_prefix == by_name
     assert [h["heuristic"] for h in by_prefix["history"]] == ["plain", "warnsdorff"]

@@ -242,7 +242,7 @@ def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_d
     tmp_path, broker, sqlite_url
 ):
     """After a Redis restart, `scheduler --once` repairs at once; only unsent rows wait out the grace."""
-    from packsolve.db.queries import RunOptions, create_run
+    from packsolve.db.runs import RunOptions, create_run
     from packsolve.planning import plan_run
 
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
@@ -269,7 +269,7 @@ def test_a_result_still_in_a_workers_buffer_is_not_taken_for_a_lost_task(tmp_pat
     taking such attempts, so a result that lands meanwhile is not sent to be run again."""
     import threading
 
-    from packsolve.db.queries import Result, record
+    from packsolve.db.attempts import Result, record
     from packsolve.outcome import Outcome, SearchStats, Status
     from packsolve.queue.app import make_app
     from packsolve.scheduler import RESULT_SETTLE_S, reconcile

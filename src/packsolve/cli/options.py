@@ -131,7 +131,7 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def print_summary(engine: Any, run_id: int, fmt: str) -> None:
     """Print the summary of a run in fmt."""
-    from packsolve.db.queries import resolve_run  # MERGE: db.runs
+    from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.summary import render_summary, run_summary
 

@@ -69,7 +69,7 @@ def status(run: str | None, watch: bool, interval: float, fmt: str, database_url
 
 
 def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
-    from packsolve.db.queries import resolve_run
+    from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.progress import run_progress
 
@@ -89,7 +89,7 @@ def report() -> None:
 @handle_errors
 def report_summary(run: str | None, fmt: str, database_url: str | None):
     """Solved X of Y, counts per status, CPU and wall time of RUN (default: latest)."""
-    from packsolve.db.queries import resolve_run
+    from packsolve.db.runs import resolve_run
     from packsolve.db.session import get_engine, session_scope
 
     engine = get_engine(database_url)
@@ -106,7 +106,7 @@ def report_summary(run: str | None, fmt: str, database_url: str | None):
 @handle_errors
 def export(run: str, fmt: str, output: str, database_url: str | None):
     """Write one record per attempt of RUN ('latest' by default) as JSON lines or CSV."""
-    from packsolve.db.queries import resolve_run
+    from packsolve.db.runs import resolve_run
     from packsolve.db.session import get_engine, session_scope
     from packsolve.report.export import export_records, write_csv, write_jsonl
 
@@ -122,7 +122,7 @@ def export(run: str, fmt: str, output: str, database_url: str | None):
 
 def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
     """Return the runs named by id, label or 'latest', in order; raise ReportError if one repeats."""
-    from packsolve.db.queries import resolve_run
+    from packsolve.db.runs import resolve_run
 
     runs = [resolve_run(session, ref) for ref in refs or ("latest",)]
     if len({r.id for r in runs}) != len(runs):
@@ -142,7 +142,7 @@ def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
 def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: str, top: int, fmt: str,
                    database_url: str | None):  # fmt: skip
     """The hardest levels: unsolved first (by PAR-2, then nodes), then solved ones by --by."""
-    from packsolve.db.queries import resolve_run
+    from packsolve.db.runs import resolve_run
     from packsolve.db.session import get_engine, session_scope
     from packsolve.report.hardest import hardest_in_run, hardest_overall, render_hardest
 
@@ -170,7 +170,7 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
 def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | None, kind: str | None,
                    fmt: str, database_url: str | None):  # fmt: skip
     """One row per level, one column group per run; footer of solved counts, PAR-2 and speedup."""
-    from packsolve.db.queries import resolve_run
+    from packsolve.db.runs import resolve_run
     from packsolve.db.session import get_engine, session_scope
     from packsolve.report.compare import compare_runs, flat_rows, render_compare
 

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from packsolve import __version__
 from packsolve.db.models import Attempt, LevelRow, Run, utcnow
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
+from packsolve.errors import RunNotFound
 from packsolve.levels import Level, canonical_json
 from packsolve.outcome import Status
 
@@ -159,20 +160,20 @@ def mark_sent(session: Session, run_id: int) -> None:
 
 
 def resolve_run(session: Session, ref: str | int | None) -> Run:
-    """Return the run named by id, 'latest' or None (latest), or by label; raise LookupError."""
+    """Return the run named by id, 'latest' or None (latest), or by label; raise RunNotFound."""
     if ref is None or ref == "latest":
         run = session.scalars(select(Run).order_by(Run.id.desc()).limit(1)).first()
         if run is None:
-            raise LookupError("no runs in the database yet")
+            raise RunNotFound("no runs in the database yet")
         return run
     if isinstance(ref, int) or str(ref).isdigit():
         run = session.get(Run, int(ref))
         if run is None:
-            raise LookupError(f"no run with id {ref}")
+            raise RunNotFound(f"no run with id {ref}")
         return run
     run = session.scalars(select(Run).where(Run.label == str(ref)).order_by(Run.id.desc()).limit(1)).first()
     if run is None:
-        raise LookupError(f"no run with id or label {ref!r}")
+        raise RunNotFound(f"no run with id or label {ref!r}")
     return run
 
 

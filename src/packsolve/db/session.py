@@ -64,6 +64,12 @@ def get_engine(url: str | None = None, migrate: bool = True, pre_ping: bool = Tr
     return engine
 
 
+def forget_engines() -> None:
+    """Drop this process's engines without closing them: for a forked child, whose pooled
+    connections belong to its parent and must never be used (or closed) from here."""
+    _engines.clear()
+
+
 def make_engine(url: str, pre_ping: bool = True) -> Engine:
     """Return a new engine; SQLite gets WAL and a busy timeout so several writers can share it."""
     parsed = make_url(url)

@@ -17,10 +17,12 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+from packsolve.db.attempts import Result, claim_many, record
 from packsolve.db.models import utcnow
-from packsolve.db.queries import Result, claim_many, finish_run_if_done, record
+from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.queue.protocol import Task
@@ -240,12 +242,12 @@ class ResultBuffer:
                 log.exception("checking whether run %s is finished failed", run_id)
 
 
-def _record(session: Any, results: list[Result]) -> int:
-    return record(session, results, finish=False)
+def _record(connection: Connection, results: list[Result]) -> int:
+    return record(connection, results, finish=False)
 
 
-def _finish_run(session: Any, run_id: int) -> bool:
-    return finish_run_if_done(session, run_id)
+def _finish_run(connection: Connection, run_id: int) -> bool:
+    return finish_run_if_done(connection, run_id)
 
 
 _BUFFERS: dict[int, ResultBuffer] = {}

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
+from packsolve.errors import ReportError
 from packsolve.report.metrics import SUCCESS_VALUES, host_of, par2, rounded
 
 # Provenance that makes two runs' times incomparable when it differs.
@@ -82,7 +83,7 @@ def compare_runs(
         rows = [r for r in rows if len({c["status"] if c else None for c in r["results"]}) > 1]
     if only_solved_by is not None:
         if only_solved_by.id not in ids:
-            raise LookupError(f"--only-solved-by run {only_solved_by.id} is not one of the compared runs")
+            raise ReportError(f"--only-solved-by run {only_solved_by.id} is not one of the compared runs")
         col = ids.index(only_solved_by.id)
         rows = [
             r

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
-from packsolve.db.queries import status_counts
+from packsolve.db.runs import status_counts
 from packsolve.outcome import Status
 from packsolve.report.metrics import median, rounded
 

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, Run
+from packsolve.errors import LevelNotFound
 from packsolve.report.export import iso
 from packsolve.report.metrics import rounded
 
@@ -33,7 +34,7 @@ def _from_file(ref: str) -> list[tuple[str, str]]:
 
 
 def find_level(session: Session, ref: str) -> tuple[LevelRow | None, dict[str, Any] | None]:
-    """Return (the level's row or None, the level read from a file or None); raise LookupError if none.
+    """Return (the level's row or None, the level read from a file or None); raise LevelNotFound if none.
 
     ref is tried as a level file (PATH or PATH:LINE), a hash or unique hash
     prefix (4+ hex digits), then a level name as recorded in runs.
@@ -41,14 +42,16 @@ def find_level(session: Session, ref: str) -> tuple[LevelRow | None, dict[str, A
     found = _from_file(ref)
     if len(found) > 1:
         names = ", ".join(n for n, _ in found[:5])
-        raise LookupError(f"{ref} holds {len(found)} levels; name one as PATH:LINE ({names}, ...)")
+        raise LevelNotFound(f"{ref} holds {len(found)} levels; name one as PATH:LINE ({names}, ...)")
     if found:
         name, h = found[0]
         return session.get(LevelRow, h), {"name": name, "hash": h, "path": ref}
     if _HEX.fullmatch(ref.lower()):
         rows = session.scalars(select(LevelRow).where(LevelRow.hash.like(ref.lower() + "%")).limit(6)).all()
         if len(rows) > 1:
-            raise LookupError(f"hash prefix {ref} is ambiguous: {', '.join(r.hash[:12] for r in rows)}, ...")
+            raise LevelNotFound(
+                f"hash prefix {ref} is ambiguous: {', '.join(r.hash[:12] for r in rows)}, ..."
+            )
         if rows:
             return rows[0], None
     row = session.scalars(select(LevelRow).where(LevelRow.name == ref).limit(1)).first()
@@ -56,7 +59,7 @@ def find_level(session: Session, ref: str) -> tuple[LevelRow | None, dict[str, A
         found_hash = session.scalars(select(Attempt.level_hash).where(Attempt.name == ref).limit(1)).first()
         row = session.get(LevelRow, found_hash) if found_hash else None
     if row is None:
-        raise LookupError(f"no level file, hash or level name {ref!r} (names are as listed in reports)")
+        raise LevelNotFound(f"no level file, hash or level name {ref!r} (names are as listed in reports)")
     return row, None
 
 
