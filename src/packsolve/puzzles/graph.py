@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from packsolve.budget import Budget
+from packsolve.api import Budget
 
 
 @dataclass(frozen=True)

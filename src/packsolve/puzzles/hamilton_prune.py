@@ -37,7 +37,7 @@ import time
 from collections import deque
 from typing import Any
 
-from packsolve.budget import Budget, BudgetExhausted
+from packsolve.api import Budget, BudgetExhausted
 from packsolve.puzzles.graph import HamiltonProblem
 
 PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY, PRUNE_DEGREE, PRUNE_FORCED = 1, 2, 4, 8, 16

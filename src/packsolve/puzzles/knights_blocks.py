@@ -21,7 +21,7 @@ import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from packsolve.budget import Budget
+from packsolve.api import Budget
 from packsolve.puzzles.knights_search import (
     MOVES,
     knight_adjacency,

@@ -8,11 +8,8 @@ from fractions import Fraction
 from html import escape
 from typing import Any
 
-from packsolve.budget import Budget
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
 from packsolve.puzzles import sliding_ida
-from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
 from packsolve.puzzles.sliding_board import (
     MAX_N,
     MIN_N,
@@ -168,7 +165,7 @@ KIND = PuzzleKind(
     render=render,
     svg=svg,
     size=lambda board: board.n * board.n,
-    native={".slide": read_slide},
+    formats={".slide": read_slide},
     description="N x N sliding tiles (N = 2..5), fewest moves to 0, 1, 2, ... with the blank top-left",
     generate=generate,
 )

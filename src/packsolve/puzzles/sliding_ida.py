@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
-from packsolve.budget import Budget, BudgetExhausted
+from packsolve.api import Budget, BudgetExhausted
 from packsolve.puzzles import sliding_pdb
 from packsolve.puzzles.sliding_board import Board
 

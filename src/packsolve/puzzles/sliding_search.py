@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 
-from packsolve.budget import Budget
+from packsolve.api import Budget
 from packsolve.puzzles.sliding_board import Board, neighbours
 
 

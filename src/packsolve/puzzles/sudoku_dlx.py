@@ -8,7 +8,7 @@ down, column), the classic layout of Knuth's "Dancing Links" paper.
 
 from __future__ import annotations
 
-from packsolve.budget import Budget
+from packsolve.api import Budget
 from packsolve.puzzles.sudoku_search import Count
 
 N_COLS = 324
