@@ -19,7 +19,7 @@ from onestroke_common import KIND, RESULTS, machine
 from onestroke_generated import toggle_pair
 
 from packsolve.budget import Budget, BudgetExhausted
-from packsolve.puzzles.hamilton_prune import (
+from packsolve.puzzles.hamilton.prune import (
     PRUNE_ALL,
     PRUNE_CUT,
     PRUNE_DEAD,

@@ -126,7 +126,7 @@ def test_4_wide_middle_lines_really_have_no_tour():
     # The theorem's claim, checked by exhausting the write-up's plain search.
     for start in ([1, 0], [2, 3], [1, 4]):
         board = KIND.parse({"rows": 4, "cols": 5, "start": start})
-        from packsolve.puzzles.graph import depth_first
+        from packsolve.puzzles.hamilton.graph import depth_first
         from packsolve.puzzles.knights_rules import board_problem
 
         assert depth_first(board_problem(board), Budget()) is None
@@ -325,7 +325,7 @@ def test_four_wide_rule_holds_for_tours_found_without_it_and_makes_long_boards_e
 
     for rows, cols, start in ((4, 5, [0, 0]), (4, 7, [3, 2]), (6, 4, [4, 0]), (4, 8, [0, 5])):
         board = KIND.parse({"rows": rows, "cols": cols, "start": start})
-        from packsolve.puzzles.graph import depth_first, warnsdorff_order
+        from packsolve.puzzles.hamilton.graph import depth_first, warnsdorff_order
         from packsolve.puzzles.knights_rules import board_problem
 
         path = depth_first(board_problem(board), Budget(time_limit=10), warnsdorff_order)

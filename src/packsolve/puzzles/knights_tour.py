@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
-from packsolve.puzzles.graph import Ordering, depth_first, natural_order, warnsdorff_order
+from packsolve.puzzles.hamilton.graph import Ordering, depth_first, natural_order, warnsdorff_order
 from packsolve.puzzles.knights_blocks import MIN_SIDE, stitched_tour
 from packsolve.puzzles.knights_draw import render, svg
 from packsolve.puzzles.knights_rules import (

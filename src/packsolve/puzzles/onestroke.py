@@ -19,9 +19,9 @@ from packsolve.api import (
     solved,
     solver,
 )
-from packsolve.puzzles.graph import HamiltonProblem, depth_first, warnsdorff_order
-from packsolve.puzzles.hamilton_cpsat import cpsat_available, cpsat_search
-from packsolve.puzzles.hamilton_prune import pruned_search
+from packsolve.puzzles.hamilton.cpsat import cpsat_available, cpsat_search
+from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first, warnsdorff_order
+from packsolve.puzzles.hamilton.prune import pruned_search
 from packsolve.puzzles.onestroke_generate import generate
 
 OPEN, BLOCKED, START = ".", "#", "S"

@@ -135,6 +135,6 @@ def pruned_search(p: HamiltonProblem, budget: Budget, **options: object) -> list
 
     Imported lazily: ``hamilton_prune`` builds on this module.
     """
-    from packsolve.puzzles.hamilton_prune import pruned_search as search
+    from packsolve.puzzles.hamilton.prune import pruned_search as search
 
     return search(p, budget, **options)  # type: ignore[arg-type]

@@ -38,7 +38,7 @@ from collections import deque
 from typing import Any
 
 from packsolve.api import Budget, BudgetExhausted
-from packsolve.puzzles.graph import HamiltonProblem
+from packsolve.puzzles.hamilton.graph import HamiltonProblem
 
 PRUNE_DEAD, PRUNE_CUT, PRUNE_PARITY, PRUNE_DEGREE, PRUNE_FORCED = 1, 2, 4, 8, 16
 PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY | PRUNE_DEGREE | PRUNE_FORCED

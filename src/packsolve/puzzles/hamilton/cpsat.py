@@ -11,7 +11,7 @@ import functools
 import importlib.util
 
 from packsolve.api import Budget, BudgetExhausted
-from packsolve.puzzles.graph import HamiltonProblem
+from packsolve.puzzles.hamilton.graph import HamiltonProblem
 
 INSTALL_HINT = "the cpsat heuristic needs OR-Tools: pip install packsolve[cpsat]"
 
