@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 
 from packsolve.api import LevelError, PuzzleKind, field_of
-from packsolve.puzzles.tictactoe_search import SOLVERS, Board
+from packsolve.puzzles.tictactoe.search import SOLVERS, Board
 
 MAX_CELLS = 64
 # verify re-solves the position with its own plain search; past this many positions it checks
