@@ -17,9 +17,9 @@ from functools import cached_property
 from typing import Any
 
 from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
-from packsolve.puzzles import sudoku_render
-from packsolve.puzzles.sudoku_dlx import dancing_links
-from packsolve.puzzles.sudoku_search import (
+from packsolve.puzzles.sudoku import render as pictures
+from packsolve.puzzles.sudoku.dlx import dancing_links
+from packsolve.puzzles.sudoku.search import (
     BOXES,
     COLS,
     ROWS,
@@ -192,11 +192,11 @@ def verify(level: Sudoku, solution: Any) -> str | None:
 
 
 def render(level: Sudoku, solution: Any = None) -> str:
-    return sudoku_render.render(level.grid, solution)
+    return pictures.render(level.grid, solution)
 
 
 def svg(level: Sudoku, solution: Any = None) -> str:
-    return sudoku_render.svg(level.grid, solution)
+    return pictures.svg(level.grid, solution)
 
 
 def count_solutions(cells: list[int], cap: int = COUNT_CAP) -> int:
