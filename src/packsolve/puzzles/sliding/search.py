@@ -6,7 +6,7 @@ import heapq
 from collections import deque
 
 from packsolve.api import Budget
-from packsolve.puzzles.sliding_board import Board, neighbours
+from packsolve.puzzles.sliding.board import Board, neighbours
 
 
 def _path(
