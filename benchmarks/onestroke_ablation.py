@@ -28,8 +28,8 @@ from packsolve.puzzles.hamilton.prune import (
     PRUNE_PARITY,
     pruned_search,
 )
-from packsolve.puzzles.onestroke import problem
-from packsolve.puzzles.onestroke_generate import generate, move_start
+from packsolve.puzzles.onestroke.generate import generate, move_start
+from packsolve.puzzles.onestroke.kind import problem
 
 CONFIGS = {
     "all tests + portfolio (default)": (PRUNE_ALL, True),

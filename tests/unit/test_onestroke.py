@@ -15,8 +15,8 @@ from packsolve.puzzles.hamilton import prune as hamilton_prune
 from packsolve.puzzles.hamilton.cpsat import cpsat_available
 from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first
 from packsolve.puzzles.hamilton.prune import PRUNE_ALL, PRUNE_DEGREE, PRUNE_FORCED, _native, pruned_search
-from packsolve.puzzles.onestroke import problem
-from packsolve.puzzles.onestroke_generate import generate, move_start, parse_size
+from packsolve.puzzles.onestroke.generate import generate, move_start, parse_size
+from packsolve.puzzles.onestroke.kind import problem
 
 KIND = get_kind("onestroke")
 SEARCHES = ["plain", "warnsdorff", "prune"]

@@ -19,9 +19,9 @@ from typing import Any
 
 from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
 from packsolve.puzzles.hamilton.graph import Ordering, depth_first, natural_order, warnsdorff_order
-from packsolve.puzzles.knights_blocks import MIN_SIDE, stitched_tour
-from packsolve.puzzles.knights_draw import render, svg
-from packsolve.puzzles.knights_rules import (
+from packsolve.puzzles.knights_tour.blocks import MIN_SIDE, stitched_tour
+from packsolve.puzzles.knights_tour.draw import render, svg
+from packsolve.puzzles.knights_tour.rules import (
     Board,
     board_problem,
     pohl_order,
@@ -29,7 +29,7 @@ from packsolve.puzzles.knights_rules import (
     squirrel_cull_order,
     why_no_tour,
 )
-from packsolve.puzzles.knights_search import (
+from packsolve.puzzles.knights_tour.search import (
     four_wide_rule,
     knight_adjacency,
     knight_path_restarts,

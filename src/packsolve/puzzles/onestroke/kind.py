@@ -22,7 +22,7 @@ from packsolve.api import (
 from packsolve.puzzles.hamilton.cpsat import cpsat_available, cpsat_search
 from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first, warnsdorff_order
 from packsolve.puzzles.hamilton.prune import pruned_search
-from packsolve.puzzles.onestroke_generate import generate
+from packsolve.puzzles.onestroke.generate import generate
 
 OPEN, BLOCKED, START = ".", "#", "S"
 MAX_CELLS = 250_000
