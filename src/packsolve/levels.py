@@ -246,6 +246,7 @@ def _read_jsonl(name: str, text: str, kind: str | None) -> Iterator[Level]:
 
 
 def _read_format(name: str, text: str, format_kind: str, suffix: str, kind: str | None) -> Iterator[Level]:
+    """Yield the levels of a file in a kind's own format; a bad file or line yields invalid Levels."""
     if kind is not None and kind != format_kind:
         yield invalid_level(name, name, f"{suffix} files hold {format_kind} levels, not {kind}", kind)
         return

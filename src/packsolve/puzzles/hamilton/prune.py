@@ -1,7 +1,7 @@
 """Pruned Hamiltonian-path search: complete pruned searches under node caps, restarted and split by end.
 
-Each single search is a depth-first search in Warnsdorff order that tests
-every expanded state against necessary conditions (connectivity, dead ends,
+Each single search is a depth-first search (in Warnsdorff order by default) that
+tests every expanded state against necessary conditions (connectivity, dead ends,
 articulation points, colour parity, degree relaxation, forced edges: see
 ``python_search``). Its hot loop lives in the C module
 ``packsolve.native.hamilton``; the pure-Python ``PrunedSearch`` is the same

@@ -40,7 +40,7 @@ PRUNE_ALL = PRUNE_DEAD | PRUNE_CUT | PRUNE_PARITY | PRUNE_DEGREE | PRUNE_FORCED
 
 
 def segment_ok(ca: int, cb: int, n0: int, n1: int) -> bool:
-    """Whether a path from colour ca over n0 + n1 vertices can end on colour cb (-1: anywhere)."""
+    """Return True if a path from colour ca over n0 + n1 vertices can end on colour cb (-1: anywhere)."""
     diff = n0 - n1 if ca == 0 else n1 - n0
     if cb < 0:
         return diff in (0, 1)
