@@ -19,7 +19,7 @@ from onestroke_common import KIND, RESULTS, machine
 from onestroke_generated import toggle_pair
 
 from packsolve.budget import Budget, BudgetExhausted
-from packsolve.puzzles.hamilton_prune import (
+from packsolve.puzzles.hamilton.prune import (
     PRUNE_ALL,
     PRUNE_CUT,
     PRUNE_DEAD,
@@ -28,8 +28,8 @@ from packsolve.puzzles.hamilton_prune import (
     PRUNE_PARITY,
     pruned_search,
 )
-from packsolve.puzzles.onestroke import problem
-from packsolve.puzzles.onestroke_generate import generate, move_start
+from packsolve.puzzles.onestroke.generate import generate, move_start
+from packsolve.puzzles.onestroke.kind import problem
 
 CONFIGS = {
     "all tests + portfolio (default)": (PRUNE_ALL, True),

@@ -20,7 +20,7 @@ from typing import Any
 
 from onestroke_common import KIND, RESULTS, Run, fmt_run, machine, run, warm_up
 
-from packsolve.puzzles.onestroke_generate import generate, move_start
+from packsolve.puzzles.onestroke.generate import generate, move_start
 
 HEURISTICS = ["prune", "warnsdorff", "plain", "cpsat"]
 SIZES = ["6x6", "10x10", "14x14", "18x18", "22x22"]

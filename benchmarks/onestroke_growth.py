@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from onestroke_common import KIND, RESULTS, Run, machine, run, warm_up  # noqa: E402
 
 from packsolve.budget import Budget  # noqa: E402
-from packsolve.puzzles.onestroke_generate import generate  # noqa: E402
+from packsolve.puzzles.onestroke.generate import generate  # noqa: E402
 
 SIDES = list(range(6, 23, 2))
 

@@ -24,7 +24,7 @@ from onestroke_common import KIND
 from onestroke_generated import toggle_pair
 
 from packsolve.budget import Budget
-from packsolve.puzzles.onestroke_generate import generate, move_start
+from packsolve.puzzles.onestroke.generate import generate, move_start
 
 
 def candidates(rng: random.Random) -> list[dict]:

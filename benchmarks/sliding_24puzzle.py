@@ -18,7 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sliding_common import KORF_FELNER50, RESULTS, Instance, markdown_table, read_korf  # noqa: E402
 
 from packsolve.budget import Budget  # noqa: E402
-from packsolve.puzzles import get_kind, sliding_ida, sliding_pdb  # noqa: E402
+from packsolve.puzzles import get_kind  # noqa: E402
+from packsolve.puzzles.sliding import ida as sliding_ida  # noqa: E402
+from packsolve.puzzles.sliding import pdb as sliding_pdb  # noqa: E402
 
 
 def attempt(args: tuple[Instance, float]) -> tuple[str, str, int | None, int, float, str]:

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def build_tables(cache: Path, strong: bool) -> list[tuple[str, float, float]]:
     """Build the 4x4 pattern tables into an empty cache; return (group, wall s, CPU s) per table."""
     os.environ["PACKSOLVE_CACHE_DIR"] = str(cache)
-    from packsolve.puzzles import sliding_pdb
+    from packsolve.puzzles.sliding import pdb as sliding_pdb
 
     out = []
     groups = sliding_pdb.STRONG_PARTITIONS[4] if strong else sliding_pdb.PARTITIONS[4]

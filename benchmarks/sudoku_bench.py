@@ -24,7 +24,7 @@ from pathlib import Path
 
 from packsolve.budget import Budget
 from packsolve.outcome import Status
-from packsolve.puzzles.sudoku import KIND, Sudoku, parse, read_lines
+from packsolve.puzzles.sudoku.kind import KIND, Sudoku, parse, read_lines
 
 SETS_DIR = Path("/work/shared/benchmarks/sudoku")
 SETS = {

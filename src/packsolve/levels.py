@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from packsolve.errors import LevelError
+from packsolve.puzzles import KINDS, get_kind
 
 # Files larger than this are refused as one invalid level instead of being read.
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
@@ -51,8 +52,6 @@ def level_hash(data: Mapping[str, Any]) -> str:
 
 def make_level(name: str, raw: Any, kind: str | None = None) -> Level:
     """Parse one level JSON object into a Level; a failure gives a Level with error set."""
-    from packsolve.puzzles import get_kind  # puzzles import LevelError from here
-
     try:
         if not isinstance(raw, Mapping):
             raise LevelError(f"a level must be a JSON object, not {_json_type(raw)}")
@@ -112,10 +111,8 @@ def read_levels(
 
 @functools.cache
 def level_suffixes() -> dict[str, str]:
-    """Return {suffix: kind name} for every native format of the available kinds."""
-    from packsolve.puzzles import KINDS
-
-    return {suffix: name for name, k in KINDS.items() for suffix in k.native}
+    """Return {suffix: kind name} for every file format of its own that an available kind reads."""
+    return {suffix: name for name, k in KINDS.items() for suffix in k.formats}
 
 
 def _is_level_file(p: Path) -> bool:
@@ -150,9 +147,9 @@ def read_text(name: str, text: str, suffix: str, kind: str | None = None) -> Ite
     if suffix in JSONL_SUFFIXES:
         yield from _read_jsonl(name, text, kind)
         return
-    native = level_suffixes()
-    if suffix in native and suffix not in JSON_SUFFIXES:
-        yield from _read_native(name, text, native[suffix], suffix, kind)
+    formats = level_suffixes()
+    if suffix in formats and suffix not in JSON_SUFFIXES:
+        yield from _read_format(name, text, formats[suffix], suffix, kind)
         return
     yield from _read_json(name, text, kind)
 
@@ -248,20 +245,19 @@ def _read_jsonl(name: str, text: str, kind: str | None) -> Iterator[Level]:
         yield make_level(where, raw, kind)
 
 
-def _read_native(name: str, text: str, native_kind: str, suffix: str, kind: str | None) -> Iterator[Level]:
-    from packsolve.puzzles import get_kind
-
-    if kind is not None and kind != native_kind:
-        yield invalid_level(name, name, f"{suffix} files hold {native_kind} levels, not {kind}", kind)
+def _read_format(name: str, text: str, format_kind: str, suffix: str, kind: str | None) -> Iterator[Level]:
+    """Yield the levels of a file in a kind's own format; a bad file or line yields invalid Levels."""
+    if kind is not None and kind != format_kind:
+        yield invalid_level(name, name, f"{suffix} files hold {format_kind} levels, not {kind}", kind)
         return
-    reader = get_kind(native_kind).native[suffix]
+    reader = get_kind(format_kind).formats[suffix]
     try:
         entries = list(reader(text))
     except LevelError as exc:
-        yield invalid_level(name, text, str(exc), native_kind)
+        yield invalid_level(name, text, str(exc), format_kind)
         return
     if not entries:
-        yield invalid_level(name, text, f"no {native_kind} level found in the file", native_kind)
+        yield invalid_level(name, text, f"no {format_kind} level found in the file", format_kind)
         return
     single = len(entries) == 1
     for line, raw in entries:
@@ -269,9 +265,9 @@ def _read_native(name: str, text: str, native_kind: str, suffix: str, kind: str 
         if isinstance(raw, LevelError):
             if raw.line is None:
                 raw.line = line
-            yield invalid_level(where, f"{name}:{line}", str(raw), native_kind)
+            yield invalid_level(where, f"{name}:{line}", str(raw), format_kind)
         else:
-            yield make_level(where, {**raw, "kind": native_kind}, native_kind)
+            yield make_level(where, {**raw, "kind": format_kind}, format_kind)
 
 
 def _json_type(value: Any) -> str:

@@ -17,10 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from packsolve.budget import Budget
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome, Status
-from packsolve.puzzles.base import PuzzleKind, solved, solver
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, Status, solved, solver
 
 ENV = "chaos:chaos_kind"  # the PACKSOLVE_EXTRA_KINDS entry that registers this kind
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from packsolve.api import solver
 from packsolve.budget import Budget, BudgetExhausted
 from packsolve.outcome import Outcome, Status
-from packsolve.puzzles.base import solver
 
 
 def test_node_cap_raises_after_exactly_the_limit():

@@ -12,8 +12,8 @@ from packsolve.budget import Budget
 from packsolve.levels import LevelError, read_text
 from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
-from packsolve.puzzles.knights_blocks import layout, partition
-from packsolve.puzzles.knights_rules import why_no_tour
+from packsolve.puzzles.knights_tour.blocks import layout, partition
+from packsolve.puzzles.knights_tour.rules import why_no_tour
 
 KIND = get_kind("knights_tour")
 HEURISTICS = sorted(KIND.solvers)
@@ -126,8 +126,8 @@ def test_4_wide_middle_lines_really_have_no_tour():
     # The theorem's claim, checked by exhausting the write-up's plain search.
     for start in ([1, 0], [2, 3], [1, 4]):
         board = KIND.parse({"rows": 4, "cols": 5, "start": start})
-        from packsolve.puzzles.graph import depth_first
-        from packsolve.puzzles.knights_rules import board_problem
+        from packsolve.puzzles.hamilton.graph import depth_first
+        from packsolve.puzzles.knights_tour.rules import board_problem
 
         assert depth_first(board_problem(board), Budget()) is None
     assert why_no_tour(4, 5, (0, 2), False) is None
@@ -321,12 +321,12 @@ def test_generate_is_reproducible_and_gives_tourable_starts():
 
 
 def test_four_wide_rule_holds_for_tours_found_without_it_and_makes_long_boards_easy():
-    from packsolve.puzzles.knights_search import four_wide_rule
+    from packsolve.puzzles.knights_tour.search import four_wide_rule
 
     for rows, cols, start in ((4, 5, [0, 0]), (4, 7, [3, 2]), (6, 4, [4, 0]), (4, 8, [0, 5])):
         board = KIND.parse({"rows": rows, "cols": cols, "start": start})
-        from packsolve.puzzles.graph import depth_first, warnsdorff_order
-        from packsolve.puzzles.knights_rules import board_problem
+        from packsolve.puzzles.hamilton.graph import depth_first, warnsdorff_order
+        from packsolve.puzzles.knights_tour.rules import board_problem
 
         path = depth_first(board_problem(board), Budget(time_limit=10), warnsdorff_order)
         rule = four_wide_rule(rows, cols)

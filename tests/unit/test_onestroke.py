@@ -10,12 +10,13 @@ import pytest
 from packsolve.budget import Budget, BudgetExhausted
 from packsolve.levels import level_hash, make_level, read_text
 from packsolve.outcome import Status
-from packsolve.puzzles import get_kind, hamilton_prune
-from packsolve.puzzles.graph import HamiltonProblem, depth_first
-from packsolve.puzzles.hamilton_cpsat import cpsat_available
-from packsolve.puzzles.hamilton_prune import PRUNE_ALL, PRUNE_DEGREE, PRUNE_FORCED, _native, pruned_search
-from packsolve.puzzles.onestroke import problem
-from packsolve.puzzles.onestroke_generate import generate, move_start, parse_size
+from packsolve.puzzles import get_kind
+from packsolve.puzzles.hamilton import prune as hamilton_prune
+from packsolve.puzzles.hamilton.cpsat import cpsat_available
+from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first
+from packsolve.puzzles.hamilton.prune import PRUNE_ALL, PRUNE_DEGREE, PRUNE_FORCED, _native, pruned_search
+from packsolve.puzzles.onestroke.generate import generate, move_start, parse_size
+from packsolve.puzzles.onestroke.kind import problem
 
 KIND = get_kind("onestroke")
 SEARCHES = ["plain", "warnsdorff", "prune"]

@@ -91,7 +91,7 @@ def test_a_valid_level_with_a_list_element_perturbed_never_raises(kind, data):
 
 
 def native_suffixes() -> list[str]:
-    return sorted({suffix for k in KINDS.values() for suffix in k.native}) + [".json", ".jsonl"]
+    return sorted({suffix for k in KINDS.values() for suffix in k.formats}) + [".json", ".jsonl"]
 
 
 @pytest.mark.parametrize("suffix", native_suffixes())

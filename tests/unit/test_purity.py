@@ -15,8 +15,8 @@ def test_pure_core_imports_no_infrastructure():
         import importlib, pkgutil, sys
         import packsolve.levels, packsolve.outcome, packsolve.budget, packsolve.runner
         import packsolve.puzzles as puzzles
-        for mod in pkgutil.iter_modules(puzzles.__path__):
-            importlib.import_module("packsolve.puzzles." + mod.name)
+        for mod in pkgutil.walk_packages(puzzles.__path__, "packsolve.puzzles."):
+            importlib.import_module(mod.name)
         for name in puzzles.KINDS:  # and whatever each kind imports on first use
             puzzles.KINDS[name]
         bad = sorted(m for m in sys.modules if m.split(".")[0] in {FORBIDDEN!r})

@@ -56,8 +56,8 @@ def test_proved_infeasible_level_is_no_solution():
 
 
 def test_wrong_answer_is_stored_as_wrong(monkeypatch):
+    from packsolve.api import solver
     from packsolve.puzzles import get_kind
-    from packsolve.puzzles.base import solver
 
     kind = get_kind("onestroke")
 

@@ -12,8 +12,9 @@ import pytest
 from packsolve.budget import Budget
 from packsolve.levels import LevelError, read_text
 from packsolve.outcome import Status
-from packsolve.puzzles import get_kind, sliding_pdb
-from packsolve.puzzles.sliding_board import Board, neighbours, unsolvable_reason
+from packsolve.puzzles import get_kind
+from packsolve.puzzles.sliding import pdb as sliding_pdb
+from packsolve.puzzles.sliding.board import Board, neighbours, unsolvable_reason
 
 KIND = get_kind("sliding")
 OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb", "pdb-663"]

@@ -9,8 +9,8 @@ from collections import deque
 import pytest
 
 from packsolve.native import sliding as native
-from packsolve.puzzles import sliding_pdb
-from packsolve.puzzles.sliding_board import neighbours
+from packsolve.puzzles.sliding import pdb as sliding_pdb
+from packsolve.puzzles.sliding.board import neighbours
 
 GROUP = (1, 2, 3, 4)
 

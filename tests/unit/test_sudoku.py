@@ -13,9 +13,9 @@ from packsolve.budget import Budget
 from packsolve.levels import LevelError, make_level, read_levels
 from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
-from packsolve.puzzles.sudoku import parse, parse_line, read_lines
-from packsolve.puzzles.sudoku_dlx import dancing_links
-from packsolve.puzzles.sudoku_search import first_empty_dfs, native_search, propagation_search
+from packsolve.puzzles.sudoku.dlx import dancing_links
+from packsolve.puzzles.sudoku.kind import parse, parse_line, read_lines
+from packsolve.puzzles.sudoku.search import first_empty_dfs, native_search, propagation_search
 
 KIND = get_kind("sudoku")
 HEURISTICS = ("plain", "propagate", "dlx")
@@ -238,7 +238,7 @@ def test_generator_is_reproducible_and_makes_unique_puzzles():
 
 
 def test_default_falls_back_to_python_without_the_c_accelerator(monkeypatch):
-    import packsolve.puzzles.sudoku as sudoku
+    import packsolve.puzzles.sudoku.kind as sudoku
 
     monkeypatch.setattr(sudoku, "native_search", lambda cells, budget, cap: None)
     level, out = solve("propagate", HARDEST_1)

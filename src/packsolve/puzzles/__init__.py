@@ -7,7 +7,7 @@ import importlib.util
 import os
 from collections.abc import Iterator, Mapping
 
-from packsolve.puzzles.base import PuzzleKind
+from packsolve.api import PuzzleKind
 
 # Explicit: a kind exists when it is listed here. Modules are imported lazily so
 # that a command touching one kind does not pay for the others' start-up.

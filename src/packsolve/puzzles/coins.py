@@ -16,10 +16,7 @@ from typing import Any
 # each attempt's child does not pay the import again.
 import numpy as np
 
-from packsolve.budget import Budget
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome
-from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
 
 MAX_NOTES = 100_000
 MAX_VALUE = 10**15

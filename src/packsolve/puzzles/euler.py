@@ -10,10 +10,7 @@ from html import escape
 from math import cos, pi, sin
 from typing import Any
 
-from packsolve.budget import Budget
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome
-from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
 
 MAX_EDGES = 2_000_000
 Vertex = int | str

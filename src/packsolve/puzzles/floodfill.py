@@ -10,10 +10,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from packsolve.budget import Budget
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome
-from packsolve.puzzles.base import PuzzleKind, field_of, solved, solver
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, solved, solver
 
 _native: Any
 try:  # the C scanline fill; the pure-Python one below is the fallback when it is not built

@@ -8,8 +8,8 @@ down, column), the classic layout of Knuth's "Dancing Links" paper.
 
 from __future__ import annotations
 
-from packsolve.budget import Budget
-from packsolve.puzzles.sudoku_search import Count
+from packsolve.api import Budget
+from packsolve.puzzles.sudoku.search import Count
 
 N_COLS = 324
 ROOT = 0  # the header list: node 0 is the root, nodes 1..324 the column headers

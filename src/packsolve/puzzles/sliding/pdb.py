@@ -172,7 +172,7 @@ def load(n: int, strong: bool = False) -> PatternDatabase:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build (or check) the cached tables: `python -m packsolve.puzzles.sliding_pdb [--strong] [N...]`."""
+    """Build (or check) the cached tables: `python -m packsolve.puzzles.sliding.pdb [--strong] [N...]`."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv

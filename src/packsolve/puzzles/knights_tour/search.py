@@ -14,7 +14,7 @@ import math
 import random
 from collections.abc import Callable, Collection, Sequence
 
-from packsolve.budget import Budget
+from packsolve.api import Budget
 
 MOVES = ((1, -2), (2, -1), (2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2))
 

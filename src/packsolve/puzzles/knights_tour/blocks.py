@@ -3,7 +3,7 @@
 Divide and conquer in the manner of Parberry (1997): the board is cut into
 blocks of 6 to 13 squares a side, the blocks are visited along a Hamiltonian
 cycle of the block grid, and inside each block a backtracking Warnsdorff search
-(knights_search) finds a path from the square the previous block handed over
+(``search``) finds a path from the square the previous block handed over
 to a square that has a knight move into the next block. Blocks repeat, so the
 paths are cached by (block shape, entry, exit region): a 1000x1000 board costs a
 few dozen small searches and then copying. Nothing depends on luck: a block
@@ -21,8 +21,8 @@ import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from packsolve.budget import Budget
-from packsolve.puzzles.knights_search import (
+from packsolve.api import Budget
+from packsolve.puzzles.knights_tour.search import (
     MOVES,
     knight_adjacency,
     knight_path_restarts,

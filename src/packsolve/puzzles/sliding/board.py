@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from packsolve.levels import LevelError
+from packsolve.api import LevelError
 
 MIN_N, MAX_N = 2, 5
 

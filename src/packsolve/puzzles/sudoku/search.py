@@ -11,7 +11,7 @@ import importlib
 import random
 from dataclasses import dataclass
 
-from packsolve.budget import Budget, BudgetExhausted
+from packsolve.api import Budget, BudgetExhausted
 
 ALL = 0x1FF  # candidates 1..9 as bits 0..8
 

@@ -12,9 +12,7 @@ from functools import cached_property
 from operator import add
 from typing import Any
 
-from packsolve.budget import Budget
-from packsolve.outcome import Outcome
-from packsolve.puzzles.base import solved, solver
+from packsolve.api import Budget, Outcome, solved, solver
 
 WIN, DRAW, LOSS = 1, 0, -1
 NAMES = {WIN: "win", DRAW: "draw", LOSS: "loss"}

@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from packsolve.levels import LevelError
-from packsolve.puzzles.base import PuzzleKind, field_of
-from packsolve.puzzles.tictactoe_search import SOLVERS, Board
+from packsolve.api import LevelError, PuzzleKind, field_of
+from packsolve.puzzles.tictactoe.search import SOLVERS, Board
 
 MAX_CELLS = 64
 # verify re-solves the position with its own plain search; past this many positions it checks

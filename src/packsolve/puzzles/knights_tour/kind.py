@@ -17,14 +17,11 @@ import random
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from packsolve.budget import Budget
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome
-from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
-from packsolve.puzzles.graph import Ordering, depth_first, natural_order, warnsdorff_order
-from packsolve.puzzles.knights_blocks import MIN_SIDE, stitched_tour
-from packsolve.puzzles.knights_draw import render, svg
-from packsolve.puzzles.knights_rules import (
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
+from packsolve.puzzles.hamilton.graph import Ordering, depth_first, natural_order, warnsdorff_order
+from packsolve.puzzles.knights_tour.blocks import MIN_SIDE, stitched_tour
+from packsolve.puzzles.knights_tour.draw import render, svg
+from packsolve.puzzles.knights_tour.rules import (
     Board,
     board_problem,
     pohl_order,
@@ -32,7 +29,7 @@ from packsolve.puzzles.knights_rules import (
     squirrel_cull_order,
     why_no_tour,
 )
-from packsolve.puzzles.knights_search import (
+from packsolve.puzzles.knights_tour.search import (
     four_wide_rule,
     knight_adjacency,
     knight_path_restarts,
@@ -272,7 +269,7 @@ KIND = PuzzleKind(
     render=render,
     svg=svg,
     size=lambda board: board.squares,
-    native={".knights": read_knights},
+    formats={".knights": read_knights},
     description="knight's tour (open or closed) of a rows x cols board from a start square",
     generate=generate,
 )

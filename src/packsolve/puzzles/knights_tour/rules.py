@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from packsolve.puzzles.graph import HamiltonProblem, dead_end_allowed, onward_exits
+from packsolve.puzzles.hamilton.graph import HamiltonProblem, dead_end_allowed, onward_exits
 
 # The C++ write-up's move order, (row delta, column delta) = (dy, dx).
 WRITEUP_MOVES: tuple[tuple[int, int], ...] = (

@@ -7,14 +7,22 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from packsolve.budget import Budget, BudgetExhausted
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome, Status
-from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
-from packsolve.puzzles.graph import HamiltonProblem, depth_first, warnsdorff_order
-from packsolve.puzzles.hamilton_cpsat import cpsat_available, cpsat_search
-from packsolve.puzzles.hamilton_prune import pruned_search
-from packsolve.puzzles.onestroke_generate import generate
+from packsolve.api import (
+    Budget,
+    BudgetExhausted,
+    LevelError,
+    Outcome,
+    PuzzleKind,
+    Status,
+    field_of,
+    no_solution,
+    solved,
+    solver,
+)
+from packsolve.puzzles.hamilton.cpsat import cpsat_available, cpsat_search
+from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first, warnsdorff_order
+from packsolve.puzzles.hamilton.prune import pruned_search
+from packsolve.puzzles.onestroke.generate import generate
 
 OPEN, BLOCKED, START = ".", "#", "S"
 MAX_CELLS = 250_000
@@ -344,7 +352,7 @@ KIND = PuzzleKind(
     render=render,
     svg=svg,
     size=lambda grid: len(grid.cells()),
-    native={".stroke": read_stroke},
+    formats={".stroke": read_stroke},
     generate=generate,
     description="Hamiltonian path over every open cell of a grid from a start cell",
 )

@@ -16,13 +16,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from packsolve.budget import Budget
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome
-from packsolve.puzzles import sudoku_render
-from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
-from packsolve.puzzles.sudoku_dlx import dancing_links
-from packsolve.puzzles.sudoku_search import (
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
+from packsolve.puzzles.sudoku import render as pictures
+from packsolve.puzzles.sudoku.dlx import dancing_links
+from packsolve.puzzles.sudoku.search import (
     BOXES,
     COLS,
     ROWS,
@@ -195,11 +192,11 @@ def verify(level: Sudoku, solution: Any) -> str | None:
 
 
 def render(level: Sudoku, solution: Any = None) -> str:
-    return sudoku_render.render(level.grid, solution)
+    return pictures.render(level.grid, solution)
 
 
 def svg(level: Sudoku, solution: Any = None) -> str:
-    return sudoku_render.svg(level.grid, solution)
+    return pictures.svg(level.grid, solution)
 
 
 def count_solutions(cells: list[int], cap: int = COUNT_CAP) -> int:
@@ -253,7 +250,7 @@ KIND = PuzzleKind(
     render=render,
     svg=svg,
     size=lambda level: level.blanks,
-    native={".sdk": read_lines, ".sudoku": read_lines, ".txt": read_lines},
+    formats={".sdk": read_lines, ".sudoku": read_lines, ".txt": read_lines},
     description="9×9 sudoku: fill every row, column and box with 1-9 (solutions counted up to 2)",
     generate=generate,
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import heapq
 from collections import deque
 
-from packsolve.budget import Budget
-from packsolve.puzzles.sliding_board import Board, neighbours
+from packsolve.api import Budget
+from packsolve.puzzles.sliding.board import Board, neighbours
 
 
 def _path(

@@ -6,12 +6,11 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
-from packsolve.budget import Budget, BudgetExhausted
-from packsolve.puzzles import sliding_pdb
-from packsolve.puzzles.sliding_board import Board
+from packsolve.api import Budget, BudgetExhausted
+from packsolve.puzzles.sliding.board import Board
 
 MANHATTAN, LINEAR_CONFLICT, PDB = 0, 1, 2
-# Not a C mode: PDB over the stronger split of sliding_pdb.STRONG_PARTITIONS.
+# Not a C mode: PDB over the stronger split of the pdb module's STRONG_PARTITIONS.
 PDB_STRONG = 3
 _SOLVED, _NODE_LIMIT, _TIME_LIMIT, _DEPTH = 0, 1, 2, 3
 
@@ -56,7 +55,11 @@ def ida_star(
     tables: tuple[object, ...] | None = None
     groups = None
     if mode in (PDB, PDB_STRONG):
-        db = sliding_pdb.load(board.n, strong=mode == PDB_STRONG)
+        # Imported on use: were the package to import pdb, `python -m packsolve.puzzles.sliding.pdb`
+        # would find it already imported and run a second copy of it.
+        from packsolve.puzzles.sliding import pdb
+
+        db = pdb.load(board.n, strong=mode == PDB_STRONG)
         tables, groups = db.tables, db.groups
         mode = PDB
     limits = []

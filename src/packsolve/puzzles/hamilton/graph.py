@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from packsolve.budget import Budget
+from packsolve.api import Budget
 
 
 @dataclass(frozen=True)
@@ -127,14 +127,3 @@ def depth_first(p: HamiltonProblem, budget: Budget, order: Ordering = natural_or
             continue
         stack.append(iter(candidates(nxt)))
     return None
-
-
-def pruned_search(p: HamiltonProblem, budget: Budget, **options: object) -> list[int] | None:
-    """Return a path found by the pruned search of ``hamilton_prune`` (parity, connectivity,
-    dead ends, cut vertices, degree relaxation), or None when it proves none exists.
-
-    Imported lazily: ``hamilton_prune`` builds on this module.
-    """
-    from packsolve.puzzles.hamilton_prune import pruned_search as search
-
-    return search(p, budget, **options)  # type: ignore[arg-type]

@@ -1,4 +1,13 @@
-"""The contract every puzzle kind fulfils, and the one wrapper all solvers share."""
+"""The stable interface for puzzle-kind authors: everything a kind, built in or plug-in, imports.
+
+A kind module builds one ``KIND = PuzzleKind(...)`` from the names in
+``__all__`` and from no other packsolve module: its parser raises
+``LevelError``, its solvers are wrapped by ``solver`` and return
+``solved(...)`` / ``no_solution(...)``, or let ``Budget.charge`` raise
+``BudgetExhausted``. The built-in kinds take these names from here too, so the rest of
+packsolve can be rearranged without breaking a plug-in. This module imports
+only the pure core (budget, outcome, errors).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +17,35 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from packsolve.budget import Budget, BudgetExhausted
-from packsolve.levels import LevelError
+from packsolve.errors import LevelError
 from packsolve.outcome import Outcome, SearchStats, Status
+
+__all__ = [
+    "Budget",
+    "BudgetExhausted",
+    "FormatReader",
+    "LevelError",
+    "Outcome",
+    "PuzzleKind",
+    "SearchStats",
+    "Solve",
+    "Status",
+    "field_of",
+    "no_solution",
+    "solved",
+    "solver",
+]
 
 
 class Solve(Protocol):
+    """A solver: (level value, budget) -> Outcome; never raises on an exhausted budget."""
+
     def __call__(self, level: Any, budget: Budget) -> Outcome: ...
 
 
-# A native text format reader: yields (line number, level JSON object or the
-# LevelError that line produced), so one bad line never spoils its file.
-NativeReader = Callable[[str], Iterator[tuple[int, "dict[str, Any] | LevelError"]]]
+# A reader of one of a kind's own text formats: yields (line number, level JSON
+# object or the LevelError that line produced), so one bad line never spoils its file.
+FormatReader = Callable[[str], Iterator[tuple[int, "dict[str, Any] | LevelError"]]]
 
 
 def _default_length(solution: Any) -> int | None:
@@ -32,7 +59,8 @@ class PuzzleKind:
     ``parse`` takes the level's JSON object (the ``kind`` field may be present)
     and returns the kind's level value or raises LevelError. ``canonical``
     turns that value back into the JSON object whose hash is the level's
-    identity, so two spellings of one level are one level.
+    identity, so two spellings of one level are one level. ``formats`` maps a
+    file suffix (``".sdk"``) to the reader of the kind's own text format.
     """
 
     name: str
@@ -45,11 +73,17 @@ class PuzzleKind:
     svg: Callable[[Any, Any], str]
     size: Callable[[Any], int]
     length: Callable[[Any], int | None] = _default_length
-    native: Mapping[str, NativeReader] = field(default_factory=dict)
+    formats: Mapping[str, FormatReader] = field(default_factory=dict)
     description: str = ""
     # Optional level generator for `packsolve generate KIND`: (size spec such as
     # "8x8" or "60", count, seed) -> level JSON objects, reproducible for a seed.
     generate: Callable[[str, int, int], list[dict[str, Any]]] | None = None
+
+    # TEMPORARY: removed when the restructure branches merge
+    @property
+    def native(self) -> Mapping[str, FormatReader]:
+        """Return ``formats`` under its old name, for callers not yet renamed."""
+        return self.formats
 
     def solver(self, heuristic: str | None) -> tuple[str, Solve]:
         """Return (resolved name, solve) for a heuristic; raise KeyError naming the choices."""
@@ -68,7 +102,8 @@ def solver(fn: Callable[[Any, Budget], Any]) -> Solve:
 
     The wrapped function returns an Outcome, or raises BudgetExhausted, which
     becomes ``Outcome(timeout)``. Node counts always come from the budget, so
-    every heuristic counts the same way.
+    every heuristic counts the same way. A function that returns anything but
+    an Outcome raises TypeError.
     """
 
     @functools.wraps(fn)
@@ -85,10 +120,12 @@ def solver(fn: Callable[[Any, Budget], Any]) -> Solve:
 
 
 def solved(solution: Any, message: str = "") -> Outcome:
+    """Return the Outcome of a found solution (the solver wrapper adds the node count)."""
     return Outcome(Status.SOLVED, solution, message=message)
 
 
 def no_solution(reason: str) -> Outcome:
+    """Return the Outcome of a level proved to have no solution, saying why."""
     return Outcome(Status.NO_SOLUTION, None, message=reason)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 
-from packsolve.budget import Budget, BudgetExhausted
-from packsolve.puzzles.graph import HamiltonProblem
+from packsolve.api import Budget, BudgetExhausted
+from packsolve.puzzles.hamilton.graph import HamiltonProblem
 
 INSTALL_HINT = "the cpsat heuristic needs OR-Tools: pip install packsolve[cpsat]"
 

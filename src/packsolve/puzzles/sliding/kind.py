@@ -8,12 +8,9 @@ from fractions import Fraction
 from html import escape
 from typing import Any
 
-from packsolve.budget import Budget
-from packsolve.levels import LevelError
-from packsolve.outcome import Outcome
-from packsolve.puzzles import sliding_ida
-from packsolve.puzzles.base import PuzzleKind, field_of, no_solution, solved, solver
-from packsolve.puzzles.sliding_board import (
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
+from packsolve.puzzles.sliding import ida
+from packsolve.puzzles.sliding.board import (
     MAX_N,
     MIN_N,
     Board,
@@ -23,7 +20,7 @@ from packsolve.puzzles.sliding_board import (
     read_slide,
     unsolvable_reason,
 )
-from packsolve.puzzles.sliding_search import a_star, breadth_first
+from packsolve.puzzles.sliding.search import a_star, breadth_first
 
 
 def parse(data: Mapping[str, Any]) -> Board:
@@ -52,7 +49,7 @@ def _optimal(search: Any) -> Any:
 
 def _ida(mode: int) -> Any:
     def search(board: Board, budget: Budget) -> list[int] | None:
-        return sliding_ida.ida_star(board, budget, mode)
+        return ida.ida_star(board, budget, mode)
 
     return search
 
@@ -62,8 +59,8 @@ def _weighted(board: Board, budget: Budget) -> Outcome:
     if reason is not None:
         return no_solution(reason)
     # Pattern databases where they are cheap to build; linear conflict on 2x2 and 3x3.
-    mode = sliding_ida.PDB if board.n >= 4 else sliding_ida.LINEAR_CONFLICT
-    found = sliding_ida.weighted(board, budget, mode)
+    mode = ida.PDB if board.n >= 4 else ida.LINEAR_CONFLICT
+    found = ida.weighted(board, budget, mode)
     bound = "optimal" if found.weight == Fraction(1) else f"at most {found.weight} x optimal"
     return solved(found.moves, f"weighted IDA*, w = {found.weight}: length {len(found.moves)}, {bound}")
 
@@ -157,10 +154,10 @@ KIND = PuzzleKind(
     solvers={
         "plain": _optimal(breadth_first),
         "astar": _optimal(a_star),
-        "idastar": _optimal(_ida(sliding_ida.MANHATTAN)),
-        "linear-conflict": _optimal(_ida(sliding_ida.LINEAR_CONFLICT)),
-        "pdb": _optimal(_ida(sliding_ida.PDB)),
-        "pdb-663": _optimal(_ida(sliding_ida.PDB_STRONG)),
+        "idastar": _optimal(_ida(ida.MANHATTAN)),
+        "linear-conflict": _optimal(_ida(ida.LINEAR_CONFLICT)),
+        "pdb": _optimal(_ida(ida.PDB)),
+        "pdb-663": _optimal(_ida(ida.PDB_STRONG)),
         "weighted": solver(_weighted),
     },
     default="pdb",
@@ -168,7 +165,7 @@ KIND = PuzzleKind(
     render=render,
     svg=svg,
     size=lambda board: board.n * board.n,
-    native={".slide": read_slide},
+    formats={".slide": read_slide},
     description="N x N sliding tiles (N = 2..5), fewest moves to 0, 1, 2, ... with the blank top-left",
     generate=generate,
 )

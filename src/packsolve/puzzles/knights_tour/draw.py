@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from packsolve.puzzles.knights_rules import Board
+from packsolve.puzzles.knights_tour.rules import Board
 
 # Beyond this many columns the terminal shows the top-left corner only.
 TEXT_COLS = 32
