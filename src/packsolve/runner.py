@@ -1,4 +1,4 @@
-"""execute_attempt: the one execution path of a solver, in a forked child under limits."""
+"""The one execution path of a solver, in a forked child under limits: execute_attempts, execute_claimed."""
 
 from __future__ import annotations
 
@@ -68,17 +68,6 @@ class AttemptSpec:
         return cls(data["kind"], data["heuristic"], data["level"], limits)
 
 
-def execute_attempt(spec: AttemptSpec) -> Outcome:
-    """Solve one level in a forked child under spec's limits; every ending becomes one Outcome.
-
-    Never raises for anything the level or the solver does: a bad level is
-    ``invalid``, a crash ``error``, a kill at the hard limit ``timeout``, an
-    answer that the kind's ``verify`` rejects ``wrong``.
-    """
-    (outcome,) = execute_attempts([spec])
-    return outcome
-
-
 def execute_claimed(spec: AttemptSpec, claim: Callable[[], bool], claim_after: float = 0.0) -> Outcome | None:
     """Run one attempt while claim() runs alongside; return its Outcome, or None if claim() said no.
 
@@ -104,7 +93,7 @@ def execute_claimed(spec: AttemptSpec, claim: Callable[[], bool], claim_after: f
 
 
 def execute_attempts(specs: Sequence[AttemptSpec]) -> Iterator[Outcome]:
-    """Yield one Outcome per spec, in order, as execute_attempt would; never raises for a level.
+    """Yield one Outcome per spec, in order; never raises for anything a level or its solver does.
 
     The solvable attempts run one after the other in this process's kept solver
     child (forked once, see _run_child), so tiny levels pay for no fork. Every attempt
@@ -171,15 +160,6 @@ def solution_length(kind: str, outcome: Outcome) -> int | None:
 
 
 Ending = tuple[dict[str, Any], SearchStats, tuple[Status, str] | None]
-
-
-def _run_in_child(work: Any, limits: Limits) -> Ending:
-    """Fork, run work(budget) in the child, and return (payload, stats, forced ending or None)."""
-    batch = _run_batch([(work, limits)])
-    try:
-        return next(batch)
-    finally:
-        batch.close()
 
 
 def _run_batch(
