@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
 
 from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
 
+from packsolve.execution import AttemptSpec, Limits, execute_attempts  # noqa: E402
 from packsolve.outcome import Outcome, Status  # noqa: E402
-from packsolve.runner import AttemptSpec, Limits, execute_attempts  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from packsolve.execution import AttemptSpec, Limits, execute_attempts
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.puzzles.base import PuzzleKind
-from packsolve.runner import AttemptSpec, Limits, execute_attempts
 
 # 14x14 open grid with a blocked cell next to the start: plain DFS cannot settle it in seconds.
 HARD = {"grid": ["S.#" + "." * 11] + ["." * 14] * 13}

@@ -17,17 +17,11 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
 
 from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
 
-from packsolve import runner  # noqa: E402
+from packsolve.execution import AttemptSpec, Limits, execute_attempts, execute_claimed, processes  # noqa: E402
+from packsolve.execution.child import RETIRE_GROWTH_MB  # noqa: E402
+from packsolve.execution.supervisor import ABANDON_GRACE_S  # noqa: E402
 from packsolve.outcome import Outcome, Status  # noqa: E402
 from packsolve.puzzles.base import PuzzleKind  # noqa: E402
-from packsolve.runner import (  # noqa: E402
-    ABANDON_GRACE_S,
-    RETIRE_GROWTH_MB,
-    AttemptSpec,
-    Limits,
-    execute_attempts,
-    execute_claimed,
-)
 
 _HOARD: list[bytearray] = []
 
@@ -102,13 +96,13 @@ def test_consecutive_batches_share_one_kept_solver_child(pid_of):
     first = pid_of("pid")
     assert first != os.getpid()
     assert pid_of("pid") == first == pid_of("pid")
-    assert runner._kept is not None and runner._kept.pid == first
+    assert processes._kept is not None and processes._kept.pid == first
 
 
 def test_a_child_that_grew_too_much_leaves_and_the_next_batch_gets_a_fresh_one(pid_of):
     pid_of("pid")
     grown = pid_of("grow")
-    assert runner._kept is None  # it retired after reporting
+    assert processes._kept is None  # it retired after reporting
     assert pid_of("pid") != grown
 
 
@@ -148,7 +142,7 @@ class TestExecuteClaimed:
         calls = []
 
         def claim() -> bool:
-            calls.append(runner._kept is None)  # the child has the job; it is not idle (kept)
+            calls.append(processes._kept is None)  # the child has the job; it is not idle (kept)
             return True
 
         out = execute_claimed(chaos(30, time_limit=5), claim)
@@ -158,7 +152,7 @@ class TestExecuteClaimed:
     def test_an_unclaimed_quick_attempt_yields_nothing_and_keeps_its_child(self, pid_of):
         kept = pid_of("pid")
         assert execute_claimed(chaos(1, time_limit=5), lambda: False) is None
-        assert runner._kept is not None and runner._kept.pid == kept
+        assert processes._kept is not None and processes._kept.pid == kept
 
     def test_an_unclaimed_long_attempt_is_cut_short_and_its_child_killed(self, pid_of):
         kept = pid_of("pid")
@@ -174,7 +168,7 @@ class TestExecuteClaimed:
         busy = pid_of("pid")  # the kept child that will get the job
         with pytest.raises(RuntimeError, match="database gone"):
             execute_claimed(chaos(5000, time_limit=10), claim)
-        assert runner._kept is None
+        assert processes._kept is None
         with pytest.raises(ProcessLookupError):  # killed and reaped, not left solving
             os.kill(busy, 0)
 
@@ -237,7 +231,7 @@ def test_a_solver_child_busy_in_a_job_dies_with_the_process_that_forked_it():
 
     code = (
         "import os, time\n"
-        "from packsolve.runner import AttemptSpec, Limits, execute_attempts\n"
+        "from packsolve.execution import AttemptSpec, Limits, execute_attempts\n"
         "from packsolve.puzzles.base import PuzzleKind\n"
         "def slow(level, budget):\n"
         "    print(os.getpid(), flush=True)\n"
