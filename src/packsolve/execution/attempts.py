@@ -6,9 +6,9 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from packsolve.errors import LevelError
 from packsolve.execution.spec import AttemptSpec, Work
 from packsolve.execution.supervisor import Abandoned, JobResult, run_batch
-from packsolve.levels import LevelError
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.puzzles import PuzzleKind, get_kind
 
