@@ -111,6 +111,7 @@ def encode(payload: dict[str, Any], limits: Limits) -> bytes:
 
 
 def _close_fds_except(keep: set[int]) -> None:
+    """Close every file descriptor but keep; close none if they cannot be listed (no /proc)."""
     try:
         fds = [int(name) for name in os.listdir("/proc/self/fd")]
     except OSError:
@@ -122,9 +123,11 @@ def _close_fds_except(keep: set[int]) -> None:
 
 
 def _die_with_parent(parent: int) -> None:
-    """Ask Linux to kill this child when the process that forked it dies (a worker killed -9):
-    a kept child stuck in a solver would otherwise outlive it. Elsewhere, end of file on the
-    pipe still ends an idle child."""
+    """Ask Linux to kill this child when the process that forked it dies; exit if it already has.
+
+    A kept child stuck in a solver would otherwise outlive a worker killed -9. Where
+    the request is not available, end of file on the pipe still ends an idle child.
+    """
     try:
         import ctypes
 
@@ -137,6 +140,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _memout_message(limits: Limits) -> str:
+    """Return the message of a memout, naming the memory limit if there is one."""
     if limits.memory_limit_mb is None:
         return "out of memory"
     return f"memory limit of {limits.memory_limit_mb} MB reached"

@@ -37,6 +37,7 @@ class AttemptSpec:
     limits: Limits = field(default_factory=Limits)
 
     def to_json(self) -> dict[str, Any]:
+        """Return the spec as the JSON object a task carries (limits flattened beside the level)."""
         return {
             "kind": self.kind,
             "heuristic": self.heuristic,
@@ -48,6 +49,7 @@ class AttemptSpec:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AttemptSpec:
+        """Return the spec to_json wrote; raise KeyError if kind, heuristic or level is missing."""
         limits = Limits(data.get("time_limit"), data.get("node_limit"), data.get("memory_limit_mb"))
         return cls(data["kind"], data["heuristic"], data["level"], limits)
 
