@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -178,7 +179,8 @@ def test_crashing_process_ends_as_error_naming_the_signal(probe):
 
 def test_normal_child_reports_payload_and_its_own_usage(probe):
     out = probe("ok", Limits(time_limit=20))
-    assert (out.status, out.solution, out.nodes, out.message) == (Status.SOLVED, [1, 2, 3], 7, "")
+    # Every field pinned, as the child's payload was: only the measured usage may vary.
+    assert out == Outcome(Status.SOLVED, [1, 2, 3], replace(out.stats, nodes=7), "")
     assert isinstance(out.stats, SearchStats) and out.stats.wall_s > 0
 
 
