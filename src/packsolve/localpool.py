@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 from packsolve.db.attempts import Result, record
 from packsolve.db.models import utcnow
 from packsolve.db.session import session_scope
+from packsolve.execution import AttemptSpec, execute_attempts, solution_length
 from packsolve.outcome import Outcome
-from packsolve.runner import AttemptSpec, execute_attempts, solution_length
 
 # Results are written in batches: one transaction per result would make SQLite the bottleneck.
 FLUSH_EVERY_S = 0.5
@@ -50,7 +50,7 @@ def run_local(
     """
     # forkserver: the pool's processes must not inherit this process's threads or DB connections.
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["packsolve.runner"])
+    ctx.set_forkserver_preload(["packsolve.execution"])
     buffer: list[Result] = []
     last_flush = time.monotonic()
 

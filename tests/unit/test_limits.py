@@ -17,10 +17,16 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
 
 from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
 
-from packsolve.outcome import Status  # noqa: E402
-from packsolve.runner import AttemptSpec, Limits, execute_attempt, execute_attempts  # noqa: E402
+from packsolve.execution import AttemptSpec, Limits, execute_attempts  # noqa: E402
+from packsolve.outcome import Outcome, Status  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
+
+
+def execute_one(spec: AttemptSpec) -> Outcome:
+    """Run one attempt through the production entry point."""
+    (outcome,) = execute_attempts([spec])
+    return outcome
 
 
 def spec(heuristic: str, ms: int = 20, **limits) -> AttemptSpec:
@@ -28,26 +34,26 @@ def spec(heuristic: str, ms: int = 20, **limits) -> AttemptSpec:
 
 
 def test_unbounded_allocation_is_memout_naming_the_limit():
-    out = execute_attempt(spec("hog", time_limit=10, memory_limit_mb=150))
+    out = execute_one(spec("hog", time_limit=10, memory_limit_mb=150))
     assert out.status is Status.MEMOUT and "150 MB" in out.message
 
 
 def test_unbounded_recursion_is_error_naming_recursion():
-    out = execute_attempt(spec("deep", time_limit=10))
+    out = execute_one(spec("deep", time_limit=10))
     assert out.status is Status.ERROR and "RecursionError" in out.message
 
 
 def test_a_solver_ignoring_its_budget_is_killed_at_the_hard_limit_as_timeout():
     limits = Limits(time_limit=0.5)
     started = time.monotonic()
-    out = execute_attempt(spec("deaf", time_limit=0.5))
+    out = execute_one(spec("deaf", time_limit=0.5))
     took = time.monotonic() - started
     assert out.status is Status.TIMEOUT and "hard limit" in out.message
     assert limits.hard_time() <= took < limits.hard_time() + 1.5
 
 
 def test_a_solver_process_dying_of_a_signal_is_error_naming_it():
-    out = execute_attempt(spec("segv", time_limit=5))
+    out = execute_one(spec("segv", time_limit=5))
     assert out.status is Status.ERROR and "SIGSEGV" in out.message
 
 
@@ -71,7 +77,7 @@ def test_one_chunk_survives_every_kind_of_misbehaviour_and_solves_the_rest_in_or
 
 def test_the_caller_process_is_untouched_by_its_solvers_limits():
     before = os.getpid()
-    execute_attempt(spec("hog", time_limit=5, memory_limit_mb=100))
+    execute_one(spec("hog", time_limit=5, memory_limit_mb=100))
     # The parent can still allocate far beyond the child's cap: the rlimit stayed in the child.
     big = bytearray(300 * 2**20)
     assert os.getpid() == before and len(big) == 300 * 2**20

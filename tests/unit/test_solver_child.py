@@ -17,27 +17,21 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
 
 from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
 
-from packsolve import runner  # noqa: E402
+from packsolve.execution import AttemptSpec, Limits, execute_attempts, execute_claimed, processes  # noqa: E402
+from packsolve.execution.child import RETIRE_GROWTH_MB  # noqa: E402
+from packsolve.execution.supervisor import ABANDON_GRACE_S  # noqa: E402
 from packsolve.outcome import Outcome, Status  # noqa: E402
-from packsolve.runner import (  # noqa: E402
-    ABANDON_GRACE_S,
-    RETIRE_GROWTH_MB,
-    AttemptSpec,
-    Limits,
-    _run_in_child,
-    execute_attempt,
-    execute_claimed,
-)
+from packsolve.puzzles.base import PuzzleKind  # noqa: E402
 
 _HOARD: list[bytearray] = []
 
 
-def _pid(budget):
+def _pid(level, budget):
     budget.charge()
     return Outcome(Status.SOLVED, os.getpid())
 
 
-def _grow(budget):
+def _grow(level, budget):
     """Keep (and touch) more memory than a kept child may grow by, then report the pid."""
     block = bytearray((RETIRE_GROWTH_MB + 32) * 2**20)
     block[::4096] = b"x" * len(block[::4096])
@@ -45,57 +39,101 @@ def _grow(budget):
     return Outcome(Status.SOLVED, os.getpid())
 
 
-def pid_of(work) -> int:
-    payload, _, ending = _run_in_child(work, Limits(time_limit=20))
-    assert ending is None, ending
-    return int(payload["solution"])
+# A test-only kind whose heuristics are the solvers above, accepting any answer: it runs them
+# through the production entry point (registered by the probe fixture's PACKSOLVE_EXTRA_KINDS).
+KIND = PuzzleKind(
+    name="probe_child",
+    parse=dict,
+    canonical=dict,
+    solvers={"pid": _pid, "grow": _grow},
+    default="pid",
+    verify=lambda level, solution: None,
+    render=lambda level, solution=None: "",
+    svg=lambda level, solution=None: "<svg/>",
+    size=lambda level: 0,
+)
+
+
+def execute_one(spec: AttemptSpec) -> Outcome:
+    """Run one attempt through the production entry point."""
+    (outcome,) = execute_attempts([spec])
+    return outcome
+
+
+@pytest.fixture
+def probe(request, monkeypatch):
+    """Return run(heuristic, limits) -> Outcome: one of KIND's solvers through execute_attempts.
+
+    KIND is registered next to the chaos kind, which some tests here run too.
+    """
+    request.getfixturevalue("chaos_env")
+    extra = os.environ["PACKSOLVE_EXTRA_KINDS"]
+    monkeypatch.setenv("PACKSOLVE_EXTRA_KINDS", f"{extra},{KIND.name}:{__name__}")
+
+    def run(heuristic: str, limits: Limits) -> Outcome:
+        return execute_one(AttemptSpec(KIND.name, heuristic, {}, limits))
+
+    return run
+
+
+@pytest.fixture
+def pid_of(probe):
+    """Return pid_of(heuristic): the pid of the solver child that ran it, which must have solved."""
+
+    def pid_of(heuristic: str) -> int:
+        out = probe(heuristic, Limits(time_limit=20))
+        assert out.status is Status.SOLVED, out
+        return int(out.solution)
+
+    return pid_of
 
 
 def chaos(ms: int, heuristic: str = "sleep", **limits) -> AttemptSpec:
     return AttemptSpec("chaos", heuristic, {"kind": "chaos", "id": 1, "ms": ms}, Limits(**limits))
 
 
-def test_consecutive_batches_share_one_kept_solver_child():
-    first = pid_of(_pid)
+def test_consecutive_batches_share_one_kept_solver_child(pid_of):
+    first = pid_of("pid")
     assert first != os.getpid()
-    assert pid_of(_pid) == first == pid_of(_pid)
-    assert runner._kept is not None and runner._kept.pid == first
+    assert pid_of("pid") == first == pid_of("pid")
+    assert processes._kept is not None and processes._kept.pid == first
 
 
-def test_a_child_that_grew_too_much_leaves_and_the_next_batch_gets_a_fresh_one():
-    pid_of(_pid)
-    grown = pid_of(_grow)
-    assert runner._kept is None  # it retired after reporting
-    assert pid_of(_pid) != grown
+def test_a_child_that_grew_too_much_leaves_and_the_next_batch_gets_a_fresh_one(pid_of):
+    pid_of("pid")
+    grown = pid_of("grow")
+    assert processes._kept is None  # it retired after reporting
+    assert pid_of("pid") != grown
 
 
-def test_a_job_that_cannot_be_pickled_runs_in_a_fresh_child():
-    pid_of(_pid)
+def test_a_job_that_cannot_be_pickled_runs_in_a_fresh_child(probe, pid_of, monkeypatch):
+    pid_of("pid")
     seen = []
 
-    def closure(budget):  # a local function: cannot travel through the kept child's pipe
+    def closure(level, budget):  # a local function: cannot travel through the kept child's pipe
         seen.append(1)
         return Outcome(Status.SOLVED, [os.getpid(), len(seen)])
 
-    payload, _, ending = _run_in_child(closure, Limits(time_limit=20))
-    assert ending is None and payload["solution"][1] == 1
-    assert payload["solution"][0] != os.getpid()
+    monkeypatch.setitem(KIND.solvers, "closure", closure)
+    out = probe("closure", Limits(time_limit=20))
+    assert out.status is Status.SOLVED and out.solution[1] == 1
+    assert out.solution[0] != os.getpid()
 
 
-def test_a_kept_child_killed_while_idle_is_replaced_without_losing_the_job():
-    idle = pid_of(_pid)
+def test_a_kept_child_killed_while_idle_is_replaced_without_losing_the_job(pid_of):
+    idle = pid_of("pid")
     os.kill(idle, signal.SIGKILL)
     time.sleep(0.1)
-    fresh = pid_of(_pid)
+    fresh = pid_of("pid")
     assert fresh != idle
 
 
 @pytest.mark.usefixtures("chaos_env")
-def test_a_kill_at_the_hard_limit_costs_the_kept_child_and_the_next_job_gets_a_new_one():
-    kept = pid_of(_pid)
-    out = execute_attempt(chaos(0, "deaf", time_limit=0.3))
+def test_a_kill_at_the_hard_limit_costs_the_kept_child_and_the_next_job_gets_a_new_one(pid_of):
+    kept = pid_of("pid")
+    out = execute_one(chaos(0, "deaf", time_limit=0.3))
     assert out.status is Status.TIMEOUT and "hard limit" in out.message
-    assert pid_of(_pid) != kept
+    assert pid_of("pid") != kept
 
 
 @pytest.mark.usefixtures("chaos_env")
@@ -104,33 +142,33 @@ class TestExecuteClaimed:
         calls = []
 
         def claim() -> bool:
-            calls.append(runner._kept is None)  # the child has the job; it is not idle (kept)
+            calls.append(processes._kept is None)  # the child has the job; it is not idle (kept)
             return True
 
         out = execute_claimed(chaos(30, time_limit=5), claim)
         assert out is not None and out.status is Status.SOLVED and out.solution == [30]
         assert calls == [True]
 
-    def test_an_unclaimed_quick_attempt_yields_nothing_and_keeps_its_child(self):
-        kept = pid_of(_pid)
+    def test_an_unclaimed_quick_attempt_yields_nothing_and_keeps_its_child(self, pid_of):
+        kept = pid_of("pid")
         assert execute_claimed(chaos(1, time_limit=5), lambda: False) is None
-        assert runner._kept is not None and runner._kept.pid == kept
+        assert processes._kept is not None and processes._kept.pid == kept
 
-    def test_an_unclaimed_long_attempt_is_cut_short_and_its_child_killed(self):
-        kept = pid_of(_pid)
+    def test_an_unclaimed_long_attempt_is_cut_short_and_its_child_killed(self, pid_of):
+        kept = pid_of("pid")
         started = time.monotonic()
         assert execute_claimed(chaos(5000, time_limit=10), lambda: False) is None
         assert time.monotonic() - started < ABANDON_GRACE_S + 1.0
-        assert pid_of(_pid) != kept
+        assert pid_of("pid") != kept
 
-    def test_a_claim_that_raises_propagates_and_leaves_no_child_behind(self):
+    def test_a_claim_that_raises_propagates_and_leaves_no_child_behind(self, pid_of):
         def claim() -> bool:
             raise RuntimeError("database gone")
 
-        busy = pid_of(_pid)  # the kept child that will get the job
+        busy = pid_of("pid")  # the kept child that will get the job
         with pytest.raises(RuntimeError, match="database gone"):
             execute_claimed(chaos(5000, time_limit=10), claim)
-        assert runner._kept is None
+        assert processes._kept is None
         with pytest.raises(ProcessLookupError):  # killed and reaped, not left solving
             os.kill(busy, 0)
 
@@ -193,11 +231,15 @@ def test_a_solver_child_busy_in_a_job_dies_with_the_process_that_forked_it():
 
     code = (
         "import os, time\n"
-        "from packsolve.runner import Limits, _run_in_child\n"
-        "def slow(budget):\n"
+        "from packsolve.execution import AttemptSpec, Limits, execute_attempts\n"
+        "from packsolve.puzzles.base import PuzzleKind\n"
+        "def slow(level, budget):\n"
         "    print(os.getpid(), flush=True)\n"
         "    time.sleep(60)\n"
-        "_run_in_child(slow, Limits(120))\n"
+        "none = lambda *args: None\n"
+        "KIND = PuzzleKind('probe', dict, dict, {'slow': slow}, 'slow', none, none, none, none)\n"
+        "os.environ['PACKSOLVE_EXTRA_KINDS'] = 'probe:__main__'\n"  # this script is the kind's module
+        "list(execute_attempts([AttemptSpec('probe', 'slow', {}, Limits(120))]))\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:

@@ -1,0 +1,78 @@
+"""A solver child's rlimits and its own memory readings (Linux /proc; rusage where that is missing)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import resource
+from typing import Any
+
+from packsolve.execution.spec import Limits
+
+
+def set_rlimits(limits: Limits) -> None:
+    """Cap this job's memory and CPU relative to what the child has already mapped and used.
+
+    Only soft limits: a child running several jobs must be able to move them for
+    the next one (a hard limit can never be raised again).
+    """
+    if limits.memory_limit_mb is not None:
+        # The child starts as a copy of the worker, so the cap is on top of what is already mapped.
+        cap = address_space_bytes() + limits.memory_limit_mb * 1024 * 1024
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(
+            resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
+        )
+    hard_time = limits.hard_time()
+    if hard_time is not None:
+        # CPU seconds as a backstop should the parent itself be stalled: SIGXCPU ends the child.
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = math.ceil(usage.ru_utime + usage.ru_stime + hard_time) + 2
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        resource.setrlimit(
+            resource.RLIMIT_CPU, (cpu if hard == resource.RLIM_INFINITY else min(cpu, hard), hard)
+        )
+
+
+def lift_rlimits() -> None:
+    """Between batches: back to the hard limits, so reading the next batch is never capped."""
+    for which in (resource.RLIMIT_AS, resource.RLIMIT_CPU):
+        _, hard = resource.getrlimit(which)
+        resource.setrlimit(which, (hard, hard))
+
+
+def reset_peak_rss() -> None:
+    """Reset the kernel's peak-RSS mark (VmHWM) so the next reading is this job's own peak."""
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_rss_mb(usage: Any) -> float:
+    """Return the peak RSS since the last reset in MB; the process's lifetime peak if unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return usage.ru_maxrss / 1024.0
+
+
+def current_rss_mb() -> float:
+    """Return this process's resident memory in MB; 0.0 if it cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def address_space_bytes() -> int:
+    """Return the bytes this process has mapped (what RLIMIT_AS counts); 0 if it cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0

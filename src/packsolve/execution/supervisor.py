@@ -1,0 +1,256 @@
+"""The parent side: following a solver child through its jobs, and every way a job can end.
+
+run_batch runs a batch of jobs in one solver child after another. The kept child (one
+per process, forked once and kept between batches) takes them if it is idle; otherwise a
+fresh child is forked with the jobs in its memory. The parent waits for each job's line
+up to the job's hard limit, kills the child there, and turns a death into the ending of
+the job that was running; a fresh child takes the jobs after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, NamedTuple
+
+from packsolve.execution import processes, wire
+from packsolve.execution.spec import Job, Limits
+from packsolve.outcome import SearchStats, Status
+
+# A child whose results were declined (started returned False) is kept if it finishes within this.
+ABANDON_GRACE_S = 0.1
+
+
+class JobResult(NamedTuple):
+    """What the parent learned about one job: the child's payload, the job's usage, a forced ending."""
+
+    payload: dict[str, Any]
+    stats: SearchStats
+    forced: tuple[Status, str] | None  # (status, message) when the solver's own answer does not stand
+
+
+class Abandoned(Exception):
+    """The caller declined the results of the jobs it handed over (see run_batch)."""
+
+
+def run_batch(
+    jobs: Sequence[Job], started: Callable[[], bool] | None = None, started_after: float = 0.0
+) -> Generator[JobResult, None, None]:
+    """Yield each job's result, in order, running the jobs after a child's death in a fresh one.
+
+    started, if given, is called once the first child has the jobs, before any
+    result is awaited; with started_after > 0, only if the first job has not
+    ended within that many seconds (else never). If it returns False the results
+    are not wanted: nothing is yielded, Abandoned is raised, and the child is kept
+    only if it finishes within ABANDON_GRACE_S (else killed).
+    """
+    start = 0
+    while start < len(jobs):
+        child = _run_child(jobs[start:], started, started_after)
+        started = None
+        try:
+            for result in child:
+                start += 1
+                yield result
+        finally:
+            child.close()
+
+
+def _run_child(
+    jobs: Sequence[Job], started: Callable[[], bool] | None, started_after: float
+) -> Generator[JobResult, None, None]:
+    """Run jobs in one solver child; yield each job's result as it arrives, stopping after a death or kill.
+
+    The kept child takes the jobs through its pipe if it can; otherwise (none kept,
+    it died while idle, a job cannot be pickled or unpickled, another thread's
+    batch is using it) a fresh child is forked with the jobs in its memory.
+    """
+    with processes.kept_child_turn() as own:
+        child = processes.hand_over(jobs) if own else None
+        watch = _Watch(child or processes.fork(jobs, keep=own), jobs, own, started, started_after)
+        yield from watch.results()
+
+
+class _Watch:
+    """One solver child followed through its jobs: each step below is one thing the parent does."""
+
+    def __init__(
+        self,
+        child: processes.Child,
+        jobs: Sequence[Job],
+        keep: bool,
+        started: Callable[[], bool] | None,
+        started_after: float,
+    ) -> None:
+        self.child = child
+        self.jobs = jobs
+        self.keep = keep  # whether the child may become the kept one when it ends the batch healthy
+        self.started = started  # None once called, or once it can no longer be due
+        self.lines = wire.Lines(child.from_child)
+        self.mark = time.monotonic()  # when the job now running started (as far as the parent knows)
+        self.started_by = self.mark + started_after  # when started is due, if it still is
+        self.abandon_by: float | None = None  # set once started declined the results
+        self.done = 0  # jobs whose line has been read
+        self.killed = False
+        self.reaped: tuple[int, int, Any] | None = None  # os.wait4's (pid, status, rusage)
+        self.current: processes.Child | None = child  # None once handed back as the kept child
+
+    def results(self) -> Generator[JobResult, None, None]:
+        """Yield each job's result; after a death or kill, the ending of the job it cost, then stop.
+
+        Raise Abandoned (yielding nothing) if started declined the results. Never leaves
+        a child behind: one not handed back as the kept child is reaped, or killed and
+        reaped if this is interrupted (Celery soft limit, Ctrl-C, consumer gone).
+        """
+        try:
+            while self.done < len(self.jobs):
+                # Inside the try: if started raises (its database is gone), the child must not be left.
+                self._call_started_if_due()
+                line = self.lines.next(self._wait())
+                if line is False:
+                    if self._only_started_was_due():
+                        continue
+                    self._kill_at_hard_limit()
+                    break
+                if line is None:
+                    break  # the child died: reaped below, its job's ending made after
+                if self.done == 0 and line == wire.REFUSED:
+                    self._fork_afresh()
+                    continue
+                result, leaving = self._record(line)
+                if self.abandon_by is None:
+                    yield result
+                if leaving:
+                    break  # after a MemoryError (or grown too big) the child leaves; the rest get a fresh one
+            self._reap()
+        finally:
+            self._release()
+        if self.abandon_by is not None:
+            raise Abandoned
+        if self.done < len(self.jobs):
+            ending = self._ending_of_death()
+            if ending is not None:
+                yield ending
+
+    def _call_started_if_due(self) -> None:
+        """Call started once its time has come; if it declines the results, give the child a grace."""
+        if self.started is not None and time.monotonic() >= self.started_by:
+            wanted, self.started = self.started(), None
+            if not wanted:
+                self.abandon_by = time.monotonic() + ABANDON_GRACE_S
+
+    def _hard_deadline(self) -> float | None:
+        """Return when the running job is killed; None if it has no time limit."""
+        hard = self.jobs[self.done][1].hard_time()
+        return None if hard is None else self.mark + hard
+
+    def _wait(self) -> float | None:
+        """Return how long to wait for the next line: until the hard limit, the grace, or started is due."""
+        now = time.monotonic()  # after started, which may have waited on its database
+        deadline = self.abandon_by if self.abandon_by is not None else self._hard_deadline()
+        wait = None if deadline is None else max(0.0, deadline - now)
+        if self.started is not None:
+            wait = self.started_by - now if wait is None else min(wait, self.started_by - now)
+        return wait
+
+    def _only_started_was_due(self) -> bool:
+        """Return True if the wait ended for started's time only, not at the hard limit."""
+        deadline = self._hard_deadline()
+        return self.started is not None and (deadline is None or time.monotonic() < deadline)
+
+    def _kill_at_hard_limit(self) -> None:
+        """Kill the child (its job passed the hard limit, or the declined child its grace)."""
+        os.kill(self.child.pid, signal.SIGKILL)
+        self.killed = True
+
+    def _fork_afresh(self) -> None:
+        """The kept child could not unpickle the jobs: replace it by a fork that has them in memory."""
+        self.child.discard()
+        self.child = self.current = processes.fork(self.jobs, self.keep)
+        self.lines = wire.Lines(self.child.from_child)
+        self.mark = time.monotonic()
+
+    def _record(self, line: bytes) -> tuple[JobResult, bool]:
+        """Return the result of the job this line reports, and whether the child leaves after it."""
+        result = _decode(line)
+        self.started = None  # the first job ended before started was due: it never is
+        # The next job's clock starts when the parent reads this line, not when the child
+        # wrote it: a child blocked on a full pipe (parent busy writing results) has not
+        # started the next job yet. Lenient by the parent's delay; RLIMIT_CPU still holds.
+        self.mark = time.monotonic()
+        self.child.reported_cpu += result.stats.cpu_s
+        self.done += 1
+        leaving = bool(result.payload.pop("_retire", False)) or (
+            result.forced is not None and result.forced[0] is Status.MEMOUT
+        )
+        if self.done == len(self.jobs) and self.keep and not leaving:
+            self._hand_back()
+        return result, leaving
+
+    def _hand_back(self) -> None:
+        """Make the child, idle after its last job, the next batch's kept one (before the last yield)."""
+        processes.keep_for_next_batch(self.child)
+        self.current = None
+
+    def _reap(self) -> None:
+        """Wait for the child that ended (or was killed) to exit; a kept child is left running."""
+        if self.current is not None:
+            self.reaped = os.wait4(self.child.pid, 0)
+
+    def _release(self) -> None:
+        """Close the pipes of a reaped child; kill and reap one that was not (leave no orphan)."""
+        if self.current is not None:
+            if self.reaped is None:
+                self.current.discard()
+            else:
+                self.current.close()
+
+    def _ending_of_death(self) -> JobResult | None:
+        """Return the ending of the job a dead or killed child was running; None if it left after a memout."""
+        assert self.reaped is not None
+        _, wstatus, usage = self.reaped
+        wall = time.monotonic() - self.mark
+        # The child's usage covers every job it ran; the one that ended it gets what the others did not use.
+        cpu = max(0.0, usage.ru_utime + usage.ru_stime - self.child.reported_cpu)
+        stats = SearchStats(0, wall, cpu, usage.ru_maxrss / 1024.0)
+        limits = self.jobs[self.done][1]
+        if self.killed:
+            return JobResult({}, stats, (Status.TIMEOUT, f"killed at the hard limit after {wall:.1f} s"))
+        if os.WIFSIGNALED(wstatus):
+            return JobResult({}, stats, _signal_ending(os.WTERMSIG(wstatus), stats, limits))
+        if not (os.WIFEXITED(wstatus) and os.WEXITSTATUS(wstatus) == 0 and self.done > 0):
+            code = os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else -1
+            message = f"solver process ended without a result (exit code {code})"
+            return JobResult({}, stats, (Status.ERROR, message))
+        return None  # the child left cleanly after a memout; run_batch forks a new one for the rest
+
+
+def _decode(line: bytes) -> JobResult:
+    """Return the result of one line the child wrote about one job; an error if it is unreadable."""
+    try:
+        payload = json.loads(line)
+    except ValueError:
+        return JobResult({}, SearchStats(), (Status.ERROR, "solver process wrote an unreadable result"))
+    measured = payload.pop("_usage")
+    stats = SearchStats(0, measured["wall"], measured["cpu"], measured["rss"])
+    if payload.get("status") == "memout":
+        return JobResult(payload, stats, (Status.MEMOUT, payload.get("message", "out of memory")))
+    if payload.get("status") == "error":
+        return JobResult(payload, stats, (Status.ERROR, payload.get("message", "solver failed")))
+    return JobResult(payload, stats, None)
+
+
+def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Status, str]:
+    """Return the (status, message) of a child killed by signum: CPU limit, memory kill, or a crash."""
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = str(signum)
+    if signum == signal.SIGXCPU:
+        return Status.TIMEOUT, f"CPU time limit reached ({stats.cpu_s:.1f} s CPU)"
+    if signum == signal.SIGKILL and limits.memory_limit_mb is not None:
+        return Status.MEMOUT, f"solver process killed (SIGKILL) at {stats.peak_rss_mb:.0f} MB peak RSS"
+    return Status.ERROR, f"solver process died from signal {name}"
