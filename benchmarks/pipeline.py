@@ -341,8 +341,8 @@ def local(args: argparse.Namespace, tmp: Path) -> list[Figure]:
     """Trivial levels on the local process pool with SQLite: chunk 1 vs automatic, and the CLI end to end."""
     from packsolve import runs
     from packsolve.db.session import get_engine
+    from packsolve.execution import Limits
     from packsolve.planning import Request, plan_run
-    from packsolve.runner import Limits
 
     pack = write_pack(tmp / "trivial-local.sdk", solved_grids(args.levels, seed=11))
     db_url = f"sqlite:///{tmp / 'local.db'}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from packsolve.budget import Budget, BudgetExhausted
-from packsolve.errors import LevelError
+from packsolve.errors import LevelError, UnknownHeuristic
 from packsolve.outcome import Outcome, SearchStats, Status
 
 __all__ = [
@@ -79,20 +79,14 @@ class PuzzleKind:
     # "8x8" or "60", count, seed) -> level JSON objects, reproducible for a seed.
     generate: Callable[[str, int, int], list[dict[str, Any]]] | None = None
 
-    # TEMPORARY: removed when the restructure branches merge
-    @property
-    def native(self) -> Mapping[str, FormatReader]:
-        """Return ``formats`` under its old name, for callers not yet renamed."""
-        return self.formats
-
     def solver(self, heuristic: str | None) -> tuple[str, Solve]:
-        """Return (resolved name, solve) for a heuristic; raise KeyError naming the choices."""
+        """Return (resolved name, solve) for a heuristic; raise UnknownHeuristic naming the choices."""
         name = self.default if heuristic in (None, "", "default") else heuristic
         try:
             return name, self.solvers[name]
         except KeyError:
             choices = ", ".join(sorted(self.solvers))
-            raise KeyError(
+            raise UnknownHeuristic(
                 f"kind {self.name!r} has no heuristic {name!r} (choose from: {choices}, default)"
             ) from None
 

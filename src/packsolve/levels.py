@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packsolve.errors import LevelError
+from packsolve.errors import LevelError, UnknownKind
 from packsolve.puzzles import KINDS, get_kind
 
 # Files larger than this are refused as one invalid level instead of being read.
@@ -64,8 +64,8 @@ def make_level(name: str, raw: Any, kind: str | None = None) -> Level:
             raise LevelError(f"level kind {kind_name!r} is not the requested kind {kind!r}")
         try:
             puzzle = get_kind(kind_name)
-        except KeyError as exc:
-            raise LevelError(exc.args[0]) from None
+        except UnknownKind as exc:
+            raise LevelError(str(exc)) from None
         value = puzzle.parse(raw)
         data = {**puzzle.canonical(value), "kind": puzzle.name}
         return Level(name, puzzle.name, data, level_hash(data), puzzle.size(value))

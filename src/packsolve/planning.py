@@ -14,11 +14,11 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.history import level_facts, recent_wall_times
 from packsolve.db.runs import PlannedAttempt
-from packsolve.errors import OptionError, PlanError
+from packsolve.errors import OptionError, PlanError, UnknownHeuristic
+from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import DEFAULT_MAX_BYTES, Level, read_levels
 from packsolve.puzzles import KINDS, get_kind
 from packsolve.queue.protocol import visibility_timeout
-from packsolve.runner import AttemptSpec, Limits
 
 # (level hash, name, spec): one attempt as the planner hands it to the queue or the local pool.
 Spec = tuple[str, str, AttemptSpec]
@@ -115,7 +115,7 @@ def resolve_heuristics(levels: Sequence[Level], heuristic: str | None) -> list[P
             try:
                 name, _ = get_kind(level.kind).solver(heuristic)
                 usable = True
-            except KeyError:
+            except UnknownHeuristic:
                 pass  # this level's attempt will end as an error naming the choices
         planned.append(PlannedAttempt(level, name, seq))
     if heuristic not in (None, "", "default") and not usable and any(lv.valid for lv in levels):

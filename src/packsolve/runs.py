@@ -25,6 +25,7 @@ from packsolve.db.runs import (
 )
 from packsolve.db.session import redact, session_scope
 from packsolve.errors import OptionError, PlanError
+from packsolve.execution import Limits
 from packsolve.levels import Level
 from packsolve.localpool import run_local
 from packsolve.outcome import Outcome, Status
@@ -42,7 +43,6 @@ from packsolve.planning import (
 )
 from packsolve.queue.producer import check_broker, enqueue
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
-from packsolve.runner import Limits
 
 
 @dataclass(frozen=True)

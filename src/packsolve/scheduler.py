@@ -19,12 +19,12 @@ from packsolve.db.models import Run, utcnow
 from packsolve.db.reconcile import attempts_with_levels, stale_attempts, take_stale
 from packsolve.db.runs import finish_run_if_done, unfinished_runs
 from packsolve.db.session import session_scope
+from packsolve.execution import AttemptSpec, Limits
 from packsolve.outcome import Status
 from packsolve.planning import Spec, choose_chunk_size
 from packsolve.queue.brokerscan import BrokerUnreadable, broker_messages, live_attempts
 from packsolve.queue.producer import enqueue
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
-from packsolve.runner import AttemptSpec, Limits
 
 # --- reconcile: requeue attempts whose task is gone, mark the hopeless lost, finish runs ----
 

@@ -71,7 +71,7 @@ def test_chunk_size_without_history_follows_level_size(sqlite_url):
 
 def plan_run_of(db: str, levels: list[dict]):
     run_id, planned = make_run(db, levels)
-    from packsolve.runner import AttemptSpec, Limits
+    from packsolve.execution import AttemptSpec, Limits
 
     return [
         (p.level.hash, p.level.name, AttemptSpec("chaos", "sleep", p.level.data, Limits(5))) for p in planned
@@ -103,7 +103,7 @@ def test_automatic_chunk_of_a_pack_of_solved_sudokus_shares_tasks(tmp_path, sqli
 
 
 def _limits():
-    from packsolve.runner import Limits
+    from packsolve.execution import Limits
 
     return Limits(5)
 
@@ -165,9 +165,9 @@ def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_inter
     """run_task here, in the test process: a 300 ms attempt is final when its task returns; a
     1 ms one waits in the buffer (batching pays for tiny attempts only), then lands with the run's end."""
     from packsolve.db.models import Run
+    from packsolve.execution import AttemptSpec
     from packsolve.queue.consumer import FLUSH_EVERY_S, run_task
     from packsolve.queue.protocol import decode, encode
-    from packsolve.runner import AttemptSpec
 
     monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
     run_id, planned = make_run(
@@ -194,10 +194,10 @@ def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_a
     """Once this process has timed a kind as tiny, a lone attempt of it is solved at once and
     not claimed: its row stays queued until its result's write counts its try (and it gets no
     deadline). A message Redis delivers again (its worker died) is claimed first."""
+    from packsolve.execution import AttemptSpec
     from packsolve.queue import consumer
     from packsolve.queue.consumer import FLUSH_EVERY_S, run_task
     from packsolve.queue.protocol import decode, encode
-    from packsolve.runner import AttemptSpec
 
     monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
     monkeypatch.setattr(consumer, "_PACE", {})  # nothing timed yet in this process

@@ -117,7 +117,7 @@ def test_one_level_per_task_then_a_redelivery_of_every_task_changes_nothing(
     # Sent from a fresh process: this one's packsolve.worker may hold an earlier test's queue name.
     resend = (
         "import sys\n"
-        "from packsolve.runner import Limits\n"
+        "from packsolve.execution import Limits\n"
         "from packsolve.planning import plan_run\n"
         "from packsolve.queue.app import make_app\n"
         "from packsolve.queue.producer import enqueue\n"

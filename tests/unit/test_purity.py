@@ -1,4 +1,4 @@
-"""The pure core (levels, outcome, budget, puzzles, runner) imports no celery, redis, sqlalchemy, click."""
+"""The pure core (levels, outcome, budget, puzzles, execution) imports no celery, redis, sqlalchemy, click."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_pure_core_imports_no_infrastructure():
     code = textwrap.dedent(
         f"""
         import importlib, pkgutil, sys
-        import packsolve.levels, packsolve.outcome, packsolve.budget, packsolve.runner
+        import packsolve.levels, packsolve.outcome, packsolve.budget, packsolve.execution
         import packsolve.puzzles as puzzles
         for mod in pkgutil.walk_packages(puzzles.__path__, "packsolve.puzzles."):
             importlib.import_module(mod.name)

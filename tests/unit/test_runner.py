@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
+from packsolve.api import PuzzleKind
 from packsolve.execution import AttemptSpec, Limits, execute_attempts
 from packsolve.outcome import Outcome, SearchStats, Status
-from packsolve.puzzles.base import PuzzleKind
 
 # 14x14 open grid with a blocked cell next to the start: plain DFS cannot settle it in seconds.
 HARD = {"grid": ["S.#" + "." * 11] + ["." * 14] * 13}

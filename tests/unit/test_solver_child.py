@@ -17,11 +17,11 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
 
 from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
 
+from packsolve.api import PuzzleKind  # noqa: E402
 from packsolve.execution import AttemptSpec, Limits, execute_attempts, execute_claimed, processes  # noqa: E402
 from packsolve.execution.child import RETIRE_GROWTH_MB  # noqa: E402
 from packsolve.execution.supervisor import ABANDON_GRACE_S  # noqa: E402
 from packsolve.outcome import Outcome, Status  # noqa: E402
-from packsolve.puzzles.base import PuzzleKind  # noqa: E402
 
 _HOARD: list[bytearray] = []
 
@@ -232,7 +232,7 @@ def test_a_solver_child_busy_in_a_job_dies_with_the_process_that_forked_it():
     code = (
         "import os, time\n"
         "from packsolve.execution import AttemptSpec, Limits, execute_attempts\n"
-        "from packsolve.puzzles.base import PuzzleKind\n"
+        "from packsolve.api import PuzzleKind\n"
         "def slow(level, budget):\n"
         "    print(os.getpid(), flush=True)\n"
         "    time.sleep(60)\n"

@@ -16,7 +16,7 @@ def kinds() -> None:
 
     t = Table("kind", "heuristics", "default", "native formats", "what it is")
     for name, kind in KINDS.items():
-        t.add_row(name, ", ".join(kind.solvers), kind.default, " ".join(kind.native), kind.description)
+        t.add_row(name, ", ".join(kind.solvers), kind.default, " ".join(kind.formats), kind.description)
     out_console.print(t)
 
 
@@ -30,13 +30,14 @@ def kinds() -> None:
 )
 def generate(kind: str, size: str, count: int, seed: int, output: str) -> None:
     """Generate COUNT levels of KIND as JSON lines (reproducible for a seed)."""
+    from packsolve.errors import UnknownKind
     from packsolve.levels import canonical_json
     from packsolve.puzzles import get_kind
 
     try:
         k = get_kind(kind)
-    except KeyError as exc:
-        raise click.BadParameter(str(exc.args[0]), param_hint="KIND") from None
+    except UnknownKind as exc:
+        raise click.BadParameter(str(exc), param_hint="KIND") from None
     if k.generate is None:
         raise click.BadParameter(f"kind {kind!r} has no generator", param_hint="KIND")
     try:

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from packsolve.errors import LevelError
+from packsolve.errors import LevelError, UnknownHeuristic, UnknownKind
 from packsolve.execution.spec import AttemptSpec, Work
 from packsolve.execution.supervisor import Abandoned, JobResult, run_batch
 from packsolve.outcome import Outcome, SearchStats, Status
@@ -83,8 +83,8 @@ def _prepare(spec: AttemptSpec) -> _Prepared | Outcome:
     try:
         kind = get_kind(spec.kind)
         _, solve = kind.solver(spec.heuristic)
-    except KeyError as exc:
-        return Outcome(Status.ERROR, message=str(exc.args[0]))
+    except (UnknownKind, UnknownHeuristic) as exc:
+        return Outcome(Status.ERROR, message=str(exc))
     try:
         level = kind.parse(spec.level)
     except LevelError as exc:

@@ -5,7 +5,7 @@
  *
  * status: 0 path found, 1 no path exists (whole tree searched), 2 node limit,
  * 3 time limit. One node is one vertex appended to the path, as in the Python
- * depth_first of packsolve.puzzles.graph, so node counts compare across heuristics.
+ * depth_first of packsolve.puzzles.hamilton.graph, so node counts compare across heuristics.
  *
  * Every expanded state (head h, unvisited set U) is tested against necessary
  * conditions for a Hamiltonian path of G' = U + {h} starting at h:
@@ -635,7 +635,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "packsolve.native.hamilton",
-                                    "Pruned Hamiltonian-path search (see packsolve.puzzles.hamilton_prune).",
+                                    "Pruned Hamiltonian-path search (see packsolve.puzzles.hamilton.prune).",
                                     -1, methods};
 
 PyMODINIT_FUNC PyInit_hamilton(void) { return PyModule_Create(&module); }

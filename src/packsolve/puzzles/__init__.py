@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator, Mapping
 
 from packsolve.api import PuzzleKind
+from packsolve.errors import UnknownKind
 
 # Explicit: a kind exists when it is listed here. Modules are imported lazily so
 # that a command touching one kind does not pay for the others' start-up.
@@ -75,12 +76,12 @@ KINDS: Mapping[str, PuzzleKind] = _Registry()
 
 
 def get_kind(name: str) -> PuzzleKind:
-    """Return the kind called name; raise KeyError with the known kinds listed."""
+    """Return the kind called name; raise UnknownKind with the known kinds listed."""
     try:
         return KINDS[name]
     except KeyError:
         known = ", ".join(KINDS)
-        raise KeyError(f"unknown kind {name!r} (known: {known})") from None
+        raise UnknownKind(f"unknown kind {name!r} (known: {known})") from None
 
 
 __all__ = ["KINDS", "PuzzleKind", "get_kind"]

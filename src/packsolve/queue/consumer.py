@@ -24,9 +24,9 @@ from packsolve.db.attempts import Result, claim_many, record
 from packsolve.db.models import utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
+from packsolve.execution import AttemptSpec, execute_attempts, execute_claimed, solution_length
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.queue.protocol import Task
-from packsolve.runner import AttemptSpec, execute_attempts, execute_claimed, solution_length  # MERGE
 
 # A database write that fails on a dropped connection (server restart, pg_terminate_backend,
 # SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.

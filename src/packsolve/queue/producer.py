@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from packsolve.errors import BrokerError
+from packsolve.execution import AttemptSpec
 from packsolve.queue import protocol
-from packsolve.runner import AttemptSpec  # MERGE: packsolve.execution
 
 
 def check_broker(app: Any) -> None:

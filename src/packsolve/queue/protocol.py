@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from packsolve.runner import AttemptSpec, Limits  # MERGE: packsolve.execution
+from packsolve.execution import AttemptSpec, Limits
 
 TASK_NAME = "packsolve.attempt"
 DEFAULT_QUEUE = "packsolve"
