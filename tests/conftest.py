@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from services import Worker, postgres_database, redis_server  # noqa: E402
+from tests.support.chaos_pack import chaos_env  # noqa: F401  (a fixture, for every test that asks for it)
+from tests.support.services import Worker, postgres_database, redis_server
 
 
 @pytest.fixture(scope="session")

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
-
-from services import run_cli, wait_for_run  # noqa: E402
+from tests.support.chaos_pack import write_pack
+from tests.support.services import run_cli, wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 

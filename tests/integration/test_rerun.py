@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
-
-from packsolve.db.models import Run  # noqa: E402
-from packsolve.db.session import get_engine, session_scope  # noqa: E402
-from services import run_cli, wait_for_run  # noqa: E402
+from packsolve.db.models import Run
+from packsolve.db.session import get_engine, session_scope
+from tests.support.services import run_cli, wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 

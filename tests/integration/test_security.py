@@ -6,7 +6,6 @@ import ast
 import json
 import os
 import pickle
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -14,12 +13,8 @@ from pathlib import Path
 import pytest
 import redis
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
-from test_chaos import private_redis  # noqa: E402
-
-from services import Worker, run_cli, wait_for_run  # noqa: E402
+from tests.support.chaos_pack import write_pack
+from tests.support.services import Worker, private_redis, run_cli, wait_for_run
 
 SRC = Path(__file__).parents[2] / "src" / "packsolve"
 

@@ -14,10 +14,11 @@ from packsolve.levels import LevelError, read_text
 from packsolve.outcome import Status
 from packsolve.puzzles import get_kind, sliding_pdb
 from packsolve.puzzles.sliding_board import Board, neighbours, unsolvable_reason
+from tests.support import DATA
 
 KIND = get_kind("sliding")
 OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb", "pdb-663"]
-KORF = "/work/shared/benchmarks/sliding_puzzle/korf100_15puzzle.txt"
+KORF = DATA / "korf100_15puzzle.txt"  # a copy of the public list, so no data outside the repository
 
 
 @pytest.fixture(autouse=True)

@@ -9,13 +9,8 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
 
 from packsolve import runner  # noqa: E402
 from packsolve.outcome import Outcome, Status  # noqa: E402

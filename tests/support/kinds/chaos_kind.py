@@ -22,7 +22,7 @@ from packsolve.levels import LevelError
 from packsolve.outcome import Outcome, Status
 from packsolve.puzzles.base import PuzzleKind, solved, solver
 
-ENV = "chaos:chaos_kind"  # the PACKSOLVE_EXTRA_KINDS entry that registers this kind
+ENV = "chaos:tests.support.kinds.chaos_kind"  # the PACKSOLVE_EXTRA_KINDS entry that registers this kind
 
 
 def parse(data: Mapping[str, Any]) -> dict[str, int]:
