@@ -1,7 +1,7 @@
 """Chaos with real processes: kill -9 workers, restart Redis, kill database connections mid-run.
 
 Each test ends by auditing the run's export: one final record per level, none
-lost, none duplicated. The figures are printed (pytest -s) for the closing note.
+lost, none duplicated. The figures are printed (pytest -s); docs/benchmarks.md publishes them.
 """
 
 from __future__ import annotations
