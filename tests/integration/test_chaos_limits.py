@@ -12,6 +12,7 @@ from tests.support.services import run_cli, wait_for_run
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
 
+@pytest.mark.slow
 def test_worker_survives_memout_recursion_budget_ignoring_and_crashing_solvers_and_takes_the_next_task(
     tmp_path, broker, sqlite_url, start_worker
 ):

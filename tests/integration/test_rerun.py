@@ -32,6 +32,7 @@ def statuses(env: dict[str, str], run_id: int) -> list[str]:
     return [json.loads(line)["status"] for line in res.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_local_rerun_of_timeouts_with_more_time_solves_them_in_a_linked_child_run(tmp_path, sqlite_url):
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     res = run_cli("solve", str(pack_with_two_slow(tmp_path)), "--time-limit", "0.5", "-j", "2", "-q", env=env)

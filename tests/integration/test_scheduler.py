@@ -234,6 +234,7 @@ def test_attempts_claimed_together_with_an_overdue_one_are_requeued_with_it(tmp_
     assert [a.status for a in attempts(pg_url, run_id)] == ["queued"] * 3 + ["running"]
 
 
+@pytest.mark.slow
 def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_default_grace(
     tmp_path, broker, sqlite_url
 ):

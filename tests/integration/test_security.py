@@ -73,6 +73,7 @@ REDIS_SECRET = "RedisS3cretPW"
 
 
 @pytest.mark.redis  # a password-protected redis-server of its own
+@pytest.mark.slow
 @pytest.mark.usefixtures("chaos_env")
 def test_credentials_in_urls_never_reach_logs_output_reports_or_the_database(tmp_path, pg_url):
     db_url = pg_url.replace("postgres@", f"postgres:{DB_SECRET}@", 1)  # trust auth: any password works
