@@ -17,14 +17,18 @@ $(BIN)/.installed: pyproject.toml setup.py
 demo: $(BIN)/.installed
 	$(BIN)/packsolve solve examples/packs --time-limit 10
 
+# pytest exits 5 when it collected no test: a failure (a broken layout or selection), never a pass.
 test: $(BIN)/.installed
 	$(PY) setup.py --quiet build_ext --inplace
-	$(PY) -m pytest
+	$(PY) -m pytest; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit status 5): failing" >&2; fi; \
+	exit $$status
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info src/packsolve/native/*.so

@@ -1,6 +1,6 @@
 """Coins: nodes and seconds per heuristic over generated packs of growing size.
 
-Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/coins.py
+Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/coins.py
 Writes benchmarks/results/coins.md. Peer: OR-Tools CP-SAT (benchmarks/peers/coins_cpsat.py,
 one worker) on the same levels; the ratio column is heuristic seconds / CP-SAT seconds. Every
 answer is also checked by verify (an independent big-int bitset proof of optimality).

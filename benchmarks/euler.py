@@ -1,6 +1,6 @@
 """Euler: nodes and seconds per heuristic over generated multigraphs of growing size, against NetworkX.
 
-Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/euler.py
+Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/euler.py
 Writes benchmarks/results/euler.md. Peer: networkx.eulerian_path on a MultiGraph built from the
 same edges (build + path timed); its walk is checked by our verify too. The ratio column is
 default seconds / peer seconds measured in the same run.

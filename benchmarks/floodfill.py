@@ -1,6 +1,6 @@
 """Floodfill: nodes and seconds per heuristic over generated images of growing size, against SciPy.
 
-Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/floodfill.py
+Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/floodfill.py
 Writes benchmarks/results/floodfill.md. Peer: scipy.ndimage.label (C connected-component
 labelling) on the same image, timed from the parsed image to the filled count; the ratio
 column is default seconds / peer seconds measured in the same run.

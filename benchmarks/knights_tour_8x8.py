@@ -1,7 +1,7 @@
 """Every start square of 8x8, every knight's-tour heuristic: solved count, nodes and total time.
 
 Also re-counts the 5x5 directed open tours (FACTS.md: 1,728) by plain enumeration.
-Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_8x8.py
+Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_8x8.py
 Writes benchmarks/results/knights_tour_8x8.md.
 """
 

@@ -1,7 +1,7 @@
 """CP-SAT (AddCircuit, one worker) and packsolve's default side by side on n x n, n = 8..50, same run.
 
 Needs ortools (pip install ortools, or the `bench` extra).
-Run: cd /work/main && PYTHONPATH=src:benchmarks nice .venv/bin/python benchmarks/knights_tour_cpsat.py
+Run from the repository root: PYTHONPATH=src:benchmarks nice .venv/bin/python benchmarks/knights_tour_cpsat.py
 Writes benchmarks/results/knights_tour_cpsat.md.
 """
 

@@ -1,6 +1,6 @@
 """The default heuristic on random thin rectangles (short side 3..11, long side up to 1000), open and closed.
 
-Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_rectangles.py
+Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_rectangles.py
 Writes benchmarks/results/knights_tour_rectangles.md.
 """
 

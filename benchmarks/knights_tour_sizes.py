@@ -1,6 +1,6 @@
 """The default heuristic on every n x n from 5 to 500 (random starts), closed on every even n, and n = 1000.
 
-Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_sizes.py [MAX_N]
+Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_sizes.py [MAX_N]
 Writes benchmarks/results/knights_tour_sizes.md and knights_tour_sizes.png.
 """
 

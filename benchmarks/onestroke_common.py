@@ -17,13 +17,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from public_data import public_data  # noqa: E402
+
 from packsolve.budget import Budget  # noqa: E402
 from packsolve.outcome import Status  # noqa: E402
 from packsolve.puzzles import get_kind  # noqa: E402
 
 KIND = get_kind("onestroke")
 RESULTS = ROOT / "benchmarks" / "results"
-SHARED = Path(os.environ.get("PACKSOLVE_SHARED", "/work/shared")) / "benchmarks" / "onestroke"
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def warm_up(heuristics: list[str]) -> None:
 def read_real_levels() -> list[tuple[str, list[str], int]]:
     """Return (name, grid rows, published number of paths) for the 75 real levels."""
     levels = []
-    for path in sorted(SHARED.glob("*.txt")):
+    for path in sorted(public_data("onestroke").glob("*.txt")):
         source = path.stem.split("_")[0]
         for line in path.read_text().splitlines():
             if not line.strip() or line.startswith("#"):

@@ -33,7 +33,7 @@ def main() -> None:
     out = [
         "# One-stroke: the 75 real levels",
         "",
-        f"Sources: `/work/shared/benchmarks/onestroke/*.txt`. Time limit {args.time_limit:g} s per level, "
+        f"Sources: `../shared/benchmarks/onestroke/*.txt`. Time limit {args.time_limit:g} s per level, "
         f"fastest of 3 runs for runs under 1 s, one process, every solver under a real `Budget`; every "
         f"solution checked with `verify`. Machine: {machine()}.",
         "",

@@ -38,8 +38,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from public_data import public_data
+
 ROOT = Path(__file__).resolve().parents[1]
-SUDOKU = Path(os.environ.get("PACKSOLVE_SUDOKU_DIR", "/work/shared/benchmarks/sudoku"))
 PACKSOLVE = [sys.executable, "-m", "packsolve"]
 PARTS = ("bare", "distributed", "local", "parallel", "scaling", "submit")
 
@@ -68,7 +69,7 @@ def load() -> str:
 def solved_grids(n: int, seed: int = 10) -> list[str]:
     """Return n distinct solved sudokus: symmetries (digits, rows, columns, transpose) of known solutions."""
     base = []
-    for line in (SUDOKU / "tdoku_test_puzzles.txt").read_text().splitlines():
+    for line in public_data("sudoku", "tdoku_test_puzzles.txt").read_text().splitlines():
         parts = line.strip().split(":")
         if len(parts) >= 3 and len(parts[2]) == 81:
             base.append(parts[2])
@@ -96,7 +97,7 @@ def cpu_bound_pack(path: Path, n: int) -> Path:
     """Hard sudokus for the plain heuristic: with a node limit every level is the same fixed work."""
     lines = [
         ln.split(":")[0].strip()[:81]
-        for ln in (SUDOKU / "tdoku_puzzles6_forum_hardest_1106.txt").read_text().splitlines()
+        for ln in public_data("sudoku", "tdoku_puzzles6_forum_hardest_1106.txt").read_text().splitlines()
         if ln.strip() and not ln.startswith("#")
     ]
     return write_pack(path, lines[:n])
@@ -520,11 +521,12 @@ def solver_cpu(db_url: str, run_id: int) -> float:
 def submit_big(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -> list[Figure]:
     """`packsolve submit` of the 49,158-line 17-clue file: wall and CPU seconds, automatic chunk, chunk 1."""
     figures = []
+    path = args.submit_file or public_data("sudoku", "tdoku_puzzles2_17_clue.txt")
     for chunk_arg in ("0", "1"):
         env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": args.redis}
         env["PACKSOLVE_QUEUE"] = f"bench-{uuid.uuid4().hex[:8]}"
-        _, chunk, wall, cpu = submit(args.submit_file, env, "--chunk-size", chunk_arg)
-        n = sum(1 for ln in args.submit_file.read_text().splitlines() if ln.strip())
+        _, chunk, wall, cpu = submit(path, env, "--chunk-size", chunk_arg)
+        n = sum(1 for ln in path.read_text().splitlines() if ln.strip())
         figures.append(
             Figure("submit", f"{n:,} levels, chunk {chunk}", label, wall, "s", f"{cpu:.1f} s CPU, {load()}")
         )
@@ -551,7 +553,9 @@ def main() -> None:
     p.add_argument(
         "--reps", type=int, default=3, help="alternating repetitions of the throughput and scaling runs"
     )
-    p.add_argument("--submit-file", type=Path, default=SUDOKU / "tdoku_puzzles2_17_clue.txt")
+    p.add_argument(
+        "--submit-file", type=Path, help="default: sudoku/tdoku_puzzles2_17_clue.txt of the data sets"
+    )
     p.add_argument(
         "--redis", default=os.environ.get("PACKSOLVE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
     )

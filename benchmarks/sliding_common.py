@@ -9,7 +9,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-SETS = Path("/work/shared/benchmarks/sliding_puzzle")
+from public_data import public_data
+
+SETS = public_data("sliding_puzzle")
 KORF100 = SETS / "korf100_15puzzle.txt"
 KORF_FELNER50 = SETS / "korf_felner50_24puzzle.txt"
 ALGS4 = SETS / "algs4_8puzzle_testing.txt"

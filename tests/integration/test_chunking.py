@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import redis
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
-
-from packsolve.db.attempts import Result, claim_many, record  # noqa: E402
-from packsolve.db.models import Attempt  # noqa: E402
-from packsolve.db.runs import PlannedAttempt, RunOptions, create_run  # noqa: E402
-from packsolve.db.session import get_engine, session_scope  # noqa: E402
-from packsolve.levels import make_level  # noqa: E402
-from packsolve.outcome import Outcome, SearchStats, Status  # noqa: E402
-from packsolve.planning import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run  # noqa: E402
-from services import run_cli, wait_for_run  # noqa: E402
+from packsolve.db.attempts import Result, claim_many, record
+from packsolve.db.models import Attempt
+from packsolve.db.runs import PlannedAttempt, RunOptions, create_run
+from packsolve.db.session import get_engine, session_scope
+from packsolve.levels import make_level
+from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.planning import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run
+from tests.support.chaos_pack import write_pack
+from tests.support.services import run_cli, wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 

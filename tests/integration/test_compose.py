@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from packsolve.cli import cli
-from services import IN_CI
+from tests.support.services import IN_CI
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = {"redis", "postgres", "migrate", "worker", "scheduler", "flower", "cli"}

@@ -6,11 +6,11 @@ import json
 import time
 
 import pytest
-from test_local import make_pack
 
 from packsolve.levels import read_levels
 from packsolve.puzzles import get_kind
-from services import run_cli, wait_for_run
+from tests.support.packs import make_pack
+from tests.support.services import run_cli, wait_for_run
 
 
 def submit(pack, env, *args):

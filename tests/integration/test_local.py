@@ -3,29 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from packsolve.puzzles import get_kind
-from services import run_cli
-
-
-def make_pack(root: Path) -> Path:
-    pack = root / "pack"
-    pack.mkdir()
-    (pack / "levels.json").write_text(
-        json.dumps(
-            [
-                {"kind": "onestroke", "map": ["111111", "101101", "111111", "101101", "111111", "000000"],
-                 "start": 14},
-                {"kind": "onestroke", "grid": ["S...", "....", "...."]},
-                {"kind": "onestroke", "grid": [".S."]},
-                {"kind": "onestroke", "grid": ["S..", "x.."]},
-            ]
-        )
-    )  # fmt: skip
-    (pack / "more.stroke").write_text("S..\n.#.\n...\n\n..S\n...\n")
-    (pack / "again.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "....", "...."]}))
-    return pack
+from tests.support.packs import make_pack
+from tests.support.services import run_cli
 
 
 def test_solve_then_export_gives_one_verified_record_per_level(tmp_path):

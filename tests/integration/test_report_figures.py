@@ -21,8 +21,8 @@ from packsolve.report.hardest import hardest_in_run, hardest_overall
 from packsolve.report.progress import run_progress
 from packsolve.report.show import level_report
 from packsolve.report.summary import run_summary
-from report_runs import Planned, build_run, strip_level
-from services import run_cli
+from tests.support.report_runs import Planned, build_run, strip_level
+from tests.support.services import run_cli
 
 DECIDED = {"solved", "no_solution"}
 NOT_RUN = {"queued", "running", "invalid", "cancelled"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from services import run_cli
+from tests.support.services import run_cli
 
 DECIDED = {"solved", "no_solution"}
 # Small one-stroke levels plain DFS settles at once, plus two it cannot within the limit

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
-
-from packsolve.db.models import Run  # noqa: E402
-from packsolve.db.session import get_engine, session_scope  # noqa: E402
-from services import run_cli, wait_for_run  # noqa: E402
+from packsolve.db.models import Run
+from packsolve.db.session import get_engine, session_scope
+from tests.support.services import run_cli, wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
@@ -37,6 +32,7 @@ def statuses(env: dict[str, str], run_id: int) -> list[str]:
     return [json.loads(line)["status"] for line in res.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_local_rerun_of_timeouts_with_more_time_solves_them_in_a_linked_child_run(tmp_path, sqlite_url):
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     res = run_cli("solve", str(pack_with_two_slow(tmp_path)), "--time-limit", "0.5", "-j", "2", "-q", env=env)

@@ -11,7 +11,7 @@ from packsolve.db.models import Attempt
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import read_levels
 from packsolve.puzzles import get_kind
-from services import run_cli, wait_for_run
+from tests.support.services import run_cli, wait_for_run
 
 # Distinct solved sudokus (digits relabelled): one node each, so the pipeline is all that is measured.
 SOLUTION = "964532178187694235235817964629451783573986412841273596416728359352169847798345621"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -14,13 +13,10 @@ import pytest
 import redis
 from sqlalchemy import select, update
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
-
-from packsolve.db.models import Attempt, Run, utcnow  # noqa: E402
-from packsolve.db.session import get_engine, session_scope  # noqa: E402
-from services import packsolve_cmd, run_cli, wait_for_run  # noqa: E402
+from packsolve.db.models import Attempt, Run, utcnow
+from packsolve.db.session import get_engine, session_scope
+from tests.support.chaos_pack import write_pack
+from tests.support.services import child_env, packsolve_cmd, run_cli, wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
@@ -113,7 +109,7 @@ def test_two_schedulers_at_once_requeue_every_lost_attempt_exactly_once(tmp_path
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     run_id = submit(env, str(write_pack(tmp_path, 300, ms=1)), "--time-limit", "5")
     forget_queue(broker)
-    full_env = {**os.environ, **env}
+    full_env = child_env(env)
     procs = [
         subprocess.Popen(
             packsolve_cmd("scheduler", "--once", "--grace", "0"),
@@ -238,6 +234,7 @@ def test_attempts_claimed_together_with_an_overdue_one_are_requeued_with_it(tmp_
     assert [a.status for a in attempts(pg_url, run_id)] == ["queued"] * 3 + ["running"]
 
 
+@pytest.mark.slow
 def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_default_grace(
     tmp_path, broker, sqlite_url
 ):

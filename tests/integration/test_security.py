@@ -6,7 +6,6 @@ import ast
 import json
 import os
 import pickle
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -14,12 +13,8 @@ from pathlib import Path
 import pytest
 import redis
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env, write_pack  # noqa: E402, F401  (chaos_env is a fixture)
-from test_chaos import private_redis  # noqa: E402
-
-from services import Worker, run_cli, wait_for_run  # noqa: E402
+from tests.support.chaos_pack import write_pack
+from tests.support.services import Worker, private_redis, run_cli, wait_for_run
 
 SRC = Path(__file__).parents[2] / "src" / "packsolve"
 
@@ -77,6 +72,8 @@ DB_SECRET = "DbS3cretPW"
 REDIS_SECRET = "RedisS3cretPW"
 
 
+@pytest.mark.redis  # a password-protected redis-server of its own
+@pytest.mark.slow
 @pytest.mark.usefixtures("chaos_env")
 def test_credentials_in_urls_never_reach_logs_output_reports_or_the_database(tmp_path, pg_url):
     db_url = pg_url.replace("postgres@", f"postgres:{DB_SECRET}@", 1)  # trust auth: any password works

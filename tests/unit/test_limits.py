@@ -1,24 +1,18 @@
 """Limits that hold: misbehaving solvers end as memout / error / timeout, and the caller goes on.
 
-The solvers are the test-only `chaos` kind (tests/kinds/chaos_kind.py); each
+The solvers are the test-only `chaos` kind (tests/support/kinds/chaos_kind.py); each
 one really allocates, recurses, ignores its budget or crashes.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
-
-from packsolve.execution import AttemptSpec, Limits, execute_attempts  # noqa: E402
-from packsolve.outcome import Outcome, Status  # noqa: E402
+from packsolve.execution import AttemptSpec, Limits, execute_attempts
+from packsolve.outcome import Outcome, Status
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 

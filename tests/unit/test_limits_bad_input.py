@@ -1,23 +1,19 @@
 """Bad input: a generated corpus of 1,000+ malformed level files; every level is invalid with a message.
 
-The corpus is written from a seed into a temporary directory (tests/fixtures/malformed.py).
+The corpus is written from a seed into a temporary directory (tests/support/malformed.py).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures"))
-
-from malformed import write_corpus  # noqa: E402
-
-from packsolve.levels import DEFAULT_MAX_BYTES, read_levels  # noqa: E402
-from services import run_cli  # noqa: E402
+from packsolve.levels import DEFAULT_MAX_BYTES, read_levels
+from tests.support.malformed import write_corpus
+from tests.support.services import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -7,20 +7,15 @@ Whatever JSON a level file holds, reading it never raises: the level is valid
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures"))
-
-from malformed import VALID  # noqa: E402
-
-from packsolve.levels import Level, make_level, read_text  # noqa: E402
-from packsolve.puzzles import KINDS  # noqa: E402
+from packsolve.levels import Level, make_level, read_text
+from packsolve.puzzles import KINDS
+from tests.support.malformed import VALID
 
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,19 +9,14 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "kinds"))
-
-from chaos_pack import chaos_env  # noqa: E402, F401  (a fixture)
-
-from packsolve.api import PuzzleKind  # noqa: E402
-from packsolve.execution import AttemptSpec, Limits, execute_attempts, execute_claimed, processes  # noqa: E402
-from packsolve.execution.child import RETIRE_GROWTH_MB  # noqa: E402
-from packsolve.execution.supervisor import ABANDON_GRACE_S  # noqa: E402
-from packsolve.outcome import Outcome, Status  # noqa: E402
+from packsolve.api import PuzzleKind
+from packsolve.execution import AttemptSpec, Limits, execute_attempts, execute_claimed, processes
+from packsolve.execution.child import RETIRE_GROWTH_MB
+from packsolve.execution.supervisor import ABANDON_GRACE_S
+from packsolve.outcome import Outcome, Status
 
 _HOARD: list[bytearray] = []
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, Status, solved, solver
 
-ENV = "chaos:chaos_kind"  # the PACKSOLVE_EXTRA_KINDS entry that registers this kind
+ENV = "chaos:tests.support.kinds.chaos_kind"  # the PACKSOLVE_EXTRA_KINDS entry that registers this kind
 
 
 def parse(data: Mapping[str, Any]) -> dict[str, int]:

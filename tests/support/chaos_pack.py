@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -11,16 +10,16 @@ from typing import Any
 
 import pytest
 
-KINDS_DIR = Path(__file__).parent
+from tests.support.kinds import chaos_kind
 
 
 @pytest.fixture
 def chaos_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the chaos kind importable here and in every subprocess (workers, CLI)."""
-    monkeypatch.syspath_prepend(str(KINDS_DIR))
-    path = os.environ.get("PYTHONPATH", "")
-    monkeypatch.setenv("PYTHONPATH", str(KINDS_DIR) + (os.pathsep + path if path else ""))
-    monkeypatch.setenv("PACKSOLVE_EXTRA_KINDS", "chaos:chaos_kind")
+    """Register the chaos kind here and in every subprocess the test starts (workers, CLI).
+
+    Subprocesses import it from the repository root, which services.child_env puts on their PYTHONPATH.
+    """
+    monkeypatch.setenv("PACKSOLVE_EXTRA_KINDS", chaos_kind.ENV)
 
 
 def write_pack(directory: Path, count: int, ms: Any = 50, seed: int = 0, name: str = "pack.jsonl") -> Path:

