@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.history import level_facts, recent_wall_times
 from packsolve.db.runs import PlannedAttempt
-from packsolve.errors import OptionError, PlanError, UnknownHeuristic
+from packsolve.errors import OptionError, PlanError, UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import DEFAULT_MAX_BYTES, Level, read_levels
 from packsolve.puzzles import KINDS, get_kind
@@ -68,6 +68,7 @@ class Plan:
 
     attempts: list[PlannedAttempt]
     duplicates: int  # levels met again under another name, attempted once
+    notes: list[str] = field(default_factory=list)  # what a user should know (a heuristic not applied)
 
     def specs(self, limits: Limits) -> list[Spec]:
         """Return (level hash, name, spec) for the valid levels, in pack order: a new run's pending."""
@@ -102,27 +103,87 @@ def plan_run(
         levels.append(level)
     if not levels:
         raise PlanError("no level files found (expected .json, .jsonl or a native format such as .stroke)")
-    return Plan(resolve_heuristics(levels, heuristic), duplicates)
+    return plan_levels(levels, heuristic, duplicates)
 
 
-def resolve_heuristics(levels: Sequence[Level], heuristic: str | None) -> list[PlannedAttempt]:
-    """Pair each level with its kind's solver name for heuristic; raise PlanError if none has it."""
+@dataclass(frozen=True)
+class HeuristicChoice:
+    """What --heuristic asked for: one name for every kind that has it, and names for given kinds.
+
+    "dlx" applies to the kinds that have a heuristic dlx, the others keep their
+    default (with a note); "sudoku=dlx,sliding=idastar" names one per kind; the
+    two mix ("astar,sudoku=dlx"). Empty or "default": every kind's default.
+    """
+
+    common: str | None = None
+    per_kind: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> HeuristicChoice:
+        """Return the choice written as text; raise OptionError for an item that cannot be read."""
+        common: str | None = None
+        per_kind: dict[str, str] = {}
+        for item in (text or "").split(","):
+            item = item.strip()
+            if "=" in item:
+                kind, _, name = (part.strip() for part in item.partition("="))
+                if not kind or not name:
+                    raise OptionError("--heuristic", f"{item!r}: write KIND=HEURISTIC, e.g. sudoku=dlx")
+                if per_kind.get(kind, name) != name:
+                    raise OptionError(
+                        "--heuristic", f"two heuristics for {kind}: {per_kind[kind]!r} and {name!r}"
+                    )
+                per_kind[kind] = name
+            elif item and item != "default":
+                if common not in (None, item):
+                    twice = f"two heuristics for every kind, {common!r} and {item!r}"
+                    raise OptionError("--heuristic", f"{twice}; name the kind of one: KIND=HEURISTIC")
+                common = item
+        return cls(common, tuple(sorted(per_kind.items())))
+
+    def __str__(self) -> str:
+        parts = ([self.common] if self.common else []) + [f"{k}={h}" for k, h in self.per_kind]
+        return ",".join(parts) or "default"
+
+    def name_for(self, kind: str) -> str | None:
+        """Return the heuristic asked for kind (None: its default)."""
+        return dict(self.per_kind).get(kind, self.common)
+
+
+def plan_levels(levels: Sequence[Level], heuristic: str | None, duplicates: int = 0) -> Plan:
+    """Pair each level with its kind's solver for the --heuristic text; return the plan with its notes.
+
+    A heuristic named for a kind must exist (else OptionError); a common one
+    applies to the kinds that have it and the others keep their default, each
+    with a note. Raise PlanError if no level of the pack has the common one.
+    """
+    choice = HeuristicChoice.parse(heuristic)
+    for kind, name in choice.per_kind:
+        try:
+            get_kind(kind).solver(name)
+        except (UnknownKind, UnknownHeuristic) as exc:
+            raise OptionError("--heuristic", str(exc)) from None
     planned = []
+    notes: dict[str, str] = {}
     usable = False
     for seq, level in enumerate(levels):
-        name = heuristic or "default"
+        name = choice.name_for(level.kind) or "default"
         if level.valid:
+            puzzle = get_kind(level.kind)
             try:
-                name, _ = get_kind(level.kind).solver(heuristic)
-                usable = True
+                name, _ = puzzle.solver(choice.name_for(level.kind))
+                usable = usable or name == choice.common
             except UnknownHeuristic:
-                pass  # this level's attempt will end as an error naming the choices
+                name = puzzle.default
+                notes[level.kind] = (
+                    f"{level.kind} has no heuristic {choice.common!r}: its default {name!r} runs"
+                )
         planned.append(PlannedAttempt(level, name, seq))
-    if heuristic not in (None, "", "default") and not usable and any(lv.valid for lv in levels):
-        kinds = sorted({lv.kind for lv in levels if lv.valid})
+    if notes and not usable:
+        kinds = sorted(notes)
         choices = "; ".join(f"{k}: {', '.join(get_kind(k).solvers)}" for k in kinds)
-        raise PlanError(f"no level in the pack has a heuristic {heuristic!r} ({choices})")
-    return planned
+        raise PlanError(f"no level in the pack has a heuristic {choice.common!r} ({choices})")
+    return Plan(planned, duplicates, [notes[k] for k in sorted(notes)])
 
 
 # --- chunking: how many attempts one task carries ------------------------------------------

@@ -30,6 +30,7 @@ from packsolve.levels import Level
 from packsolve.localpool import run_local
 from packsolve.outcome import Outcome, Status
 from packsolve.planning import (
+    HeuristicChoice,
     Plan,
     Request,
     Spec,
@@ -38,8 +39,8 @@ from packsolve.planning import (
     choose_chunk_size,
     hardest_first,
     limits_from_options,
+    plan_levels,
     plan_run,
-    resolve_heuristics,
 )
 from packsolve.queue.producer import check_broker, enqueue
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
@@ -55,6 +56,7 @@ class NewRun:
     total: int  # attempts, invalid levels included
     duplicates: int
     max_tries: int
+    notes: list[str]  # what the user should know about the plan (a heuristic not applied to a kind)
 
     @property
     def invalid(self) -> int:
@@ -94,7 +96,7 @@ def create(
     limits = request.limits
     options = RunOptions(
         mode=mode,
-        heuristic=request.heuristic or "default",
+        heuristic=str(HeuristicChoice.parse(request.heuristic)),
         kind=request.kind,
         time_limit=limits.time_limit,
         node_limit=limits.node_limit,
@@ -108,7 +110,9 @@ def create(
     )
     with session_scope(engine) as session:
         run_id = create_run(session, plan.attempts, options)
-    return NewRun(run_id, mode, plan.specs(limits), len(plan.attempts), plan.duplicates, max_tries)
+    return NewRun(
+        run_id, mode, plan.specs(limits), len(plan.attempts), plan.duplicates, max_tries, plan.notes
+    )
 
 
 def start_local(
@@ -243,7 +247,7 @@ def start_rerun(
     if mode == "distributed":
         check_distributed(request.limits)
         check_broker(app)
-    plan = Plan(resolve_heuristics(levels, request.heuristic), 0)
+    plan = plan_levels(levels, request.heuristic)
     extra = {"rerun_of": parent_id, "statuses": wanted}
     return create(engine, plan, request, mode, argv, processes, parent_id, extra), processes
 

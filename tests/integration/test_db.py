@@ -12,7 +12,7 @@ from packsolve.db.runs import RunOptions, create_run, status_counts
 from packsolve.db.session import get_engine, make_engine, session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
-from packsolve.planning import resolve_heuristics
+from packsolve.planning import plan_levels
 from packsolve.puzzles import get_kind
 
 LEVELS = [
@@ -38,7 +38,9 @@ def test_migrations_create_the_schema_once(db_url):
 def test_every_attempt_row_exists_from_submit_on(db_url):
     engine = get_engine(db_url)
     with session_scope(engine) as s:
-        run_id = create_run(s, resolve_heuristics(LEVELS, None), RunOptions(mode="distributed", time_limit=5))
+        run_id = create_run(
+            s, plan_levels(LEVELS, None).attempts, RunOptions(mode="distributed", time_limit=5)
+        )
     with session_scope(engine) as s:
         assert status_counts(s, run_id) == {"queued": 2, "invalid": 1}
         run = s.get(Run, run_id)
@@ -50,7 +52,7 @@ def test_every_attempt_row_exists_from_submit_on(db_url):
 def test_results_are_idempotent_and_a_late_duplicate_never_overwrites(db_url):
     engine = get_engine(db_url)
     with session_scope(engine) as s:
-        run_id = create_run(s, resolve_heuristics(LEVELS[:2], None), RunOptions(mode="distributed"))
+        run_id = create_run(s, plan_levels(LEVELS[:2], None).attempts, RunOptions(mode="distributed"))
     a, b = LEVELS[0].hash, LEVELS[1].hash
     with session_scope(engine) as s:
         assert claim_many(s.connection(), run_id, [a], "w1", max_tries=3) == {a: "run"}
@@ -73,7 +75,7 @@ def test_results_are_idempotent_and_a_late_duplicate_never_overwrites(db_url):
 def test_a_task_delivered_too_often_becomes_lost(db_url):
     engine = get_engine(db_url)
     with session_scope(engine) as s:
-        run_id = create_run(s, resolve_heuristics(LEVELS[:1], None), RunOptions(mode="distributed"))
+        run_id = create_run(s, plan_levels(LEVELS[:1], None).attempts, RunOptions(mode="distributed"))
     h = LEVELS[0].hash
     with session_scope(engine) as s:
         verdicts = [claim_many(s.connection(), run_id, [h], f"w{i}", max_tries=2)[h] for i in range(3)]
@@ -86,8 +88,8 @@ def test_a_task_delivered_too_often_becomes_lost(db_url):
 def test_same_level_in_two_runs_is_one_level_with_two_attempts(db_url):
     engine = get_engine(db_url)
     with session_scope(engine) as s:
-        r1 = create_run(s, resolve_heuristics(LEVELS, None), RunOptions(mode="local"))
-        r2 = create_run(s, resolve_heuristics(LEVELS, "plain"), RunOptions(mode="local", heuristic="plain"))
+        r1 = create_run(s, plan_levels(LEVELS, None).attempts, RunOptions(mode="local"))
+        r2 = create_run(s, plan_levels(LEVELS, "plain").attempts, RunOptions(mode="local", heuristic="plain"))
     from packsolve.db.models import LevelRow
 
     with session_scope(engine) as s:

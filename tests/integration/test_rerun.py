@@ -22,6 +22,10 @@ def pack_with_two_slow(directory: Path) -> Path:
     return path
 
 
+# Project Euler 96's first grid: plain depth-first search solves it in moments.
+EASY_SUDOKU = "003020600900305001001806400008102900700000008006708200002609500800203009005010300"
+
+
 def last_int(text: str) -> int:
     return int(text.strip().splitlines()[-1])
 
@@ -92,3 +96,39 @@ def test_distributed_rerun_goes_to_the_workers_and_links_the_child(tmp_path, bro
             "more-time",
             "finished",
         )
+
+
+def test_rerun_with_a_heuristic_of_one_kind_leaves_the_other_kinds_on_their_default(tmp_path, sqlite_url):
+    """`rerun --heuristic dlx` on sudoku and sliding levels: never an error for the sliding ones."""
+    pack = tmp_path / "mixed.jsonl"
+    pack.write_text(
+        json.dumps({"kind": "sudoku", "grid": EASY_SUDOKU})
+        + "\n"
+        + json.dumps({"kind": "sliding", "tiles": [[1, 3], [0, 2]]})
+        + "\n"
+    )
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    res = run_cli("solve", str(pack), "--time-limit", "10", "-j", "1", "-q", env=env)
+    assert res.returncode == 0, res.stderr
+    parent = last_int(run_cli("status", "--format", "json", env=env).stdout.split('"run": ')[1].split(",")[0])
+    res = run_cli("rerun", str(parent), "--status", "solved", "--heuristic", "dlx", "--local", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "note: sliding has no heuristic 'dlx': its default 'pdb' runs" in res.stderr
+    records = [
+        json.loads(line) for line in run_cli("export", res.stdout.split()[-1], env=env).stdout.splitlines()
+    ]
+    assert sorted((r["kind"], r["heuristic"], r["status"]) for r in records) == [
+        ("sliding", "pdb", "solved"),
+        ("sudoku", "dlx", "solved"),
+    ]
+    res = run_cli(
+        "rerun", str(parent), "--status", "solved", "--heuristic", "sudoku=plain,sliding=astar", env=env
+    )
+    assert res.returncode == 0, res.stderr
+    records = [
+        json.loads(line) for line in run_cli("export", res.stdout.split()[-1], env=env).stdout.splitlines()
+    ]
+    assert sorted((r["heuristic"], r["status"]) for r in records) == [
+        ("astar", "solved"),
+        ("plain", "solved"),
+    ]

@@ -35,6 +35,12 @@ def _request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
     )
 
 
+def print_notes(run: Any) -> None:
+    """Print what the user should know about how a run was planned (a heuristic not applied to a kind)."""
+    for note in run.notes:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
@@ -54,6 +60,7 @@ def solve(
     run, jobs = runs.start_local(engine, paths, _request(opts), jobs, sys.argv[1:])
     if run.duplicates:
         err_console.print(f"[dim]{run.duplicates} duplicate level(s) skipped: each level runs once[/]")
+    print_notes(run)
     err_console.print(f"run {run.id}: {run.total} level(s), {jobs} process(es)")
     _solve_and_summarise(engine, run, jobs, quiet, fmt)
 
@@ -142,6 +149,7 @@ def submit(
     request = _request(opts, max_tries)
     engine = get_engine(database_url)
     run, sent = runs.start_distributed(engine, make_app(broker_url), paths, request, chunk_size, sys.argv[1:])
+    print_notes(run)
     err_console.print(
         f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
         f"{sent.seconds:.2f} s, {run.invalid} invalid"
@@ -159,7 +167,11 @@ def submit(
     help="Comma-separated statuses of the parent's attempts to run again.",
 )
 @click.option("--kind", default=None, help="Only levels of this kind.")
-@click.option("--heuristic", default=None, help="Solver to use [default: parent's].")
+@click.option(
+    "--heuristic",
+    default=None,
+    help="Solver to use, or per kind (sudoku=dlx,sliding=idastar) [default: parent's].",
+)
 @click.option("--time-limit", type=float, default=None, help="Wall seconds per level [default: parent's].")
 @click.option("--node-limit", type=int, default=None, help="Expanded nodes per level [default: parent's].")
 @click.option("--memory-limit", type=int, default=None, help="MB per level [default: parent's].")
@@ -201,6 +213,7 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     engine = get_engine(database_url)
     app = make_app(broker_url)  # connects only if the child is distributed
     child, processes = runs.start_rerun(engine, request, sys.argv[1:], app)
+    print_notes(child)
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
         _solve_and_summarise(engine, child, processes, quiet=True, fmt=fmt)

@@ -50,7 +50,7 @@ class Run(Base):
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     mode: Mapped[str] = mapped_column(String(16))  # local | distributed
     state: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | cancelled
-    heuristic: Mapped[str] = mapped_column(String(64), default="default")
+    heuristic: Mapped[str] = mapped_column(Text, default="default")  # per kind: "sudoku=dlx,sliding=pdb"
     kind: Mapped[str | None] = mapped_column(String(64))
     time_limit: Mapped[float | None] = mapped_column(Float)
     node_limit: Mapped[int | None] = mapped_column(BigInteger)
