@@ -84,8 +84,15 @@ def start_worker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cal
     _require_mark(request, "redis")
     workers: list[Worker] = []
 
-    def start(broker: str, database: str, hostname: str = "w1@test", concurrency: int = 1) -> Worker:
-        w = Worker(broker, database, hostname, concurrency, tmp_path / f"{hostname.split('@')[0]}.log")
+    def start(
+        broker: str,
+        database: str,
+        hostname: str = "w1@test",
+        concurrency: int = 1,
+        env: dict[str, str] | None = None,
+    ) -> Worker:
+        log = tmp_path / f"{hostname.split('@')[0]}.log"
+        w = Worker(broker, database, hostname, concurrency, log, env)
         workers.append(w)
         w.wait_ready()
         return w

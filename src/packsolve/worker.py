@@ -1,14 +1,17 @@
 """`packsolve worker`: the Celery app with packsolve's one task, and starting it.
 
-The task only decodes its payload and hands it to queue.consumer, which does the work.
+The task only decodes its payload and hands it to queue.consumer, which does the work; a task
+this worker cannot serve (queue.consumer.refusal) goes back to the broker unacknowledged.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from celery import Celery, signals
+from celery.exceptions import Reject
 
 from packsolve.queue import consumer, protocol
 from packsolve.queue.app import make_app
@@ -20,9 +23,16 @@ def worker_app(broker: str | None = None) -> Celery:
 
     @app.task(name=protocol.TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
     def attempt(self: Any, payload: dict[str, Any]) -> None:
+        task = protocol.decode(payload)
+        reason = consumer.refusal(task)
+        if reason is not None:
+            time.sleep(consumer.REFUSALS.refuse(reason))
+            # Back to the broker, not acknowledged: a worker that can run it will.
+            raise Reject(reason, requeue=True)
+        consumer.REFUSALS.accepted()
         hostname = self.request.hostname or f"worker@{os.uname().nodename}"
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-        consumer.run_task(protocol.decode(payload), hostname, redelivered)
+        consumer.run_task(task, hostname, redelivered)
 
     return app
 

@@ -79,3 +79,25 @@ def test_submit_fails_clearly_when_the_broker_is_unreachable(tmp_path, sqlite_ur
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": "redis://127.0.0.1:1/0"}
     res = run_cli("submit", str(pack), env=env, timeout=60)
     assert res.returncode != 0 and "cannot reach the broker" in res.stderr
+
+
+@pytest.mark.usefixtures("chaos_env")
+def test_a_worker_that_lacks_a_kind_leaves_its_levels_queued_for_a_worker_that_has_it(
+    tmp_path, broker, sqlite_url, start_worker
+):
+    """Refused without acknowledging: never an `error` for a kind this worker was not given."""
+    from packsolve.db.runs import status_counts
+    from packsolve.db.session import get_engine, session_scope
+    from tests.support.chaos_pack import write_pack
+
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    run_id = submit(write_pack(tmp_path, 3, ms=5), env, "--time-limit", "5", "--chunk-size", "1")
+    lacking = start_worker(broker, sqlite_url, "lacking@test", env={"PACKSOLVE_EXTRA_KINDS": ""})
+    time.sleep(4)
+    with session_scope(get_engine(sqlite_url)) as session:
+        assert status_counts(session, run_id) == {"queued": 3}
+    assert "refused without acknowledging" in lacking.log() and "unknown kind 'chaos'" in lacking.log()
+    start_worker(broker, sqlite_url, "able@test")
+    wait_for_run(sqlite_url, run_id, timeout=60)
+    records = export(env, run_id)
+    assert [(r["status"], r["worker"]) for r in records] == [("solved", "able@test")] * 3

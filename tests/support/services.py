@@ -174,12 +174,18 @@ class Worker:
     """A real `packsolve worker` process, stopped (and its children killed) on close."""
 
     def __init__(
-        self, broker: str, database: str, hostname: str, concurrency: int = 1, log: Path | None = None
+        self,
+        broker: str,
+        database: str,
+        hostname: str,
+        concurrency: int = 1,
+        log: Path | None = None,
+        env: dict[str, str] | None = None,
     ):
         self.hostname = hostname
         self.log_path = log or Path(tempfile.mkstemp(prefix="packsolve-worker-", suffix=".log")[1])
         self._log = open(self.log_path, "w")  # noqa: SIM115 (kept open for the worker's lifetime)
-        env = child_env({"PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database})
+        env = child_env({"PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database, **(env or {})})
         self.proc = subprocess.Popen(
             packsolve_cmd("worker", "-c", str(concurrency), "-n", hostname, "-l", "INFO"),
             env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,

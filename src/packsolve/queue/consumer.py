@@ -24,8 +24,10 @@ from packsolve.db.attempts import Result, claim_many, record
 from packsolve.db.models import utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
+from packsolve.errors import UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, execute_attempts, execute_claimed, solution_length
 from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.puzzles import get_kind
 from packsolve.queue.protocol import Task
 
 # A database write that fails on a dropped connection (server restart, pg_terminate_backend,
@@ -50,6 +52,49 @@ SOFT_LIMIT_TIMEOUT = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celer
 
 log = logging.getLogger("packsolve.worker")
 T = TypeVar("T")
+
+
+# A worker refuses a task it cannot serve (a kind or heuristic it lacks) without acknowledging it,
+# so the levels wait in the queue for a worker that can. A refusal is cheap, so a worker that
+# meets only such tasks would spin: after each refusal in a row it waits longer before the next,
+# from REFUSE_FIRST_S doubling up to REFUSE_MAX_S; a task it can run resets the wait.
+REFUSE_FIRST_S = 0.05
+REFUSE_MAX_S = 5.0
+# The same reason is logged as an error at most this often.
+REFUSE_LOG_EVERY_S = 60.0
+
+
+def refusal(task: Task) -> str | None:
+    """Return why this worker cannot run the task (it lacks a kind or a heuristic), or None if it can."""
+    for kind_name, heuristic in sorted({(spec.kind, spec.heuristic) for _, spec in task.items}):
+        try:
+            get_kind(kind_name).solver(heuristic)
+        except (UnknownKind, UnknownHeuristic) as exc:
+            return f"this worker cannot run run {task.run_id}'s {kind_name} levels: {exc}"
+    return None
+
+
+class Refusals:
+    """This process's refusals in a row: how long to wait before the next, and what was logged when."""
+
+    def __init__(self) -> None:
+        self.in_a_row = 0
+        self.logged: dict[str, float] = {}
+
+    def refuse(self, reason: str) -> float:
+        """Log the reason (at most once per REFUSE_LOG_EVERY_S) and return the seconds to wait first."""
+        now = time.monotonic()
+        if now - self.logged.get(reason, -REFUSE_LOG_EVERY_S) >= REFUSE_LOG_EVERY_S:
+            self.logged[reason] = now
+            log.error("refused without acknowledging (left for another worker): %s", reason)
+        self.in_a_row += 1
+        return min(REFUSE_MAX_S, REFUSE_FIRST_S * 2 ** (self.in_a_row - 1))
+
+    def accepted(self) -> None:
+        self.in_a_row = 0
+
+
+REFUSALS = Refusals()
 
 
 def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
