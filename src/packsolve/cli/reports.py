@@ -14,12 +14,15 @@ from packsolve.cli.options import (
     database_option,
     emit,
     err_console,
+    format_of,
     format_option,
     handle_errors,
     out_console,
+    output_file,
     print_summary,
+    read_engine,
 )
-from packsolve.errors import ReportError
+from packsolve.errors import OptionError, ReportError
 
 
 @click.command()
@@ -35,10 +38,9 @@ def status(run: str | None, watch: bool, interval: float, fmt: str, database_url
     With --watch the table refreshes until the run is finished; with --format
     json it prints one JSON object per line at every refresh.
     """
-    from packsolve.db.session import get_engine
     from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
 
-    engine = get_engine(database_url)
+    engine = read_engine(database_url)
     if fmt != "table":
         # One JSON object (or CSV row, stable columns) per refresh: a script can follow the run.
         writer = csv.DictWriter(sys.stdout, fieldnames=PROGRESS_COLUMNS) if fmt == "csv" else None
@@ -90,34 +92,44 @@ def report() -> None:
 def report_summary(run: str | None, fmt: str, database_url: str | None):
     """Solved X of Y, counts per status, CPU and wall time of RUN (default: latest)."""
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
 
-    engine = get_engine(database_url)
+    engine = read_engine(database_url)
     with session_scope(engine) as session:
         run_id = resolve_run(session, run).id
     print_summary(engine, run_id, fmt)
 
 
+EXPORT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
+
+
 @click.command()
 @click.argument("run", default="latest")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), default="-", help="File [default: stdout].")
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "json", "csv"]), default=None,
+    help="jsonl (one object a line), json (one array) or csv [default: from -o's extension, else jsonl].",
+)  # fmt: skip
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), default="-",
+    help="File; .jsonl, .json or .csv picks the format [default: stdout].",
+)  # fmt: skip
 @database_option
 @handle_errors
-def export(run: str, fmt: str, output: str, database_url: str | None):
-    """Write one record per attempt of RUN ('latest' by default) as JSON lines or CSV."""
+def export(run: str, fmt: str | None, output: str, database_url: str | None):
+    """Write one record per attempt of RUN ('latest' by default) as JSON lines, a JSON array or CSV."""
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import get_engine, session_scope
-    from packsolve.report.export import export_records, write_csv, write_jsonl
+    from packsolve.db.session import session_scope
+    from packsolve.report.export import WRITERS, export_records
 
-    engine = get_engine(database_url)
+    fmt = format_of(output_file(output), fmt, EXPORT_SUFFIXES, "jsonl")
+    engine = read_engine(database_url)
     with session_scope(engine) as session:
         run_id = resolve_run(session, run).id
         records = export_records(session, run_id)
         with click.open_file(output, "w", encoding="utf-8") as out:
-            n = (write_jsonl if fmt == "jsonl" else write_csv)(records, out)
+            n = WRITERS[fmt](records, out)
     if output != "-":
-        err_console.print(f"{n} record(s) of run {run_id} written to {output}")
+        err_console.print(f"{n} record(s) of run {run_id} written to {output} ({fmt})", highlight=False)
 
 
 def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
@@ -143,12 +155,12 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
                    database_url: str | None):  # fmt: skip
     """The hardest levels: unsolved first (by PAR-2, then nodes), then solved ones by --by."""
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.hardest import hardest_in_run, hardest_overall, render_hardest
 
     if all_runs and run_ref:
         raise click.UsageError("give --run or --all, not both")
-    with session_scope(get_engine(database_url)) as session:
+    with session_scope(read_engine(database_url)) as session:
         if all_runs:
             rows, title = hardest_overall(session, by, top, kind), "hardest levels across all runs"
         else:
@@ -171,12 +183,12 @@ def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | N
                    fmt: str, database_url: str | None):  # fmt: skip
     """One row per level, one column group per run; footer of solved counts, PAR-2 and speedup."""
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.compare import compare_runs, flat_rows, render_compare
 
     if len(runs) < 2:
         raise click.UsageError("compare needs at least two runs")
-    with session_scope(get_engine(database_url)) as session:
+    with session_scope(read_engine(database_url)) as session:
         selected = _runs(session, runs)
         only = resolve_run(session, only_solved_by) if only_solved_by else None
         data = compare_runs(session, selected, differs, only, kind)
@@ -203,7 +215,7 @@ def report_cactus(
     runs: tuple[str, ...], output: str, scatter: str | None, fmt: str, database_url: str | None
 ):
     """Cactus plot of RUNS (default: latest): levels decided within a time, one line per run."""
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.cactus import (
         FORMATS,
         cactus_data,
@@ -213,10 +225,12 @@ def report_cactus(
         scatter_figure,
     )
 
-    for path in (output, scatter):
-        if path and not path.lower().endswith(FORMATS):
-            raise click.BadParameter(f"{path}: the plot file must end in .png or .svg")
-    with session_scope(get_engine(database_url)) as session:
+    for path, option in ((output, "--output"), (scatter, "--scatter")):
+        if path:
+            output_file(path, option)
+            if not path.lower().endswith(FORMATS):
+                raise OptionError(option, f"{path}: a plot file ends in {', '.join(FORMATS)}")
+    with session_scope(read_engine(database_url)) as session:
         selected = _runs(session, runs)
         if scatter and len(selected) != 2:
             raise click.UsageError("--scatter needs exactly two runs")
@@ -261,10 +275,13 @@ def report_html(runs: tuple[str, ...], output: str, top: int, max_pictures: int,
     """One self-contained HTML file for RUNS (default: latest): summary, plots, hardest, every level."""
     from pathlib import Path
 
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.html import html_report
 
-    with session_scope(get_engine(database_url)) as session:
+    output_file(output)
+    if not output.lower().endswith((".html", ".htm")):
+        raise OptionError("--output", f"{output}: the report is an HTML page; name it .html")
+    with session_scope(read_engine(database_url)) as session:
         page = html_report(session, _runs(session, runs), top, max_pictures)
     Path(output).write_text(page, encoding="utf-8")
     err_console.print(f"report written to {output} ({len(page) / 1024:.0f} KiB)")
@@ -280,10 +297,10 @@ def show(level: str, fmt: str, database_url: str | None):
 
     Draws it with its best known solution and lists every attempt at it across runs.
     """
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.show import level_report, render_level
 
-    with session_scope(get_engine(database_url)) as session:
+    with session_scope(read_engine(database_url)) as session:
         rep = level_report(session, level)
     if fmt == "csv":
         emit(rep["history"], fmt, lambda r: r)

@@ -82,15 +82,35 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
     }
 
 
-def _duration(seconds: float | None) -> str:
+def duration(seconds: float | None) -> str:
+    """Return seconds as 0m42s or 3h07m ('—' for None)."""
     if seconds is None:
         return "—"
     s = int(round(seconds))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def rate_text(per_s: float) -> str:
+    """Return a rate of levels per second readable from 0.001/s to thousands per second."""
+    if per_s and per_s < 0.1:
+        return f"{per_s * 60:.2g} levels/min"
+    return f"{per_s:.3g} levels/s"
+
+
+def progress_line(
+    run_id: int, done: int, total: int, counts: dict[str, int], rate_per_s: float, eta_s: float | None
+) -> str:
+    """Return one line of progress for a log: done/total, counts per final status, rate and ETA."""
+    finals = " ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v and k not in ("queued", "running"))
+    share = f" ({100 * done // total}%)" if total else ""
+    return (
+        f"run {run_id}: {done}/{total} final{share} · {finals or 'none yet'} · {rate_text(rate_per_s)} · "
+        f"eta {duration(eta_s)}"
+    )
+
+
 def render_progress(p: dict[str, Any]) -> Any:
-    """Return a rich renderable: a bar of done/total, counts per status, rate and ETA."""
+    """Return a rich renderable: counts per status, a bar, then rate and ETA in lines that fit 80 columns."""
     from rich.console import Group
     from rich.progress_bar import ProgressBar
     from rich.table import Table
@@ -104,13 +124,13 @@ def render_progress(p: dict[str, Any]) -> Any:
         t.add_row(status_name, str(n))
     state = "finished" if p["finished"] else p["state"]
     med = "—" if p["median_wall_s"] is None else f"{p['median_wall_s']:.3f} s"
-    line = (
-        f"{p['done']}/{p['total']} final · {state} · elapsed {_duration(p['elapsed_s'])} · "
-        f"{p['rate_per_s']:.2f} levels/s · median {med} × {p['parallel']} slot(s) · "
-        f"eta {_duration(p['eta_s'])}"
-    )
+    share = f" ({100 * p['done'] // p['total']}%)" if p["total"] else ""
+    # Two short lines, not one long one: rate and ETA must stay in view on an 80-column terminal.
+    rate, eta = rate_text(p["rate_per_s"]), duration(p["eta_s"])
+    first = f"{p['done']}/{p['total']} final{share} · {state} · {rate} · eta {eta}"
+    second = f"elapsed {duration(p['elapsed_s'])} · median {med} × {p['parallel']} slot(s)"
     bar = ProgressBar(total=max(1, p["total"]), completed=p["done"], width=60)
-    return Group(t, bar, Text(line))
+    return Group(t, bar, Text(first), Text(second, style="dim"))
 
 
 PROGRESS_COLUMNS = [
