@@ -8,6 +8,7 @@ from packsolve import __version__
 from packsolve.cli.kinds import generate, kinds
 from packsolve.cli.reports import export, report, show, status
 from packsolve.cli.run import cancel, rerun, resume, solve, submit
+from packsolve.cli.runs import runs
 from packsolve.cli.service import db, scheduler, worker
 
 
@@ -18,7 +19,7 @@ def cli() -> None:
 
 
 COMMANDS = (
-    *(solve, submit, rerun, resume, cancel),  # runs
+    *(solve, submit, rerun, resume, cancel, runs),  # runs
     *(worker, scheduler, db),  # the distributed services
     *(status, report, export, show),  # results
     *(kinds, generate),  # puzzle kinds
