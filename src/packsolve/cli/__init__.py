@@ -6,7 +6,8 @@ import click
 
 from packsolve import __version__
 from packsolve.cli.kinds import generate, kinds
-from packsolve.cli.reports import export, report, show, status
+from packsolve.cli.reports import report
+from packsolve.cli.results import export, show, status
 from packsolve.cli.run import cancel, rerun, resume, solve, submit
 from packsolve.cli.runs import runs
 from packsolve.cli.service import db, scheduler, worker

@@ -11,12 +11,23 @@ from packsolve.cli.options import out_console
 def kinds() -> None:
     """List the puzzle kinds, their heuristics and defaults."""
     from rich.table import Table
+    from rich.text import Text
 
     from packsolve.puzzles import KINDS
 
-    t = Table("kind", "heuristics", "default", "native formats", "what it is")
+    t = Table(title="puzzle kinds", title_justify="left")
+    t.add_column("kind", no_wrap=True)
+    # One heuristic a line and never cut: a user types these names into --heuristic.
+    t.add_column("heuristics", no_wrap=True)
+    t.add_column("files", no_wrap=True)
+    t.add_column("what it is", ratio=1)
     for name, kind in KINDS.items():
-        t.add_row(name, ", ".join(kind.solvers), kind.default, " ".join(kind.formats), kind.description)
+        heuristics = Text()
+        for i, h in enumerate(kind.solvers):
+            heuristics.append(("\n" if i else "") + h, style="bold" if h == kind.default else "")
+            if h == kind.default:
+                heuristics.append(" (default)", style="dim")
+        t.add_row(name, heuristics, "\n".join(kind.formats) or "json", kind.description, end_section=True)
     out_console.print(t)
 
 

@@ -1,11 +1,7 @@
-"""Commands that read results: status, report (summary, hardest, compare, cactus, html), export, show."""
+"""`packsolve report`: summary, failures, hardest, compare, cactus and html, computed from the database."""
 
 from __future__ import annotations
 
-import csv
-import json
-import sys
-import time
 from typing import Any
 
 import click
@@ -14,7 +10,6 @@ from packsolve.cli.options import (
     database_option,
     emit,
     err_console,
-    format_of,
     format_option,
     handle_errors,
     out_console,
@@ -25,60 +20,6 @@ from packsolve.cli.options import (
 from packsolve.errors import OptionError, ReportError
 
 
-@click.command()
-@click.argument("run", required=False)
-@click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
-@click.option("--interval", type=float, default=2.0, show_default=True)
-@format_option
-@database_option
-@handle_errors
-def status(run: str | None, watch: bool, interval: float, fmt: str, database_url: str | None):
-    """Show the progress of a run (default: the latest): counts, rate, ETA from the median time so far.
-
-    With --watch the table refreshes until the run is finished; with --format
-    json it prints one JSON object per line at every refresh.
-    """
-    from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
-
-    engine = read_engine(database_url)
-    if fmt != "table":
-        # One JSON object (or CSV row, stable columns) per refresh: a script can follow the run.
-        writer = csv.DictWriter(sys.stdout, fieldnames=PROGRESS_COLUMNS) if fmt == "csv" else None
-        if writer:
-            writer.writeheader()
-        while True:
-            p = _progress(engine, run)
-            if writer:
-                writer.writerow(progress_row(p))
-                sys.stdout.flush()
-            else:
-                click.echo(json.dumps(p, indent=None if watch else 2))
-            if not watch or p["finished"]:
-                return
-            time.sleep(interval)
-    if not watch:
-        out_console.print(render_progress(_progress(engine, run)))
-        return
-    from rich.live import Live
-
-    with Live(render_progress(_progress(engine, run)), console=out_console, auto_refresh=False) as live:
-        while True:
-            p = _progress(engine, run)
-            live.update(render_progress(p), refresh=True)
-            if p["finished"]:
-                break
-            time.sleep(interval)
-
-
-def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
-    from packsolve.db.runs import resolve_run
-    from packsolve.db.session import session_scope
-    from packsolve.report.progress import run_progress
-
-    with session_scope(engine) as session:
-        return run_progress(session, resolve_run(session, ref))
-
-
 @click.group()
 def report() -> None:
     """Reports computed from the database."""
@@ -86,50 +27,53 @@ def report() -> None:
 
 @report.command("summary")
 @click.argument("run", required=False)
+@click.option(
+    "--with-reruns", is_flag=True,
+    help="Merge RUN with its reruns: each level's best result across them, and which run got it.",
+)  # fmt: skip
 @format_option
 @database_option
 @handle_errors
-def report_summary(run: str | None, fmt: str, database_url: str | None):
-    """Solved X of Y, counts per status, CPU and wall time of RUN (default: latest)."""
+def report_summary(run: str | None, with_reruns: bool, fmt: str, database_url: str | None):
+    """Solved X of Y, counts per status (with a message), CPU and wall time of RUN (default: latest)."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
 
     engine = read_engine(database_url)
     with session_scope(engine) as session:
-        run_id = resolve_run(session, run).id
-    print_summary(engine, run_id, fmt)
+        target = resolve_run(session, run)
+        if with_reruns:
+            from packsolve.report.merged import merged_view, render_merged
+
+            merged = merged_view(session, target)
+    if not with_reruns:
+        print_summary(engine, target.id, fmt)
+    elif fmt == "csv":
+        emit(merged["levels"], fmt, lambda d: d)
+    else:
+        emit(merged, fmt, lambda m: render_merged(m, out_console.width))
 
 
-EXPORT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
-
-
-@click.command()
-@click.argument("run", default="latest")
+@report.command("failures")
+@click.argument("run", required=False)
 @click.option(
-    "--format", "fmt", type=click.Choice(["jsonl", "json", "csv"]), default=None,
-    help="jsonl (one object a line), json (one array) or csv [default: from -o's extension, else jsonl].",
-)  # fmt: skip
-@click.option(
-    "--output", "-o", type=click.Path(dir_okay=False), default="-",
-    help="File; .jsonl, .json or .csv picks the format [default: stdout].",
-)  # fmt: skip
+    "--examples", type=click.IntRange(min=0), default=3, show_default=True, help="Levels named per group."
+)
+@format_option
 @database_option
 @handle_errors
-def export(run: str, fmt: str | None, output: str, database_url: str | None):
-    """Write one record per attempt of RUN ('latest' by default) as JSON lines, a JSON array or CSV."""
+def report_failures(run: str | None, examples: int, fmt: str, database_url: str | None):
+    """Why RUN's levels failed: grouped by status and message, with counts, examples and a rerun command."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
-    from packsolve.report.export import WRITERS, export_records
+    from packsolve.report.failures import failure_groups, flat_groups, render_failures
 
-    fmt = format_of(output_file(output), fmt, EXPORT_SUFFIXES, "jsonl")
-    engine = read_engine(database_url)
-    with session_scope(engine) as session:
-        run_id = resolve_run(session, run).id
-        records = export_records(session, run_id)
-        with click.open_file(output, "w", encoding="utf-8") as out:
-            n = WRITERS[fmt](records, out)
-    if output != "-":
-        err_console.print(f"{n} record(s) of run {run_id} written to {output} ({fmt})", highlight=False)
+    with session_scope(read_engine(database_url)) as session:
+        data = failure_groups(session, resolve_run(session, run), examples)
+    if fmt == "csv":
+        emit(flat_groups(data), fmt, lambda d: d)
+    else:
+        emit(data, fmt, render_failures)
 
 
 def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
@@ -166,12 +110,17 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
         else:
             run = resolve_run(session, run_ref)
             rows, title = hardest_in_run(session, run, by, top, kind), f"hardest levels of run {run.id}"
-    emit(rows, fmt, lambda r: render_hardest(r, title))
+    emit(rows, fmt, lambda r: render_hardest(r, title, out_console.width))
 
 
 @report.command("compare")
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--differs", is_flag=True, help="Only levels whose status is not the same in every run.")
+@click.option(
+    "--differs", is_flag=True, help="Only levels every run attempted whose status is not the same in all."
+)
+@click.option(
+    "--with-missing", is_flag=True, help="With --differs: also levels some of the runs did not attempt."
+)
 @click.option(
     "--only-solved-by", default=None, metavar="RUN", help="Only levels decided by RUN and no other."
 )
@@ -179,9 +128,13 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
 @format_option
 @database_option
 @handle_errors
-def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | None, kind: str | None,
-                   fmt: str, database_url: str | None):  # fmt: skip
-    """One row per level, one column group per run; footer of solved counts, PAR-2 and speedup."""
+def report_compare(runs: tuple[str, ...], differs: bool, with_missing: bool, only_solved_by: str | None,
+                   kind: str | None, fmt: str, database_url: str | None):  # fmt: skip
+    """One row per level, one column group per run (and why it failed); footer: PAR-2 and speedup.
+
+    The footer's PAR-2 is over the levels every run attempted, so a rerun of a
+    few levels compares fairly with its parent.
+    """
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.compare import compare_runs, flat_rows, render_compare
@@ -191,14 +144,14 @@ def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | N
     with session_scope(read_engine(database_url)) as session:
         selected = _runs(session, runs)
         only = resolve_run(session, only_solved_by) if only_solved_by else None
-        data = compare_runs(session, selected, differs, only, kind)
+        data = compare_runs(session, selected, differs, only, kind, with_missing)
     if fmt != "table":  # the table prints them itself; scripts still get them, apart from the data
         for w in data["warnings"]:
             err_console.print(f"warning: {w}", markup=False, highlight=False, style="yellow")
     if fmt == "csv":
         emit(flat_rows(data), fmt, lambda d: d)
     else:
-        emit(data, fmt, render_compare)
+        emit(data, fmt, lambda d: render_compare(d, out_console.width))
 
 
 @report.command("cactus")
@@ -285,26 +238,3 @@ def report_html(runs: tuple[str, ...], output: str, top: int, max_pictures: int,
         page = html_report(session, _runs(session, runs), top, max_pictures)
     Path(output).write_text(page, encoding="utf-8")
     err_console.print(f"report written to {output} ({len(page) / 1024:.0f} KiB)")
-
-
-@click.command()
-@click.argument("level")
-@format_option
-@database_option
-@handle_errors
-def show(level: str, fmt: str, database_url: str | None):
-    """Show LEVEL (a level file, PATH:LINE, a name from a report, or a hash or its prefix).
-
-    Draws it with its best known solution and lists every attempt at it across runs.
-    """
-    from packsolve.db.session import session_scope
-    from packsolve.report.show import level_report, render_level
-
-    with session_scope(read_engine(database_url)) as session:
-        rep = level_report(session, level)
-    if fmt == "csv":
-        emit(rep["history"], fmt, lambda r: r)
-    elif fmt == "json":
-        click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
-    else:
-        out_console.print(render_level(rep))
