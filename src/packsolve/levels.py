@@ -185,8 +185,8 @@ def read_file(path: Path, kind: str | None = None, max_bytes: int = DEFAULT_MAX_
         size = path.stat().st_size
         if size > max_bytes:
             message = (
-                f"file is {size} bytes, above the {max_bytes}-byte cap ({size / 2**20:.1f} MB > "
-                f"{max_bytes / 2**20:g} MB; --max-file-mb raises it)"
+                f"file is {size} bytes ({size / 2**20:.1f} MB), above the {max_bytes}-byte cap "
+                f"({max_bytes / 2**20:g} MB); --max-file-mb raises it"
             )
             yield invalid_level(name, name, message, kind)
             return

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,11 +202,12 @@ HISTORY = 1000
 SAMPLE = 200
 
 
-def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
+def choose_chunk_size(session: Session, specs: Sequence[Spec], sizes: Mapping[str, int] | None = None) -> int:
     """Return attempts per task so that a task takes about TARGET_TASK_S; 1 for an empty run.
 
     Each (kind, heuristic) is estimated from the median wall time of its last
-    HISTORY final attempts, or from its levels' sizes when it has none; the
+    HISTORY final attempts, or from its levels' sizes when it has none (sizes:
+    by level hash, for levels not in the database yet, as `check` has them); the
     pack's mean estimate sets the chunk size, capped so the run still makes at
     least MIN_TASKS tasks.
     """
@@ -222,8 +223,12 @@ def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
             per_level = times[len(times) // 2]
         else:
             step = max(1, len(hashes) // SAMPLE)
-            sizes = sorted(size for size, _ in level_facts(session, hashes[::step][:SAMPLE]).values())
-            per_level = SECONDS_PER_SIZE_UNIT * (sizes[len(sizes) // 2] if sizes else 0)
+            sample = hashes[::step][:SAMPLE]
+            if sizes is not None:
+                known = sorted(sizes.get(h, 0) for h in sample)
+            else:
+                known = sorted(size for size, _ in level_facts(session, sample).values())
+            per_level = SECONDS_PER_SIZE_UNIT * (known[len(known) // 2] if known else 0)
         total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
     mean = total / len(specs)
     chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean), max_chunk_for(specs[0][2].limits)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from packsolve import __version__
+from packsolve.cli.check import check
 from packsolve.cli.kinds import generate, kinds
 from packsolve.cli.reports import report
 from packsolve.cli.results import export, show, status
@@ -20,7 +21,7 @@ def cli() -> None:
 
 
 COMMANDS = (
-    *(solve, submit, rerun, resume, cancel, runs),  # runs
+    *(check, solve, submit, rerun, resume, cancel, runs),  # runs
     *(worker, scheduler, db),  # the distributed services
     *(status, report, export, show),  # results
     *(kinds, generate),  # puzzle kinds

@@ -112,7 +112,6 @@ def progress_line(
 def render_progress(p: dict[str, Any]) -> Any:
     """Return a rich renderable: counts per status, a bar, then rate and ETA in lines that fit 80 columns."""
     from rich.console import Group
-    from rich.progress_bar import ProgressBar
     from rich.table import Table
     from rich.text import Text
 
@@ -129,7 +128,8 @@ def render_progress(p: dict[str, Any]) -> Any:
     rate, eta = rate_text(p["rate_per_s"]), duration(p["eta_s"])
     first = f"{p['done']}/{p['total']} final{share} · {state} · {rate} · eta {eta}"
     second = f"elapsed {duration(p['elapsed_s'])} · median {med} × {p['parallel']} slot(s)"
-    bar = ProgressBar(total=max(1, p["total"]), completed=p["done"], width=60)
+    filled = round(40 * p["done"] / p["total"]) if p["total"] else 0
+    bar = Text("━" * filled, style="green") + Text("━" * (40 - filled), style="grey37")
     return Group(t, bar, Text(first), Text(second, style="dim"))
 
 
