@@ -37,6 +37,7 @@ def check(paths: tuple[str, ...], jobs: int | None, chunk_size: int, fmt: str, d
     from packsolve.errors import NoDatabase
 
     request = _request(opts)
+    engine: Any
     try:
         # Past runs, if there is a database, size tasks as submit would; nothing is migrated or created.
         engine = get_engine(database_url, migrate=False, create=False)
