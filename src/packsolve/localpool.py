@@ -118,9 +118,10 @@ def run_local(
                         raise Stopped("cancelled", [])
         flush()
     except (KeyboardInterrupt, Stopped) as exc:
-        # A second Ctrl-C must not cut the writing of what finished short.
+        # A second Ctrl-C (or kill) must not cut the writing of what finished short.
         with contextlib.suppress(ValueError):  # not the main thread: no signal handlers to set
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _kill(pool)
         for fut in [f for f in futures if f.done() and not f.cancelled() and f.exception() is None]:
             harvest(fut)

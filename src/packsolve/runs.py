@@ -230,7 +230,10 @@ def solve_local(
             chunk_size = choose_chunk_size(session, run.specs)
         # Every process needs a few chunks, or one slow chunk decides the run's end.
         chunk_size = max(1, min(chunk_size, -(-len(run.specs) // (jobs * 4))))
-    previous = signal.getsignal(signal.SIGINT)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with contextlib.suppress(ValueError):  # not the main thread: the caller handles signals
+        # `kill PID` (a service manager's stop) ends the run as Ctrl-C does, not half-written.
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         run_local(engine, run.id, run.specs, jobs, chunk_size, on_result)
     except Stopped as stop:
@@ -243,9 +246,15 @@ def solve_local(
             n = stop_pending(session, run.id, stop.in_flight, why)
         raise Interrupted(run.id, n, stop.reason) from None
     finally:
-        if previous is not None and signal.getsignal(signal.SIGINT) != previous:
-            with contextlib.suppress(ValueError):  # not the main thread
-                signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            if handler is not None and signal.getsignal(sig) != handler:
+                with contextlib.suppress(ValueError):  # not the main thread
+                    signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    """Turn SIGTERM into the KeyboardInterrupt a Ctrl-C raises."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def resume_local(engine: Engine, ref: str, jobs: int | None, argv: Sequence[str]) -> tuple[NewRun, int]:

@@ -52,12 +52,17 @@ def wait_for_solved(url: str, proc: subprocess.Popen, n: int, timeout: float = 1
     raise TimeoutError(f"fewer than {n} levels solved after {timeout} s")
 
 
-def test_ctrl_c_then_resume_runs_exactly_the_levels_without_a_result_into_the_same_run(tmp_path, url):
+@pytest.mark.parametrize("how", ["ctrl-c", "kill"])
+def test_ctrl_c_then_resume_runs_exactly_the_levels_without_a_result_into_the_same_run(tmp_path, url, how):
+    """Ctrl-C (SIGINT to the process group) and `kill PID` (SIGTERM) both stop the run cleanly."""
     pack = write_pack(tmp_path, 40, ms=300)
     proc = start_solve(url, pack, "-j", "2", "--label", "night")
     try:
         wait_for_solved(url, proc, 4)
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        else:
+            proc.send_signal(signal.SIGTERM)  # what `kill PID` or a service manager's stop does
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
