@@ -12,11 +12,9 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
@@ -24,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 
 from packsolve.db.catalog import claim_label
 from packsolve.db.history import settled_before
-from packsolve.db.local_runs import attempts_without_result, reopen, stop_pending
+from packsolve.db.local_runs import attempts_without_result, reopen, solver_alive, stop_pending
 from packsolve.db.runs import (
     RunOptions,
     attempts_to_rerun,
@@ -271,7 +269,7 @@ def resume_local(engine: Engine, ref: str, jobs: int | None, argv: Sequence[str]
             raise PlanError(f"run {run.id} is distributed: resume it with resume_distributed")
         options = json.loads(run.options or "{}")
         pid = options.get("pid")
-        if run.finished_at is None and run.host == socket.gethostname() and _still_solving(pid):
+        if run.finished_at is None and solver_alive(run):
             raise PlanError(
                 f"run {run.id} is still being solved by process {pid} on this machine; "
                 f"wait for it, or stop it with `packsolve cancel {run.id}` first"
@@ -290,23 +288,6 @@ def resume_local(engine: Engine, ref: str, jobs: int | None, argv: Sequence[str]
         max_tries = run.max_tries or DEFAULT_MAX_TRIES
         new = NewRun(run.id, "local", specs, run.total, 0, max_tries, [], resumed=True)
     return new, processes
-
-
-def _still_solving(pid: Any) -> bool:
-    """Return True if pid is a live packsolve process on this machine (False for None or a gone one)."""
-    if not isinstance(pid, int) or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    try:
-        return b"packsolve" in cmdline.read_bytes()
-    except OSError:
-        return True  # no /proc: a live pid is taken at its word
 
 
 def resume_distributed(engine: Engine, app: Any, ref: str) -> int:

@@ -111,6 +111,8 @@ def test_resume_after_a_crash_runs_the_queued_levels_and_refuses_while_the_run_i
             os.killpg(proc.pid, signal.SIGKILL)
     queued = sum(a.status == "queued" for a in attempts(url).values())
     assert queued > 0
+    res = run_cli("status", "1", env=env)  # unfinished, and its process is gone: status says what to do
+    assert "its solve process is gone: `packsolve resume 1`" in res.stdout
     res = run_cli("resume", "1", "-q", "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["counts"] == {"solved": 30}

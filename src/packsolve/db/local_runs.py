@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import and_, func, select, update
@@ -101,3 +104,30 @@ def reopen(session: Session, run_id: int, level_hashes: Sequence[str], extra: di
     options = {**json.loads(run.options or "{}"), **extra}
     run.options = json.dumps(options, sort_keys=True)
     run.state, run.finished_at = "running", None
+
+
+def solver_alive(run: Run) -> bool | None:
+    """Return whether the process solving a local run lives: None if it cannot be told (another machine).
+
+    The process's pid is in the run's options; a live pid that is not a
+    packsolve process (reused by the system) counts as gone.
+    """
+    if run.mode != "local":
+        return None
+    pid = json.loads(run.options or "{}").get("pid")
+    if not isinstance(pid, int):
+        return None
+    if run.host != socket.gethostname():
+        return None
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return b"packsolve" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: a live pid is taken at its word

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from packsolve.db.local_runs import solver_alive
 from packsolve.db.models import Attempt, Run
 from packsolve.db.runs import status_counts
 from packsolve.outcome import Status
@@ -63,10 +64,13 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
         eta, method = remaining / rate, "rate"
     else:
         eta, method = None, "unknown"
+    # A local run whose solve process is gone (killed, crashed) stays unfinished until resumed: say so.
+    gone = run.finished_at is None and solver_alive(run) is False
     return {
         "run": run.id,
         "label": run.label,
         "state": run.state,
+        "solver_gone": gone,
         "total": total,
         "done": done,
         "queued": queued,
@@ -130,18 +134,23 @@ def render_progress(p: dict[str, Any]) -> Any:
     second = f"elapsed {duration(p['elapsed_s'])} · median {med} × {p['parallel']} slot(s)"
     filled = round(40 * p["done"] / p["total"]) if p["total"] else 0
     bar = Text("━" * filled, style="green") + Text("━" * (40 - filled), style="grey37")
-    return Group(t, bar, Text(first), Text(second, style="dim"))
+    lines: list[Any] = [t, bar, Text(first), Text(second, style="dim")]
+    if p.get("solver_gone"):
+        lines.append(
+            Text(f"its solve process is gone: `packsolve resume {p['run']}` runs the rest", style="yellow")
+        )
+    return Group(*lines)
 
 
 PROGRESS_COLUMNS = [
     "run", "label", "state", "total", "done", "queued", "running", "elapsed_s", "rate_per_s",
-    "median_wall_s", "parallel", "eta_s", "eta_method", "finished",
+    "median_wall_s", "parallel", "eta_s", "eta_method", "finished", "solver_gone",
     *(f"count_{s.value}" for s in Status),
 ]  # fmt: skip
 
 
 def progress_row(p: dict[str, Any]) -> dict[str, Any]:
     """Return a progress dict as one flat CSV row with the same columns whatever the counts."""
-    row = {k: p[k] for k in PROGRESS_COLUMNS if not k.startswith("count_")}
+    row = {k: p.get(k) for k in PROGRESS_COLUMNS if not k.startswith("count_")}
     row.update({f"count_{s.value}": p["counts"].get(s.value, 0) for s in Status})
     return row
