@@ -25,7 +25,9 @@ STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
 th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.msg{max-width:32em;color:#555;font-size:13px}td.cmd{font-family:monospace;font-size:12px}
+td.msg{max-width:32em;color:#555;font-size:13px}td.cmd{font-family:monospace;font-size:12px;white-space:nowrap}
+td.nw{white-space:nowrap}tr.rerun td:first-child{border-left:4px solid #1e88e5}
+.side{display:flex;flex-wrap:wrap;gap:0 3em;align-items:flex-start}.side h3{margin-top:0.6em}
 .solved,.no_solution{background:#e8f5e9}.timeout,.memout,.error,.wrong,.lost{background:#ffebee}
 .cancelled,.invalid{background:#f5f5f5}
 .warn{color:#a15c00}figure{display:inline-block;margin:1em;vertical-align:top}
@@ -100,7 +102,10 @@ def _summary_section(summaries: list[dict[str, Any]]) -> str:
     kinds = _table(
         ["run", "kind", "levels", "solved", "decided", "median wall (s)", "CPU (s)", "PAR-2 (s)"], kind_rows
     )
-    return f'<h2 id="summary">Summary</h2>{_table(heads, rows, "summary")}<h3>Per kind</h3>{kinds}'
+    summary = _table(heads, rows, "summary")
+    # Side by side: the page's width, not a long column of narrow tables.
+    per_kind = f"<div><h3>Per kind</h3>{kinds}</div>"
+    return f'<h2 id="summary">Summary</h2><div class="side"><div>{summary}</div>{per_kind}</div>'
 
 
 def _best_solutions(session: Session, ids: list[int], hashes: list[str]) -> dict[str, Any]:
@@ -245,7 +250,8 @@ def _failures_section(session: Session, runs: list[Run]) -> str:
             "<tr>" + _td(g["status"], cls=g["status"]) + _td(g["count"], True)
             + _td(", ".join(f"{k} {n}" for k, n in g["kinds"].items()))
             + _td(_message(g["message"], g["examples"][0]), cls="msg")
-            + f"<td>{'<br>'.join(_breakable(n) for n in g['examples'])}</td>" + _td(g["rerun"], cls="cmd")
+            + f"<td>{'<br>'.join(_breakable(n) for n in g['examples'])}</td>"
+            + _td(g["rerun"], cls="cmd" if g["rerun"].startswith("packsolve ") else "msg")
             + "</tr>"
             for g in data["groups"]
         ]  # fmt: skip
@@ -262,25 +268,36 @@ def merged_view_needed(session: Session, run: Run) -> bool:
 def _merged_section(session: Session, run: Run, level_cell: Any) -> str:
     """Return the section of run merged with its reruns: each level's best result, and which run got it."""
     m = merged_view(session, run)
-    who = {
-        r["run"]: f"run {r['run']}" + (f" {r['label']}" if r["label"] else "")
-        + (f" ({r['heuristic']})" if r["heuristic"] != r["label"] else "")
-        for r in m["runs"]
-    }  # fmt: skip
+    who = {r["run"]: f"run {r['run']}" + (f" {r['label']}" if r["label"] else "") for r in m["runs"]}
     rows = [
-        "<tr>" + level_cell(r["level"], r["level_hash"]) + _td(r["kind"]) + _td(r["status"], cls=r["status"])
-        + _td(r["wall_s"], True) + _td(r["nodes"], True) + _td(who[r["run"]]) + _td(r["tries"], True)
+        ('<tr class="rerun">' if r["run"] != run.id else "<tr>") + level_cell(r["level"], r["level_hash"])
+        + _td(r["kind"]) + _td(r["status"], cls=r["status"]) + _td(r["wall_s"], True) + _td(r["nodes"], True)
+        + _td(who[r["run"]], cls="nw") + _td(r["heuristic"]) + _td(r["tries"], True)
         + _td(_message(r["message"], r["level"]), cls="msg") + "</tr>"
         for r in m["levels"]
     ]  # fmt: skip
     made = []
     for r in m["runs"]:
         origin = "the run" if r["parent"] is None else f"rerun of run {r['parent']}"
-        made.append(f"<li>{escape(who[r['run']])}: {origin}, best result of {r['best_for']} level(s)</li>")
-    heads = ["level", "kind", "best status", "wall (s)", "nodes", "by run", "runs tried", "message"]
+        made.append(
+            f"<li>{escape(who[r['run']])} ({escape(r['heuristic'])}): {origin}, best result of "
+            f"{r['best_for']} level(s)</li>"
+        )
+    heads = [
+        "level",
+        "kind",
+        "best status",
+        "wall (s)",
+        "nodes",
+        "by run",
+        "heuristic",
+        "runs tried",
+        "message",
+    ]
     return (
         f'<h2 id="merged">Run {run.id} with its reruns</h2>'
         f"<p>solved {m['solved']} of {m['total']} (run {run.id} alone: {m['before']['solved']}), decided "
         f"{m['decided']} (alone: {m['before']['decided']}), PAR-2 {m['par2_s']:.3f} s</p>"
-        f"<ul>{''.join(made)}</ul>" + _table(heads, rows, "merged")
+        f"<ul>{''.join(made)}</ul><p>Rows marked blue on the left got their best result from a rerun.</p>"
+        + _table(heads, rows, "merged")
     )
