@@ -277,9 +277,9 @@ def cancel(run: str, database_url: str | None):
         click.echo(f"run {done.run_id} is finished already: nothing to cancel")
     elif done.mode == "local":
         click.echo(
-            f"run {done.run_id}: {done.cancelled} level(s) not started cancelled; its `packsolve solve` "
-            "stops "
-            f"within a second, keeping what finished (`packsolve resume {done.run_id}` runs the rest)"
+            f"run {done.run_id} cancelled: {done.cancelled} level(s) had no result yet; its "
+            "`packsolve solve` stops within a second and keeps what finishes before "
+            f"(`packsolve resume {done.run_id}` runs the rest)"
         )
     else:
         click.echo(f"run {done.run_id}: {done.cancelled} queued attempt(s) cancelled")

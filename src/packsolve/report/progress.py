@@ -125,7 +125,7 @@ def render_progress(p: dict[str, Any]) -> Any:
     t.add_column("levels", justify="right")
     for status_name, n in sorted(p["counts"].items()):
         t.add_row(status_name, str(n))
-    state = "finished" if p["finished"] else p["state"]
+    state = p["state"] if p["state"] == "cancelled" or not p["finished"] else "finished"
     med = "—" if p["median_wall_s"] is None else f"{p['median_wall_s']:.3f} s"
     share = f" ({100 * p['done'] // p['total']}%)" if p["total"] else ""
     # Two short lines, not one long one: rate and ETA must stay in view on an 80-column terminal.
