@@ -1,8 +1,9 @@
-"""`packsolve generate`: distinct levels only, the same for a seed, and --size explained per kind."""
+"""`packsolve generate` (distinct levels, the same for a seed, --size explained per kind) and `kinds`."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -37,3 +38,13 @@ def test_generate_help_explains_size_for_every_kind_and_a_bad_size_names_the_for
     assert all(f"{kind}:" in res.stdout for kind in KINDS if KINDS[kind].generate is not None)
     res = run_cli("generate", "sliding", "--size", "7")
     assert res.returncode == 2 and "N or NxN, N from 2 to 5" in res.stderr
+
+
+def test_kinds_never_cuts_a_heuristic_name_on_an_80_column_terminal():
+    res = run_cli("kinds", env={"COLUMNS": "80"})
+    assert res.returncode == 0
+    words = set(re.findall(r"[\w-]+", res.stdout))
+    for name, kind in KINDS.items():
+        assert set(kind.solvers) <= words, (name, set(kind.solvers) - words)
+        assert f"{kind.default} (default)" in res.stdout
+    assert "…" not in res.stdout and all(len(line) <= 80 for line in res.stdout.splitlines())
