@@ -223,7 +223,12 @@ def _pictures(session: Session, ids: list[int], rows: list[dict], anchors: dict[
             if svg
             else "<p>(no picture: the level is invalid or its kind unknown)</p>"
         )
-        note = "with its best solution" if sol is not None else "no solution known"
+        proved = any(c and c["status"] == "no_solution" for c in r["results"])
+        note = (
+            "with its best solution"
+            if sol is not None
+            else ("proved to have none" if proved else "no solution known")
+        )
         out.append(
             f'<figure id="{anchors[h]}">{img}<figcaption>{_breakable(r["level"])} · {escape(r["kind"])} · '
             f"{escape(note)}</figcaption></figure>"

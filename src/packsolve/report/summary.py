@@ -123,7 +123,8 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
     )
     workers = sorted(w for (w,) in worker_rows if w is not None)
     makespan = _seconds(first_start, last_finish)
-    # One message per failing status, as an example; `report failures` groups them all.
+    # One message per failing status, as an example (any one: an ordered pick would sort every
+    # failure of a big run); `report failures` groups them all.
     messages = {}
     for status in everything["counts"]:
         if status in SUCCESS_VALUES or status in PENDING_VALUES:
@@ -131,7 +132,6 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
         first = conn.execute(
             select(Attempt.name, Attempt.message)
             .where(Attempt.run_id == run.id, Attempt.status == status, Attempt.message.is_not(None))
-            .order_by(Attempt.seq)
             .limit(1)
         ).first()
         if first is not None:
