@@ -1,7 +1,9 @@
 """The errors a user can cause and fix: the only ones the CLI turns into a one-line message.
 
 Anything else that escapes a command is a bug in packsolve and keeps its traceback.
-Each error carries the exit code the CLI leaves with.
+Each error carries the exit code the CLI leaves with: 2 for a usage error (a bad option, a
+path that does not exist, an unknown run), 1 for a run that could not be carried out (the
+broker or the database cannot be reached).
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ class PacksolveError(Exception):
         return str(self.args[0]) if self.args else self.__class__.__name__
 
 
-class LevelError(PacksolveError, ValueError):
+class UsageError(PacksolveError):
+    """The command was asked something that cannot work as given; exit code 2."""
+
+    exit_code = 2
+
+
+class LevelError(UsageError, ValueError):
     """A level that cannot be parsed; the message says what a person should fix."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
@@ -36,14 +44,12 @@ class LevelError(PacksolveError, ValueError):
         return f"{where}: {self.message}" if where else self.message
 
 
-class PlanError(PacksolveError):
+class PlanError(UsageError):
     """The request cannot make a run (no levels, unknown heuristic, bad limits); the message says why."""
 
 
 class OptionError(PlanError):
     """A command-line option has a value that cannot work; the message names the option."""
-
-    exit_code = 2
 
     def __init__(self, option: str, reason: str) -> None:
         super().__init__(f"Invalid value for '{option}': {reason}")
@@ -51,23 +57,23 @@ class OptionError(PlanError):
         self.reason = reason
 
 
-class UnknownKind(PacksolveError):
+class UnknownKind(UsageError):
     """No puzzle kind has this name; the message lists the known ones."""
 
 
-class UnknownHeuristic(PacksolveError):
+class UnknownHeuristic(UsageError):
     """A kind has no heuristic of this name; the message lists its choices."""
 
 
-class RunNotFound(PacksolveError):
+class RunNotFound(UsageError):
     """No run has this id or label (or the database has no run yet)."""
 
 
-class LevelNotFound(PacksolveError):
+class LevelNotFound(UsageError):
     """No level file, name or hash matches the reference (or it is ambiguous)."""
 
 
-class ReportError(PacksolveError):
+class ReportError(UsageError):
     """A report cannot be made as asked (a run named twice, a run not among those compared)."""
 
 
@@ -77,3 +83,11 @@ class BrokerError(PacksolveError):
 
 class DatabaseError(PacksolveError):
     """The database cannot be reached or used."""
+
+
+class DatabaseUrlError(UsageError):
+    """The database URL cannot work (no scheme, an unknown or missing driver); the message says what would."""
+
+
+class NoDatabase(UsageError):
+    """A command that only reads found no database where it looked (it never creates one)."""

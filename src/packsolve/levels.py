@@ -22,6 +22,14 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
 
 @dataclass(frozen=True)
+class SkippedFile:
+    """A file under a pack directory that holds no level to run, and why (unknown extension, empty)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Level:
     """One level as met in a pack: its name, kind, canonical JSON and identity.
 
@@ -51,7 +59,11 @@ def level_hash(data: Mapping[str, Any]) -> str:
 
 
 def make_level(name: str, raw: Any, kind: str | None = None) -> Level:
-    """Parse one level JSON object into a Level; a failure gives a Level with error set."""
+    """Parse one level JSON object into a Level; a failure gives a Level with error set.
+
+    kind is the kind of a level whose JSON names none (--kind); a level that names
+    another kind keeps it (the planner leaves such levels out).
+    """
     try:
         if not isinstance(raw, Mapping):
             raise LevelError(f"a level must be a JSON object, not {_json_type(raw)}")
@@ -60,8 +72,6 @@ def make_level(name: str, raw: Any, kind: str | None = None) -> Level:
             raise LevelError("the level has no 'kind' field (or pass --kind)")
         if not isinstance(kind_name, str):
             raise LevelError(f"'kind' must be a string, not {_json_type(kind_name)}")
-        if kind is not None and kind_name != kind:
-            raise LevelError(f"level kind {kind_name!r} is not the requested kind {kind!r}")
         try:
             puzzle = get_kind(kind_name)
         except UnknownKind as exc:
@@ -84,7 +94,8 @@ def invalid_level(name: str, raw: Any, message: str, kind: str | None = None) ->
         text = raw if isinstance(raw, str) else canonical_json(raw)
     except (TypeError, ValueError, RecursionError):
         text = repr(raw)
-    kind_name = kind or (raw.get("kind") if isinstance(raw, Mapping) else None)
+    named = raw.get("kind") if isinstance(raw, Mapping) else None
+    kind_name = named if isinstance(named, str) and named else kind
     if not isinstance(kind_name, str):
         kind_name = "unknown"
     digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
@@ -96,17 +107,69 @@ def read_levels(
     paths: Iterable[str | os.PathLike[str]],
     kind: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    skipped: list[SkippedFile] | None = None,
 ) -> Iterator[Level]:
-    """Yield every level under paths in order: files as given, directories sorted recursively."""
+    """Yield every level under paths in order: files as given, directories sorted recursively.
+
+    In directories, hidden files and directories are passed over; files of no
+    level format and empty files are passed over too and, if skipped is given,
+    appended to it with the reason. A path that does not exist yields an invalid level.
+    """
     for path in paths:
         p = Path(path)
         if p.is_dir():
-            for f in sorted(q for q in p.rglob("*") if q.is_file() and _is_level_file(q)):
-                yield from read_file(f, kind, max_bytes)
+            for f in _files_under(p):
+                reason = _skip_reason(f)
+                if reason is None:
+                    yield from read_file(f, kind, max_bytes)
+                elif skipped is not None:
+                    skipped.append(SkippedFile(str(f), reason))
         elif p.exists():
+            if p.is_file() and _is_empty(p):
+                if skipped is not None:
+                    skipped.append(SkippedFile(str(p), "empty"))
+                continue
             yield from read_file(p, kind, max_bytes)
         else:
             yield invalid_level(str(p), str(p), "no such file or directory", kind)
+
+
+def level_file_suffixes() -> list[str]:
+    """Return every suffix a level file may have, sorted (JSON, JSON lines and the kinds' own)."""
+    return sorted({*JSON_SUFFIXES, *JSONL_SUFFIXES, *level_suffixes()})
+
+
+def is_level_file(path: Path) -> bool:
+    """Return True if path's suffix is that of a level file (whatever its content)."""
+    suffix = path.suffix.lower()
+    return suffix in JSON_SUFFIXES or suffix in JSONL_SUFFIXES or suffix in level_suffixes()
+
+
+def _files_under(root: Path) -> list[Path]:
+    """Return the files under root, sorted, leaving out hidden ones and those in hidden directories."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        files += [Path(dirpath, f) for f in filenames if not f.startswith(".")]
+    return sorted(f for f in files if f.is_file())
+
+
+def _skip_reason(path: Path) -> str | None:
+    """Return why a file in a pack directory is not read (None: it is read)."""
+    if not is_level_file(path):
+        return f"not a level file ({path.suffix or 'no extension'})"
+    if _is_empty(path):
+        return "empty"
+    return None
+
+
+def _is_empty(path: Path) -> bool:
+    """Return True if the file holds nothing but white space (small files only are read to tell)."""
+    try:
+        size = path.stat().st_size
+        return size == 0 or (size < 4096 and not path.read_bytes().strip())
+    except OSError:
+        return False
 
 
 @functools.cache
@@ -115,20 +178,17 @@ def level_suffixes() -> dict[str, str]:
     return {suffix: name for name, k in KINDS.items() for suffix in k.formats}
 
 
-def _is_level_file(p: Path) -> bool:
-    if p.name.startswith("."):
-        return False
-    suffix = p.suffix.lower()
-    return suffix in JSON_SUFFIXES or suffix in JSONL_SUFFIXES or suffix in level_suffixes()
-
-
 def read_file(path: Path, kind: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Level]:
     """Yield the levels of one file; unreadable content yields invalid Levels, never raises."""
     name = str(path)
     try:
         size = path.stat().st_size
         if size > max_bytes:
-            yield invalid_level(name, name, f"file is {size} bytes, above the {max_bytes}-byte cap", kind)
+            message = (
+                f"file is {size} bytes ({size / 2**20:.1f} MB), above the {max_bytes}-byte cap "
+                f"({max_bytes / 2**20:g} MB); --max-file-mb raises it"
+            )
+            yield invalid_level(name, name, message, kind)
             return
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -149,7 +209,7 @@ def read_text(name: str, text: str, suffix: str, kind: str | None = None) -> Ite
         return
     formats = level_suffixes()
     if suffix in formats and suffix not in JSON_SUFFIXES:
-        yield from _read_format(name, text, formats[suffix], suffix, kind)
+        yield from _read_format(name, text, formats[suffix], suffix)
         return
     yield from _read_json(name, text, kind)
 
@@ -245,11 +305,11 @@ def _read_jsonl(name: str, text: str, kind: str | None) -> Iterator[Level]:
         yield make_level(where, raw, kind)
 
 
-def _read_format(name: str, text: str, format_kind: str, suffix: str, kind: str | None) -> Iterator[Level]:
-    """Yield the levels of a file in a kind's own format; a bad file or line yields invalid Levels."""
-    if kind is not None and kind != format_kind:
-        yield invalid_level(name, name, f"{suffix} files hold {format_kind} levels, not {kind}", kind)
-        return
+def _read_format(name: str, text: str, format_kind: str, suffix: str) -> Iterator[Level]:
+    """Yield the levels of a file in a kind's own format; a bad file or line yields invalid Levels.
+
+    They are of format_kind whatever kind was asked for: the planner leaves out levels of other kinds.
+    """
     reader = get_kind(format_kind).formats[suffix]
     try:
         entries = list(reader(text))

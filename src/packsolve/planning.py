@@ -1,14 +1,17 @@
-"""Planning a run, once for every way to start one: validate, read, resolve heuristics, order, chunk.
+"""Planning a run, once for every way to start one: read, resolve heuristics, order, chunk.
 
-solve, submit and rerun all go through here (via runs.py), so a limit, a
-heuristic or a chunk size means the same thing whichever command gave it.
+solve, submit, rerun and check all go through here (via runs.py), so a heuristic
+or a chunk size means the same thing whichever command gave it; the options
+themselves are checked in request.py.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sqlalchemy.orm import Session
 
@@ -16,40 +19,25 @@ from packsolve.db.history import level_facts, recent_wall_times
 from packsolve.db.runs import PlannedAttempt
 from packsolve.errors import OptionError, PlanError, UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, Limits
-from packsolve.levels import DEFAULT_MAX_BYTES, Level, read_levels
+from packsolve.levels import (
+    DEFAULT_MAX_BYTES,
+    Level,
+    SkippedFile,
+    is_level_file,
+    level_file_suffixes,
+    read_levels,
+)
 from packsolve.puzzles import KINDS, get_kind
 from packsolve.queue.protocol import visibility_timeout
 
+# Planning's names since before request.py held them: importable from here still.
+from packsolve.request import HeuristicChoice as HeuristicChoice
+from packsolve.request import Request as Request
+from packsolve.request import check_jobs as check_jobs
+from packsolve.request import limits_from_options as limits_from_options
+
 # (level hash, name, spec): one attempt as the planner hands it to the queue or the local pool.
 Spec = tuple[str, str, AttemptSpec]
-
-
-@dataclass(frozen=True)
-class Request:
-    """What the user asked of a run, validated: the same for solve, submit and rerun."""
-
-    kind: str | None = None
-    heuristic: str | None = None  # None or "default": each kind's default
-    limits: Limits = field(default_factory=Limits)
-    label: str | None = None
-    max_tries: int | None = None
-    max_file_bytes: int = DEFAULT_MAX_BYTES
-
-
-def limits_from_options(time_limit: float | None, node_limit: int | None, memory_limit: int | None) -> Limits:
-    """Return the Limits of these option values (time 0 or less: none); raise OptionError if one is bad."""
-    for name, value in (("--node-limit", node_limit), ("--memory-limit", memory_limit)):
-        if value is not None and value <= 0:
-            raise OptionError(name, "must be positive")
-    return Limits(None if time_limit is None or time_limit <= 0 else time_limit, node_limit, memory_limit)
-
-
-def check_jobs(jobs: int | None) -> int:
-    """Return the local processes to use (None: the number of cores); raise OptionError below 1."""
-    jobs = jobs or os.cpu_count() or 1
-    if jobs < 1:
-        raise OptionError("--jobs", "must be at least 1")
-    return jobs
 
 
 def check_distributed(limits: Limits, chunk_size: int = 0) -> None:
@@ -63,12 +51,23 @@ def check_distributed(limits: Limits, chunk_size: int = 0) -> None:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """What reading a pack found besides the levels to run: each printed by solve, submit and check."""
+
+    skipped_files: list[SkippedFile] = field(default_factory=list)  # unknown extension, empty
+    duplicates: list[tuple[str, str]] = field(default_factory=list)  # (name, the name first met by)
+    other_kinds: dict[str, int] = field(default_factory=dict)  # levels left out by --kind, per kind
+    kind: str | None = None  # the --kind asked for
+
+
+@dataclass(frozen=True)
 class Plan:
     """The attempts a run will make, one per distinct level, and how many levels were met twice."""
 
     attempts: list[PlannedAttempt]
     duplicates: int  # levels met again under another name, attempted once
     notes: list[str] = field(default_factory=list)  # what a user should know (a heuristic not applied)
+    reading: Reading = field(default_factory=Reading)
 
     def specs(self, limits: Limits) -> list[Spec]:
         """Return (level hash, name, spec) for the valid levels, in pack order: a new run's pending."""
@@ -79,6 +78,25 @@ class Plan:
         ]
 
 
+def check_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Return the paths as given; raise PlanError naming one that does not exist or is no level file.
+
+    A directory may hold anything (what is not a level file is skipped and listed);
+    a file named on its own must be a level file.
+    """
+    out = []
+    for path in paths:
+        p = Path(path)
+        if not p.exists():
+            where = "" if p.is_absolute() else f" (looked in {Path.cwd()})"
+            raise PlanError(f"{path} does not exist{where}: give a pack directory or level files")
+        if p.is_file() and not is_level_file(p):
+            suffixes = ", ".join(level_file_suffixes())
+            raise PlanError(f"{path} is not a level file: level files end in {suffixes} (or give a folder)")
+        out.append(str(path))
+    return out
+
+
 def plan_run(
     paths: Iterable[str | os.PathLike[str]],
     kind: str | None = None,
@@ -87,67 +105,46 @@ def plan_run(
 ) -> Plan:
     """Read every level under paths once (first name wins) and resolve the heuristic per kind.
 
-    Raise PlanError when nothing can be run: no level found, an unknown kind, or
-    a heuristic that none of the pack's kinds has.
+    With kind, levels of other kinds are left out (counted in the plan's
+    reading). Raise PlanError when nothing can be run: a path that does not
+    exist, no level found, an unknown kind, or a heuristic that none of the pack's kinds has.
     """
     if kind is not None and kind not in KINDS:
-        raise PlanError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
-    seen: set[str] = set()
+        raise OptionError("--kind", f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    given = check_paths(paths)
+    first: dict[str, str] = {}
     levels: list[Level] = []
-    duplicates = 0
-    for level in read_levels(paths, kind=kind, max_bytes=max_bytes):
-        if level.hash in seen:
-            duplicates += 1
+    duplicates: list[tuple[str, str]] = []
+    skipped: list[SkippedFile] = []
+    other_kinds: Counter[str] = Counter()
+    for level in read_levels(given, kind=kind, max_bytes=max_bytes, skipped=skipped):
+        if kind is not None and level.kind != kind:
+            other_kinds[level.kind] += 1
             continue
-        seen.add(level.hash)
+        if level.hash in first:
+            duplicates.append((level.name, first[level.hash]))
+            continue
+        first[level.hash] = level.name
         levels.append(level)
+    reading = Reading(skipped, duplicates, dict(sorted(other_kinds.items())), kind)
     if not levels:
-        raise PlanError("no level files found (expected .json, .jsonl or a native format such as .stroke)")
-    return plan_levels(levels, heuristic, duplicates)
+        raise PlanError(_nothing_to_run(given, reading))
+    plan = plan_levels(levels, heuristic, len(duplicates))
+    return Plan(plan.attempts, plan.duplicates, plan.notes, reading)
 
 
-@dataclass(frozen=True)
-class HeuristicChoice:
-    """What --heuristic asked for: one name for every kind that has it, and names for given kinds.
-
-    "dlx" applies to the kinds that have a heuristic dlx, the others keep their
-    default (with a note); "sudoku=dlx,sliding=idastar" names one per kind; the
-    two mix ("astar,sudoku=dlx"). Empty or "default": every kind's default.
-    """
-
-    common: str | None = None
-    per_kind: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def parse(cls, text: str | None) -> HeuristicChoice:
-        """Return the choice written as text; raise OptionError for an item that cannot be read."""
-        common: str | None = None
-        per_kind: dict[str, str] = {}
-        for item in (text or "").split(","):
-            item = item.strip()
-            if "=" in item:
-                kind, _, name = (part.strip() for part in item.partition("="))
-                if not kind or not name:
-                    raise OptionError("--heuristic", f"{item!r}: write KIND=HEURISTIC, e.g. sudoku=dlx")
-                if per_kind.get(kind, name) != name:
-                    raise OptionError(
-                        "--heuristic", f"two heuristics for {kind}: {per_kind[kind]!r} and {name!r}"
-                    )
-                per_kind[kind] = name
-            elif item and item != "default":
-                if common not in (None, item):
-                    twice = f"two heuristics for every kind, {common!r} and {item!r}"
-                    raise OptionError("--heuristic", f"{twice}; name the kind of one: KIND=HEURISTIC")
-                common = item
-        return cls(common, tuple(sorted(per_kind.items())))
-
-    def __str__(self) -> str:
-        parts = ([self.common] if self.common else []) + [f"{k}={h}" for k, h in self.per_kind]
-        return ",".join(parts) or "default"
-
-    def name_for(self, kind: str) -> str | None:
-        """Return the heuristic asked for kind (None: its default)."""
-        return dict(self.per_kind).get(kind, self.common)
+def _nothing_to_run(paths: list[str], reading: Reading) -> str:
+    """Return why paths gave no level to run, and what would."""
+    where = ", ".join(paths)
+    if reading.other_kinds:
+        kinds = ", ".join(f"{k} {n}" for k, n in reading.other_kinds.items())
+        return f"no {reading.kind} level under {where} (other kinds: {kinds}); drop --kind or give another"
+    suffixes = ", ".join(level_file_suffixes())
+    message = f"no level files found under {where} (level files end in {suffixes})"
+    if reading.skipped_files:
+        first = reading.skipped_files[0]
+        message += f"; {len(reading.skipped_files)} file(s) skipped, e.g. {first.path} ({first.reason})"
+    return message
 
 
 def plan_levels(levels: Sequence[Level], heuristic: str | None, duplicates: int = 0) -> Plan:
@@ -205,11 +202,12 @@ HISTORY = 1000
 SAMPLE = 200
 
 
-def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
+def choose_chunk_size(session: Session, specs: Sequence[Spec], sizes: Mapping[str, int] | None = None) -> int:
     """Return attempts per task so that a task takes about TARGET_TASK_S; 1 for an empty run.
 
     Each (kind, heuristic) is estimated from the median wall time of its last
-    HISTORY final attempts, or from its levels' sizes when it has none; the
+    HISTORY final attempts, or from its levels' sizes when it has none (sizes:
+    by level hash, for levels not in the database yet, as `check` has them); the
     pack's mean estimate sets the chunk size, capped so the run still makes at
     least MIN_TASKS tasks.
     """
@@ -225,8 +223,12 @@ def choose_chunk_size(session: Session, specs: Sequence[Spec]) -> int:
             per_level = times[len(times) // 2]
         else:
             step = max(1, len(hashes) // SAMPLE)
-            sizes = sorted(size for size, _ in level_facts(session, hashes[::step][:SAMPLE]).values())
-            per_level = SECONDS_PER_SIZE_UNIT * (sizes[len(sizes) // 2] if sizes else 0)
+            sample = hashes[::step][:SAMPLE]
+            if sizes is not None:
+                known = sorted(sizes.get(h, 0) for h in sample)
+            else:
+                known = sorted(size for size, _ in level_facts(session, sample).values())
+            per_level = SECONDS_PER_SIZE_UNIT * (known[len(known) // 2] if known else 0)
         total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
     mean = total / len(specs)
     chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean), max_chunk_for(specs[0][2].limits)))

@@ -2,48 +2,67 @@
 
 Every entry point plans through planning.py, creates the run here (create),
 then either solves it on the local pool (solve_local) or sends it to the
-broker (send). The CLI only parses options and prints.
+broker (send); a local run stopped early is resumed into itself (resume_local).
+The CLI only parses options and prints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 
+from packsolve.db.catalog import claim_label
+from packsolve.db.history import settled_before
+from packsolve.db.local_runs import attempts_without_result, reopen, solver_alive, stop_pending
 from packsolve.db.runs import (
     RunOptions,
     attempts_to_rerun,
     cancel_pending,
     create_run,
+    finish_run_if_done,
     mark_sent,
     resolve_run,
 )
 from packsolve.db.session import redact, session_scope
 from packsolve.errors import OptionError, PlanError
-from packsolve.execution import Limits
+from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import Level
-from packsolve.localpool import run_local
+from packsolve.localpool import Stopped, run_local
 from packsolve.outcome import Outcome, Status
 from packsolve.planning import (
     HeuristicChoice,
     Plan,
+    Reading,
     Request,
     Spec,
     check_distributed,
     check_jobs,
     choose_chunk_size,
     hardest_first,
-    limits_from_options,
     plan_levels,
     plan_run,
 )
 from packsolve.queue.producer import check_broker, enqueue
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
+from packsolve.report.level_stats import forget_run
+from packsolve.request import RerunRequest as RerunRequest  # runs.RerunRequest, as before
+
+
+@dataclass(frozen=True)
+class Carried:
+    """Levels left out by --skip-solved: decided before with the same heuristic, and in which runs."""
+
+    levels: int = 0
+    runs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,10 +76,19 @@ class NewRun:
     duplicates: int
     max_tries: int
     notes: list[str]  # what the user should know about the plan (a heuristic not applied to a kind)
+    reading: Reading = field(default_factory=Reading)  # files skipped, duplicates, other kinds
+    carried: Carried = field(default_factory=Carried)
+    label_moved_from: int | None = None  # the run --move-label took the label from
+    resumed: bool = False  # an earlier run's attempts without a result, run again
 
     @property
     def invalid(self) -> int:
-        return self.total - len(self.specs)
+        """Return how many of the run's levels could not be read (0 for a resumed run: not counted)."""
+        return 0 if self.resumed else self.total - len(self.specs)
+
+
+class NothingToRun(Exception):
+    """Nothing is left to run (every level carried over, or resumed already); not an error."""
 
 
 @dataclass(frozen=True)
@@ -73,12 +101,17 @@ class Sent:
 
 
 class Interrupted(Exception):
-    """A local run was interrupted (Ctrl-C); its unrun attempts were marked cancelled."""
+    """A local run stopped early: Ctrl-C (interrupted) or `packsolve cancel` (cancelled).
 
-    def __init__(self, run_id: int, cancelled: int) -> None:
-        super().__init__(f"run {run_id} interrupted: {cancelled} level(s) not run were marked cancelled")
+    Its attempts without a result were marked cancelled and the run finished;
+    `packsolve resume RUN` runs them into the same run.
+    """
+
+    def __init__(self, run_id: int, cancelled: int, reason: str = "interrupted") -> None:
+        super().__init__(f"run {run_id} {reason}: {cancelled} level(s) have no result (marked cancelled)")
         self.run_id = run_id
         self.cancelled = cancelled
+        self.reason = reason
 
 
 def create(
@@ -90,10 +123,17 @@ def create(
     concurrency: int | None = None,
     parent_id: int | None = None,
     extra: dict[str, Any] | None = None,
+    carried: Carried = Carried(),
 ) -> NewRun:
-    """Create the run's rows (every attempt exists from here on) and return it; the one way to make a run."""
+    """Create the run's rows (every attempt exists from here on) and return it; the one way to make a run.
+
+    The label is claimed first (OptionError if another run has it, unless the
+    request moves it). A run with nothing to run (every level invalid) is finished at once.
+    """
     max_tries = request.max_tries or DEFAULT_MAX_TRIES
     limits = request.limits
+    if mode == "local":
+        extra = {**(extra or {}), "pid": os.getpid()}  # so resume can tell whether the run is still going
     options = RunOptions(
         mode=mode,
         heuristic=str(HeuristicChoice.parse(request.heuristic)),
@@ -108,21 +148,62 @@ def create(
         # The command line as given, passwords masked: provenance, never a secret.
         extra={"argv": [redact(a) for a in argv], **(extra or {})},
     )
-    with session_scope(engine) as session:
-        run_id = create_run(session, plan.attempts, options)
+    try:
+        with session_scope(engine) as session:
+            moved_from = claim_label(session, request.label, request.move_label)
+            run_id = create_run(session, plan.attempts, options)
+            finish_run_if_done(session, run_id)
+    except IntegrityError:
+        # Another run took the label between the check and the insert.
+        raise OptionError(
+            "--label", f"{request.label!r} was just taken by another run; choose another"
+        ) from None
     return NewRun(
-        run_id, mode, plan.specs(limits), len(plan.attempts), plan.duplicates, max_tries, plan.notes
-    )
+        run_id, mode, plan.specs(limits), len(plan.attempts), plan.duplicates, max_tries, plan.notes,
+        plan.reading, carried, moved_from,
+    )  # fmt: skip
 
 
 def start_local(
-    engine: Engine, paths: Sequence[str], request: Request, jobs: int | None, argv: Sequence[str]
+    engine: Engine,
+    paths: Sequence[str],
+    request: Request,
+    jobs: int | None,
+    argv: Sequence[str],
+    skip_solved: bool = False,
 ) -> tuple[NewRun, int]:
-    """Plan paths and create a local run; return it with the number of processes to solve it with."""
+    """Plan paths and create a local run; return it with the number of processes to solve it with.
+
+    skip_solved leaves out levels already decided (solved, or proved to have
+    none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
+    """
     jobs = check_jobs(jobs)
     plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes)
-    run = create(engine, plan, request, "local", argv, concurrency=jobs, extra={"paths": list(paths)})
+    carried = Carried()
+    extra: dict[str, Any] = {"paths": list(paths)}
+    if skip_solved:
+        plan, carried = _without_settled(engine, plan)
+        extra["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
+    run = create(engine, plan, request, "local", argv, concurrency=jobs, extra=extra, carried=carried)
     return run, jobs
+
+
+def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
+    """Return the plan without the levels decided before with the same heuristic, and what was carried."""
+    pairs = [(p.level.hash, p.heuristic) for p in plan.attempts if p.level.valid]
+    with session_scope(engine) as session:
+        settled = settled_before(session, pairs)
+    if not settled:
+        return plan, Carried()
+    kept = [p for p in plan.attempts if p.level.hash not in settled or not p.level.valid]
+    carried = Carried(len(settled), tuple(sorted(set(settled.values()))))
+    if not kept:
+        runs = ", ".join(str(r) for r in carried.runs)
+        raise NothingToRun(
+            f"all {carried.levels} level(s) were decided before with the same heuristic (run(s) {runs}): "
+            "nothing to run (leave out --skip-solved to run them again)"
+        )
+    return Plan(kept, plan.duplicates, plan.notes, plan.reading), carried
 
 
 def solve_local(
@@ -135,8 +216,10 @@ def solve_local(
     """Solve the run's pending attempts on a local process pool, recording each result.
 
     Attempts go to the pool in chunks of chunk_size (None: chosen like
-    submit's, from past times or level sizes). On Ctrl-C the results so far
-    are kept, the attempts not run are marked cancelled, and Interrupted is raised.
+    submit's, from past times or level sizes). On Ctrl-C, or once `packsolve
+    cancel` marked the run, the pool stops at once: results so far are kept,
+    the attempts with none are marked cancelled (saying whether they had
+    started), the run is finished, and Interrupted is raised.
     """
     if not run.specs:
         return
@@ -145,12 +228,81 @@ def solve_local(
             chunk_size = choose_chunk_size(session, run.specs)
         # Every process needs a few chunks, or one slow chunk decides the run's end.
         chunk_size = max(1, min(chunk_size, -(-len(run.specs) // (jobs * 4))))
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with contextlib.suppress(ValueError):  # not the main thread: the caller handles signals
+        # `kill PID` (a service manager's stop) ends the run as Ctrl-C does, not half-written.
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         run_local(engine, run.id, run.specs, jobs, chunk_size, on_result)
-    except KeyboardInterrupt:
+    except Stopped as stop:
+        why = (
+            "cancelled by the user"
+            if stop.reason == "cancelled"
+            else "cancelled: the local run was interrupted"
+        )
         with session_scope(engine) as session:
-            n = cancel_pending(session, run.id, "cancelled: the local run was interrupted")
-        raise Interrupted(run.id, n) from None
+            n = stop_pending(session, run.id, stop.in_flight, why)
+        raise Interrupted(run.id, n, stop.reason) from None
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None and signal.getsignal(sig) != handler:
+                with contextlib.suppress(ValueError):  # not the main thread
+                    signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    """Turn SIGTERM into the KeyboardInterrupt a Ctrl-C raises."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def resume_local(engine: Engine, ref: str, jobs: int | None, argv: Sequence[str]) -> tuple[NewRun, int]:
+    """Queue again the attempts of a local run that have no final result; return it and its processes.
+
+    Those are the attempts a Ctrl-C, a `cancel` or a crash left without a result;
+    they run into the same run, with its heuristics and limits (jobs: the run's
+    concurrency unless given). Raise PlanError for a distributed run or one still
+    being solved on this machine, NothingToRun if every level has a result.
+    """
+    with session_scope(engine) as session:
+        run = resolve_run(session, ref)
+        if run.mode != "local":
+            raise PlanError(f"run {run.id} is distributed: resume it with resume_distributed")
+        options = json.loads(run.options or "{}")
+        pid = options.get("pid")
+        if run.finished_at is None and solver_alive(run):
+            raise PlanError(
+                f"run {run.id} is still being solved by process {pid} on this machine; "
+                f"wait for it, or stop it with `packsolve cancel {run.id}` first"
+            )
+        rows = attempts_without_result(session, run.id)
+        if not rows:
+            raise NothingToRun(f"run {run.id} has a final result for every level: nothing to resume")
+        limits = Limits(run.time_limit, run.node_limit, run.memory_limit_mb)
+        specs = [
+            (lv.hash, a.name, AttemptSpec(a.kind, a.heuristic, json.loads(lv.data), limits)) for a, lv in rows
+        ]
+        processes = check_jobs(jobs if jobs is not None else run.concurrency)
+        resumed = [*options.get("resumed", []), {"argv": [redact(a) for a in argv], "levels": len(specs)}]
+        reopen(session, run.id, [h for h, _, _ in specs], {"pid": os.getpid(), "resumed": resumed})
+        forget_run(session, run.id)  # its figures change: `hardest --all` must fold it again
+        max_tries = run.max_tries or DEFAULT_MAX_TRIES
+        new = NewRun(run.id, "local", specs, run.total, 0, max_tries, [], resumed=True)
+    return new, processes
+
+
+def resume_distributed(engine: Engine, app: Any, ref: str) -> int:
+    """Resume a distributed run: its queued attempts are resent by `packsolve scheduler`, not from here.
+
+    Raise PlanError saying so (the scheduler's requeue of lost tasks is what resumes a distributed run).
+    """
+    with session_scope(engine) as session:
+        run = resolve_run(session, ref)
+        run_id = run.id
+    raise PlanError(
+        f"run {run_id} is distributed: `packsolve scheduler` resends its queued attempts to the workers "
+        f"(run it, or `packsolve scheduler --once`); its cancelled levels run again with "
+        f"`packsolve rerun {run_id} --status cancelled`"
+    )
 
 
 def start_distributed(
@@ -177,44 +329,6 @@ def send(engine: Engine, app: Any, run: NewRun, chunk_size: int = 0) -> Sent:
     return Sent(tasks, chunk_size, time.monotonic() - started)
 
 
-@dataclass(frozen=True)
-class RerunRequest:
-    """A rerun as asked: which parent attempts, and the options given (None: the parent's)."""
-
-    parent: str
-    statuses: tuple[str, ...]
-    kind: str | None = None
-    heuristic: str | None = None
-    time_limit: float | None = None  # 0 or less: none
-    node_limit: int | None = None
-    memory_limit: int | None = None
-    label: str | None = None
-    max_tries: int | None = None
-    local: bool | None = None  # None: where the parent ran
-    jobs: int | None = None
-
-    def checked_statuses(self) -> list[str]:
-        """Return the statuses asked for; raise OptionError for none or one that is not final."""
-        wanted = [s.strip() for s in self.statuses if s.strip()]
-        valid = {s.value for s in Status if s.final}
-        bad = [s for s in wanted if s not in valid]
-        if not wanted or bad:
-            choices = ", ".join(sorted(valid))
-            raise OptionError(
-                "--status", f"unknown final status {', '.join(bad) or '(none)'}; choose from {choices}"
-            )
-        return wanted
-
-    def limits(self, parent: Limits) -> Limits:
-        """Return the given limits over the parent's; raise OptionError as solve and submit would."""
-        given = limits_from_options(self.time_limit, self.node_limit, self.memory_limit)
-        return Limits(
-            parent.time_limit if self.time_limit is None else given.time_limit,
-            parent.node_limit if self.node_limit is None else given.node_limit,
-            parent.memory_limit_mb if self.memory_limit is None else given.memory_limit_mb,
-        )
-
-
 def start_rerun(
     engine: Engine, rerun: RerunRequest, argv: Sequence[str], app: Any
 ) -> tuple[NewRun, int | None]:
@@ -225,13 +339,16 @@ def start_rerun(
     distributed). A distributed rerun is checked like a submit (limits,
     broker) before anything is created. Raise PlanError when no attempt matches.
     """
-    wanted = rerun.checked_statuses()
+    wanted = rerun.check()
     with session_scope(engine) as session:
         parent = resolve_run(session, rerun.parent)
         rows = attempts_to_rerun(session, parent.id, wanted, rerun.kind)
+        if rerun.message:
+            rows = [(a, lv) for a, lv in rows if rerun.message in (a.message or "")]
         if not rows:
             raise PlanError(f"run {parent.id} has no attempt with status {', '.join(wanted)}" + (
-                f" of kind {rerun.kind}" if rerun.kind else ""))  # fmt: skip
+                f" of kind {rerun.kind}" if rerun.kind else "") + (
+                f" whose message holds {rerun.message!r}" if rerun.message else ""))  # fmt: skip
         levels = [_level_of(attempt, row) for attempt, row in rows]
         mode = parent.mode if rerun.local is None else ("local" if rerun.local else "distributed")
         request = Request(
@@ -241,6 +358,7 @@ def start_rerun(
             limits=rerun.limits(Limits(parent.time_limit, parent.node_limit, parent.memory_limit_mb)),
             label=rerun.label,
             max_tries=rerun.max_tries or parent.max_tries,
+            move_label=rerun.move_label,
         )
         parent_id = parent.id
     processes = check_jobs(rerun.jobs) if mode == "local" else None
@@ -260,8 +378,25 @@ def _level_of(attempt: Any, row: Any) -> Level:
     return Level(attempt.name, row.kind, data, row.hash, row.size)
 
 
-def cancel(engine: Engine, ref: str) -> tuple[int, int]:
-    """Cancel the run named ref: its queued attempts become cancelled. Return (run id, how many)."""
+@dataclass(frozen=True)
+class CancelResult:
+    """What cancel did: the run, how many queued attempts it cancelled, whether it had finished already."""
+
+    run_id: int
+    mode: str
+    cancelled: int
+    finished_before: bool
+
+
+def cancel(engine: Engine, ref: str) -> CancelResult:
+    """Cancel the run named ref: its queued attempts become cancelled (a finished run is left alone).
+
+    A local run's own process sees the run cancelled within a second, stops
+    its solvers and writes what finished before.
+    """
     with session_scope(engine) as session:
         run = resolve_run(session, ref)
-        return run.id, cancel_pending(session, run.id, "cancelled by the user before it ran")
+        if run.finished_at is not None:
+            return CancelResult(run.id, run.mode, 0, True)
+        n = cancel_pending(session, run.id, "cancelled by the user before it ran")
+        return CancelResult(run.id, run.mode, n, False)

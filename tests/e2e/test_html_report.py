@@ -94,8 +94,9 @@ def test_report_images_decode_and_no_script_runs(tmp_path: Path, report: Path) -
     dom = browse(tmp_path, probed, "--dump-dom")
     probe = re.search(r'<div id="probe">([^<]*)</div>', dom)
     assert probe, dom[-2000:]
-    # Named cells: both hardest tables, the levels table, the picture's caption and run b's label.
-    assert probe.group(1) == "images 8/8 tables 5 alerts 0 named 5"
+    # Tables: summary, per kind, run a's failures, hardest ×2, levels. Named cells: both hardest
+    # tables, the levels table, the picture's caption and run b's label.
+    assert probe.group(1) == "images 8/8 tables 6 alerts 0 named 5"
 
 
 def test_report_screenshot_is_drawn(tmp_path: Path, report: Path) -> None:

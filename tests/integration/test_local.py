@@ -66,17 +66,17 @@ def test_solve_defaults_to_an_sqlite_file_in_the_current_directory(tmp_path):
     assert summary["solved"] == 4 and summary["total"] == 6 and summary["state"] == "finished"
 
 
-def test_usage_errors_exit_non_zero_with_a_message(tmp_path):
+def test_usage_errors_exit_2_with_a_message(tmp_path):
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
     res = run_cli("solve", str(tmp_path / "empty-dir-that-does-not-exist"), env=env, cwd=tmp_path)
-    # a missing path is an invalid level, not a crash: the run completes
-    assert res.returncode == 0, res.stderr
+    # a missing path is a usage error naming it, and no run is made
+    assert res.returncode == 2 and "empty-dir-that-does-not-exist does not exist" in res.stderr
     (tmp_path / "empty").mkdir()
     res = run_cli("solve", str(tmp_path / "empty"), env=env, cwd=tmp_path)
-    assert res.returncode != 0 and "no level files found" in res.stderr
+    assert res.returncode == 2 and "no level files found" in res.stderr
     pack = make_pack(tmp_path)
     res = run_cli("solve", str(pack), "--heuristic", "magic", env=env, cwd=tmp_path)
-    assert res.returncode != 0 and "magic" in res.stderr and "warnsdorff" in res.stderr
+    assert res.returncode == 2 and "magic" in res.stderr and "warnsdorff" in res.stderr
 
 
 def test_a_level_plain_cannot_finish_times_out_and_the_rest_still_runs(tmp_path):

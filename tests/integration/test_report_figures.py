@@ -171,12 +171,16 @@ def test_compare_footer_filters_and_provenance_warnings(url: str) -> None:
         runs = [session.get(Run, a), session.get(Run, b)]
         full = compare_runs(session, runs)
         diff = compare_runs(session, runs, differs=True)
+        diff_all = compare_runs(session, runs, differs=True, with_missing=True)
         only_b = compare_runs(session, runs, only_solved_by=runs[1])
     assert len(full["rows"]) == len(set(ra) | set(rb))
-    expected_diff = {
+    # --differs: levels both runs attempted, with another status; with missing: the others too.
+    expected_diff = {h for h in set(ra) & set(rb) if ra[h]["status"] != rb[h]["status"]}
+    assert {r["level_hash"] for r in diff["rows"]} == expected_diff
+    expected_all = {
         h for h in set(ra) | set(rb) if (ra.get(h) or {}).get("status") != (rb.get(h) or {}).get("status")
     }
-    assert {r["level_hash"] for r in diff["rows"]} == expected_diff
+    assert {r["level_hash"] for r in diff_all["rows"]} == expected_all > expected_diff
     expected_only_b = {
         h for h in rb if rb[h]["status"] in DECIDED and (h not in ra or ra[h]["status"] not in DECIDED)
     }
@@ -194,6 +198,14 @@ def test_compare_footer_filters_and_provenance_warnings(url: str) -> None:
     both = [h for h in ra if h in rb and ra[h]["status"] in DECIDED and rb[h]["status"] in DECIDED]
     speedup = sum(ra[h]["wall_s"] for h in both) / sum(rb[h]["wall_s"] for h in both)
     assert fb["speedup"] == pytest.approx(speedup, rel=1e-3) and fa["speedup"] == 1.0
+    # PAR-2 over the levels both ran: the same set for both runs, so the two sums compare.
+    common = [
+        h for h in ra if h in rb and par2_of(ra[h], 10.0) is not None and par2_of(rb[h], 5.0) is not None
+    ]
+    assert fa["common_levels"] == fb["common_levels"] == len(common) == 6
+    assert fa["common_par2_s"] == pytest.approx(sum(par2_of(ra[h], 10.0) for h in common), abs=1e-3)
+    assert fb["common_par2_s"] == pytest.approx(sum(par2_of(rb[h], 5.0) for h in common), abs=1e-3)
+    assert fb["common_speedup"] == pytest.approx(fa["common_par2_s"] / fb["common_par2_s"], rel=1e-3)
     warnings = " ".join(full["warnings"])
     assert "time_limit" in warnings and "hostB" in warnings and "hostA" in warnings
 

@@ -33,6 +33,7 @@ class Planned:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     nodes: int = 0
+    message: str = ""
 
 
 def build_run(
@@ -43,6 +44,7 @@ def build_run(
     label: str | None = None,
     worker: str = "w1@hostA",
     concurrency: int = 2,
+    parent: int | None = None,
 ) -> int:
     """Create a run of the attempts and record every one with a status; return the run id."""
     engine = get_engine(url)
@@ -51,7 +53,12 @@ def build_run(
             session,
             [PlannedAttempt(p.level, heuristic, i) for i, p in enumerate(attempts)],
             RunOptions(
-                mode="local", heuristic=heuristic, time_limit=time_limit, concurrency=concurrency, label=label
+                mode="local",
+                heuristic=heuristic,
+                time_limit=time_limit,
+                concurrency=concurrency,
+                label=label,
+                parent_id=parent,
             ),
         )
     started = utcnow() - timedelta(seconds=60)
@@ -60,7 +67,9 @@ def build_run(
         if p.status is None or not p.level.valid:
             continue
         solution: Any = strip_path(p.level) if p.status == Status.SOLVED.value else None
-        outcome = Outcome(Status(p.status), solution, SearchStats(p.nodes, p.wall_s, p.cpu_s, 20.0), "")
+        outcome = Outcome(
+            Status(p.status), solution, SearchStats(p.nodes, p.wall_s, p.cpu_s, 20.0), p.message
+        )
         length = len(solution) if solution else None
         results.append(Result(run_id, p.level.hash, outcome, length, worker, started))
     with session_scope(engine) as session:

@@ -117,9 +117,29 @@ def test_missing_path_is_an_invalid_level(tmp_path):
     assert not lv.valid and "no such file" in lv.error
 
 
-def test_kind_filter_rejects_levels_of_another_kind():
-    lv = make_level("x", {"kind": "onestroke", "grid": ["S."]}, kind="sudoku")
-    assert not lv.valid and "not the requested kind" in lv.error
+def test_the_kind_given_is_the_kind_of_levels_that_name_none_and_never_overrides_one_named():
+    named = make_level("x", {"kind": "onestroke", "grid": ["S."]}, kind="sudoku")
+    assert named.valid and named.kind == "onestroke"  # the planner leaves it out of a sudoku run
+    bare = make_level("y", {"grid": "." * 81}, kind="sudoku")
+    assert bare.valid and bare.kind == "sudoku"
+    broken = make_level("z", {"kind": "sliding", "tiles": "no"}, kind="sudoku")
+    assert not broken.valid and broken.kind == "sliding"
+
+
+def test_a_directory_passes_over_hidden_files_and_lists_the_files_it_skips_with_why(tmp_path):
+    write(tmp_path / "a.json", '{"kind":"onestroke","grid":["S."]}')
+    write(tmp_path / "README.md", "# about")
+    write(tmp_path / "empty.jsonl", "  \n")
+    write(tmp_path / ".hidden.json", "{}")
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / ".git" / "x.json", "{}")
+    skipped: list = []
+    levels = list(read_levels([tmp_path], skipped=skipped))
+    assert [Path(lv.name).name for lv in levels] == ["a.json"]
+    assert [(Path(s.path).name, s.reason) for s in skipped] == [
+        ("README.md", "not a level file (.md)"),
+        ("empty.jsonl", "empty"),
+    ]
 
 
 def test_levels_of_a_one_line_json_list_get_distinct_names(tmp_path):

@@ -26,11 +26,14 @@ def test_every_level_of_a_thousand_malformed_files_is_invalid_with_a_message(cor
     directory, families = corpus
     files = sorted(p for p in directory.iterdir())
     assert len(files) >= 1000 and len(families) >= 10
-    levels = list(read_levels([directory]))
+    skipped: list = []
+    levels = list(read_levels([directory], skipped=skipped))
     assert [lv.name for lv in levels if lv.valid] == []
     assert all(lv.error and len(lv.error) > len(lv.name) + 5 for lv in levels)
     named = {lv.name.rsplit(":", 1)[0] if not Path(lv.name).exists() else lv.name for lv in levels}
-    assert {str(f) for f in files} <= named  # every file yields at least one (invalid) level
+    # Every file yields at least one (invalid) level, or is listed as skipped for being empty.
+    assert {s.reason for s in skipped} <= {"empty"}
+    assert {str(f) for f in files} <= named | {s.path for s in skipped}
     big = [lv for lv in levels if lv.name.endswith("huge_50mb.json")]
     assert len(big) == 1 and f"above the {DEFAULT_MAX_BYTES}-byte cap" in big[0].error
 

@@ -64,15 +64,16 @@ def test_html_cells_escape_and_pictures_are_data_images() -> None:
     assert 'alt="a&quot;b"' in img
 
 
-def test_plots_are_written_as_png_or_svg(tmp_path: Path) -> None:
+def test_plots_are_written_as_png_svg_or_pdf(tmp_path: Path) -> None:
     cactus = cactus_figure([
         {"run": 1, "label": "run 1 (plain)", "decided": 3, "times": [0.1, 0.5, 2.0]},
         {"run": 2, "label": "run 2 (warnsdorff)", "decided": 0, "times": []},
     ])  # fmt: skip
     assert save(cactus, tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     assert "<svg" in save(cactus, tmp_path / "c.svg").read_text()
-    with pytest.raises(ValueError, match=r"\.png or \.svg"):
-        save(cactus, tmp_path / "c.pdf")
+    assert save(cactus, tmp_path / "c.pdf").read_bytes()[:4] == b"%PDF"
+    with pytest.raises(ValueError, match=r"\.png, \.svg, \.pdf"):
+        save(cactus, tmp_path / "c.jpg")
     scatter = scatter_figure({"x_run": 1, "x_label": "a", "y_run": 2, "y_label": "b", "points": [
         {"level": "l", "level_hash": "h", "x": 1.0, "y": 0.5, "x_status": "solved", "y_status": "solved"},
         {"level": "m", "level_hash": "i", "x": 20.0, "y": 0.5, "x_status": "timeout", "y_status": "solved"},

@@ -5,9 +5,12 @@ from __future__ import annotations
 import click
 
 from packsolve import __version__
+from packsolve.cli.check import check
 from packsolve.cli.kinds import generate, kinds
-from packsolve.cli.reports import export, report, show, status
-from packsolve.cli.run import cancel, rerun, solve, submit
+from packsolve.cli.reports import report
+from packsolve.cli.results import export, show, status
+from packsolve.cli.run import cancel, rerun, resume, solve, submit
+from packsolve.cli.runs import runs
 from packsolve.cli.service import db, scheduler, worker
 
 
@@ -18,7 +21,7 @@ def cli() -> None:
 
 
 COMMANDS = (
-    *(solve, submit, rerun, cancel),  # runs
+    *(check, solve, submit, rerun, resume, cancel, runs),  # runs
     *(worker, scheduler, db),  # the distributed services
     *(status, report, export, show),  # results
     *(kinds, generate),  # puzzle kinds

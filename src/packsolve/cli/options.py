@@ -5,14 +5,16 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 
-from packsolve.errors import PacksolveError
+from packsolve.errors import OptionError, PacksolveError
 from packsolve.levels import DEFAULT_MAX_BYTES
 
 err_console = Console(stderr=True)
@@ -58,11 +60,20 @@ def run_options(fn: Callable) -> Callable:
         ),
         click.option(
             "--time-limit", type=float, default=DEFAULT_TIME_LIMIT, show_default=True,
-            help="Wall seconds per level (0: none); the solver is stopped, then killed soon after.",
+            help="Wall seconds per level, > 0 (0: no limit); the solver is stopped, then killed soon after.",
         ),
-        click.option("--node-limit", type=int, default=None, help="Expanded nodes per level."),
-        click.option("--memory-limit", type=int, default=None, help="MB a solver may allocate per level."),
-        click.option("--label", default=None, help="A name for the run, usable instead of its id."),
+        click.option("--node-limit", type=int, default=None, help="Expanded nodes per level (at least 1)."),
+        click.option(
+            "--memory-limit", type=int, default=None, help="MB a solver may allocate per level (at least 1).",
+        ),
+        click.option(
+            "--label", default=None,
+            help="A name for the run, usable instead of its id; unique, not all digits.",
+        ),
+        click.option(
+            "--move-label", is_flag=True,
+            help="If another run has the --label, take it from that run (instead of an error).",
+        ),
         click.option(
             "--max-file-mb", type=float, default=DEFAULT_MAX_BYTES / 2**20, show_default=True,
             help="Level files larger than this are refused (as invalid levels).",
@@ -88,12 +99,59 @@ def handle_errors(fn: Callable) -> Callable:
         except PacksolveError as exc:
             raise _Failed(str(exc), exc.exit_code) from None
         except OperationalError as exc:
-            from packsolve.db.session import database_url, safe_url
+            from packsolve.db.session import database_url, shown_database
 
-            url = safe_url(database_url(kwargs.get("database_url")))
-            raise click.ClickException(f"database error at {url}: {exc.orig}") from None
+            where = shown_database(database_url(kwargs.get("database_url")))
+            # The driver's message can run over several lines; its first says what happened.
+            first = next((line for line in str(exc.orig).splitlines() if line.strip()), "")
+            raise click.ClickException(
+                f"database error at {where}: {first.strip()} (is it running, and is the URL right?)"
+            ) from None
 
     return wrapper
+
+
+def read_engine(database_url: str | None) -> Any:
+    """Return the engine of a database that must exist already: commands that only read never create one."""
+    from packsolve.db.session import get_engine
+
+    return get_engine(database_url, create=False)
+
+
+def output_file(path: str, option: str = "--output") -> str:
+    """Return path if a file can be written there ('-': stdout); raise OptionError saying what is wrong."""
+    if path == "-":
+        return path
+    target = Path(path)
+    folder = target.parent
+    if not folder.exists():
+        raise OptionError(
+            option, f"{path}: the directory {folder} does not exist; create it or write elsewhere"
+        )
+    if not folder.is_dir():
+        raise OptionError(option, f"{path}: {folder} is not a directory")
+    if target.is_dir():
+        raise OptionError(option, f"{path} is a directory; name a file in it")
+    if not os.access(folder, os.W_OK):
+        raise OptionError(option, f"{path}: the directory {folder} is not writable; write elsewhere")
+    return path
+
+
+def format_of(path: str, given: str | None, by_suffix: Mapping[str, str], default: str) -> str:
+    """Return the format given, else the one path's suffix names, else default for stdout ('-').
+
+    Raise OptionError for a file whose suffix names no format (the message lists the suffixes).
+    """
+    if given is not None:
+        return given
+    if path == "-":
+        return default
+    suffix = Path(path).suffix.lower()
+    if suffix not in by_suffix:
+        known = ", ".join(sorted(by_suffix))
+        raise OptionError("--output", f"{path}: cannot tell the format from its name; end it in {known} "
+                          "or pass --format")  # fmt: skip
+    return by_suffix[suffix]
 
 
 class _Failed(click.ClickException):

@@ -1,11 +1,7 @@
-"""Commands that read results: status, report (summary, hardest, compare, cactus, html), export, show."""
+"""`packsolve report`: summary, failures, hardest, compare, cactus and html, computed from the database."""
 
 from __future__ import annotations
 
-import csv
-import json
-import sys
-import time
 from typing import Any
 
 import click
@@ -17,64 +13,11 @@ from packsolve.cli.options import (
     format_option,
     handle_errors,
     out_console,
+    output_file,
     print_summary,
+    read_engine,
 )
-from packsolve.errors import ReportError
-
-
-@click.command()
-@click.argument("run", required=False)
-@click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
-@click.option("--interval", type=float, default=2.0, show_default=True)
-@format_option
-@database_option
-@handle_errors
-def status(run: str | None, watch: bool, interval: float, fmt: str, database_url: str | None):
-    """Show the progress of a run (default: the latest): counts, rate, ETA from the median time so far.
-
-    With --watch the table refreshes until the run is finished; with --format
-    json it prints one JSON object per line at every refresh.
-    """
-    from packsolve.db.session import get_engine
-    from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
-
-    engine = get_engine(database_url)
-    if fmt != "table":
-        # One JSON object (or CSV row, stable columns) per refresh: a script can follow the run.
-        writer = csv.DictWriter(sys.stdout, fieldnames=PROGRESS_COLUMNS) if fmt == "csv" else None
-        if writer:
-            writer.writeheader()
-        while True:
-            p = _progress(engine, run)
-            if writer:
-                writer.writerow(progress_row(p))
-                sys.stdout.flush()
-            else:
-                click.echo(json.dumps(p, indent=None if watch else 2))
-            if not watch or p["finished"]:
-                return
-            time.sleep(interval)
-    if not watch:
-        out_console.print(render_progress(_progress(engine, run)))
-        return
-    from rich.live import Live
-
-    with Live(render_progress(_progress(engine, run)), console=out_console, auto_refresh=False) as live:
-        while True:
-            p = _progress(engine, run)
-            live.update(render_progress(p), refresh=True)
-            if p["finished"]:
-                break
-            time.sleep(interval)
-
-
-def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
-    from packsolve.db.runs import resolve_run
-    from packsolve.db.session import session_scope
-    from packsolve.report.progress import run_progress
-
-    with session_scope(engine) as session:
-        return run_progress(session, resolve_run(session, ref))
+from packsolve.errors import OptionError, ReportError
 
 
 @click.group()
@@ -84,40 +27,53 @@ def report() -> None:
 
 @report.command("summary")
 @click.argument("run", required=False)
+@click.option(
+    "--with-reruns", is_flag=True,
+    help="Merge RUN with its reruns: each level's best result across them, and which run got it.",
+)  # fmt: skip
 @format_option
 @database_option
 @handle_errors
-def report_summary(run: str | None, fmt: str, database_url: str | None):
-    """Solved X of Y, counts per status, CPU and wall time of RUN (default: latest)."""
+def report_summary(run: str | None, with_reruns: bool, fmt: str, database_url: str | None):
+    """Solved X of Y, counts per status (with a message), CPU and wall time of RUN (default: latest)."""
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
 
-    engine = get_engine(database_url)
+    engine = read_engine(database_url)
     with session_scope(engine) as session:
-        run_id = resolve_run(session, run).id
-    print_summary(engine, run_id, fmt)
+        target = resolve_run(session, run)
+        if with_reruns:
+            from packsolve.report.merged import merged_view, render_merged
+
+            merged = merged_view(session, target)
+    if not with_reruns:
+        print_summary(engine, target.id, fmt)
+    elif fmt == "csv":
+        emit(merged["levels"], fmt, lambda d: d)
+    else:
+        emit(merged, fmt, lambda m: render_merged(m, out_console.width))
 
 
-@click.command()
-@click.argument("run", default="latest")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), default="-", help="File [default: stdout].")
+@report.command("failures")
+@click.argument("run", required=False)
+@click.option(
+    "--examples", type=click.IntRange(min=0), default=3, show_default=True, help="Levels named per group."
+)
+@format_option
 @database_option
 @handle_errors
-def export(run: str, fmt: str, output: str, database_url: str | None):
-    """Write one record per attempt of RUN ('latest' by default) as JSON lines or CSV."""
+def report_failures(run: str | None, examples: int, fmt: str, database_url: str | None):
+    """Why RUN's levels failed: grouped by status and message, with counts, examples and a rerun command."""
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import get_engine, session_scope
-    from packsolve.report.export import export_records, write_csv, write_jsonl
+    from packsolve.db.session import session_scope
+    from packsolve.report.failures import failure_groups, flat_groups, render_failures
 
-    engine = get_engine(database_url)
-    with session_scope(engine) as session:
-        run_id = resolve_run(session, run).id
-        records = export_records(session, run_id)
-        with click.open_file(output, "w", encoding="utf-8") as out:
-            n = (write_jsonl if fmt == "jsonl" else write_csv)(records, out)
-    if output != "-":
-        err_console.print(f"{n} record(s) of run {run_id} written to {output}")
+    with session_scope(read_engine(database_url)) as session:
+        data = failure_groups(session, resolve_run(session, run), examples)
+    if fmt == "csv":
+        emit(flat_groups(data), fmt, lambda d: d)
+    else:
+        emit(data, fmt, render_failures)
 
 
 def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
@@ -143,23 +99,28 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
                    database_url: str | None):  # fmt: skip
     """The hardest levels: unsolved first (by PAR-2, then nodes), then solved ones by --by."""
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.hardest import hardest_in_run, hardest_overall, render_hardest
 
     if all_runs and run_ref:
         raise click.UsageError("give --run or --all, not both")
-    with session_scope(get_engine(database_url)) as session:
+    with session_scope(read_engine(database_url)) as session:
         if all_runs:
             rows, title = hardest_overall(session, by, top, kind), "hardest levels across all runs"
         else:
             run = resolve_run(session, run_ref)
             rows, title = hardest_in_run(session, run, by, top, kind), f"hardest levels of run {run.id}"
-    emit(rows, fmt, lambda r: render_hardest(r, title))
+    emit(rows, fmt, lambda r: render_hardest(r, title, out_console.width))
 
 
 @report.command("compare")
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--differs", is_flag=True, help="Only levels whose status is not the same in every run.")
+@click.option(
+    "--differs", is_flag=True, help="Only levels every run attempted whose status is not the same in all."
+)
+@click.option(
+    "--with-missing", is_flag=True, help="With --differs: also levels some of the runs did not attempt."
+)
 @click.option(
     "--only-solved-by", default=None, metavar="RUN", help="Only levels decided by RUN and no other."
 )
@@ -167,26 +128,30 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
 @format_option
 @database_option
 @handle_errors
-def report_compare(runs: tuple[str, ...], differs: bool, only_solved_by: str | None, kind: str | None,
-                   fmt: str, database_url: str | None):  # fmt: skip
-    """One row per level, one column group per run; footer of solved counts, PAR-2 and speedup."""
+def report_compare(runs: tuple[str, ...], differs: bool, with_missing: bool, only_solved_by: str | None,
+                   kind: str | None, fmt: str, database_url: str | None):  # fmt: skip
+    """One row per level, one column group per run (and why it failed); footer: PAR-2 and speedup.
+
+    The footer's PAR-2 is over the levels every run attempted, so a rerun of a
+    few levels compares fairly with its parent.
+    """
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.compare import compare_runs, flat_rows, render_compare
 
     if len(runs) < 2:
         raise click.UsageError("compare needs at least two runs")
-    with session_scope(get_engine(database_url)) as session:
+    with session_scope(read_engine(database_url)) as session:
         selected = _runs(session, runs)
         only = resolve_run(session, only_solved_by) if only_solved_by else None
-        data = compare_runs(session, selected, differs, only, kind)
+        data = compare_runs(session, selected, differs, only, kind, with_missing)
     if fmt != "table":  # the table prints them itself; scripts still get them, apart from the data
         for w in data["warnings"]:
             err_console.print(f"warning: {w}", markup=False, highlight=False, style="yellow")
     if fmt == "csv":
         emit(flat_rows(data), fmt, lambda d: d)
     else:
-        emit(data, fmt, render_compare)
+        emit(data, fmt, lambda d: render_compare(d, out_console.width))
 
 
 @report.command("cactus")
@@ -203,7 +168,7 @@ def report_cactus(
     runs: tuple[str, ...], output: str, scatter: str | None, fmt: str, database_url: str | None
 ):
     """Cactus plot of RUNS (default: latest): levels decided within a time, one line per run."""
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.cactus import (
         FORMATS,
         cactus_data,
@@ -213,10 +178,12 @@ def report_cactus(
         scatter_figure,
     )
 
-    for path in (output, scatter):
-        if path and not path.lower().endswith(FORMATS):
-            raise click.BadParameter(f"{path}: the plot file must end in .png or .svg")
-    with session_scope(get_engine(database_url)) as session:
+    for path, option in ((output, "--output"), (scatter, "--scatter")):
+        if path:
+            output_file(path, option)
+            if not path.lower().endswith(FORMATS):
+                raise OptionError(option, f"{path}: a plot file ends in {', '.join(FORMATS)}")
+    with session_scope(read_engine(database_url)) as session:
         selected = _runs(session, runs)
         if scatter and len(selected) != 2:
             raise click.UsageError("--scatter needs exactly two runs")
@@ -261,33 +228,13 @@ def report_html(runs: tuple[str, ...], output: str, top: int, max_pictures: int,
     """One self-contained HTML file for RUNS (default: latest): summary, plots, hardest, every level."""
     from pathlib import Path
 
-    from packsolve.db.session import get_engine, session_scope
+    from packsolve.db.session import session_scope
     from packsolve.report.html import html_report
 
-    with session_scope(get_engine(database_url)) as session:
+    output_file(output)
+    if not output.lower().endswith((".html", ".htm")):
+        raise OptionError("--output", f"{output}: the report is an HTML page; name it .html")
+    with session_scope(read_engine(database_url)) as session:
         page = html_report(session, _runs(session, runs), top, max_pictures)
     Path(output).write_text(page, encoding="utf-8")
     err_console.print(f"report written to {output} ({len(page) / 1024:.0f} KiB)")
-
-
-@click.command()
-@click.argument("level")
-@format_option
-@database_option
-@handle_errors
-def show(level: str, fmt: str, database_url: str | None):
-    """Show LEVEL (a level file, PATH:LINE, a name from a report, or a hash or its prefix).
-
-    Draws it with its best known solution and lists every attempt at it across runs.
-    """
-    from packsolve.db.session import get_engine, session_scope
-    from packsolve.report.show import level_report, render_level
-
-    with session_scope(get_engine(database_url)) as session:
-        rep = level_report(session, level)
-    if fmt == "csv":
-        emit(rep["history"], fmt, lambda r: r)
-    elif fmt == "json":
-        click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
-    else:
-        out_console.print(render_level(rep))

@@ -1,13 +1,13 @@
-"""Commands that start or stop runs: solve, submit, rerun, cancel (the work is in runs.py)."""
+"""Commands that start, resume or stop runs: solve, submit, rerun, resume, cancel (the work is in runs.py)."""
 
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from typing import Any
 
 import click
 
+from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.options import (
     broker_option,
     database_option,
@@ -15,107 +15,90 @@ from packsolve.cli.options import (
     format_option,
     handle_errors,
     print_summary,
+    read_engine,
     run_options,
 )
+from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
 
 RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 
 
 def _request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
-    """Return the validated planning.Request of a command's run options."""
-    from packsolve.planning import Request, limits_from_options
+    """Return the validated request.Request of a command's run options (OptionError for a bad one)."""
+    from packsolve.request import request_from_options
 
-    return Request(
-        kind=opts["kind"],
-        heuristic=opts["heuristic"],
-        limits=limits_from_options(opts["time_limit"], opts["node_limit"], opts["memory_limit"]),
-        label=opts["label"],
-        max_tries=max_tries,
-        max_file_bytes=int(opts["max_file_mb"] * 2**20),
-    )
+    return request_from_options(
+        opts["kind"], opts["heuristic"], opts["time_limit"], opts["node_limit"], opts["memory_limit"],
+        opts["label"], opts["max_file_mb"], max_tries, opts["move_label"],
+    )  # fmt: skip
 
 
-def print_notes(run: Any) -> None:
-    """Print what the user should know about how a run was planned (a heuristic not applied to a kind)."""
-    for note in run.notes:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+def progress_options(fn: Any) -> Any:
+    """Options of every command that solves locally: quiet, and how often to print progress to a log."""
+    fn = click.option(
+        "--progress-every", type=click.FloatRange(min=0.1), default=DEFAULT_EVERY_S, show_default=True,
+        help="Seconds between progress lines when stderr is not a terminal (a log).",
+    )(fn)  # fmt: skip
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bar or lines.")(fn)
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
-@click.option("--jobs", "-j", type=int, default=None, help="Worker processes [default: number of cores].")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--jobs", "-j", type=int, default=None, help="Worker processes, at least 1 [default: one per core]."
+)
+@click.option(
+    "--skip-solved", is_flag=True,
+    help="Leave out levels already solved (or proved unsolvable) with the same heuristic in an earlier run.",
+)  # fmt: skip
+@progress_options
 @format_option
 @database_option
 @handle_errors
-def solve(
-    paths: tuple[str, ...], jobs: int | None, quiet: bool, fmt: str, database_url: str | None, **opts: Any
-):
-    """Solve every level under PATHS on a local process pool; results go to the database."""
+def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bool, progress_every: float,
+          fmt: str, database_url: str | None, **opts: Any):  # fmt: skip
+    """Solve every level under PATHS on a local process pool; results go to the database.
+
+    Ctrl-C, or `packsolve cancel RUN` from elsewhere, stops it within a second:
+    results so far are kept and `packsolve resume RUN` runs the rest.
+    """
     from packsolve import runs
     from packsolve.db.session import get_engine
+    from packsolve.planning import check_paths
+    from packsolve.request import check_jobs
 
+    request = _request(opts)
+    check_jobs(jobs)  # before the database is touched: a typo costs nothing
+    check_paths(paths)
     engine = get_engine(database_url)
-    run, jobs = runs.start_local(engine, paths, _request(opts), jobs, sys.argv[1:])
-    if run.duplicates:
-        err_console.print(f"[dim]{run.duplicates} duplicate level(s) skipped: each level runs once[/]")
-    print_notes(run)
-    err_console.print(f"run {run.id}: {run.total} level(s), {jobs} process(es)")
-    _solve_and_summarise(engine, run, jobs, quiet, fmt)
+    try:
+        run, jobs = runs.start_local(engine, paths, request, jobs, sys.argv[1:], skip_solved)
+    except runs.NothingToRun as exc:
+        err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
+        return
+    print_plan_notes(run)
+    err_console.print(f"run {run.id}: {len(run.specs)} level(s) to run, {jobs} process(es)", highlight=False)
+    _solve_and_summarise(engine, run, jobs, quiet, fmt, progress_every)
 
 
-def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str) -> None:
-    """Solve a new local run (with a progress bar unless quiet), then print its summary; 130 on Ctrl-C."""
+def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str, every: float) -> None:
+    """Solve a local run, then print its summary; exit 130 after Ctrl-C, 1 after `packsolve cancel`."""
     from packsolve import runs
 
     try:
-        if quiet or not run.specs:
-            runs.solve_local(engine, run, jobs)
-        else:
-            _with_progress(engine, run, jobs)
+        solve_showing_progress(engine, run, jobs, quiet, every)
     except runs.Interrupted as exc:
-        err_console.print(f"[yellow]interrupted: {exc.cancelled} level(s) not run were marked cancelled[/]")
+        what = "interrupted" if exc.reason == "interrupted" else "cancelled by `packsolve cancel`"
+        err_console.print(
+            f"[yellow]run {exc.run_id} {what}: {exc.cancelled} level(s) have no result (marked cancelled); "
+            f"`packsolve resume {exc.run_id}` runs them into the same run[/]",
+            highlight=False,
+            soft_wrap=True,
+        )  # fmt: skip
         print_summary(engine, run.id, fmt)
-        sys.exit(130)
+        sys.exit(130 if exc.reason == "interrupted" else 1)
     print_summary(engine, run.id, fmt)
-
-
-def _with_progress(engine: Any, run: Any, jobs: int) -> None:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from packsolve import runs
-
-    counts: Counter[str] = Counter()
-    counts["invalid"] = run.invalid
-
-    def describe() -> str:
-        return "  ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v) or "starting"
-
-    with Progress(
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        TextColumn("{task.description}"),
-        console=err_console,
-        transient=False,
-    ) as progress:
-        task = progress.add_task(describe(), total=run.total, completed=run.invalid)
-
-        def on_result(_hash: str, outcome: Any) -> None:
-            counts[outcome.status.value] += 1
-            progress.update(task, advance=1, description=describe())
-
-        runs.solve_local(engine, run, jobs, on_result)
 
 
 @click.command()
@@ -144,16 +127,18 @@ def submit(
     """Create a run for the levels under PATHS and enqueue them in tasks of one or more; print the run id."""
     from packsolve import runs
     from packsolve.db.session import get_engine
+    from packsolve.planning import check_paths
     from packsolve.queue.app import make_app
 
     request = _request(opts, max_tries)
+    check_paths(paths)
     engine = get_engine(database_url)
     run, sent = runs.start_distributed(engine, make_app(broker_url), paths, request, chunk_size, sys.argv[1:])
-    print_notes(run)
+    print_plan_notes(run)
     err_console.print(
         f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
-        f"{sent.seconds:.2f} s, {run.invalid} invalid"
-    )
+        f"{sent.seconds:.2f} s, {run.invalid} invalid", highlight=False,
+    )  # fmt: skip
     click.echo(run.id)
 
 
@@ -167,25 +152,31 @@ def submit(
     help="Comma-separated statuses of the parent's attempts to run again.",
 )
 @click.option("--kind", default=None, help="Only levels of this kind.")
+@click.option("--message", default=None, help="Only attempts whose message holds this text.")
 @click.option(
     "--heuristic",
     default=None,
     help="Solver to use, or per kind (sudoku=dlx,sliding=idastar) [default: parent's].",
 )
-@click.option("--time-limit", type=float, default=None, help="Wall seconds per level [default: parent's].")
+@click.option(
+    "--time-limit", type=float, default=None, help="Wall seconds per level, 0: none [default: parent's]."
+)
 @click.option("--node-limit", type=int, default=None, help="Expanded nodes per level [default: parent's].")
 @click.option("--memory-limit", type=int, default=None, help="MB per level [default: parent's].")
-@click.option("--label", default=None, help="A name for the child run.")
+@click.option("--label", default=None, help="A name for the child run (unique, not all digits).")
+@click.option("--move-label", is_flag=True, help="If another run has the --label, take it from that run.")
 @click.option("--local", "local", flag_value=True, default=None, help="Run on a local process pool.")
 @click.option("--distributed", "local", flag_value=False, help="Enqueue for Celery workers.")
-@click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: number of cores].")
+@click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: one per core].")
 @click.option("--max-tries", type=int, default=None, help="Deliveries before lost [default: 5].")
+@progress_options
 @format_option
 @database_option
 @broker_option
 @handle_errors
-def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tries: int | None, fmt: str,
-          database_url: str | None, broker_url: str | None, **opts: Any):  # fmt: skip
+def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tries: int | None, quiet: bool,
+          progress_every: float, fmt: str, database_url: str | None, broker_url: str | None,
+          **opts: Any):  # fmt: skip
     """Run RUN's failed levels again as a child run (linked to RUN); print the child's id.
 
     By default the child runs where the parent did (local or distributed) with
@@ -193,7 +184,6 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     heuristic or more time buys (`packsolve report compare RUN CHILD`).
     """
     from packsolve import runs
-    from packsolve.db.session import get_engine
     from packsolve.queue.app import make_app
 
     request = runs.RerunRequest(
@@ -208,15 +198,17 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
         max_tries=max_tries,
         local=local,
         jobs=jobs,
+        message=opts["message"],
+        move_label=opts["move_label"],
     )
-    request.checked_statuses()  # before the database is touched: a typo costs nothing
-    engine = get_engine(database_url)
+    request.check()  # before the database is touched: a typo costs nothing
+    engine = read_engine(database_url)
     app = make_app(broker_url)  # connects only if the child is distributed
     child, processes = runs.start_rerun(engine, request, sys.argv[1:], app)
-    print_notes(child)
+    print_plan_notes(child)
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
-        _solve_and_summarise(engine, child, processes, quiet=True, fmt=fmt)
+        _solve_and_summarise(engine, child, processes, quiet or fmt != "table", fmt, progress_every)
     else:
         sent = runs.send(engine, app, child)
         err_console.print(
@@ -227,12 +219,67 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
 
 @click.command()
 @click.argument("run")
+@click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: the run's].")
+@progress_options
+@format_option
+@database_option
+@broker_option
+@handle_errors
+def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: str, database_url: str | None,
+           broker_url: str | None):  # fmt: skip
+    """Run the levels of RUN that have no final result, into RUN itself.
+
+    Those are the levels a Ctrl-C, a `packsolve cancel` or a crash left
+    without a result (cancelled before or while they ran, or still queued); the
+    run keeps its heuristics and limits. Levels with a result are not run again.
+    """
+    from packsolve import runs
+    from packsolve.db.runs import resolve_run
+    from packsolve.db.session import session_scope
+    from packsolve.request import check_jobs
+
+    if jobs is not None:
+        check_jobs(jobs)
+    engine = read_engine(database_url)
+    with session_scope(engine) as session:
+        mode = resolve_run(session, run).mode
+    if mode == "distributed":
+        from packsolve.queue.app import make_app
+
+        runs.resume_distributed(engine, make_app(broker_url), run)
+        return
+    try:
+        resumed, processes = runs.resume_local(engine, run, jobs, sys.argv[1:])
+    except runs.NothingToRun as exc:
+        err_console.print(str(exc), highlight=False, markup=False)
+        return
+    err_console.print(
+        f"run {resumed.id}: resuming {len(resumed.specs)} of {resumed.total} level(s), "
+        f"{processes} process(es)"
+    )
+    _solve_and_summarise(engine, resumed, processes, quiet, fmt, progress_every)
+
+
+@click.command()
+@click.argument("run")
 @database_option
 @handle_errors
 def cancel(run: str, database_url: str | None):
-    """Cancel RUN: its queued attempts become cancelled and workers skip them."""
-    from packsolve import runs
-    from packsolve.db.session import get_engine
+    """Cancel RUN: its queued attempts become cancelled; workers skip them, a local solve stops.
 
-    run_id, n = runs.cancel(get_engine(database_url), run)
-    click.echo(f"run {run_id}: {n} queued attempt(s) cancelled")
+    A local `packsolve solve` of RUN stops within a second and keeps every
+    result that finished; `packsolve resume RUN` runs the rest later.
+    """
+    from packsolve import runs
+
+    done = runs.cancel(read_engine(database_url), run)
+    if done.finished_before:
+        click.echo(f"run {done.run_id} is finished already: nothing to cancel")
+    elif done.mode == "local":
+        click.echo(
+            f"run {done.run_id} cancelled: {done.cancelled} level(s) had no result yet; its "
+            "`packsolve solve` stops within a second and keeps what finishes before "
+            f"(`packsolve resume {done.run_id}` runs the rest)"
+        )
+    else:
+        click.echo(f"run {done.run_id}: {done.cancelled} queued attempt(s) cancelled")

@@ -44,9 +44,10 @@ class Run(Base):
     """One batch: which levels, which heuristic, which limits, where and by which version."""
 
     __tablename__ = "runs"
+    __table_args__ = (Index("uq_runs_label", "label", unique=True),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    label: Mapped[str | None] = mapped_column(String(200))
+    label: Mapped[str | None] = mapped_column(String(200))  # unique: names one run
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     mode: Mapped[str] = mapped_column(String(16))  # local | distributed
     state: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | cancelled

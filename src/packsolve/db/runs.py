@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from packsolve import __version__
 from packsolve.db.models import Attempt, LevelRow, Run, utcnow
+from packsolve.db.session import shown_database
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
 from packsolve.errors import RunNotFound
 from packsolve.levels import Level, canonical_json
@@ -160,20 +161,21 @@ def mark_sent(session: Session, run_id: int) -> None:
 
 
 def resolve_run(session: Session, ref: str | int | None) -> Run:
-    """Return the run named by id, 'latest' or None (latest), or by label; raise RunNotFound."""
+    """Return the run named by id, 'latest' or None (latest), or label; raise RunNotFound naming the db."""
+    where = shown_database(session.get_bind().engine.url)
     if ref is None or ref == "latest":
         run = session.scalars(select(Run).order_by(Run.id.desc()).limit(1)).first()
         if run is None:
-            raise RunNotFound("no runs in the database yet")
+            raise RunNotFound(f"no runs yet in {where}: start one with `packsolve solve PACK`")
         return run
     if isinstance(ref, int) or str(ref).isdigit():
         run = session.get(Run, int(ref))
         if run is None:
-            raise RunNotFound(f"no run with id {ref}")
+            raise RunNotFound(f"no run with id {ref} in {where} (`packsolve runs` lists them)")
         return run
     run = session.scalars(select(Run).where(Run.label == str(ref)).order_by(Run.id.desc()).limit(1)).first()
     if run is None:
-        raise RunNotFound(f"no run with id or label {ref!r}")
+        raise RunNotFound(f"no run with id or label {ref!r} in {where} (`packsolve runs` lists them)")
     return run
 
 

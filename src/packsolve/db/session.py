@@ -9,10 +9,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
+from packsolve.errors import DatabaseUrlError, NoDatabase
+
 DEFAULT_DB_FILE = "packsolve.db"
+# The databases packsolve's queries are written and tested for.
+BACKENDS = ("sqlite", "postgresql")
+WHAT_WORKS = "write sqlite:///PATH/results.db (a file) or postgresql://USER@HOST/DATABASE"
+FROM_WHERE = "--database-url or PACKSOLVE_DATABASE_URL"
 
 
 def database_url(url: str | None = None) -> str:
@@ -34,6 +41,16 @@ def safe_url(url: str) -> str:
         return "<unparseable database URL>"
 
 
+def shown_database(url: str | URL) -> str:
+    """Return how to name a database to a user: an SQLite file's path, else the URL without password."""
+    text = url.render_as_string(hide_password=False) if isinstance(url, URL) else url
+    try:
+        path = sqlite_file(text)
+    except ArgumentError:
+        return "<unparseable database URL>"
+    return str(path) if path is not None else safe_url(text)
+
+
 _SECRET_IN_URL = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^:/@\s]*:)\S+@")
 
 
@@ -42,16 +59,51 @@ def redact(text: str) -> str:
     return _SECRET_IN_URL.sub(r"\1***@", text)
 
 
+def checked_url(url: str) -> URL:
+    """Return url parsed; raise DatabaseUrlError saying what would work if it names no usable database."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        shown = url if "@" not in url else "…@" + url.rsplit("@", 1)[1]
+        raise DatabaseUrlError(f"{shown!r} is not a database URL ({FROM_WHERE}): {WHAT_WORKS}") from None
+    backend = parsed.get_backend_name()
+    if backend not in BACKENDS:
+        raise DatabaseUrlError(
+            f"{safe_url(url)}: packsolve keeps results in SQLite or PostgreSQL, not {backend!r} "
+            f"({FROM_WHERE}): {WHAT_WORKS}"
+        )
+    return parsed
+
+
+def sqlite_file(url: str) -> Path | None:
+    """Return the file of an SQLite URL (None for another database or an in-memory one)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
 _engines: dict[tuple[int, str, bool], Engine] = {}
 
 
-def get_engine(url: str | None = None, migrate: bool = True, pre_ping: bool = True) -> Engine:
+def get_engine(
+    url: str | None = None, migrate: bool = True, pre_ping: bool = True, create: bool = True
+) -> Engine:
     """Return this process's engine for url (one per process: engines must not cross a fork).
 
     pre_ping=False is for callers that retry a transaction on a dropped connection
-    themselves (the worker): it saves a round trip per transaction.
+    themselves (the worker): it saves a round trip per transaction. create=False
+    is for commands that only read: they raise NoDatabase rather than create an
+    SQLite file that does not exist. A URL that cannot work raises DatabaseUrlError.
     """
     url = database_url(url)
+    checked_url(url)
+    path = sqlite_file(url)
+    if not create and path is not None and not path.exists():
+        raise NoDatabase(
+            f"no database at {path}: nothing has been solved with it yet; run `packsolve solve PACK` "
+            f"here first, or point {FROM_WHERE} at your results"
+        )
     key = (os.getpid(), url, pre_ping)
     engine = _engines.get(key)
     if engine is None:
@@ -71,13 +123,16 @@ def forget_engines() -> None:
 
 
 def make_engine(url: str, pre_ping: bool = True) -> Engine:
-    """Return a new engine; SQLite gets WAL and a busy timeout so several writers can share it."""
-    parsed = make_url(url)
+    """Return a new engine; SQLite gets WAL and a busy timeout so several writers can share it.
+
+    Raise DatabaseUrlError for a URL that cannot work (no scheme, another database, a driver not installed).
+    """
+    parsed = checked_url(url)
     if parsed.get_backend_name() == "sqlite":
         db = parsed.database
         if db and db != ":memory:":
             Path(db).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 60})
+        engine = _create(url, connect_args={"timeout": 60})
 
         @event.listens_for(engine, "connect")
         def _tune(dbapi_conn, _record):  # type: ignore[no-untyped-def]
@@ -90,7 +145,21 @@ def make_engine(url: str, pre_ping: bool = True) -> Engine:
 
         return engine
     # pre_ping replaces connections the server dropped (restarts, pg_terminate_backend).
-    return create_engine(url, pool_pre_ping=pre_ping, pool_size=5, max_overflow=5, pool_recycle=1800)
+    return _create(url, pool_pre_ping=pre_ping, pool_size=5, max_overflow=5, pool_recycle=1800)
+
+
+def _create(url: str, **options: object) -> Engine:
+    """Return create_engine(url); raise DatabaseUrlError if its driver is not installed."""
+    try:
+        return create_engine(url, **options)  # type: ignore[arg-type]
+    except (ModuleNotFoundError, NoSuchModuleError) as exc:
+        driver = make_url(url).get_driver_name()
+        hint = "postgresql://USER@HOST/DATABASE (psycopg 3, installed with packsolve)"
+        if make_url(url).get_backend_name() == "sqlite":
+            hint = "sqlite:///PATH/results.db"
+        raise DatabaseUrlError(
+            f"{safe_url(url)}: its driver {driver!r} is not installed ({exc}); write {hint}"
+        ) from None
 
 
 @contextmanager

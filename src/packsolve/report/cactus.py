@@ -12,7 +12,10 @@ from sqlalchemy.orm import Session
 from packsolve.db.models import Attempt, Run
 from packsolve.report.metrics import SUCCESS_VALUES, par2, rounded
 
-FORMATS = (".png", ".svg")
+FORMATS = (".png", ".svg", ".pdf")
+# Times below this are drawn at it: a log axis has no zero, and a level solved in no
+# measurable time is still a point on the plot.
+FLOOR_S = 1e-4
 
 
 def cactus_data(session: Session, runs: list[Run]) -> list[dict[str, Any]]:
@@ -56,58 +59,88 @@ def _label(run: Run) -> str:
     return f"run {run.id}" + (f" {run.label}" if run.label else "") + f" ({run.heuristic})"
 
 
-def _figure() -> Any:
+def _figure(size: tuple[float, float] = (7, 4.5)) -> Any:
     # The object API with the Agg canvas: no pyplot global state, no display needed.
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(7, 4.5), dpi=100, layout="constrained")
+    return Figure(figsize=size, dpi=100, layout="constrained")
 
 
 def cactus_figure(data: list[dict[str, Any]]) -> Any:
-    """Return a matplotlib Figure: x the time limit one would need, y how many levels are decided by then."""
+    """Return a matplotlib Figure: x the time limit one would need, y how many levels are decided by then.
+
+    A run with nothing decided is named in the legend; when no run decided
+    anything the plot says so in words instead of drawing empty axes.
+    """
     fig = _figure()
     ax = fig.add_subplot()
+    ax.set_title("cactus plot: levels decided within a time")
+    if not any(line["times"] for line in data):
+        names = ", ".join(line["label"] for line in data) or "no run"
+        ax.text(0.5, 0.5, f"nothing decided in {names}:\nno level was solved or proved unsolvable",
+                ha="center", va="center", fontsize=12, transform=ax.transAxes, wrap=True)  # fmt: skip
+        ax.set_axis_off()
+        return fig
     for line in data:
-        times = line["times"]
+        times = [max(t, FLOOR_S) for t in line["times"]]
         if times:
-            ax.step([0.0, *times], list(range(len(times) + 1)), where="post", label=line["label"])
+            ax.step([times[0], *times], [0, *range(1, len(times) + 1)], where="post", label=line["label"])
         else:
             ax.plot([], [], label=f"{line['label']} (none decided)")
-    ax.set_xlabel("wall time per level (s)")
-    ax.set_ylabel("levels decided")
-    ax.set_title("cactus plot")
-    ax.grid(True, alpha=0.3)
-    if any(line["times"] and line["times"][-1] > 0 and line["times"][0] > 0 for line in data):
+    every = [max(t, FLOOR_S) for line in data for t in line["times"]]
+    if max(every) / min(every) > 20:
         ax.set_xscale("log")
+        ax.set_xlabel("wall time per level (s, log scale)")
+    else:
+        ax.set_xlabel("wall time per level (s)")
+    ax.set_ylabel("levels decided")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3, which="both")
     ax.legend(loc="lower right")
     return fig
 
 
 def scatter_figure(data: dict[str, Any]) -> Any:
-    """Return a matplotlib Figure of one point per level: x one run's PAR-2 time, y the other's."""
-    fig = _figure()
+    """Return a matplotlib Figure of one point per level, log axes: x one run's PAR-2 time, y the other's.
+
+    The diagonal marks equal times: points under it are levels the second run
+    did faster. Levels one run did not decide sit at twice its time limit.
+    """
+    fig = _figure((6, 5.5))  # square axes: the diagonal at 45 degrees
     ax = fig.add_subplot()
     pts = data["points"]
-    for decided, marker, label in ((True, "o", "decided by both"), (False, "x", "unsolved by one or both")):
-        sel = [
-            p for p in pts if (p["x_status"] in SUCCESS_VALUES and p["y_status"] in SUCCESS_VALUES) == decided
-        ]
-        ax.scatter([p["x"] for p in sel], [p["y"] for p in sel], marker=marker, label=label, alpha=0.7)
-    top = max([p["x"] for p in pts] + [p["y"] for p in pts] + [1e-3])
-    ax.plot([0, top], [0, top], color="grey", linewidth=0.8, linestyle="--")
+    ax.set_title("per-level time: under the diagonal the second run is faster")
+    if not pts:
+        ax.text(0.5, 0.5, "no level was run by both runs", ha="center", va="center", fontsize=12,
+                transform=ax.transAxes)  # fmt: skip
+        ax.set_axis_off()
+        return fig
+    xs = [max(p["x"], FLOOR_S) for p in pts]
+    ys = [max(p["y"], FLOOR_S) for p in pts]
+    lo, hi = min(xs + ys) / 1.5, max(xs + ys) * 1.5
+    ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.9, linestyle="--", label="same time")
+    for decided, marker, label in ((True, "o", "decided by both"), (False, "x", "undecided by one or both")):
+        both = [p["x_status"] in SUCCESS_VALUES and p["y_status"] in SUCCESS_VALUES for p in pts]
+        sel = [i for i, b in enumerate(both) if b == decided]
+        if sel:
+            ax.scatter([xs[i] for i in sel], [ys[i] for i in sel], marker=marker, label=label, alpha=0.7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_aspect("equal", adjustable="box")
     ax.set_xlabel(f"{data['x_label']}: wall s (PAR-2)")
     ax.set_ylabel(f"{data['y_label']}: wall s (PAR-2)")
-    ax.set_title("per-level times: below the diagonal the second run is faster")
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper left")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(loc="upper left", fontsize="small")
     return fig
 
 
 def save(fig: Any, path: str | Path) -> Path:
-    """Write the figure as PNG or SVG by the file's suffix; raise ValueError for another suffix."""
+    """Write the figure as PNG, SVG or PDF by the file's suffix; raise ValueError for another suffix."""
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
-        raise ValueError(f"{path.name}: the plot file must end in .png or .svg")
+        raise ValueError(f"{path.name}: the plot file must end in {', '.join(FORMATS)}")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format=path.suffix.lower()[1:])
     return path

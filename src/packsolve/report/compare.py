@@ -10,17 +10,21 @@ from sqlalchemy.orm import Session
 from packsolve.db.models import Attempt, Run
 from packsolve.errors import ReportError
 from packsolve.report.metrics import SUCCESS_VALUES, host_of, par2, rounded
+from packsolve.report.text import short_message, short_name
 
 # Provenance that makes two runs' times incomparable when it differs.
 PROVENANCE = ("host", "version", "time_limit", "node_limit", "memory_limit_mb", "concurrency", "mode")
 
 
-def _cell(status: str, wall_s: float | None, nodes: int | None, time_limit: float | None) -> dict[str, Any]:
+def _cell(
+    status: str, wall_s: float | None, nodes: int | None, time_limit: float | None, message: str | None
+) -> dict[str, Any]:
     return {
         "status": status,
         "wall_s": rounded(wall_s),
         "nodes": nodes,
         "par2_s": rounded(par2(status, wall_s, time_limit)),
+        "message": message,
     }
 
 
@@ -51,13 +55,15 @@ def compare_runs(
     differs: bool = False,
     only_solved_by: Run | None = None,
     kind: str | None = None,
+    with_missing: bool = False,
 ) -> dict[str, Any]:
     """Return {runs, rows, footer, warnings} comparing runs level by level (by content hash).
 
     A row's `results` hold one cell per run, in the order given (None where the
     level was not in that run). `differs` keeps rows whose statuses are not all
-    equal; `only_solved_by` keeps rows decided by that run and by no other.
-    The footer is computed over every level, before the filters.
+    equal among levels every run attempted (with_missing: levels some run did
+    not attempt too); `only_solved_by` keeps rows decided by that run and by no
+    other. The footer is computed over every level, before the filters.
     """
     ids = [r.id for r in runs]
     table: dict[str, dict[str, Any]] = {}
@@ -65,22 +71,35 @@ def compare_runs(
         # Core rows of the few columns shown: a 10,000-level run must not build ORM objects.
         q = (
             select(
-                Attempt.level_hash, Attempt.name, Attempt.kind, Attempt.status, Attempt.wall_s, Attempt.nodes
+                Attempt.level_hash,
+                Attempt.name,
+                Attempt.kind,
+                Attempt.status,
+                Attempt.wall_s,
+                Attempt.nodes,
+                Attempt.message,
             )
             .where(Attempt.run_id == run.id)
             .order_by(Attempt.seq)
         )
         if kind:
             q = q.where(Attempt.kind == kind)
-        for h, name, k, status, wall, nodes in session.connection().execute(q):
+        for h, name, k, status, wall, nodes, message in session.connection().execute(q):
             row = table.get(h)
             if row is None:
                 row = table[h] = {"level": name, "level_hash": h, "kind": k, "results": [None] * len(runs)}
-            row["results"][col] = _cell(status, wall, nodes, run.time_limit)
+            row["results"][col] = _cell(status, wall, nodes, run.time_limit, message)
     rows = list(table.values())
-    footer = [_footer(rows, col, run) for col, run in enumerate(runs)]
+    common = [
+        r["results"] for r in rows if all(c is not None and c["par2_s"] is not None for c in r["results"])
+    ]
+    footer = [_footer(rows, col, run, common) for col, run in enumerate(runs)]
     if differs:
-        rows = [r for r in rows if len({c["status"] if c else None for c in r["results"]}) > 1]
+        rows = [
+            r for r in rows
+            if len({c["status"] if c else None for c in r["results"]}) > 1
+            and (with_missing or all(c is not None for c in r["results"]))
+        ]  # fmt: skip
     if only_solved_by is not None:
         if only_solved_by.id not in ids:
             raise ReportError(f"--only-solved-by run {only_solved_by.id} is not one of the compared runs")
@@ -106,8 +125,12 @@ def _decided(cell: dict[str, Any] | None) -> bool:
     return cell is not None and cell["status"] in SUCCESS_VALUES
 
 
-def _footer(rows: list[dict[str, Any]], col: int, run: Run) -> dict[str, Any]:
-    """Return a run's solved counts and PAR-2, and its speedup over the first run on shared levels."""
+def _footer(rows: list[dict[str, Any]], col: int, run: Run, common: list[list[Any]]) -> dict[str, Any]:
+    """Return a run's solved counts and PAR-2, and its speedup over the first run on shared levels.
+
+    common holds the results of the levels every run ran: PAR-2 over them is
+    comparable from run to run, and common_speedup is the first run's over this one's.
+    """
     cells = [r["results"][col] for r in rows if r["results"][col] is not None]
     scores = [c["par2_s"] for c in cells if c["par2_s"] is not None]
     # Speedup: the first run's wall time over this run's, on levels both runs decided.
@@ -121,6 +144,8 @@ def _footer(rows: list[dict[str, Any]], col: int, run: Run) -> dict[str, Any]:
     ]  # fmt: skip
     base_p = sum(c[0]["par2_s"] for c in shared)
     this_p = sum(c[col]["par2_s"] for c in shared)
+    common_base = sum(c[0]["par2_s"] for c in common)
+    common_this = sum(c[col]["par2_s"] for c in common)
     return {
         "run": run.id,
         "levels": len(cells),
@@ -130,6 +155,9 @@ def _footer(rows: list[dict[str, Any]], col: int, run: Run) -> dict[str, Any]:
         "both_decided": len(both),
         "speedup": round(base_t / this_t, 3) if this_t > 0 and both else None,
         "par2_speedup": round(base_p / this_p, 3) if this_p > 0 and shared else None,
+        "common_levels": len(common),
+        "common_par2_s": round(common_this, 3),
+        "common_speedup": round(common_base / common_this, 3) if common_this > 0 and common else None,
     }
 
 
@@ -139,38 +167,56 @@ def flat_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     for r in data["rows"]:
         flat = {"level": r["level"], "level_hash": r["level_hash"], "kind": r["kind"]}
         for run, cell in zip(data["runs"], r["results"], strict=True):
-            for f in ("status", "wall_s", "nodes", "par2_s"):
+            for f in ("status", "wall_s", "nodes", "par2_s", "message"):
                 flat[f"run{run['run']}_{f}"] = cell[f] if cell else None
         out.append(flat)
     return out
 
 
-def render_compare(data: dict[str, Any]) -> Any:
-    """Return a rich renderable: one column per run (status, wall s, nodes), the footer, then warnings."""
+def render_compare(data: dict[str, Any], width: int = 100) -> Any:
+    """Return a rich renderable: one column per run (status, wall s, nodes; why it failed), the footer.
+
+    The footer gives each run's solved counts over its own levels, then PAR-2
+    over the levels every run ran and the speedup over the first run there.
+    Provenance warnings follow the table.
+    """
+    from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title="comparison", title_justify="left", show_footer=True)
-    t.add_column("level", footer="solved (decided) of N\nPAR-2 s · speedup", overflow="fold", min_width=16)
-    t.add_column("kind")
+    common = data["footer"][0]["common_levels"] if data["footer"] else 0
+    t = Table(title="comparison", title_justify="left", show_footer=True, box=box.SIMPLE_HEAD,
+              collapse_padding=True, pad_edge=False)  # fmt: skip
+    t.add_column(
+        "level", footer=f"solved (decided) of N\nPAR-2 s · speedup, on\nthe {common} levels all ran",
+        overflow="fold", ratio=1,
+    )  # fmt: skip
+    t.add_column("kind", no_wrap=True)
     for run, foot in zip(data["runs"], data["footer"], strict=True):
         name = f"run {run['run']}" + (f" {run['label']}" if run["label"] else "") + f"\n{run['heuristic']}"
-        speed = "" if foot["speedup"] is None else f" · ×{foot['speedup']}"
-        footer = f"{foot['solved']} ({foot['decided']}) of {foot['levels']}\n{foot['par2_s']:.2f}{speed}"
-        t.add_column(Text(name), footer=footer)
+        speed = "" if foot["common_speedup"] is None else f" · ×{foot['common_speedup']:.2f}"
+        footer = (
+            f"{foot['solved']} ({foot['decided']}) of {foot['levels']}\n{foot['common_par2_s']:.2f}{speed}"
+        )
+        t.add_column(Text(name), footer=footer, overflow="fold", min_width=18)
+    # A message may take two lines of its cell.
+    message_width = 2 * max(18, (width - 34) // max(1, len(data["runs"])) - 1)
     for r in data["rows"]:
         cells = []
         for c in r["results"]:
             if c is None:
-                cells.append(Text("—"))
+                cells.append(Text("— (not run)", style="dim"))
                 continue
             wall = "" if c["wall_s"] is None else f" {c['wall_s']:.3f}s"
-            nodes = "" if c["nodes"] is None else f" {c['nodes']}n"
+            nodes = "" if c["nodes"] is None or c["status"] == "invalid" else f" {c['nodes']}n"
             style = (
                 "green" if c["status"] in SUCCESS_VALUES else ("red" if c["status"] != "invalid" else "dim")
             )
-            cells.append(Text(f"{c['status']}{wall}{nodes}", style=style))
-        t.add_row(Text(r["level"]), r["kind"], *cells)
+            cell = Text(f"{c['status']}{wall}{nodes}", style=style)
+            if c["message"] and c["status"] not in SUCCESS_VALUES:
+                cell.append("\n" + short_message(c["message"], r["level"], message_width), style="dim")
+            cells.append(cell)
+        t.add_row(Text(short_name(r["level"], max(20, width // 4))), r["kind"], *cells, end_section=False)
     warnings = [Text(f"warning: {w}", style="yellow") for w in data["warnings"]]
     return Group(t, *warnings)

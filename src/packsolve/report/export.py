@@ -59,6 +59,17 @@ def write_jsonl(records: Iterator[dict[str, Any]], out: IO[str]) -> int:
     return n
 
 
+def write_json(records: Iterator[dict[str, Any]], out: IO[str]) -> int:
+    """Write the records as one JSON array, one record a line (streamed: a big run is never held whole)."""
+    n = 0
+    out.write("[")
+    for rec in records:
+        out.write(("," if n else "") + "\n" + json.dumps(rec, ensure_ascii=False))
+        n += 1
+    out.write("\n]\n")
+    return n
+
+
 def write_csv(records: Iterator[dict[str, Any]], out: IO[str]) -> int:
     writer = csv.DictWriter(out, fieldnames=FIELDS)
     writer.writeheader()
@@ -69,3 +80,7 @@ def write_csv(records: Iterator[dict[str, Any]], out: IO[str]) -> int:
         writer.writerow(rec)
         n += 1
     return n
+
+
+# What `packsolve export --format` names, and the writer of each.
+WRITERS = {"jsonl": write_jsonl, "json": write_json, "csv": write_csv}

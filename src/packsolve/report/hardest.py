@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from packsolve.db.models import Attempt, LevelRow, LevelStats, Run
 from packsolve.report import level_stats
 from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES, rounded
+from packsolve.report.text import short_message, short_name
 
 BY = ("par2", "time", "nodes")
 
@@ -22,7 +23,7 @@ def hardest_in_run(
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
     key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
     cols = (Attempt.name, Attempt.level_hash, Attempt.kind, Attempt.run_id, Attempt.heuristic, Attempt.status,
-            Attempt.wall_s, Attempt.cpu_s, Attempt.nodes)  # fmt: skip
+            Attempt.wall_s, Attempt.cpu_s, Attempt.nodes, Attempt.message)  # fmt: skip
     q = (
         select(*cols, par2.label("par2"))
         .join(Run, Run.id == Attempt.run_id)
@@ -38,7 +39,7 @@ def hardest_in_run(
     if kind:
         q = q.where(Attempt.kind == kind)
     out = []
-    for rank, (name, h, k, run_id, heuristic, status, wall, cpu, nodes, score) in enumerate(
+    for rank, (name, h, k, run_id, heuristic, status, wall, cpu, nodes, message, score) in enumerate(
         session.execute(q), 1
     ):
         out.append(
@@ -54,6 +55,7 @@ def hardest_in_run(
                 "cpu_s": rounded(cpu),
                 "nodes": nodes,
                 "par2_s": rounded(score),
+                "message": message,
             }
         )
     return out
@@ -120,23 +122,37 @@ HEADERS = {"rank": "#", "best_wall_s": "best s", "best_nodes": "best nodes", "ma
            "wall_s": "wall s", "par2_s": "PAR-2", "attempts": "tries"}  # fmt: skip
 
 
-def render_hardest(rows: list[dict[str, Any]], title: str = "hardest levels") -> Any:
-    """Return a rich table of hardest rows (either shape)."""
+def render_hardest(rows: list[dict[str, Any]], title: str = "hardest levels", width: int = 100) -> Any:
+    """Return a rich table of hardest rows (either shape): names shortened from the left, why they failed."""
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=title, title_justify="left")
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
     if rows and "attempts" in rows[0]:
         cols = ["rank", "level", "kind", "attempts", "solved", "best_wall_s", "best_nodes", "max_par2_s"]
     else:
         cols = ["rank", "level", "kind", "heuristic", "status", "wall_s", "nodes", "par2_s"]
     for c in cols:
         if c == "level":
-            t.add_column("level", overflow="fold", ratio=3)
+            t.add_column("level / why it failed" if "status" in cols else "level", ratio=1, overflow="fold")
         else:
             left = c in ("kind", "heuristic", "status")
-            t.add_column(HEADERS.get(c, c), justify="left" if left else "right")
+            t.add_column(HEADERS.get(c, c), justify="left" if left else "right", no_wrap=True)
+    name_width = max(16, width - 58)  # what the other columns leave on a terminal this wide
     for r in rows:
-        # Text, not markup: a level name is whatever the pack's author wrote.
-        t.add_row(*(Text("—" if r[c] is None else str(r[c])) for c in cols))
+        cells: list[Any] = []
+        for c in cols:
+            value = r[c]
+            if c == "level":
+                # Text, not markup: a level name is whatever the pack's author wrote.
+                cell = Text(short_name(value, name_width))
+                if r.get("message") and r.get("status") not in SUCCESS_VALUES:
+                    cell.append("\n" + short_message(r["message"], value, 2 * name_width), style="dim")
+                cells.append(cell)
+            elif isinstance(value, float):
+                cells.append(f"{value:.3f}")
+            else:
+                cells.append(Text("—" if value is None else str(value)))
+        t.add_row(*cells)
     return t

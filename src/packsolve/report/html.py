@@ -15,17 +15,26 @@ from packsolve import __version__
 from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.report.cactus import cactus_data, cactus_figure, scatter_data, scatter_figure, to_svg
 from packsolve.report.compare import compare_runs
+from packsolve.report.failures import failure_groups
 from packsolve.report.hardest import hardest_in_run
+from packsolve.report.merged import merged_view
 from packsolve.report.show import picture
 from packsolve.report.summary import run_summary
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
-th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.msg{max-width:32em;color:#555;font-size:13px}td.cmd{font-family:monospace;font-size:12px;white-space:nowrap}
+td.nw{white-space:nowrap}tr.rerun td:first-child{border-left:4px solid #1e88e5}
+.side{display:flex;flex-wrap:wrap;gap:0 3em;align-items:flex-start}.side h3{margin-top:0.6em}
 .solved,.no_solution{background:#e8f5e9}.timeout,.memout,.error,.wrong,.lost{background:#ffebee}
+.cancelled,.invalid{background:#f5f5f5}
 .warn{color:#a15c00}figure{display:inline-block;margin:1em;vertical-align:top}
-figure img{max-width:420px;border:1px solid #ddd}figcaption{max-width:420px;word-break:break-all}
+figure img{max-width:420px;border:1px solid #ddd}figcaption{max-width:420px;overflow-wrap:normal}
+.plots{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
+figure.plot{flex:1 1 560px;margin:0}figure.plot img{width:100%;max-width:100%;height:auto;border:0}
+figure.plot figcaption{max-width:none}
 """
 
 
@@ -33,6 +42,11 @@ def _img(svg_text: str, alt: str) -> str:
     # As a data: image the SVG cannot run script nor break out of the page, whatever the level holds.
     data = base64.b64encode(svg_text.encode("utf-8")).decode("ascii")
     return f'<img src="data:image/svg+xml;base64,{data}" alt="{escape(alt)}">'
+
+
+def _breakable(name: str) -> str:
+    """Return a level name escaped, with break opportunities after / and : (never inside a word)."""
+    return "".join(escape(ch) + ("<wbr>" if ch in "/:" else "") for ch in name)
 
 
 def _td(value: Any, numeric: bool = False, cls: str | None = None) -> str:
@@ -88,7 +102,10 @@ def _summary_section(summaries: list[dict[str, Any]]) -> str:
     kinds = _table(
         ["run", "kind", "levels", "solved", "decided", "median wall (s)", "CPU (s)", "PAR-2 (s)"], kind_rows
     )
-    return f'<h2 id="summary">Summary</h2>{_table(heads, rows, "summary")}<h3>Per kind</h3>{kinds}'
+    summary = _table(heads, rows, "summary")
+    # Side by side: the page's width, not a long column of narrow tables.
+    per_kind = f"<div><h3>Per kind</h3>{kinds}</div>"
+    return f'<h2 id="summary">Summary</h2><div class="side"><div>{summary}</div>{per_kind}</div>'
 
 
 def _best_solutions(session: Session, ids: list[int], hashes: list[str]) -> dict[str, Any]:
@@ -111,19 +128,26 @@ def html_report(session: Session, runs: list[Run], top: int = 20, max_pictures: 
     parts = [f"<h1>packsolve report: {escape(', '.join(f'run {r.id}' for r in runs))}</h1>"]
     parts.append(
         f"<p>generated {escape(datetime.now(UTC).isoformat(timespec='seconds'))} by packsolve "
-        f"{escape(__version__)} · <a href='#summary'>summary</a> · <a href='#plots'>plots</a> · "
-        "<a href='#hardest'>hardest</a> · <a href='#levels'>levels</a> · <a href='#pictures'>pictures</a></p>"
+        f"{escape(__version__)} · <a href='#summary'>summary</a> · <a href='#failures'>failures</a> · "
+        "<a href='#plots'>plots</a> · <a href='#hardest'>hardest</a> · <a href='#levels'>levels</a> · "
+        "<a href='#merged'>with reruns</a> · <a href='#pictures'>pictures</a></p>"
     )
     parts.append(_summary_section(summaries))
     parts += [f'<p class="warn">warning: {escape(w)}</p>' for w in comparison["warnings"]]
+    parts.append(_failures_section(session, runs))
     parts.append('<h2 id="plots">Plots</h2>')
-    parts.append(f"<figure>{_img(to_svg(cactus_figure(cactus_data(session, runs))), 'cactus plot')}"
-                 "<figcaption>cactus: levels decided within a time</figcaption></figure>")  # fmt: skip
+    # Side by side, together the page's width; each takes the whole width when the page is narrow.
+    cactus = _img(to_svg(cactus_figure(cactus_data(session, runs))), "cactus plot")
+    plots = [f'<figure class="plot">{cactus}<figcaption>cactus: how many levels each run decided within '
+             "a time per level (further right and lower: slower)</figcaption></figure>"]  # fmt: skip
     if len(runs) == 2:
         scatter = to_svg(scatter_figure(scatter_data(session, runs[0], runs[1])))
-        parts.append(
-            f"<figure>{_img(scatter, 'scatter plot')}<figcaption>per-level times</figcaption></figure>"
+        plots.append(
+            f'<figure class="plot">{_img(scatter, "scatter plot")}<figcaption>'
+            "per-level times of the two runs, log scales; under the diagonal the second run is faster, "
+            "undecided levels at twice the time limit</figcaption></figure>"
         )
+    parts.append(f'<div class="plots">{"".join(plots)}</div>')
     # Pictures: the first max_pictures levels in pack order, each linked from the tables.
     rows = comparison["rows"]
     pictured = {r["level_hash"]: f"lvl-{i}" for i, r in enumerate(rows[:max_pictures])}
@@ -137,36 +161,37 @@ def html_report(session: Session, runs: list[Run], top: int = 20, max_pictures: 
         hrows = [
             "<tr>" + _td(r["rank"], True) + level_cell(r["level"], r["level_hash"]) + _td(r["kind"])
             + _td(r["status"], cls=r["status"]) + _td(r["wall_s"], True) + _td(r["nodes"], True)
-            + _td(r["par2_s"], True) + "</tr>"
+            + _td(r["par2_s"], True) + _td(_message(r["message"], r["level"]), cls="msg") + "</tr>"
             for r in hardest_in_run(session, run, top=top)
         ]  # fmt: skip
-        parts.append(
-            f"<h3>run {run.id}</h3>"
-            + _table(["#", "level", "kind", "status", "wall (s)", "nodes", "PAR-2 (s)"], hrows, "hardest")
-        )
+        heads = ["#", "level", "kind", "status", "wall (s)", "nodes", "PAR-2 (s)", "message"]
+        parts.append(f"<h3>run {run.id}</h3>" + _table(heads, hrows, "hardest"))
     heads = ["level", "kind"]
     for r in comparison["runs"]:
-        heads += [f"run {r['run']} status", "wall (s)", "nodes"]
+        heads += [f"run {r['run']} status", "wall (s)", "nodes", "message"]
     lrows = []
     for r in rows:
         cells = level_cell(r["level"], r["level_hash"]) + _td(r["kind"])
         for c in r["results"]:
-            cells += (_td(None) * 3) if c is None else (
+            cells += (_td("not run") + _td(None) * 3) if c is None else (
                 _td(c["status"], cls=c["status"]) + _td(c["wall_s"], True) + _td(c["nodes"], True)
+                + _td(_message(c["message"], r["level"]), cls="msg")
             )  # fmt: skip
         lrows.append(f"<tr>{cells}</tr>")
-    foot = "".join(
-        f"<li>run {f['run']}: {f['solved']} solved, {f['decided']} decided of {f['levels']}, "
-        f"PAR-2 {f['par2_s']:.3f} s"
-        + (
-            ""
-            if f["speedup"] is None
-            else f", speedup ×{f['speedup']} on {f['both_decided']} levels both decided"
-        )
-        + "</li>"
-        for f in comparison["footer"]
-    )
-    parts.append(f'<h2 id="levels">Levels</h2><ul>{foot}</ul>{_table(heads, lrows, "levels")}')
+    foot = []
+    for f in comparison["footer"]:
+        line = f"run {f['run']}: {f['solved']} solved, {f['decided']} decided of {f['levels']}"
+        if len(runs) > 1:
+            line += (
+                f"; PAR-2 {f['common_par2_s']:.3f} s on the {f['common_levels']} levels every run attempted"
+            )
+            if f["run"] != runs[0].id and f["common_speedup"] is not None:
+                line += f", speedup ×{f['common_speedup']:.2f} over run {runs[0].id}"
+        else:
+            line += f"; PAR-2 {f['par2_s']:.3f} s"
+        foot.append(f"<li>{escape(line)}</li>")
+    parts.append(f'<h2 id="levels">Levels</h2><ul>{"".join(foot)}</ul>{_table(heads, lrows, "levels")}')
+    parts += [_merged_section(session, run, level_cell) for run in runs if merged_view_needed(session, run)]
     parts.append(_pictures(session, [r.id for r in runs], rows[:max_pictures], pictured, len(rows)))
     body = "\n".join(parts)
     return (
@@ -198,9 +223,86 @@ def _pictures(session: Session, ids: list[int], rows: list[dict], anchors: dict[
             if svg
             else "<p>(no picture: the level is invalid or its kind unknown)</p>"
         )
-        note = "with its best solution" if sol is not None else "no solution known"
+        proved = any(c and c["status"] == "no_solution" for c in r["results"])
+        note = (
+            "with its best solution"
+            if sol is not None
+            else ("proved to have none" if proved else "no solution known")
+        )
         out.append(
-            f'<figure id="{anchors[h]}">{img}<figcaption>{escape(r["level"])} · {escape(r["kind"])} · '
+            f'<figure id="{anchors[h]}">{img}<figcaption>{_breakable(r["level"])} · {escape(r["kind"])} · '
             f"{escape(note)}</figcaption></figure>"
         )
     return "\n".join(out)
+
+
+def _message(message: str | None, name: str) -> str | None:
+    """Return a message whole, without the level name it may start with (the row names the level)."""
+    if not message:
+        return None
+    return message[len(name) + 2 :] if message.startswith(f"{name}: ") else message
+
+
+def _failures_section(session: Session, runs: list[Run]) -> str:
+    """Return the section saying why levels failed: per run, groups of status and message, whole."""
+    out = ['<h2 id="failures">Why levels failed</h2>']
+    for run in runs:
+        data = failure_groups(session, run)
+        if not data["groups"]:
+            out.append(f"<p>run {run.id}: no failure among its {data['total']} levels</p>")
+            continue
+        rows = [
+            "<tr>" + _td(g["status"], cls=g["status"]) + _td(g["count"], True)
+            + _td(", ".join(f"{k} {n}" for k, n in g["kinds"].items()))
+            + _td(_message(g["message"], g["examples"][0]), cls="msg")
+            + f"<td>{'<br>'.join(_breakable(n) for n in g['examples'])}</td>"
+            + _td(g["rerun"], cls="cmd" if g["rerun"].startswith("packsolve ") else "msg")
+            + "</tr>"
+            for g in data["groups"]
+        ]  # fmt: skip
+        heads = ["status", "levels", "kinds", "message (the first)", "e.g.", "next step"]
+        out.append(f"<h3>run {run.id}: {data['failed']} of {data['total']} failed</h3>" + _table(heads, rows))
+    return "\n".join(out)
+
+
+def merged_view_needed(session: Session, run: Run) -> bool:
+    """Return True if run has reruns (the report then shows it merged with them)."""
+    return session.scalar(select(Run.id).where(Run.parent_id == run.id).limit(1)) is not None
+
+
+def _merged_section(session: Session, run: Run, level_cell: Any) -> str:
+    """Return the section of run merged with its reruns: each level's best result, and which run got it."""
+    m = merged_view(session, run)
+    who = {r["run"]: f"run {r['run']}" + (f" {r['label']}" if r["label"] else "") for r in m["runs"]}
+    rows = [
+        ('<tr class="rerun">' if r["run"] != run.id else "<tr>") + level_cell(r["level"], r["level_hash"])
+        + _td(r["kind"]) + _td(r["status"], cls=r["status"]) + _td(r["wall_s"], True) + _td(r["nodes"], True)
+        + _td(who[r["run"]], cls="nw") + _td(r["heuristic"]) + _td(r["tries"], True)
+        + _td(_message(r["message"], r["level"]), cls="msg") + "</tr>"
+        for r in m["levels"]
+    ]  # fmt: skip
+    made = []
+    for r in m["runs"]:
+        origin = "the run" if r["parent"] is None else f"rerun of run {r['parent']}"
+        made.append(
+            f"<li>{escape(who[r['run']])} ({escape(r['heuristic'])}): {origin}, best result of "
+            f"{r['best_for']} level(s)</li>"
+        )
+    heads = [
+        "level",
+        "kind",
+        "best status",
+        "wall (s)",
+        "nodes",
+        "by run",
+        "heuristic",
+        "runs tried",
+        "message",
+    ]
+    return (
+        f'<h2 id="merged">Run {run.id} with its reruns</h2>'
+        f"<p>solved {m['solved']} of {m['total']} (run {run.id} alone: {m['before']['solved']}), decided "
+        f"{m['decided']} (alone: {m['before']['decided']}), PAR-2 {m['par2_s']:.3f} s</p>"
+        f"<ul>{''.join(made)}</ul><p>Rows marked blue on the left got their best result from a rerun.</p>"
+        + _table(heads, rows, "merged")
+    )

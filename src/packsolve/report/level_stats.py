@@ -117,6 +117,13 @@ def refresh(session: Session) -> int:
     return len(folded)
 
 
+def forget_run(session: Session, run_id: int) -> None:
+    """Drop the folded figures if run_id was folded (it is about to change): the next report rebuilds them."""
+    if session.get(LevelStatsRun, run_id) is not None:
+        session.execute(delete(LevelStats))
+        session.execute(delete(LevelStatsRun))
+
+
 def live_rows(session: Session, kind: str | None = None) -> dict[str, dict[str, Any]]:
     """Return level hash -> figures of the attempts of runs not finished yet (not folded)."""
     unfinished = select(Run.id).where(Run.finished_at.is_(None))

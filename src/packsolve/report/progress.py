@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from packsolve.db.local_runs import solver_alive
 from packsolve.db.models import Attempt, Run
 from packsolve.db.runs import status_counts
 from packsolve.outcome import Status
@@ -63,10 +64,13 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
         eta, method = remaining / rate, "rate"
     else:
         eta, method = None, "unknown"
+    # A local run whose solve process is gone (killed, crashed) stays unfinished until resumed: say so.
+    gone = run.finished_at is None and solver_alive(run) is False
     return {
         "run": run.id,
         "label": run.label,
         "state": run.state,
+        "solver_gone": gone,
         "total": total,
         "done": done,
         "queued": queued,
@@ -82,17 +86,36 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
     }
 
 
-def _duration(seconds: float | None) -> str:
+def duration(seconds: float | None) -> str:
+    """Return seconds as 0m42s or 3h07m ('—' for None)."""
     if seconds is None:
         return "—"
     s = int(round(seconds))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def rate_text(per_s: float) -> str:
+    """Return a rate of levels per second readable from 0.001/s to thousands per second."""
+    if per_s and per_s < 0.1:
+        return f"{per_s * 60:.2g} levels/min"
+    return f"{per_s:.3g} levels/s"
+
+
+def progress_line(
+    run_id: int, done: int, total: int, counts: dict[str, int], rate_per_s: float, eta_s: float | None
+) -> str:
+    """Return one line of progress for a log: done/total, counts per final status, rate and ETA."""
+    finals = " ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v and k not in ("queued", "running"))
+    share = f" ({100 * done // total}%)" if total else ""
+    return (
+        f"run {run_id}: {done}/{total} final{share} · {finals or 'none yet'} · {rate_text(rate_per_s)} · "
+        f"eta {duration(eta_s)}"
+    )
+
+
 def render_progress(p: dict[str, Any]) -> Any:
-    """Return a rich renderable: a bar of done/total, counts per status, rate and ETA."""
+    """Return a rich renderable: counts per status, a bar, then rate and ETA in lines that fit 80 columns."""
     from rich.console import Group
-    from rich.progress_bar import ProgressBar
     from rich.table import Table
     from rich.text import Text
 
@@ -102,26 +125,32 @@ def render_progress(p: dict[str, Any]) -> Any:
     t.add_column("levels", justify="right")
     for status_name, n in sorted(p["counts"].items()):
         t.add_row(status_name, str(n))
-    state = "finished" if p["finished"] else p["state"]
+    state = p["state"] if p["state"] == "cancelled" or not p["finished"] else "finished"
     med = "—" if p["median_wall_s"] is None else f"{p['median_wall_s']:.3f} s"
-    line = (
-        f"{p['done']}/{p['total']} final · {state} · elapsed {_duration(p['elapsed_s'])} · "
-        f"{p['rate_per_s']:.2f} levels/s · median {med} × {p['parallel']} slot(s) · "
-        f"eta {_duration(p['eta_s'])}"
-    )
-    bar = ProgressBar(total=max(1, p["total"]), completed=p["done"], width=60)
-    return Group(t, bar, Text(line))
+    share = f" ({100 * p['done'] // p['total']}%)" if p["total"] else ""
+    # Two short lines, not one long one: rate and ETA must stay in view on an 80-column terminal.
+    rate, eta = rate_text(p["rate_per_s"]), duration(p["eta_s"])
+    first = f"{p['done']}/{p['total']} final{share} · {state} · {rate} · eta {eta}"
+    second = f"elapsed {duration(p['elapsed_s'])} · median {med} × {p['parallel']} slot(s)"
+    filled = round(40 * p["done"] / p["total"]) if p["total"] else 0
+    bar = Text("━" * filled, style="green") + Text("━" * (40 - filled), style="grey37")
+    lines: list[Any] = [t, bar, Text(first), Text(second, style="dim")]
+    if p.get("solver_gone"):
+        lines.append(
+            Text(f"its solve process is gone: `packsolve resume {p['run']}` runs the rest", style="yellow")
+        )
+    return Group(*lines)
 
 
 PROGRESS_COLUMNS = [
     "run", "label", "state", "total", "done", "queued", "running", "elapsed_s", "rate_per_s",
-    "median_wall_s", "parallel", "eta_s", "eta_method", "finished",
+    "median_wall_s", "parallel", "eta_s", "eta_method", "finished", "solver_gone",
     *(f"count_{s.value}" for s in Status),
 ]  # fmt: skip
 
 
 def progress_row(p: dict[str, Any]) -> dict[str, Any]:
     """Return a progress dict as one flat CSV row with the same columns whatever the counts."""
-    row = {k: p[k] for k in PROGRESS_COLUMNS if not k.startswith("count_")}
+    row = {k: p.get(k) for k in PROGRESS_COLUMNS if not k.startswith("count_")}
     row.update({f"count_{s.value}": p["counts"].get(s.value, 0) for s in Status})
     return row

@@ -14,6 +14,7 @@ from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.errors import LevelNotFound
 from packsolve.report.export import iso
 from packsolve.report.metrics import rounded
+from packsolve.report.text import short_message
 
 _HEX = re.compile(r"[0-9a-f]{4,64}")
 
@@ -141,14 +142,19 @@ def render_level(rep: dict[str, Any]) -> Any:
     )
     title = Text(f"{rep['level']}  {rep['kind']}  {rep['level_hash'][:12]}")
     panel = Panel(Text(pic), title=title, subtitle=caption, expand=False)
-    t = Table(
-        "run", "heuristic", "status", "length", "wall s", "nodes", "worker", "finished", title="history"
-    )
+    t = Table(title="history", title_justify="left")
+    for name in ("run", "heuristic", "status", "length", "wall s", "nodes", "worker", "finished"):
+        t.add_column(name, overflow="fold")
+    why = []
     for h in rep["history"]:
         t.add_row(
             str(h["run"]) + (f" {h['label']}" if h["label"] else ""), h["heuristic"], h["status"],
             str(h["length"] or ""), "" if h["wall_s"] is None else f"{h['wall_s']:.3f}",
             str(h["nodes"] or ""),
-            Text(h["worker"] or ""), (h["finished_at"] or "")[:19],
+            Text(h["worker"] or ""), (h["finished_at"] or "")[:19].replace("T", " "),
         )  # fmt: skip
-    return Group(panel, t if rep["history"] else Text("never attempted in this database"))
+        if h["message"]:
+            why.append(Text(f"run {h['run']} {h['status']}: {short_message(h['message'], h['level'], 200)}"))
+    if not rep["history"]:
+        return Group(panel, Text("never attempted in this database"))
+    return Group(panel, t, *why)

@@ -16,6 +16,7 @@ from packsolve.db.models import Attempt, Run
 from packsolve.outcome import PENDING, Status
 from packsolve.report.export import iso
 from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES, host_of, median, rounded
+from packsolve.report.text import short_message
 
 PENDING_VALUES = frozenset(s.value for s in PENDING)
 # Worker names listed in a summary; a run on hundreds of processes lists the count only.
@@ -122,6 +123,19 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
     )
     workers = sorted(w for (w,) in worker_rows if w is not None)
     makespan = _seconds(first_start, last_finish)
+    # One message per failing status, as an example (any one: an ordered pick would sort every
+    # failure of a big run); `report failures` groups them all.
+    messages = {}
+    for status in everything["counts"]:
+        if status in SUCCESS_VALUES or status in PENDING_VALUES:
+            continue
+        first = conn.execute(
+            select(Attempt.name, Attempt.message)
+            .where(Attempt.run_id == run.id, Attempt.status == status, Attempt.message.is_not(None))
+            .limit(1)
+        ).first()
+        if first is not None:
+            messages[status] = {"level": first[0], "message": first[1]}
     return {
         "run": run.id,
         "label": run.label,
@@ -149,6 +163,7 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
         "kinds": {
             kind: _figures(g, medians.get(kind, {}), run.time_limit) for kind, g in sorted(by_kind.items())
         },
+        "messages": messages,
     }
 
 
@@ -171,6 +186,7 @@ def render_summary(s: dict[str, Any]) -> Any:
     """Return a rich renderable of a summary dict: the run's figures, then one row per kind."""
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     title = f"run {s['run']}" + (f" ({s['label']})" if s["label"] else "")
     t = Table(title=title, show_header=False, title_justify="left")
@@ -179,7 +195,11 @@ def render_summary(s: dict[str, Any]) -> Any:
     t.add_row("solved", f"{s['solved']} of {s['total']}")
     t.add_row("state", f"{s['state']} ({s['done']}/{s['total']} final)")
     for status, n in s["counts"].items():
-        t.add_row(f"  {status}", str(n))
+        example = s.get("messages", {}).get(status)
+        text = Text(str(n))
+        if example:
+            text.append(f"  e.g. {short_message(example['message'], example['level'], 50)}", style="dim")
+        t.add_row(f"  {status}", text)
     t.add_row("heuristic", s["heuristic"] + (f" ({', '.join(s['heuristics'])})" if s["heuristics"] else ""))
     t.add_row("limits", _limits_text(s))
     t.add_row("total CPU / wall", f"{s['cpu_s_total']:.2f} s / {s['wall_s_total']:.2f} s")

@@ -1,0 +1,65 @@
+"""What the example messages cost `report summary`: the summary timed whole, and its message queries alone.
+
+    python benchmarks/seed_attempts.py sqlite:////tmp/bench.db --runs 20
+    python benchmarks/summary_messages.py sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench
+
+The message queries are timed with the per-status count they need (which the summary
+makes anyway), so their share is an upper bound. Median of --reps calls, alternating
+the two, each in a new session, on the seeded runs in turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from sqlalchemy import func, select  # noqa: E402
+from sqlalchemy.orm import Session  # noqa: E402
+
+from packsolve.db.models import Attempt, Run  # noqa: E402
+from packsolve.db.session import get_engine, safe_url, session_scope  # noqa: E402
+from packsolve.report import summary  # noqa: E402
+
+
+def message_queries(session: Session, run: Run) -> None:
+    """Run the summary's example-message queries for run (after the status count they need)."""
+    conn = session.connection()
+    counts = select(Attempt.status, func.count()).where(Attempt.run_id == run.id).group_by(Attempt.status)
+    for status, _n in conn.execute(counts).all():
+        if status in summary.SUCCESS_VALUES or status in summary.PENDING_VALUES:
+            continue
+        example = select(Attempt.name, Attempt.message).where(
+            Attempt.run_id == run.id, Attempt.status == status, Attempt.message.is_not(None)
+        )
+        conn.execute(example.limit(1)).first()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("urls", nargs="+")
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args()
+    for url in args.urls:
+        engine = get_engine(url)
+        with session_scope(engine) as session:
+            run_ids = list(session.scalars(select(Run.id).order_by(Run.id)))
+        whole: list[float] = []
+        parts: list[float] = []
+        for rep in range(args.reps):
+            for times, fn in ((whole, summary.run_summary), (parts, message_queries)):
+                with session_scope(engine) as session:
+                    run = session.get(Run, run_ids[rep % len(run_ids)])
+                    started = time.perf_counter()
+                    fn(session, run)
+                    times.append((time.perf_counter() - started) * 1000)
+        w, p = statistics.median(whole), statistics.median(parts)
+        print(f"{safe_url(url)}: summary {w:.1f} ms, its message queries at most {p:.1f} ms ({p / w:.0%})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""`packsolve check`: what solve or submit would do with a pack, read the same way, creating nothing."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from packsolve.db.session import get_engine, session_scope
+from packsolve.errors import OptionError
+from packsolve.planning import Plan, check_distributed, choose_chunk_size, max_chunk_for, plan_run
+from packsolve.request import Request, check_jobs
+
+
+@dataclass(frozen=True)
+class PackCheck:
+    """What a run of the pack would be: its levels per kind and heuristic, what is left out and why."""
+
+    plan: Plan
+    request: Request
+    per_kind: dict[str, dict[str, Any]]  # kind -> {"levels", "heuristics": {name: levels}}
+    invalid: list[tuple[str, str]]  # (name, message) of the levels that cannot be read
+    processes: int  # what solve would use
+    chunk_size: int  # what submit would put in a task
+    tasks: int
+    distributed_problem: str | None  # why submit would refuse these limits (None: it would not)
+    history: bool  # whether past runs informed the chunk size
+
+
+def check_pack(
+    engine: Engine | None,
+    paths: Sequence[str],
+    request: Request,
+    jobs: int | None = None,
+    chunk_size: int = 0,
+) -> PackCheck:
+    """Read and plan the pack as solve and submit would; raise PlanError or OptionError as they would.
+
+    engine: the results database if one exists (its history sets the chunk size as
+    submit's would); None reads none. Nothing is written anywhere.
+    """
+    processes = check_jobs(jobs)
+    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes)
+    per_kind: dict[str, dict[str, Any]] = {}
+    invalid = []
+    for p in plan.attempts:
+        if not p.level.valid:
+            invalid.append((p.level.name, p.level.error or "invalid level"))
+            continue
+        entry = per_kind.setdefault(p.level.kind, {"levels": 0, "heuristics": Counter()})
+        entry["levels"] += 1
+        entry["heuristics"][p.heuristic] += 1
+    for entry in per_kind.values():
+        entry["heuristics"] = dict(entry["heuristics"])
+    problem = None
+    try:
+        check_distributed(request.limits, chunk_size)
+    except OptionError as exc:  # only submit would refuse these limits; solve runs them
+        problem = str(exc)
+    specs = plan.specs(request.limits)
+    sizes = {p.level.hash: p.level.size for p in plan.attempts}
+    with session_scope(engine or get_engine("sqlite://")) as session:
+        size = chunk_size or (choose_chunk_size(session, specs, sizes) if specs else 1)
+    size = min(size, max_chunk_for(request.limits))
+    return PackCheck(
+        plan, request, dict(sorted(per_kind.items())), invalid, processes, size,
+        math.ceil(len(specs) / size) if specs else 0, problem, engine is not None,
+    )  # fmt: skip
+
+
+def as_json(check: PackCheck) -> dict[str, Any]:
+    """Return a check as a JSON-ready dict (fields in docs/reports.md)."""
+    reading = check.plan.reading
+    limits = check.request.limits
+    return {
+        "levels": sum(e["levels"] for e in check.per_kind.values()),
+        "kinds": check.per_kind,
+        "invalid": [{"level": n, "message": m} for n, m in check.invalid],
+        "skipped_files": [{"path": s.path, "reason": s.reason} for s in reading.skipped_files],
+        "duplicates": [{"level": n, "same_as": first} for n, first in reading.duplicates],
+        "other_kinds": reading.other_kinds,
+        "notes": check.plan.notes,
+        "limits": {
+            "time_limit": limits.time_limit,
+            "node_limit": limits.node_limit,
+            "memory_limit_mb": limits.memory_limit_mb,
+        },  # fmt: skip
+        "local": {"processes": check.processes},
+        "distributed": {
+            "chunk_size": check.chunk_size,
+            "tasks": check.tasks,
+            "problem": check.distributed_problem,
+            "from_history": check.history,
+        },  # fmt: skip
+    }

@@ -1,0 +1,103 @@
+"""`packsolve check PACK`: what solve or submit would do with a pack, before the night; nothing is created."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from packsolve.cli.options import database_option, emit, format_option, handle_errors, run_options
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@run_options
+@click.option(
+    "--jobs", "-j", type=int, default=None, help="Processes solve would use [default: one per core]."
+)
+@click.option(
+    "--chunk-size", type=click.IntRange(min=0), default=0, help="Levels per task, as submit's (0: chosen)."
+)
+@format_option
+@database_option
+@handle_errors
+def check(paths: tuple[str, ...], jobs: int | None, chunk_size: int, fmt: str, database_url: str | None,
+          **opts: Any) -> None:  # fmt: skip
+    """Read PATHS as solve and submit would and say what they would do; create nothing.
+
+    Levels per kind with the heuristic each would run, files skipped and why,
+    duplicates by name, levels that cannot be read with their messages (an
+    oversized file names the option that lifts the cap), the limits, and how
+    submit would cut the run into tasks. Exits 2 where solve would refuse.
+    """
+    from packsolve.check import as_json, check_pack
+    from packsolve.cli.run import _request
+    from packsolve.db.migrate import current_revision
+    from packsolve.db.session import get_engine
+    from packsolve.errors import NoDatabase
+
+    request = _request(opts)
+    engine: Any
+    try:
+        # Past runs, if there is a database, size tasks as submit would; nothing is migrated or created.
+        engine = get_engine(database_url, migrate=False, create=False)
+        if current_revision(engine) is None:
+            engine = None  # a database with no schema yet: no history either
+    except NoDatabase:
+        engine = None
+    result = check_pack(engine, paths, request, jobs, chunk_size)
+    emit(as_json(result), fmt, render_check)
+
+
+def render_check(c: dict[str, Any]) -> Any:
+    """Return a rich renderable of a check: levels and heuristics per kind, then each thing left out."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from packsolve.report.text import short_name
+
+    out: list[Any] = [Text(f"{c['levels']} level(s) would run (nothing was created)", style="bold")]
+    t = Table("kind", "levels", "heuristic", title_justify="left")
+    for kind, entry in c["kinds"].items():
+        t.add_row(kind, str(entry["levels"]), ", ".join(f"{h} ({n})" if len(entry["heuristics"]) > 1 else h
+                                                       for h, n in entry["heuristics"].items()))  # fmt: skip
+    out.append(t)
+    lists = (
+        ("file(s) skipped, no level in them",
+         [f"{short_name(s['path'], 56)}: {s['reason']}" for s in c["skipped_files"]]),
+        ("duplicate level(s), each runs once",
+         [f"{short_name(d['level'], 36)}: same level as {short_name(d['same_as'], 36)}"
+          for d in c["duplicates"]]),
+        ("level(s) of other kinds left out (--kind)", [f"{k}: {n}" for k, n in c["other_kinds"].items()]),
+    )  # fmt: skip
+    for title, items in lists:
+        if items:
+            out.append(Text(f"{len(items)} {title}:"))
+            out += [Text(f"  {item}", style="dim") for item in items]
+    for note in c["notes"]:
+        out.append(Text(f"note: {note}", style="yellow"))
+    if c["invalid"]:
+        out.append(Text(f"{len(c['invalid'])} level(s) cannot be read and would be recorded as invalid:"))
+        for bad in c["invalid"]:
+            message = bad["message"]
+            if message.startswith(f"{bad['level']}: "):
+                message = message[len(bad["level"]) + 2 :]
+            out.append(Text(f"  {short_name(bad['level'], 36)}: {message}", style="red"))
+    limits = c["limits"]
+    parts = [f"{limits['time_limit']:g} s per level" if limits["time_limit"] else "no time limit"]
+    if limits["node_limit"]:
+        parts.append(f"{limits['node_limit']} nodes")
+    if limits["memory_limit_mb"]:
+        parts.append(f"{limits['memory_limit_mb']} MB")
+    out.append(Text("limits: " + ", ".join(parts)))
+    out.append(Text(f"solve: {c['local']['processes']} process(es)"))
+    d = c["distributed"]
+    source = "past runs' times" if d["from_history"] else "the levels' sizes (no database here yet)"
+    if d["problem"]:
+        out.append(Text(f"submit: would refuse: {d['problem']}", style="red"))
+    else:
+        out.append(
+            Text(f"submit: {d['tasks']} task(s) of up to {d['chunk_size']} level(s), sized from {source}")
+        )
+    return Group(*out)

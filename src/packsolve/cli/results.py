@@ -1,0 +1,132 @@
+"""Commands that read one run or level: status (with --watch), export, show."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from typing import Any
+
+import click
+
+from packsolve.cli.options import (
+    database_option,
+    emit,
+    err_console,
+    format_of,
+    format_option,
+    handle_errors,
+    out_console,
+    output_file,
+    read_engine,
+)
+
+
+@click.command()
+@click.argument("run", required=False)
+@click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
+@click.option("--interval", type=float, default=2.0, show_default=True)
+@format_option
+@database_option
+@handle_errors
+def status(run: str | None, watch: bool, interval: float, fmt: str, database_url: str | None):
+    """Show the progress of a run (default: the latest): counts, rate, ETA from the median time so far.
+
+    With --watch the table refreshes until the run is finished; with --format
+    json it prints one JSON object per line at every refresh.
+    """
+    from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
+
+    engine = read_engine(database_url)
+    if fmt != "table":
+        # One JSON object (or CSV row, stable columns) per refresh: a script can follow the run.
+        writer = csv.DictWriter(sys.stdout, fieldnames=PROGRESS_COLUMNS) if fmt == "csv" else None
+        if writer:
+            writer.writeheader()
+        while True:
+            p = _progress(engine, run)
+            if writer:
+                writer.writerow(progress_row(p))
+                sys.stdout.flush()
+            else:
+                click.echo(json.dumps(p, indent=None if watch else 2))
+            if not watch or p["finished"]:
+                return
+            time.sleep(interval)
+    if not watch:
+        out_console.print(render_progress(_progress(engine, run)))
+        return
+    from rich.live import Live
+
+    with Live(render_progress(_progress(engine, run)), console=out_console, auto_refresh=False) as live:
+        while True:
+            p = _progress(engine, run)
+            live.update(render_progress(p), refresh=True)
+            if p["finished"]:
+                break
+            time.sleep(interval)
+
+
+def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
+    from packsolve.db.runs import resolve_run
+    from packsolve.db.session import session_scope
+    from packsolve.report.progress import run_progress
+
+    with session_scope(engine) as session:
+        return run_progress(session, resolve_run(session, ref))
+
+
+EXPORT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
+
+
+@click.command()
+@click.argument("run", default="latest")
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "json", "csv"]), default=None,
+    help="jsonl (one object a line), json (one array) or csv [default: from -o's extension, else jsonl].",
+)  # fmt: skip
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), default="-",
+    help="File; .jsonl, .json or .csv picks the format [default: stdout].",
+)  # fmt: skip
+@database_option
+@handle_errors
+def export(run: str, fmt: str | None, output: str, database_url: str | None):
+    """Write one record per attempt of RUN ('latest' by default) as JSON lines, a JSON array or CSV."""
+    from packsolve.db.runs import resolve_run
+    from packsolve.db.session import session_scope
+    from packsolve.report.export import WRITERS, export_records
+
+    fmt = format_of(output_file(output), fmt, EXPORT_SUFFIXES, "jsonl")
+    engine = read_engine(database_url)
+    with session_scope(engine) as session:
+        run_id = resolve_run(session, run).id
+        records = export_records(session, run_id)
+        with click.open_file(output, "w", encoding="utf-8") as out:
+            n = WRITERS[fmt](records, out)
+    if output != "-":
+        err_console.print(f"{n} record(s) of run {run_id} written to {output} ({fmt})", highlight=False)
+
+
+@click.command()
+@click.argument("level")
+@format_option
+@database_option
+@handle_errors
+def show(level: str, fmt: str, database_url: str | None):
+    """Show LEVEL (a level file, PATH:LINE, a name from a report, or a hash or its prefix).
+
+    Draws it with its best known solution and lists every attempt at it across runs.
+    """
+    from packsolve.db.session import session_scope
+    from packsolve.report.show import level_report, render_level
+
+    with session_scope(read_engine(database_url)) as session:
+        rep = level_report(session, level)
+    if fmt == "csv":
+        emit(rep["history"], fmt, lambda r: r)
+    elif fmt == "json":
+        click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
+    else:
+        out_console.print(render_level(rep))

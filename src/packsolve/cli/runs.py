@@ -1,0 +1,93 @@
+"""`packsolve runs`: list the runs, label one, delete one."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from packsolve.cli.options import (
+    database_option,
+    emit,
+    err_console,
+    format_option,
+    handle_errors,
+    read_engine,
+)
+from packsolve.errors import PlanError
+
+
+@click.group(invoke_without_command=True)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Newest runs shown.")
+@click.option("--all", "all_runs", is_flag=True, help="Every run.")
+@format_option
+@database_option
+@click.pass_context
+@handle_errors
+def runs(ctx: click.Context, limit: int, all_runs: bool, fmt: str, database_url: str | None) -> None:
+    """List the runs, newest first: id, label, state, mode, packs, heuristic, solved/total, created, took.
+
+    `packsolve runs label RUN LABEL` names a run, `packsolve runs delete RUN` deletes one.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from packsolve.db.session import session_scope, shown_database
+    from packsolve.report.runs_list import render_runs, run_rows
+
+    engine = read_engine(database_url)
+    with session_scope(engine) as session:
+        rows = run_rows(session, None if all_runs else limit)
+    emit(rows, fmt, lambda r: render_runs(r, shown_database(engine.url)))
+
+
+@runs.command("label")
+@click.argument("run")
+@click.argument("label")
+@click.option("--move-label", is_flag=True, help="If another run has LABEL, take it from that run.")
+@database_option
+@handle_errors
+def runs_label(run: str, label: str, move_label: bool, database_url: str | None) -> None:
+    """Name RUN LABEL (unique, not all digits); '-' removes its label."""
+    from packsolve.db.catalog import relabel
+    from packsolve.db.runs import resolve_run
+    from packsolve.db.session import session_scope
+    from packsolve.request import check_label
+
+    new = None if label == "-" else check_label(label)
+    with session_scope(read_engine(database_url)) as session:
+        run_id = resolve_run(session, run).id
+        taken_from = relabel(session, run_id, new, move_label)
+    moved = f" (taken from run {taken_from})" if taken_from is not None else ""
+    click.echo(f"run {run_id}: " + (f"label {new!r}{moved}" if new else "no label"))
+
+
+@runs.command("delete")
+@click.argument("run")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@database_option
+@handle_errors
+def runs_delete(run: str, yes: bool, database_url: str | None) -> None:
+    """Delete RUN and its attempts (asks first; --yes does not).
+
+    Levels stay, and so does their history in every other run; reruns of RUN
+    stay too, no longer linked to it. A run still going must be cancelled first.
+    """
+    from packsolve.db.catalog import delete_run
+    from packsolve.db.runs import resolve_run, status_counts
+    from packsolve.db.session import session_scope
+
+    engine = read_engine(database_url)
+    with session_scope(engine) as session:
+        target = resolve_run(session, run)
+        run_id, label, finished = target.id, target.label, target.finished_at is not None
+        attempts = sum(status_counts(session, run_id).values())
+    if not finished:
+        raise PlanError(f"run {run_id} is still going: `packsolve cancel {run_id}` first, then delete it")
+    what = f"run {run_id}" + (f" ({label})" if label else "") + f" and its {attempts} attempt(s)"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise PlanError(f"not deleting {what} without a confirmation: add --yes")
+        click.confirm(f"Delete {what}? Levels and other runs stay.", abort=True, err=True)
+    with session_scope(engine) as session:
+        delete_run(session, run_id)
+    err_console.print(f"deleted {what}", highlight=False, markup=False)

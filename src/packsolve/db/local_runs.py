@@ -1,0 +1,133 @@
+"""A local run's rows as its process stops and resumes: results after a cancel, honest messages, reopening."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, LevelRow, Run, utcnow
+from packsolve.db.runs import finish_run_if_done
+from packsolve.db.tables import BATCH, PENDING_VALUES, rowcount
+from packsolve.outcome import Status
+
+
+def was_cancelled(session: Session, run_id: int) -> bool:
+    """Return True if the run was cancelled (`packsolve cancel`); False otherwise or if it is gone."""
+    return session.scalar(select(Run.state).where(Run.id == run_id)) == "cancelled"
+
+
+def record_over_cancel(session: Session, results: Sequence[Any]) -> int:
+    """Write local results over attempts that a cancel marked cancelled before their result arrived.
+
+    Only an attempt that is cancelled and holds no result is written: a result
+    already written is never overwritten. Return rows written (0 if none).
+    """
+    written = 0
+    for r in results:
+        o = r.outcome
+        res = session.execute(
+            update(Attempt)
+            .where(Attempt.run_id == r.run_id, Attempt.level_hash == r.level_hash)
+            .where(Attempt.status == Status.CANCELLED.value, Attempt.wall_s.is_(None))
+            .values(
+                status=o.status.value,
+                solution=None if o.solution is None else json.dumps(o.solution, separators=(",", ":")),
+                length=r.length, nodes=o.stats.nodes, wall_s=o.stats.wall_s, cpu_s=o.stats.cpu_s,
+                peak_rss_mb=o.stats.peak_rss_mb, worker=r.worker, started_at=r.started_at,
+                finished_at=r.finished_at or utcnow(), message=o.message or None,
+            )
+        )  # fmt: skip
+        written += rowcount(res)
+    return written
+
+
+def stop_pending(session: Session, run_id: int, in_flight: Sequence[str], why: str) -> int:
+    """End a stopped local run: its pending attempts become cancelled, saying whether they had started.
+
+    in_flight are the level hashes that were running when the run stopped; why
+    says who stopped it. Attempts a cancel already marked get the same honest
+    message. The run is finished (state cancelled). Return how many attempts have no result.
+    """
+    running = list(dict.fromkeys(in_flight))
+    now = utcnow()
+    unfinished = Attempt.status.in_(PENDING_VALUES)
+    without_result = and_(Attempt.status == Status.CANCELLED.value, Attempt.wall_s.is_(None))
+    for i in range(0, len(running), BATCH):
+        session.execute(
+            update(Attempt)
+            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(running[i : i + BATCH]))
+            .where(unfinished | without_result)
+            .values(status=Status.CANCELLED.value, finished_at=now, message=f"{why} while it ran")
+        )
+    session.execute(
+        update(Attempt)
+        .where(Attempt.run_id == run_id, unfinished)
+        .values(status=Status.CANCELLED.value, finished_at=now, message=f"{why} before it ran")
+    )
+    session.execute(update(Run).where(Run.id == run_id).values(state="cancelled"))
+    finish_run_if_done(session, run_id)
+    return session.scalar(select(func.count()).where(Attempt.run_id == run_id, without_result)) or 0
+
+
+def attempts_without_result(session: Session, run_id: int) -> list[tuple[Attempt, LevelRow]]:
+    """Return the run's attempts with no final result (pending, or cancelled before one), in pack order."""
+    no_result = Attempt.status.in_(PENDING_VALUES) | and_(
+        Attempt.status == Status.CANCELLED.value, Attempt.wall_s.is_(None)
+    )
+    rows = session.execute(
+        select(Attempt, LevelRow)
+        .join(LevelRow, LevelRow.hash == Attempt.level_hash)
+        .where(Attempt.run_id == run_id, no_result)
+        .order_by(Attempt.seq)
+    )
+    return [(a, lv) for a, lv in rows]
+
+
+def reopen(session: Session, run_id: int, level_hashes: Sequence[str], extra: dict[str, Any]) -> None:
+    """Queue the run's given attempts again and mark the run running, its options updated with extra."""
+    hashes = list(level_hashes)
+    for i in range(0, len(hashes), BATCH):
+        session.execute(
+            update(Attempt)
+            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(hashes[i : i + BATCH]))
+            .values(status=Status.QUEUED.value, finished_at=None, message=None, started_at=None)
+        )
+    run = session.get(Run, run_id)
+    assert run is not None
+    options = {**json.loads(run.options or "{}"), **extra}
+    run.options = json.dumps(options, sort_keys=True)
+    run.state, run.finished_at = "running", None
+
+
+def solver_alive(run: Run) -> bool | None:
+    """Return whether the process solving a local run lives: None if it cannot be told (another machine).
+
+    The process's pid is in the run's options; a live pid that is not a
+    packsolve process (reused by the system) counts as gone.
+    """
+    if run.mode != "local":
+        return None
+    pid = json.loads(run.options or "{}").get("pid")
+    if not isinstance(pid, int):
+        return None
+    if run.host != socket.gethostname():
+        return None
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return b"packsolve" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: a live pid is taken at its word

@@ -1,0 +1,127 @@
+"""`report failures`: why levels failed, grouped by status and message, each with the command to rerun it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections import Counter
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, Run
+from packsolve.report.metrics import SUCCESS_VALUES
+from packsolve.report.text import short_message, short_name
+
+# Examples named per group; the JSON carries them too, `export` has every level.
+EXAMPLES = 3
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NOT_FAILED = (*SUCCESS_VALUES, "queued", "running")
+
+
+def pattern(message: str | None, name: str | None = None) -> str:
+    """Return the shape of a message: its level name dropped, every number as N (what groups share)."""
+    text = message or ""
+    if name and text.startswith(f"{name}: "):
+        text = text[len(name) + 2 :]
+    return _NUMBER.sub("N", text.strip())
+
+
+def failure_groups(session: Session, run: Run, examples: int = EXAMPLES) -> dict[str, Any]:
+    """Return the run's failed attempts grouped by (status, message pattern), largest group first.
+
+    Each group: status, count, its first message as written, the pattern, counts
+    per kind, a few example levels, and a command that reruns that group (or
+    what to do instead, for levels that cannot be read).
+    """
+    q = (
+        select(Attempt.name, Attempt.kind, Attempt.status, Attempt.message)
+        .where(Attempt.run_id == run.id, Attempt.status.not_in(_NOT_FAILED))
+        .order_by(Attempt.seq)
+    )
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    total = 0
+    for name, kind, status, message in session.connection().execute(q):
+        total += 1
+        key = (status, pattern(message, name))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"status": status, "message": message or "", "pattern": key[1],
+                               "count": 0, "kinds": Counter(), "examples": []}  # fmt: skip
+        g["count"] += 1
+        g["kinds"][kind] += 1
+        if len(g["examples"]) < examples:
+            g["examples"].append(name)
+    per_status = Counter(status for status, _ in groups)
+    ordered = sorted(groups.values(), key=lambda g: (-g["count"], g["status"], g["pattern"]))
+    for g in ordered:
+        g["kinds"] = dict(sorted(g["kinds"].items()))
+        g["rerun"] = _next_step(run, g, alone=per_status[g["status"]] == 1)
+    attempts = session.scalar(select(Run.total).where(Run.id == run.id))
+    return {"run": run.id, "label": run.label, "failed": total, "total": attempts, "groups": ordered}
+
+
+def _next_step(run: Run, group: dict[str, Any], alone: bool) -> str:
+    """Return the command that runs a group of failures again, or what to do when rerunning cannot help."""
+    status = group["status"]
+    if status == "invalid":
+        return "fix the files as the message says; `packsolve check PATH` tells before a run"
+    if status == "cancelled":
+        return (
+            f"packsolve resume {run.id}"
+            if run.mode == "local"
+            else f"packsolve rerun {run.id} --status cancelled"
+        )
+    words = ["packsolve", "rerun", str(run.id), "--status", status]
+    if len(group["kinds"]) == 1:
+        words += ["--kind", next(iter(group["kinds"]))]
+    if not alone:
+        fragment = _fragment(group["pattern"])
+        if fragment:
+            words += ["--message", fragment]
+    if status == "timeout" and run.time_limit:
+        words += ["--time-limit", f"{2 * run.time_limit:g}"]
+    if status == "memout" and run.memory_limit_mb:
+        words += ["--memory-limit", str(2 * run.memory_limit_mb)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _fragment(pattern_text: str) -> str:
+    """Return the longest literal piece of a pattern: text every message of the group holds."""
+    pieces = [p.strip(" ,;:()'\"") for p in pattern_text.split("N")]
+    return max(pieces, key=len, default="")
+
+
+def render_failures(data: dict[str, Any]) -> Any:
+    """Return a rich renderable: one block per group (status × count, message, examples, the command)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    title = f"run {data['run']}" + (f" ({data['label']})" if data["label"] else "")
+    if not data["groups"]:
+        return Text(f"{title}: no failure among its {data['total']} level(s)")
+    out = [Text(f"{title}: {data['failed']} of {data['total']} level(s) failed", style="bold")]
+    for g in data["groups"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in g["kinds"].items())
+        head = Text("\n")
+        head.append(f"{g['status']} × {g['count']}", style="red" if g["status"] != "cancelled" else "yellow")
+        head.append(f"  ({kinds})", style="dim")
+        out.append(head)
+        out.append(Text("  " + (short_message(g["message"], g["examples"][0], 76) or "(no message)")))
+        more = g["count"] - len(g["examples"])
+        for i, name in enumerate(g["examples"]):
+            out.append(Text(("  e.g. " if i == 0 else "       ") + short_name(name, 70), style="dim"))
+        if more > 0:
+            out.append(Text(f"       and {more} more", style="dim"))
+        out.append(Text(f"  {g['rerun']}", style="cyan", overflow="fold"))
+    return Group(*out)
+
+
+def flat_groups(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the groups as flat rows for CSV (kinds and examples as JSON text)."""
+    return [
+        {"run": data["run"], **g, "kinds": json.dumps(g["kinds"]), "examples": json.dumps(g["examples"])}
+        for g in data["groups"]
+    ]

@@ -1,0 +1,130 @@
+"""A run merged with its reruns: for each of its levels the best final result any of them got, and whose."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, Run
+from packsolve.report.metrics import SUCCESS_VALUES, par2, rounded
+from packsolve.report.text import short_message, short_name
+
+_NOT_FINAL = ("queued", "running")
+
+
+def reruns_of(session: Session, run: Run) -> list[Run]:
+    """Return the reruns of run, and theirs, oldest first ([] if it has none)."""
+    found: list[Run] = []
+    frontier = [run.id]
+    while frontier:
+        children = list(session.scalars(select(Run).where(Run.parent_id.in_(frontier)).order_by(Run.id)))
+        found += children
+        frontier = [c.id for c in children]
+    return sorted(found, key=lambda r: r.id)
+
+
+def _better(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Return True if new is the better final result: decided beats not, then faster, then later."""
+    new_decided, old_decided = new["status"] in SUCCESS_VALUES, old["status"] in SUCCESS_VALUES
+    if new_decided != old_decided:
+        return new_decided
+    if new_decided:
+        return (new["wall_s"] or 0.0) < (old["wall_s"] or 0.0)
+    return new["status"] not in _NOT_FINAL  # a later final attempt says more than an earlier failure
+
+
+def merged_view(session: Session, run: Run) -> dict[str, Any]:
+    """Return run merged with its reruns as a JSON-ready dict (fields in docs/reports.md).
+
+    Each level of run gets the best final result across run and its reruns
+    (decided beats undecided, then the fastest; among failures the latest run's),
+    with the run that produced it; figures are over those merged results.
+    """
+    family = [run, *reruns_of(session, run)]
+    limits = {r.id: r.time_limit for r in family}
+    levels: dict[str, dict[str, Any]] = {}
+    order = (Attempt.run_id, Attempt.seq)
+    cols = (Attempt.run_id, Attempt.level_hash, Attempt.name, Attempt.kind, Attempt.heuristic, Attempt.status,
+            Attempt.wall_s, Attempt.nodes, Attempt.message)  # fmt: skip
+    q = select(*cols).where(Attempt.run_id.in_([r.id for r in family])).order_by(*order)
+    for run_id, h, name, kind, heuristic, status, wall, nodes, message in session.connection().execute(q):
+        cell = {"level": name, "level_hash": h, "kind": kind, "status": status, "wall_s": rounded(wall),
+                "nodes": nodes, "message": message, "run": run_id, "heuristic": heuristic,
+                "par2_s": rounded(par2(status, wall, limits[run_id])), "tries": 1}  # fmt: skip
+        old = levels.get(h)
+        if old is None:
+            if run_id == run.id:  # a rerun's levels are the run's own; anything else is not merged
+                levels[h] = cell
+            continue
+        tries = old["tries"] + 1
+        if _better(cell, old):
+            levels[h] = {**cell, "level": old["level"]}
+        levels[h]["tries"] = tries
+    rows = list(levels.values())
+    counts = Counter(r["status"] for r in rows)
+    best_for = Counter(r["run"] for r in rows)
+    alone = Counter(
+        a for (a,) in session.execute(select(Attempt.status).where(Attempt.run_id == run.id))
+    )  # fmt: skip
+    return {
+        "run": run.id,
+        "label": run.label,
+        "reruns": [r.id for r in family[1:]],
+        "runs": [
+            {
+                "run": r.id,
+                "label": r.label,
+                "heuristic": r.heuristic,
+                "time_limit": r.time_limit,
+                "parent": r.parent_id,
+                "best_for": best_for.get(r.id, 0),
+            }
+            for r in family
+        ],  # fmt: skip
+        "total": len(rows),
+        "solved": counts.get("solved", 0),
+        "decided": sum(counts.get(s, 0) for s in SUCCESS_VALUES),
+        "counts": dict(sorted(counts.items())),
+        "par2_s": round(sum(r["par2_s"] or 0.0 for r in rows), 3),
+        "before": {"solved": alone.get("solved", 0), "decided": sum(alone.get(s, 0) for s in SUCCESS_VALUES)},
+        "levels": rows,
+    }
+
+
+def render_merged(m: dict[str, Any], width: int = 100) -> Any:
+    """Return a rich renderable: the merged figures, whose results they are, the levels reruns changed."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    title = f"run {m['run']}" + (f" ({m['label']})" if m["label"] else "") + " with its reruns"
+    if not m["reruns"]:
+        return Text(f"{title}: it has none (`packsolve rerun {m['run']} ...` makes one)")
+    t = Table(title=title, show_header=False, title_justify="left")
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("solved", f"{m['solved']} of {m['total']} (run {m['run']} alone: {m['before']['solved']})")
+    t.add_row("decided", f"{m['decided']} of {m['total']} (run {m['run']} alone: {m['before']['decided']})")
+    for status, n in m["counts"].items():
+        t.add_row(f"  {status}", str(n))
+    t.add_row("PAR-2", f"{m['par2_s']:.2f} s")
+    for r in m["runs"]:
+        who = f"run {r['run']}" + (f" {r['label']}" if r["label"] else "")
+        made = "the run" if r["parent"] is None else f"rerun of {r['parent']}"
+        t.add_row(f"  {who}", f"{made}, {r['heuristic']}: best result of {r['best_for']} level(s)")
+    changed = [r for r in m["levels"] if r["run"] != m["run"]]
+    if not changed:
+        return Group(t, Text("no level's result came from a rerun"))
+    c = Table("level", "kind", "best result", "by run", title="levels whose best result came from a rerun",
+              title_justify="left")  # fmt: skip
+    for r in changed:
+        wall = "" if r["wall_s"] is None else f" {r['wall_s']:.3f}s"
+        result = Text(f"{r['status']}{wall}", style="green" if r["status"] in SUCCESS_VALUES else "red")
+        if r["message"] and r["status"] not in SUCCESS_VALUES:
+            result.append("\n" + short_message(r["message"], r["level"], 40), style="dim")
+        c.add_row(Text(short_name(r["level"], max(20, width // 3))), r["kind"], result,
+                  f"{r['run']} ({r['heuristic']})")  # fmt: skip
+    return Group(t, c)

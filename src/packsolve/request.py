@@ -1,0 +1,212 @@
+"""What a user asks of a run, checked once for every command: option values and the --heuristic choice.
+
+solve, submit, rerun and check all go through these checks before anything is
+read or created, so a limit means the same thing whichever command gave it and a
+typo never turns into "no limit" overnight.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from packsolve.errors import OptionError
+from packsolve.execution import Limits
+from packsolve.levels import DEFAULT_MAX_BYTES
+from packsolve.outcome import Status
+from packsolve.puzzles import KINDS
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked of a run, validated: the same for solve, submit and rerun."""
+
+    kind: str | None = None
+    heuristic: str | None = None  # None or "default": each kind's default
+    limits: Limits = field(default_factory=Limits)
+    label: str | None = None
+    max_tries: int | None = None
+    max_file_bytes: int = DEFAULT_MAX_BYTES
+    move_label: bool = False  # take the label from the run that has it
+
+
+def limits_from_options(time_limit: float | None, node_limit: int | None, memory_limit: int | None) -> Limits:
+    """Return the Limits of these option values (time None or 0: none); raise OptionError if one is bad.
+
+    The one check of limits for solve, submit, rerun and check: a negative or
+    non-finite time, or a node or memory limit below 1, is refused, never read as no limit.
+    """
+    if time_limit is not None and (not math.isfinite(time_limit) or time_limit < 0):
+        raise OptionError(
+            "--time-limit", f"{time_limit:g} is not a number of seconds; give one > 0, or 0 for none"
+        )
+    for name, value in (("--node-limit", node_limit), ("--memory-limit", memory_limit)):
+        if value is not None and value <= 0:
+            raise OptionError(name, f"{value} is not a limit; give a whole number of at least 1")
+    return Limits(time_limit or None, node_limit, memory_limit)
+
+
+def check_jobs(jobs: int | None) -> int:
+    """Return the local processes to use (None: the number of cores); raise OptionError below 1."""
+    if jobs is None:
+        return os.cpu_count() or 1
+    if jobs < 1:
+        raise OptionError(
+            "--jobs", f"{jobs} processes cannot run anything; give at least 1 (default: one per core)"
+        )
+    return jobs
+
+
+def check_max_file_bytes(max_file_mb: float) -> int:
+    """Return the file size cap in bytes of --max-file-mb; raise OptionError unless it is positive."""
+    if not math.isfinite(max_file_mb) or max_file_mb <= 0:
+        raise OptionError("--max-file-mb", f"{max_file_mb:g} MB would refuse every file; give a size > 0")
+    return int(max_file_mb * 2**20)
+
+
+def check_max_tries(max_tries: int | None) -> int | None:
+    """Return max_tries (None: the default); raise OptionError below 1."""
+    if max_tries is not None and max_tries < 1:
+        raise OptionError("--max-tries", f"{max_tries}: a task needs at least 1 delivery to run")
+    return max_tries
+
+
+def check_label(label: str | None) -> str | None:
+    """Return the label (None: none); raise OptionError for one that could not name its run."""
+    if label is None:
+        return None
+    if not label.strip() or label != label.strip():
+        raise OptionError("--label", f"{label!r}: a label is a name without leading or trailing spaces")
+    if label.isdigit() or label == "latest":
+        raise OptionError(
+            "--label", f"{label!r} would read as a run id or 'latest'; add a letter (run-{label})"
+        )
+    if len(label) > 200:
+        raise OptionError("--label", "at most 200 characters")
+    return label
+
+
+def request_from_options(
+    kind: str | None,
+    heuristic: str | None,
+    time_limit: float | None,
+    node_limit: int | None,
+    memory_limit: int | None,
+    label: str | None,
+    max_file_mb: float = DEFAULT_MAX_BYTES / 2**20,
+    max_tries: int | None = None,
+    move_label: bool = False,
+) -> Request:
+    """Return the Request of a command's run options; raise OptionError or PlanError naming a bad one.
+
+    Everything that can be checked without reading the pack or a database is
+    checked here, before anything is created.
+    """
+    if kind is not None and kind not in KINDS:
+        raise OptionError("--kind", f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    HeuristicChoice.parse(heuristic)
+    return Request(
+        kind=kind,
+        heuristic=heuristic,
+        limits=limits_from_options(time_limit, node_limit, memory_limit),
+        label=check_label(label),
+        max_tries=check_max_tries(max_tries),
+        max_file_bytes=check_max_file_bytes(max_file_mb),
+        move_label=move_label,
+    )
+
+
+@dataclass(frozen=True)
+class HeuristicChoice:
+    """What --heuristic asked for: one name for every kind that has it, and names for given kinds.
+
+    "dlx" applies to the kinds that have a heuristic dlx, the others keep their
+    default (with a note); "sudoku=dlx,sliding=idastar" names one per kind; the
+    two mix ("astar,sudoku=dlx"). Empty or "default": every kind's default.
+    """
+
+    common: str | None = None
+    per_kind: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> HeuristicChoice:
+        """Return the choice written as text; raise OptionError for an item that cannot be read."""
+        common: str | None = None
+        per_kind: dict[str, str] = {}
+        for item in (text or "").split(","):
+            item = item.strip()
+            if "=" in item:
+                kind, _, name = (part.strip() for part in item.partition("="))
+                if not kind or not name:
+                    raise OptionError("--heuristic", f"{item!r}: write KIND=HEURISTIC, e.g. sudoku=dlx")
+                if per_kind.get(kind, name) != name:
+                    raise OptionError(
+                        "--heuristic", f"two heuristics for {kind}: {per_kind[kind]!r} and {name!r}"
+                    )
+                per_kind[kind] = name
+            elif item and item != "default":
+                if common not in (None, item):
+                    twice = f"two heuristics for every kind, {common!r} and {item!r}"
+                    raise OptionError("--heuristic", f"{twice}; name the kind of one: KIND=HEURISTIC")
+                common = item
+        return cls(common, tuple(sorted(per_kind.items())))
+
+    def __str__(self) -> str:
+        parts = ([self.common] if self.common else []) + [f"{k}={h}" for k, h in self.per_kind]
+        return ",".join(parts) or "default"
+
+    def name_for(self, kind: str) -> str | None:
+        """Return the heuristic asked for kind (None: its default)."""
+        return dict(self.per_kind).get(kind, self.common)
+
+
+@dataclass(frozen=True)
+class RerunRequest:
+    """A rerun as asked: which parent attempts, and the options given (None: the parent's)."""
+
+    parent: str
+    statuses: tuple[str, ...]
+    kind: str | None = None
+    heuristic: str | None = None
+    time_limit: float | None = None  # 0: none
+    node_limit: int | None = None
+    memory_limit: int | None = None
+    label: str | None = None
+    max_tries: int | None = None
+    local: bool | None = None  # None: where the parent ran
+    jobs: int | None = None
+    message: str | None = None  # only attempts whose message holds this text
+    move_label: bool = False
+
+    def check(self) -> list[str]:
+        """Check every option before anything is read (OptionError naming a bad one); return the statuses."""
+        wanted = self.checked_statuses()
+        self.limits(Limits())
+        if self.jobs is not None:
+            check_jobs(self.jobs)
+        check_max_tries(self.max_tries)
+        check_label(self.label)
+        HeuristicChoice.parse(self.heuristic)
+        return wanted
+
+    def checked_statuses(self) -> list[str]:
+        """Return the statuses asked for; raise OptionError for none or one that is not final."""
+        wanted = [s.strip() for s in self.statuses if s.strip()]
+        valid = {s.value for s in Status if s.final}
+        bad = [s for s in wanted if s not in valid]
+        if not wanted or bad:
+            choices = ", ".join(sorted(valid))
+            raise OptionError(
+                "--status", f"unknown final status {', '.join(bad) or '(none)'}; choose from {choices}"
+            )
+        return wanted
+
+    def limits(self, parent: Limits) -> Limits:
+        """Return the given limits over the parent's; raise OptionError as solve and submit would."""
+        given = limits_from_options(self.time_limit, self.node_limit, self.memory_limit)
+        return Limits(
+            parent.time_limit if self.time_limit is None else given.time_limit,
+            parent.node_limit if self.node_limit is None else given.node_limit,
+            parent.memory_limit_mb if self.memory_limit is None else given.memory_limit_mb,
+        )

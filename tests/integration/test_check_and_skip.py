@@ -1,0 +1,134 @@
+"""Before and during the night, on SQLite and PostgreSQL: `check` reads a pack and creates nothing; solve
+and submit print what they skipped by name; `--skip-solved` carries over what was settled; status fits 80
+columns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from packsolve.db.models import Run
+from packsolve.db.session import get_engine, session_scope
+from tests.support.report_runs import Planned, build_run, strip_level
+from tests.support.services import run_cli
+
+EASY_SUDOKU = "003020600900305001001806400008102900700000008006708200002609500800203009005010300"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest) -> str:
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+
+
+def runs_in(url: str) -> int:
+    with session_scope(get_engine(url)) as session:
+        return session.scalar(select(func.count()).select_from(Run)) or 0
+
+
+def messy_pack(root: Path) -> Path:
+    """A pack with a README, an empty file, a duplicate, an unreadable level, an oversized file, two kinds."""
+    pack = root / "messy"
+    pack.mkdir()
+    (pack / "README.md").write_text("# about this pack\n")
+    (pack / "empty.json").write_text("")
+    (pack / "a.jsonl").write_text(
+        json.dumps({"kind": "sudoku", "grid": EASY_SUDOKU}) + "\n"
+        + json.dumps({"kind": "onestroke", "grid": ["S..", "..."]}) + "\n"
+        + json.dumps({"kind": "sudoku", "grid": "12"}) + "\n"
+    )  # fmt: skip
+    (pack / "b.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S..", "..."]}))
+    (pack / "c.json").write_text(
+        json.dumps({"kind": "coins", "notes": [1, 2], "target": 3, "pad": "x" * 3000})
+    )
+    return pack
+
+
+def test_check_says_what_solve_would_do_and_creates_nothing(tmp_path, url):
+    pack = messy_pack(tmp_path)
+    env = {"PACKSOLVE_DATABASE_URL": url}
+    res = run_cli(
+        "check", str(pack), "--heuristic", "dlx", "--max-file-mb", "0.002", "--format", "json", env=env
+    )
+    assert res.returncode == 0, res.stderr
+    c = json.loads(res.stdout)
+    assert c["levels"] == 2
+    assert c["kinds"] == {"onestroke": {"levels": 1, "heuristics": {"portfolio": 1}},
+                          "sudoku": {"levels": 1, "heuristics": {"dlx": 1}}}  # fmt: skip
+    assert [(Path(s["path"]).name, s["reason"]) for s in c["skipped_files"]] == [
+        ("README.md", "not a level file (.md)"), ("empty.json", "empty"),
+    ]  # fmt: skip
+    assert [(Path(d["level"]).name, Path(d["same_as"]).name) for d in c["duplicates"]] == [
+        ("b.json", "a.jsonl:2")
+    ]
+    invalid = {Path(i["level"]).name: i["message"] for i in c["invalid"]}
+    assert "81 cells" in invalid["a.jsonl:3"] and "--max-file-mb raises it" in invalid["c.json"]
+    assert c["notes"] == ["onestroke has no heuristic 'dlx': its default 'portfolio' runs"]
+    assert c["distributed"]["tasks"] >= 1 and c["distributed"]["problem"] is None
+    text = run_cli("check", str(pack), env=env).stdout
+    for words in ("README.md: not a level file", "empty.json: empty", "same level as", "cannot be read",
+                  "submit:", "solve:"):  # fmt: skip
+        assert words in text, words
+    if url.startswith("sqlite"):
+        assert not Path(url.removeprefix("sqlite:///")).exists()  # no database was created
+    else:
+        assert runs_in(url) == 0
+
+
+def test_check_refuses_what_solve_would_refuse_and_names_what_submit_would(tmp_path, url):
+    env = {"PACKSOLVE_DATABASE_URL": url}
+    res = run_cli("check", str(tmp_path / "nope"), env=env)
+    assert res.returncode == 2 and "does not exist" in res.stderr
+    res = run_cli("check", str(messy_pack(tmp_path)), "--time-limit", "-5", env=env)
+    assert res.returncode == 2 and "--time-limit" in res.stderr
+    res = run_cli("check", str(tmp_path / "messy"), "--time-limit", "100000", "--format", "json", env=env)
+    assert res.returncode == 0 and "visibility timeout" in json.loads(res.stdout)["distributed"]["problem"]
+
+
+def test_skip_solved_carries_over_levels_settled_with_the_same_heuristic(tmp_path, url):
+    env = {"PACKSOLVE_DATABASE_URL": url}
+    pack = tmp_path / "p.jsonl"
+    lines = [json.dumps({"kind": "onestroke", "grid": ["S" + "." * n]}) for n in range(1, 4)]
+    pack.write_text("\n".join(lines) + "\n")
+    assert run_cli("solve", str(pack), "-q", "--heuristic", "plain", env=env).returncode == 0
+    res = run_cli("solve", str(pack), "-q", "--heuristic", "plain", "--skip-solved", env=env)
+    assert res.returncode == 0 and "all 3 level(s) were decided before" in res.stderr
+    assert runs_in(url) == 1  # nothing to run: no run
+    pack.write_text("\n".join([*lines, json.dumps({"kind": "onestroke", "grid": ["S....."]})]) + "\n")
+    res = run_cli(
+        "solve", str(pack), "-q", "--heuristic", "plain", "--skip-solved", "--format", "json", env=env
+    )
+    assert res.returncode == 0, res.stderr
+    assert "3 level(s) carried over: decided with the same heuristic in run(s) 1" in res.stderr
+    assert json.loads(res.stdout)["total"] == 1
+    res = run_cli("solve", str(pack), "-q", "--heuristic", "warnsdorff", "--skip-solved", "--format", "json",
+                  env=env)  # fmt: skip
+    assert json.loads(res.stdout)["total"] == 4 and "carried over" not in res.stderr  # another heuristic
+
+
+def test_submit_prints_the_same_skipped_and_duplicate_lines_as_solve(tmp_path, pg_url, broker):
+    pack = messy_pack(tmp_path)
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    submitted = run_cli("submit", str(pack), env=env)
+    assert submitted.returncode == 0, submitted.stderr
+    solved = run_cli("solve", str(pack), "-q", env=env)
+    for line in solved.stderr.splitlines():
+        if "skipped" in line:
+            assert line in submitted.stderr
+    assert "README.md (not a level file (.md))" in submitted.stderr
+    assert "duplicate level(s) skipped" in submitted.stderr and "b.json (same level as" in submitted.stderr
+
+
+def test_status_shows_rate_and_eta_within_80_columns(url):
+    levels = [strip_level(i, name=f"/a/very/long/path/to/a/pack/level-{i}.json") for i in range(10)]
+    run_id = build_run(
+        url, [Planned(lv, "solved", 1.0) for lv in levels[:4]] + [Planned(lv, None) for lv in levels[4:]]
+    )
+    res = run_cli("status", str(run_id), env={"PACKSOLVE_DATABASE_URL": url, "COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    [line] = [x for x in lines if "levels/" in x]
+    assert line.startswith("4/10 final (40%)") and "eta" in line
