@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from packsolve import __version__
-from packsolve.cli.kinds import generate, kinds
+from packsolve.cli.kinds import check_kind, generate, kinds
 from packsolve.cli.reports import export, report, show, status
 from packsolve.cli.run import cancel, rerun, solve, submit
 from packsolve.cli.service import db, scheduler, worker
@@ -21,7 +21,7 @@ COMMANDS = (
     *(solve, submit, rerun, cancel),  # runs
     *(worker, scheduler, db),  # the distributed services
     *(status, report, export, show),  # results
-    *(kinds, generate),  # puzzle kinds
+    *(kinds, check_kind, generate),  # puzzle kinds
 )
 for command in COMMANDS:
     cli.add_command(command)
