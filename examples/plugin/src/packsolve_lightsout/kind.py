@@ -53,8 +53,8 @@ def parse(data: Mapping[str, Any]) -> Board:
 
 
 def canonical(board: Board) -> dict[str, Any]:
-    lights = ["".join("1" if (r, c) in board.on else "0" for c in range(board.cols)) for r in range(board.rows)]
-    return {"lights": lights}
+    rows = range(board.rows)
+    return {"lights": ["".join("01"[(r, c) in board.on] for c in range(board.cols)) for r in rows]}
 
 
 def _press(state: set[tuple[int, int]], board: Board, r: int, c: int) -> None:
@@ -112,11 +112,7 @@ def verify(board: Board, solution: Any) -> str | None:
         return "a solution is a list of [row, col] presses"
     presses = []
     for i, press in enumerate(solution):
-        if (
-            not isinstance(press, list)
-            or len(press) != 2
-            or not all(type(x) is int for x in press)
-        ):
+        if not isinstance(press, list) or len(press) != 2 or not all(type(x) is int for x in press):
             return f"press {i} is not a [row, col] pair of integers: {press!r}"
         r, c = press
         if not (0 <= r < board.rows and 0 <= c < board.cols):
@@ -151,11 +147,12 @@ def svg(board: Board, solution: Any, cell: int = 24) -> str:
     for r in range(board.rows):
         for c in range(board.cols):
             fill = "#f5d33b" if (r, c) in board.on else "#333"
-            parts.append(
-                f'<rect x="{c * cell}" y="{r * cell}" width="{cell}" height="{cell}" fill="{fill}" stroke="#999"/>'
-            )
+            x, y = c * cell, r * cell
+            square = f'width="{cell}" height="{cell}" fill="{fill}" stroke="#999"'
+            parts.append(f'<rect x="{x}" y="{y}" {square}/>')
             if (r, c) in pressed:
-                parts.append(f'<circle cx="{c * cell + cell / 2}" cy="{r * cell + cell / 2}" r="{cell / 5}" fill="#c00"/>')
+                half = cell / 2
+                parts.append(f'<circle cx="{x + half}" cy="{y + half}" r="{cell / 5}" fill="#c00"/>')
     parts.append("</svg>")
     return "\n".join(parts)
 
