@@ -59,6 +59,12 @@ class UnknownHeuristic(PacksolveError):
     """A kind has no heuristic of this name; the message lists its choices."""
 
 
+class SolverFileError(PacksolveError):
+    """A solver declaration file (packsolve.toml, --solvers FILE) is missing or malformed."""
+
+    exit_code = 2
+
+
 class RunNotFound(PacksolveError):
     """No run has this id or label (or the database has no run yet)."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import importlib.util
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -193,8 +192,6 @@ class _Registry(Mapping[str, PuzzleKind]):
 
     def _load_extra(self, name: str, module: str) -> PuzzleKind | None:
         """Import a PACKSOLVE_EXTRA_KINDS module's KIND; None if the module is not there."""
-        if importlib.util.find_spec(module) is None:
-            return None
         kind = _import_module_kind(module)
         if kind is not None and kind.name != name:
             self._broken[name] = f"PACKSOLVE_EXTRA_KINDS names {name!r} but {module}.KIND is {kind.name!r}"

@@ -1,0 +1,224 @@
+"""Running one external program under an attempt's limits, from a solver child, measured.
+
+The program starts in a session of its own (so a terminal's Ctrl-C reaches only packsolve,
+which decides), dies if the solver child dies, and cannot dump core. While it runs, its
+standard output is collected up to a cap, its standard error's start kept, its standard
+input fed, and the resident memory of the whole tree it started summed every few
+milliseconds. The tree (the program's process group and every process the solver child
+adopted, see tree.py) is killed at the wall-time limit, when its memory passes the limit,
+when the output passes the cap, and in any case as soon as the program itself has exited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from packsolve.execution import tree
+from packsolve.execution.spec import Limits
+
+# A program whose standard output passes this is stopped: its answer is an error.
+STDOUT_CAP = 64 * 2**20
+# The start of standard error kept for messages; the rest is read and dropped.
+STDERR_KEEP = 8192
+# How often the tree's memory is summed: often under a memory limit, else for the peak only.
+POLL_LIMITED_S = 0.01
+POLL_FREE_S = 0.05
+# Each process's address space is capped at twice the memory limit plus this much: a backstop
+# should the measurement lag behind a fast allocation (the limit itself is on resident memory).
+ADDRESS_SPACE_SLACK_MB = 1024
+# After the program has exited and its tree is killed, what is left in the pipes is read this long.
+DRAIN_S = 1.0
+
+
+@dataclass
+class RawRun:
+    """How a program ended: exit status, what it printed, its measurements, and which limit stopped it."""
+
+    status: int = 0  # os.wait4 status of the program itself
+    stdout: bytes = b""
+    stderr: bytes = b""
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    peak_rss_mb: float = 0.0
+    stopped: str | None = None  # "timeout" | "memout" | "output" when packsolve killed it
+    exited: bool = False  # the program exited (or died) on its own
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, limits: Limits) -> RawRun:
+    """Run argv under limits and return how it ended; raise OSError if it cannot be started."""
+    tree.become_subreaper()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=_in_program(limits),
+    )
+    result = RawRun()
+    reaped: dict[int, tuple[int, float, float]] = {}
+    try:
+        _watch(proc, stdin, limits, started, result)
+        # The program has exited or is to be stopped: nothing it left behind may outlive the attempt.
+        if result.exited:
+            tree.reap_children(reaped, block_on=proc.pid)
+        tree.kill_tree(proc.pid, reaped)
+        result.wall_s = time.monotonic() - started
+        _drain(proc, result)
+    finally:
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        tree.kill_tree(proc.pid, reaped)  # on any error above too
+        proc.returncode = 0  # reaped here, not by subprocess (it must not wait again)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result.cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.pid in reaped:
+        result.status = reaped[proc.pid][0]
+    result.peak_rss_mb = max([result.peak_rss_mb, *(r[2] for r in reaped.values())])
+    return result
+
+
+def _in_program(limits: Limits):  # type: ignore[no-untyped-def]
+    """Return what runs in the forked program before exec: its rlimits and a death tied to its parent."""
+    memory = limits.memory_limit_mb
+    hard_time = limits.hard_time()
+
+    def setup() -> None:
+        tree.die_with_parent()
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if memory is not None:
+            cap = (2 * memory + ADDRESS_SPACE_SLACK_MB) * 2**20
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        else:
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))  # not the solver child's own cap
+        # The solver child's CPU backstop counts its own seconds; the program gets its own.
+        _, hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)
+        cpu = resource.RLIM_INFINITY if hard_time is None else int(hard_time) + 2
+        if hard_cpu != resource.RLIM_INFINITY:
+            cpu = hard_cpu if cpu == resource.RLIM_INFINITY else min(cpu, hard_cpu)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, hard_cpu))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    return setup
+
+
+def _watch(
+    proc: subprocess.Popen[bytes], stdin: bytes | None, limits: Limits, started: float, out: RawRun
+) -> None:
+    """Follow the program until it exits or a limit stops it; fill out's output, peak and stopped."""
+    assert proc.stdout is not None and proc.stderr is not None
+    deadline = None if limits.time_limit is None else started + limits.time_limit
+    limit_mb = limits.memory_limit_mb
+    poll_every = POLL_LIMITED_S if limit_mb is not None else POLL_FREE_S
+    next_poll = started + poll_every
+    stdout, stderr = bytearray(), bytearray()
+    sel = selectors.DefaultSelector()
+    pidfd = os.pidfd_open(proc.pid)
+    sel.register(pidfd, selectors.EVENT_READ, "exit")
+    for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream.fileno(), selectors.EVENT_READ, tag)
+    pending = memoryview(stdin or b"")
+    if proc.stdin is not None:
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+    try:
+        while True:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                out.stopped = "timeout"
+                break
+            if now >= next_poll:
+                used = tree.rss_mb(tree.descendants())
+                out.peak_rss_mb = max(out.peak_rss_mb, used)
+                if limit_mb is not None and used > limit_mb:
+                    out.stopped = "memout"
+                    break
+                next_poll = now + poll_every
+            wait = next_poll - now if deadline is None else min(next_poll, deadline) - now
+            for key, _ in sel.select(max(0.0, wait)):
+                if key.data == "exit":
+                    out.exited = True
+                elif key.data == "in":
+                    pending = _feed(proc, sel, pending)
+                else:
+                    _read(key.fd, stdout if key.data == "out" else stderr, key.data, sel)
+            if len(stdout) > STDOUT_CAP:
+                out.stopped = "output"
+                break
+            if out.exited:
+                break
+    finally:
+        sel.close()
+        os.close(pidfd)
+        out.stdout, out.stderr = bytes(stdout), bytes(stderr)
+
+
+def _feed(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, pending: memoryview) -> memoryview:
+    """Write what the pipe takes of pending to the program's stdin; close it when done or refused."""
+    assert proc.stdin is not None
+    try:
+        if pending:
+            pending = pending[os.write(proc.stdin.fileno(), pending) :]
+    except BlockingIOError:
+        return pending
+    except OSError:  # the program closed its standard input (or exited): it does not want the rest
+        pending = pending[len(pending) :]
+    if not pending:
+        sel.unregister(proc.stdin.fileno())
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    return pending
+
+
+def _read(fd: int, into: bytearray, tag: str, sel: selectors.BaseSelector) -> None:
+    """Read what fd has into into (stderr: only its start is kept); unregister it at end of file."""
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return
+    if not chunk:
+        sel.unregister(fd)
+        return
+    if tag == "out" or len(into) < STDERR_KEEP:
+        into.extend(chunk if tag == "out" else chunk[: STDERR_KEEP - len(into)])
+
+
+def _drain(proc: subprocess.Popen[bytes], out: RawRun) -> None:
+    """Read what the program left in its pipes (its tree is dead, so end of file comes)."""
+    stdout, stderr = bytearray(out.stdout), bytearray(out.stderr)
+    deadline = time.monotonic() + DRAIN_S
+    for stream, into, tag in ((proc.stdout, stdout, "out"), (proc.stderr, stderr, "err")):
+        if stream is None:
+            continue
+        fd = stream.fileno()
+        while time.monotonic() < deadline and len(stdout) <= STDOUT_CAP:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                time.sleep(0.001)
+                continue
+            if not chunk:
+                break
+            if tag == "out" or len(into) < STDERR_KEEP:
+                into.extend(chunk if tag == "out" else chunk[: STDERR_KEEP - len(into)])
+    out.stdout, out.stderr = bytes(stdout), bytes(stderr)
+    if len(out.stdout) > STDOUT_CAP and out.stopped is None:
+        out.stopped = "output"
