@@ -8,13 +8,15 @@ broker (send). The CLI only parses options and prints.
 from __future__ import annotations
 
 import json
+import socket
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
 
+from packsolve.db.programs import recorded
 from packsolve.db.runs import (
     RunOptions,
     attempts_to_rerun,
@@ -43,7 +45,9 @@ from packsolve.planning import (
     plan_run,
 )
 from packsolve.queue.producer import check_broker, enqueue
+from packsolve.queue.programs import note_programs_run
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
+from packsolve.solvers import ExternalSolver, declared_in
 
 
 @dataclass(frozen=True)
@@ -105,8 +109,9 @@ def create(
         max_tries=max_tries if mode == "distributed" else request.max_tries,
         label=request.label,
         parent_id=parent_id,
-        # The command line as given, passwords masked: provenance, never a secret.
-        extra={"argv": [redact(a) for a in argv], **(extra or {})},
+        # The command line as given, passwords masked: provenance, never a secret. With it, the
+        # kinds used (source, version) and the external programs' declarations (they travel in tasks).
+        extra={"argv": [redact(a) for a in argv], **plan.provenance(), **(extra or {})},
     )
     with session_scope(engine) as session:
         run_id = create_run(session, plan.attempts, options)
@@ -120,7 +125,7 @@ def start_local(
 ) -> tuple[NewRun, int]:
     """Plan paths and create a local run; return it with the number of processes to solve it with."""
     jobs = check_jobs(jobs)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes)
+    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
     run = create(engine, plan, request, "local", argv, concurrency=jobs, extra={"paths": list(paths)})
     return run, jobs
 
@@ -145,6 +150,7 @@ def solve_local(
             chunk_size = choose_chunk_size(session, run.specs)
         # Every process needs a few chunks, or one slow chunk decides the run's end.
         chunk_size = max(1, min(chunk_size, -(-len(run.specs) // (jobs * 4))))
+    note_programs_run(engine, run.id, f"local@{socket.gethostname()}", [spec for _, _, spec in run.specs])
     try:
         run_local(engine, run.id, run.specs, jobs, chunk_size, on_result)
     except KeyboardInterrupt:
@@ -159,7 +165,7 @@ def start_distributed(
     """Check the limits and the broker, plan paths, create a distributed run and send it."""
     check_distributed(request.limits, chunk_size)
     check_broker(app)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes)
+    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
     run = create(engine, plan, request, "distributed", argv, extra={"paths": list(paths)})
     return run, send(engine, app, run, chunk_size)
 
@@ -192,6 +198,7 @@ class RerunRequest:
     max_tries: int | None = None
     local: bool | None = None  # None: where the parent ran
     jobs: int | None = None
+    solvers: Mapping[str, ExternalSolver] = field(default_factory=dict)  # declared now (over the parent's)
 
     def checked_statuses(self) -> list[str]:
         """Return the statuses asked for; raise OptionError for none or one that is not final."""
@@ -243,11 +250,13 @@ def start_rerun(
             max_tries=rerun.max_tries or parent.max_tries,
         )
         parent_id = parent.id
+        # The parent's programs as it recorded them, unless declared again now.
+        solvers = {**declared_in(recorded(parent, "solvers")), **rerun.solvers}
     processes = check_jobs(rerun.jobs) if mode == "local" else None
     if mode == "distributed":
         check_distributed(request.limits)
         check_broker(app)
-    plan = plan_levels(levels, request.heuristic)
+    plan = plan_levels(levels, request.heuristic, solvers=solvers)
     extra = {"rerun_of": parent_id, "statuses": wanted}
     return create(engine, plan, request, mode, argv, processes, parent_id, extra), processes
 

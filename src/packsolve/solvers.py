@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packsolve.errors import SolverFileError
-from packsolve.puzzles import KINDS
+from packsolve.errors import SolverFileError, UnknownHeuristic
+from packsolve.puzzles import KINDS, PuzzleKind
 
 DEFAULT_FILE = "packsolve.toml"
 LEVEL_PLACEHOLDER = "{level}"
 KEYS = ("kind", "command", "stdin")
 # Letters, digits and - _ . only: a name is written in --heuristic, where "," and "=" separate.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-EXAMPLE = '[solvers.NAME]\nkind = "knights_tour"\ncommand = ["./bin/knight", "{level}"]'
+EXAMPLE = '[solvers.NAME] with kind = "knights_tour" and command = ["./bin/knight", "{level}"]'
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,7 @@ def load_solvers(path: str | os.PathLike[str] | None = None) -> dict[str, Extern
         return _load(default, required=False)
     given = Path(path)
     if not given.is_file():
-        raise SolverFileError(
-            f"--solvers {path}: no such file (write the declarations there, e.g. {EXAMPLE!r})"
-        )
+        raise SolverFileError(f"--solvers {path}: no such file (declare solvers there as {EXAMPLE})")
     return _load(given, required=True)
 
 
@@ -103,7 +101,7 @@ def _load(path: Path, required: bool) -> dict[str, ExternalSolver]:
     table = data.get("solvers")
     if table is None:
         if required:
-            raise SolverFileError(f"{path}: declares no solver; write one as {EXAMPLE!r}")
+            raise SolverFileError(f"{path}: declares no solver; write one as {EXAMPLE}")
         return {}
     if not isinstance(table, dict):
         raise SolverFileError(f"{path}: 'solvers' must be a table of [solvers.NAME] sections")
@@ -117,7 +115,7 @@ def _declaration(path: Path, name: str, entry: Any, base: str) -> ExternalSolver
     if not NAME.match(name):
         raise SolverFileError(f"{where}: a solver name may hold only letters, digits, '-', '_' and '.'")
     if not isinstance(entry, dict):
-        raise SolverFileError(f"{where} must be a table with kind and command, e.g. {EXAMPLE!r}")
+        raise SolverFileError(f"{where} must be a table: {EXAMPLE}")
     unknown = sorted(set(entry) - set(KEYS))
     if unknown:
         raise SolverFileError(f"{where}: unknown key {unknown[0]!r} (the keys are {', '.join(KEYS)})")
@@ -166,3 +164,25 @@ def program_for(solvers: Solvers, kind: str, heuristic: str) -> ExternalSolver |
 def for_kind(solvers: Solvers, kind: str) -> list[str]:
     """Return the names of the declared programs of kind, sorted."""
     return sorted(name for name, s in solvers.items() if s.kind == kind)
+
+
+def heuristic_of(kind: PuzzleKind, name: str | None, solvers: Solvers) -> str:
+    """Return the heuristic name resolved for kind: built-in or a declared program of that kind.
+
+    Raise UnknownHeuristic listing both, and where programs are declared.
+    """
+    if name is not None and program_for(solvers, kind.name, name) is not None:
+        return name
+    try:
+        return kind.solver(name)[0]
+    except UnknownHeuristic:
+        external = for_kind(solvers, kind.name)
+        choices = ", ".join([*sorted(kind.solvers), *external, "default"])
+        where = (
+            ""
+            if external
+            else "; external solver programs are declared in ./packsolve.toml or --solvers FILE"
+        )
+        raise UnknownHeuristic(
+            f"kind {kind.name!r} has no heuristic {name!r} (choose from: {choices}{where})"
+        ) from None

@@ -21,9 +21,21 @@ from packsolve.cli.options import (
 RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 
 
+def solvers_option(fn: Any) -> Any:
+    return click.option(
+        "--solvers",
+        "solvers_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="TOML file declaring external solver programs, usable as heuristics "
+        "[default: ./packsolve.toml if there is one].",
+    )(fn)
+
+
 def _request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
     """Return the validated planning.Request of a command's run options."""
     from packsolve.planning import Request, limits_from_options
+    from packsolve.solvers import load_solvers
 
     return Request(
         kind=opts["kind"],
@@ -32,6 +44,7 @@ def _request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
         label=opts["label"],
         max_tries=max_tries,
         max_file_bytes=int(opts["max_file_mb"] * 2**20),
+        solvers=load_solvers(opts["solvers_file"]),
     )
 
 
@@ -44,6 +57,7 @@ def print_notes(run: Any) -> None:
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
+@solvers_option
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes [default: number of cores].")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @format_option
@@ -121,6 +135,7 @@ def _with_progress(engine: Any, run: Any, jobs: int) -> None:
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
+@solvers_option
 @click.option(
     "--max-tries", type=int, default=None, help="Deliveries of a task before it counts as lost [default: 5]."
 )
@@ -180,6 +195,7 @@ def submit(
 @click.option("--distributed", "local", flag_value=False, help="Enqueue for Celery workers.")
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: number of cores].")
 @click.option("--max-tries", type=int, default=None, help="Deliveries before lost [default: 5].")
+@solvers_option
 @format_option
 @database_option
 @broker_option
@@ -195,6 +211,7 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     from packsolve import runs
     from packsolve.db.session import get_engine
     from packsolve.queue.app import make_app
+    from packsolve.solvers import load_solvers
 
     request = runs.RerunRequest(
         parent=run,
@@ -208,6 +225,7 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
         max_tries=max_tries,
         local=local,
         jobs=jobs,
+        solvers=load_solvers(opts["solvers_file"]),
     )
     request.checked_statuses()  # before the database is touched: a typo costs nothing
     engine = get_engine(database_url)

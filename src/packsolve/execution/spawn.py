@@ -3,10 +3,11 @@
 The program starts in a session of its own (so a terminal's Ctrl-C reaches only packsolve,
 which decides), dies if the solver child dies, and cannot dump core. While it runs, its
 standard output is collected up to a cap, its standard error's start kept, its standard
-input fed, and the resident memory of the whole tree it started summed every few
-milliseconds. The tree (the program's process group and every process the solver child
-adopted, see tree.py) is killed at the wall-time limit, when its memory passes the limit,
-when the output passes the cap, and in any case as soon as the program itself has exited.
+input fed, and the memory of the whole tree it started read every few milliseconds (peak:
+the largest summed resident memory, or one process's own high-water mark). The tree (the
+program's process group and every process the solver child adopted, see tree.py) is killed
+at the wall-time limit, when its memory passes the limit, when the output passes the cap,
+and in any case as soon as the program itself has exited.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ STDOUT_CAP = 64 * 2**20
 STDERR_KEEP = 8192
 # How often the tree's memory is summed: often under a memory limit, else for the peak only.
 POLL_LIMITED_S = 0.01
-POLL_FREE_S = 0.05
+POLL_FREE_S = 0.025
+POLL_YOUNG_S = 0.002
+YOUNG_S = 0.05
 # Each process's address space is capped at twice the memory limit plus this much: a backstop
 # should the measurement lag behind a fast allocation (the limit itself is on resident memory).
 ADDRESS_SPACE_SLACK_MB = 1024
@@ -69,7 +72,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, lim
         preexec_fn=_in_program(limits),
     )
     result = RawRun()
-    reaped: dict[int, tuple[int, float, float]] = {}
+    reaped: dict[int, int] = {}
     try:
         _watch(proc, stdin, limits, started, result)
         # The program has exited or is to be stopped: nothing it left behind may outlive the attempt.
@@ -87,9 +90,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, lim
         proc.returncode = 0  # reaped here, not by subprocess (it must not wait again)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result.cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if proc.pid in reaped:
-        result.status = reaped[proc.pid][0]
-    result.peak_rss_mb = max([result.peak_rss_mb, *(r[2] for r in reaped.values())])
+    result.status = reaped.get(proc.pid, 0)
     return result
 
 
@@ -127,7 +128,7 @@ def _watch(
     deadline = None if limits.time_limit is None else started + limits.time_limit
     limit_mb = limits.memory_limit_mb
     poll_every = POLL_LIMITED_S if limit_mb is not None else POLL_FREE_S
-    next_poll = started + poll_every
+    next_poll = started  # at once: a short program's memory is read at least once
     stdout, stderr = bytearray(), bytearray()
     sel = selectors.DefaultSelector()
     pidfd = os.pidfd_open(proc.pid)
@@ -146,12 +147,13 @@ def _watch(
                 out.stopped = "timeout"
                 break
             if now >= next_poll:
-                used = tree.rss_mb(tree.descendants())
-                out.peak_rss_mb = max(out.peak_rss_mb, used)
-                if limit_mb is not None and used > limit_mb:
+                used, one = tree.memory_mb(tree.descendants())
+                out.peak_rss_mb = max(out.peak_rss_mb, used, one)
+                if limit_mb is not None and out.peak_rss_mb > limit_mb:
                     out.stopped = "memout"
                     break
-                next_poll = now + poll_every
+                # Often while the program is young (most are short), then at the steady pace.
+                next_poll = now + (POLL_YOUNG_S if now - started < YOUNG_S else poll_every)
             wait = next_poll - now if deadline is None else min(next_poll, deadline) - now
             for key, _ in sel.select(max(0.0, wait)):
                 if key.data == "exit":

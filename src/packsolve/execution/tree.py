@@ -22,7 +22,6 @@ PR_SET_CHILD_SUBREAPER = 36
 KILL_PATIENCE_S = 5.0
 
 _subreaper = False
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -80,24 +79,34 @@ def descendants(pid: int | None = None) -> list[int]:
     return found
 
 
-def rss_mb(pids: Iterable[int]) -> float:
-    """Return the summed resident memory of pids in MB (a process that has just ended counts 0)."""
-    total = 0
+def memory_mb(pids: Iterable[int]) -> tuple[float, float]:
+    """Return (summed resident memory, largest high-water mark of one process) of pids, in MB.
+
+    The high-water mark (VmHWM) counts from the program's exec: the size of the solver child
+    it was forked from does not leak into it, as it does into wait4's ru_maxrss. A process
+    that has just ended counts 0.
+    """
+    total = peak = 0
     for p in pids:
         try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1])
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+                    elif line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
         except (OSError, ValueError, IndexError):
             continue
-    return total * _PAGE / 2**20
+    return total / 1024.0, peak / 1024.0
 
 
-def kill_tree(group: int | None, reap: dict[int, tuple[int, float, float]]) -> None:
+def kill_tree(group: int | None, reap: dict[int, int]) -> None:
     """SIGKILL the process group and every descendant of this process, and reap them all.
 
-    reap collects (wait status, CPU seconds, peak RSS MB) by pid for every process reaped
-    here. Retried until no child is left (a process forking while it is killed leaves a
-    child that is adopted and found on the next round), at most KILL_PATIENCE_S.
+    reap collects the wait status by pid of every process reaped here. Retried until no
+    child is left (a process forking while it is killed leaves a child that is adopted and
+    found on the next round), at most KILL_PATIENCE_S.
     """
     if group is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -114,21 +123,17 @@ def kill_tree(group: int | None, reap: dict[int, tuple[int, float, float]]) -> N
         time.sleep(0.001)
 
 
-def reap_children(reap: dict[int, tuple[int, float, float]], block_on: int | None = None) -> bool:
+def reap_children(reap: dict[int, int], block_on: int | None = None) -> bool:
     """Reap every child that has ended (waiting for block_on first); return whether any child is left."""
     if block_on is not None:
         with contextlib.suppress(ChildProcessError):
-            _record(reap, *os.wait4(block_on, 0))
+            pid, status = os.waitpid(block_on, 0)
+            reap[pid] = status
     while True:
         try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return False
         if pid == 0:
             return True
-        _record(reap, pid, status, usage)
-
-
-def _record(reap: dict[int, tuple[int, float, float]], pid: int, status: int, usage: object) -> None:
-    cpu = usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
-    reap[pid] = (status, cpu, usage.ru_maxrss / 1024.0)  # type: ignore[attr-defined]
+        reap[pid] = status
