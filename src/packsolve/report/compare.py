@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from packsolve.db.models import Attempt, Run
 from packsolve.errors import ReportError
 from packsolve.report.metrics import SUCCESS_VALUES, host_of, par2, rounded
+from packsolve.report.provenance import comparison_warnings
 
 # Provenance that makes two runs' times incomparable when it differs.
 PROVENANCE = ("host", "version", "time_limit", "node_limit", "memory_limit_mb", "concurrency", "mode")
@@ -98,7 +99,7 @@ def compare_runs(
         ],
         "rows": rows,
         "footer": footer,
-        "warnings": provenance_warnings(session, runs),
+        "warnings": provenance_warnings(session, runs) + comparison_warnings(session, runs),
     }
 
 
