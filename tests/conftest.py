@@ -91,9 +91,10 @@ def start_worker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cal
         hostname: str = "w1@test",
         concurrency: int = 1,
         env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> Worker:
         log = tmp_path / f"{hostname.split('@')[0]}.log"
-        w = Worker(broker, database, hostname, concurrency, log, env)
+        w = Worker(broker, database, hostname, concurrency, log, env, cwd)
         workers.append(w)
         w.wait_ready()
         return w
