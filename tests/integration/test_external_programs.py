@@ -217,3 +217,40 @@ def test_the_program_sees_the_limits_in_its_environment_and_not_packsolves_setti
         "PACKSOLVE_TIME_LIMIT": "2.5",
     }  # fmt: skip
     assert os.environ["PACKSOLVE_DATABASE_URL"]  # ours, untouched
+
+
+def test_a_program_and_its_escaped_grandchild_die_when_the_process_running_it_is_killed(
+    programs, directory, pids
+):
+    """A worker killed -9 must not leave a solver program (or what it started) running on its own."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from packsolve.execution import AttemptSpec, Limits, execute_attempts\n"
+        "from packsolve.solvers import load_solvers\n"
+        "program = load_solvers(sys.argv[1])['escaper']\n"
+        "level = {'kind': 'coins', 'notes': [1], 'target': 1}\n"
+        "list(execute_attempts([AttemptSpec('coins', 'escaper', level, Limits(120), program)]))\n"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", code, str(directory / "packsolve.toml")], stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (pids / "escaper.pid").exists() or not (pids / "escaper.pid").read_text():
+            assert driver.poll() is None, driver.stderr.read().decode()
+            assert time.monotonic() < deadline, "the program did not start"
+            time.sleep(0.05)
+        grandchild = int((pids / "escaper.pid").read_text())
+        assert alive(grandchild)
+        driver.kill()  # -9: no cleanup of its own
+        driver.wait(10)
+        deadline = time.monotonic() + 10
+        while alive(grandchild):
+            assert time.monotonic() < deadline, f"process {grandchild} outlived the killed worker"
+            time.sleep(0.05)
+    finally:
+        driver.kill()
+        driver.wait(10)

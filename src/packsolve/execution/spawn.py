@@ -1,13 +1,13 @@
 """Running one external program under an attempt's limits, from a solver child, measured.
 
 The program starts in a session of its own (so a terminal's Ctrl-C reaches only packsolve,
-which decides), dies if the solver child dies, and cannot dump core. While it runs, its
-standard output is collected up to a cap, its standard error's start kept, its standard
-input fed, and the memory of the whole tree it started read every few milliseconds (peak:
-the largest summed resident memory, or one process's own high-water mark). The tree (the
-program's process group and every process the solver child adopted, see tree.py) is killed
-at the wall-time limit, when its memory passes the limit, when the output passes the cap,
-and in any case as soon as the program itself has exited.
+which decides), is killed with its tree if the solver child is told to die, and cannot dump
+core. While it runs, its standard output is collected up to a cap, its standard error's start
+kept, its standard input fed, and the memory of the whole tree it started read every few
+milliseconds (peak: the largest summed resident memory, or one process's own high-water
+mark). The tree (the program's process group and every process the solver child adopted, see
+tree.py) is killed at the wall-time limit, when its memory passes the limit, when the output
+passes the cap, and in any case as soon as the program itself has exited.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import contextlib
 import os
 import resource
 import selectors
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -60,6 +59,9 @@ def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, lim
     tree.become_subreaper()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
+    # No preexec function: it would make subprocess fork this (large) process instead of vfork,
+    # some milliseconds per level. The rlimits follow the exec at once (prlimit); dying with this
+    # process is the tree guard's job (tree.killed_with_this_process).
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -69,12 +71,13 @@ def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, lim
         stderr=subprocess.PIPE,
         start_new_session=True,
         close_fds=True,
-        preexec_fn=_in_program(limits),
     )
     result = RawRun()
     reaped: dict[int, int] = {}
     try:
-        _watch(proc, stdin, limits, started, result)
+        _limit(proc.pid, limits)
+        with tree.killed_with_this_process(proc.pid):
+            _watch(proc, stdin, limits, started, result)
         # The program has exited or is to be stopped: nothing it left behind may outlive the attempt.
         if result.exited:
             tree.reap_children(reaped, block_on=proc.pid)
@@ -94,30 +97,25 @@ def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, lim
     return result
 
 
-def _in_program(limits: Limits):  # type: ignore[no-untyped-def]
-    """Return what runs in the forked program before exec: its rlimits and a death tied to its parent."""
+def _limit(pid: int, limits: Limits) -> None:
+    """Set the program's rlimits: no core dump, an address-space backstop, its own CPU backstop."""
     memory = limits.memory_limit_mb
     hard_time = limits.hard_time()
-
-    def setup() -> None:
-        tree.die_with_parent()
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if memory is not None:
-            cap = (2 * memory + ADDRESS_SPACE_SLACK_MB) * 2**20
-            _, hard = resource.getrlimit(resource.RLIMIT_AS)
-            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-        else:
-            _, hard = resource.getrlimit(resource.RLIMIT_AS)
-            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))  # not the solver child's own cap
-        # The solver child's CPU backstop counts its own seconds; the program gets its own.
-        _, hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)
+    try:
+        resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+        _, hard = resource.prlimit(pid, resource.RLIMIT_AS)
+        cap = hard if memory is None else (2 * memory + ADDRESS_SPACE_SLACK_MB) * 2**20
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        # Not the solver child's own cap, which it inherited: that one counts the child's size.
+        resource.prlimit(pid, resource.RLIMIT_AS, (cap, hard))
+        _, hard_cpu = resource.prlimit(pid, resource.RLIMIT_CPU)
         cpu = resource.RLIM_INFINITY if hard_time is None else int(hard_time) + 2
         if hard_cpu != resource.RLIM_INFINITY:
             cpu = hard_cpu if cpu == resource.RLIM_INFINITY else min(cpu, hard_cpu)
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, hard_cpu))
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-    return setup
+        resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, hard_cpu))
+    except (ProcessLookupError, PermissionError):
+        pass  # it has already ended: nothing left to limit
 
 
 def _watch(

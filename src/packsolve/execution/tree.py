@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -43,9 +43,27 @@ def become_subreaper() -> bool:
     return _subreaper
 
 
-def die_with_parent() -> None:
-    """In a forked program, before exec: be killed if the solver child that started it dies."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+@contextlib.contextmanager
+def killed_with_this_process(group: int) -> Iterator[None]:
+    """While a program runs: if this solver child is told to die, kill the program's tree first.
+
+    A solver child dies with the process that forked it (PR_SET_PDEATHSIG, SIGKILL). While it
+    watches a program, the signal is SIGTERM instead, whose handler kills the program's process
+    group and every adopted descendant before leaving: a worker killed -9 leaves nothing running.
+    """
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def leave(signum: int, frame: object) -> None:
+        kill_tree(group, {})
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, leave)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    try:
+        yield
+    finally:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def children(pid: int) -> list[int]:
