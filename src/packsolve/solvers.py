@@ -32,6 +32,7 @@ LEVEL_PLACEHOLDER = "{level}"
 KEYS = ("kind", "command", "stdin")
 # Letters, digits and - _ . only: a name is written in --heuristic, where "," and "=" separate.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+MAX_NAME = 64  # the attempts' heuristic column
 EXAMPLE = '[solvers.NAME] with kind = "knights_tour" and command = ["./bin/knight", "{level}"]'
 
 
@@ -112,8 +113,10 @@ def _load(path: Path, required: bool) -> dict[str, ExternalSolver]:
 def _declaration(path: Path, name: str, entry: Any, base: str) -> ExternalSolver:
     """Return one checked declaration; raise SolverFileError naming the section and the fix."""
     where = f"{path}: [solvers.{name}]"
-    if not NAME.match(name):
-        raise SolverFileError(f"{where}: a solver name may hold only letters, digits, '-', '_' and '.'")
+    if not NAME.match(name) or len(name) > MAX_NAME:
+        raise SolverFileError(
+            f"{where}: a solver name is at most {MAX_NAME} letters, digits, '-', '_' and '.'"
+        )
     if not isinstance(entry, dict):
         raise SolverFileError(f"{where} must be a table: {EXAMPLE}")
     unknown = sorted(set(entry) - set(KEYS))

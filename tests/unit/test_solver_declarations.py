@@ -61,7 +61,8 @@ def test_packsolve_toml_in_the_current_directory_is_read_by_default_and_its_abse
             "stdin must be true or false, not 'yes'",
         ),
         ('[solvers.dp]\nkind = "coins"\ncommand = ["./a"]\n', "'dp' is a built-in heuristic of coins"),
-        ('[solvers."a,b"]\nkind = "coins"\ncommand = ["./a"]\n', "may hold only letters, digits"),
+        ('[solvers."a,b"]\nkind = "coins"\ncommand = ["./a"]\n', "is at most 64 letters, digits"),
+        (f'[solvers.{"x" * 65}]\nkind = "coins"\ncommand = ["./a"]\n', "is at most 64 letters, digits"),
     ],
 )
 def test_each_mistake_in_a_declaration_file_is_one_line_naming_the_fix(tmp_path, text, message):
