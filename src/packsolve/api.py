@@ -69,8 +69,8 @@ class PuzzleKind:
     - ``solvers``: heuristic name -> solve function ``(level, budget) -> Outcome``, each
       wrapped by ``solver``. ``default``: the name used when none is asked for.
     - ``verify(level, solution) -> str | None``: why a solution (in its JSON form, as stored
-      and exported) is wrong, or None if it is right; independent of every solver, and it
-      returns a message rather than raising on any JSON value.
+      and exported) is wrong, or None if it is right; independent of every solver. Better a
+      message than an exception for odd JSON values (either way the answer is stored as wrong).
     - ``render(level, solution) -> str`` (terminal text) and ``svg(level, solution) -> str``
       (an ``<svg>`` document); solution may be None (the level alone).
     - ``size(level) -> int``: a rough measure (cells, squares) to order and estimate levels.

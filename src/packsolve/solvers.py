@@ -7,10 +7,10 @@ A declaration names a heuristic of one kind that is a program in any language::
     command = ["./bin/knight", "{level}"]   # {level}: a file holding the level's canonical JSON
     stdin = true                            # also send that JSON on standard input (default true)
 
-It travels with the run (inside every task) and the command is resolved where it runs:
-a first word with a slash is a path, relative to the directory of the file that declared
-it (``base``) or, where that directory does not exist, to the worker's current directory;
-a bare name is looked up on the PATH. docs/external-solvers.md has the protocol.
+It travels with the run (inside every task) and the command is resolved where it runs
+(execution.programs.resolve): a first word with a slash is a path, looked for from the
+directory of the file that declared it (``base``), then from the current directory; a bare
+name is looked up on the PATH. docs/external-solvers.md has the protocol.
 """
 
 from __future__ import annotations

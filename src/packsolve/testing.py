@@ -269,8 +269,8 @@ def _corruption_problems(kind: PuzzleKind, i: int, level: Any, solution: Any) ->
     for what, bad in corruptions(solution):
         try:
             problem = kind.verify(level, bad)
-        except Exception as exc:
-            out.append(f"example {i}, {what}: verify raised {_error(exc)} (return a message instead)")
+        except Exception:
+            # Rejected all the same: packsolve stores such an answer as wrong, with the exception's text.
             continue
         if not problem or not isinstance(problem, str):
             out.append(f"example {i}: verify accepted {what}: {_short(bad)}")

@@ -254,3 +254,23 @@ def test_a_program_and_its_escaped_grandchild_die_when_the_process_running_it_is
     finally:
         driver.kill()
         driver.wait(10)
+
+
+def test_a_relative_command_not_beside_its_declaration_is_found_from_the_current_directory(
+    directory, tmp_path, monkeypatch
+):
+    """`--solvers config/solvers.toml` with command ./bin/x, run from the directory holding bin/."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "x").write_bytes((directory / "correct.py").read_bytes())
+    (tmp_path / "bin" / "x").chmod(0o755)
+    (tmp_path / "config" / "solvers.toml").write_text(
+        '[solvers.x]\nkind = "coins"\ncommand = ["./bin/x", "{level}"]\n'
+    )
+    program = load_solvers(tmp_path / "config" / "solvers.toml")["x"]
+    monkeypatch.chdir(tmp_path)
+    out = run_one(AttemptSpec("coins", "x", SOLVABLE, Limits(5.0), program))
+    assert out.status is Status.SOLVED
+    monkeypatch.chdir(tmp_path / "config")
+    out = run_one(AttemptSpec("coins", "x", SOLVABLE, Limits(5.0), program))
+    assert out.status is Status.ERROR and f"no program at {tmp_path}/config/bin/x" in out.message

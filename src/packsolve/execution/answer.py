@@ -38,6 +38,11 @@ def outcome_of(run: RawRun, limits: Limits) -> Outcome:
             stats=stats,
             message=f"time limit {limits.time_limit:g} s reached: the program and its processes were killed",
         )
+    if run.oom_kills and os.WIFSIGNALED(run.status) and os.WTERMSIG(run.status) == signal.SIGKILL:
+        # Nobody here sent that SIGKILL: the kernel ran out of memory and chose the program.
+        return Outcome(
+            Status.MEMOUT, stats=stats, message=f"killed by the kernel's out-of-memory killer{_quotes(run)}"
+        )
     if run.stopped == "output":
         return _error(
             run, stats, f"the program printed more than {STDOUT_CAP // 2**20} MB on standard output"

@@ -47,19 +47,28 @@ _digests: dict[tuple[str, int, int, int], str] = {}
 
 
 def resolve(solver: ExternalSolver) -> Resolved:
-    """Return the program solver names, as found on this machine; raise ProgramMissing if it is not here."""
+    """Return the program solver names, as found on this machine; raise ProgramMissing if it is not here.
+
+    A relative path is looked for in the declaring file's directory, then in the current
+    directory (where that directory does not exist, or the program is not in it); the program
+    runs in the directory it was found from.
+    """
     first = solver.command[0]
-    base = solver.base if solver.base and os.path.isdir(solver.base) else os.getcwd()
+    here = os.getcwd()
+    bases = [b for b in (solver.base, here) if b and os.path.isdir(b)]
+    bases = list(dict.fromkeys(bases))  # once each, the declaring file's first
     if "/" in first:
-        path = os.path.normpath(os.path.join(base, first))
-        where = f"{path} (relative paths start in {base})" if not os.path.isabs(first) else path
-    else:
-        found = shutil.which(first)
+        candidates = [(os.path.normpath(os.path.join(b, first)), b) for b in bases]
+        found = next(((p, b) for p, b in candidates if os.path.isfile(p)), None)
         if found is None:
+            where = " or ".join(p for p, _ in candidates)
+            raise ProgramMissing(f"solver {solver.name!r}: no program at {where}")
+        path, base = found
+    else:
+        which = shutil.which(first)
+        if which is None:
             raise ProgramMissing(f"solver {solver.name!r}: command {first!r} is not on this machine's PATH")
-        path = where = found
-    if not os.path.isfile(path):
-        raise ProgramMissing(f"solver {solver.name!r}: no program at {where}")
+        path, base = which, bases[0] if bases else here
     if not os.access(path, os.X_OK):
         raise ProgramMissing(f"solver {solver.name!r}: {path} is not executable (chmod +x it)")
     real = os.path.realpath(path)

@@ -18,7 +18,7 @@ import resource
 import selectors
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from packsolve.execution import tree
 from packsolve.execution.spec import Limits
@@ -51,13 +51,14 @@ class RawRun:
     peak_rss_mb: float = 0.0
     stopped: str | None = None  # "timeout" | "memout" | "output" when packsolve killed it
     exited: bool = False  # the program exited (or died) on its own
-    extra: dict[str, float] = field(default_factory=dict)
+    oom_kills: int = 0  # the kernel's out-of-memory kills on this machine while it ran
 
 
 def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, limits: Limits) -> RawRun:
     """Run argv under limits and return how it ended; raise OSError if it cannot be started."""
     tree.become_subreaper()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    oom_before = tree.oom_kills()
     started = time.monotonic()
     # No preexec function: it would make subprocess fork this (large) process instead of vfork,
     # some milliseconds per level. The rlimits follow the exec at once (prlimit); dying with this
@@ -94,6 +95,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, lim
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result.cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     result.status = reaped.get(proc.pid, 0)
+    result.oom_kills = tree.oom_kills() - oom_before
     return result
 
 

@@ -119,6 +119,18 @@ def memory_mb(pids: Iterable[int]) -> tuple[float, float]:
     return total / 1024.0, peak / 1024.0
 
 
+def oom_kills() -> int:
+    """Return how many processes the kernel's out-of-memory killer has killed since boot (0 if unknown)."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def kill_tree(group: int | None, reap: dict[int, int]) -> None:
     """SIGKILL the process group and every descendant of this process, and reap them all.
 
