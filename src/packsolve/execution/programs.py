@@ -88,6 +88,19 @@ def _sha256(path: str) -> str:
     return digest
 
 
+# Where level files go: memory (tmpfs) where there is one. On a disk a directory made and removed
+# per level cost milliseconds on a busy machine, more than starting the program.
+_RAM_DIRS = ("/dev/shm",)
+
+
+def _level_dir() -> str | None:
+    """Return a writable tmpfs directory for level files, or None (the system's temporary directory)."""
+    for folder in _RAM_DIRS:
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    return None
+
+
 @dataclass(frozen=True)
 class ProgramJob:
     """One attempt of an external solver, as a solver child runs it: called with the attempt's Budget."""
@@ -98,7 +111,7 @@ class ProgramJob:
 
     def __call__(self, budget: Budget) -> Outcome:
         """Run the program on the level under the limits; return its Outcome (unverified), never raise."""
-        folder = tempfile.mkdtemp(prefix="packsolve-level-")
+        folder = tempfile.mkdtemp(prefix="packsolve-level-", dir=_level_dir())
         try:
             level_file = os.path.join(folder, "level.json")
             data = self.level_json.encode()
