@@ -50,6 +50,16 @@ def test_a_plugin_that_fails_to_import_is_reported_by_name_and_the_other_kinds_s
     assert get_kind("flip").name == "flip" and get_kind("sudoku").name == "sudoku"
 
 
+def test_a_plugin_that_exits_at_import_is_reported_and_packsolve_goes_on(tmp_path, install):
+    install(
+        make_distribution(
+            tmp_path / "site", "packsolve-quitter", "1.0", {"quitter": "quitter_kind:KIND"},
+            {"quitter_kind": "import sys\nsys.exit(3)\n"},
+        )
+    )  # fmt: skip
+    assert "SystemExit: 3" in sources_by_name()["quitter"].error and "sudoku" in KINDS
+
+
 def test_a_plugin_whose_object_is_not_a_puzzle_kind_is_reported(tmp_path, install):
     install(
         make_distribution(

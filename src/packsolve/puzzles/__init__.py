@@ -182,7 +182,7 @@ class _Registry(Mapping[str, PuzzleKind]):
             obj: Any = importlib.import_module(module.strip())
             for part in attr.strip().split(".") if attr.strip() else []:
                 obj = getattr(obj, part)
-        except Exception as exc:  # anything a third-party module does on import
+        except (Exception, SystemExit) as exc:  # anything a third-party module does on import
             self._broken[source.name] = (
                 f"plug-in {source.distribution} {source.version} could not load {source.target}: "
                 f"{type(exc).__name__}: {exc}"
