@@ -200,3 +200,25 @@ def test_an_old_database_upgrades_to_the_program_provenance_table_and_keeps_its_
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["provenance"] == {"kinds": {}, "programs": [], "warnings": []}
     engine.dispose()
+
+
+def test_the_kinds_a_runs_pending_levels_need_that_no_worker_offers_are_named(tmp_path, sqlite_url):
+    """The data side of `status`'s line about kinds no live worker offers (leases say what each offers)."""
+    from packsolve.db.runs import RunOptions, create_run
+    from packsolve.db.session import get_engine, session_scope
+    from packsolve.levels import make_level
+    from packsolve.planning import plan_levels
+    from packsolve.puzzles import offered
+    from packsolve.report.provenance import kinds_no_worker_offers
+
+    levels = [make_level("a", LEVELS[0]), make_level("b", {"kind": "sudoku", "grid": "1" + "." * 80})]
+    engine = get_engine(sqlite_url)
+    with session_scope(engine) as session:
+        run_id = create_run(session, plan_levels(levels, None).attempts, RunOptions(mode="distributed"))
+    here = offered()
+    assert here["coins"] == {"source": "packsolve", "version": "0.1.0", "origin": "built-in"}
+    only_coins = {"coins": here["coins"]}
+    with session_scope(engine) as session:
+        assert kinds_no_worker_offers(session, run_id, [here]) == []
+        assert kinds_no_worker_offers(session, run_id, [only_coins]) == ["sudoku"]
+        assert kinds_no_worker_offers(session, run_id, []) == ["coins", "sudoku"]

@@ -6,12 +6,15 @@ a comparison warns when two runs used different versions of a kind or different 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Run
+from packsolve.db.models import Attempt, Run
 from packsolve.db.programs import programs_of, recorded
+from packsolve.db.tables import PENDING_VALUES
 
 
 def run_provenance(session: Session, run: Run) -> dict[str, Any]:
@@ -80,3 +83,16 @@ def provenance_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
             )
         )
     return rows
+
+
+def kinds_no_worker_offers(session: Session, run_id: int, offers: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Return the kinds of the run's pending attempts that no worker offers, sorted.
+
+    offers holds what each live worker offers, as packsolve.puzzles.offered() returns it in
+    that worker (kind -> source and version): for `status` to say which levels wait in vain.
+    """
+    offered = {kind for offer in offers for kind in offer}
+    pending = session.execute(
+        select(Attempt.kind).where(Attempt.run_id == run_id, Attempt.status.in_(PENDING_VALUES)).distinct()
+    ).scalars()
+    return sorted(set(pending) - offered)
