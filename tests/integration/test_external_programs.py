@@ -274,3 +274,20 @@ def test_a_relative_command_not_beside_its_declaration_is_found_from_the_current
     monkeypatch.chdir(tmp_path / "config")
     out = run_one(AttemptSpec("coins", "x", SOLVABLE, Limits(5.0), program))
     assert out.status is Status.ERROR and f"no program at {tmp_path}/config/bin/x" in out.message
+
+
+def test_without_exit_notification_programs_still_end_right(programs, monkeypatch):
+    """Kernels before 5.3 (or seccomp filters) refuse pidfd_open: the exit is then looked for."""
+    from packsolve.execution import processes, spawn
+
+    if processes._kept is not None:  # a fresh solver child, forked with the patch in place
+        processes._kept.discard()
+        processes._kept = None
+    monkeypatch.setattr(spawn, "_pidfd", lambda pid: None)
+    outcomes = list(
+        execute_attempts([attempt(programs, "correct"), attempt(programs, "sleeper", time_limit=0.5)])
+    )
+    assert [o.status for o in outcomes] == [Status.SOLVED, Status.TIMEOUT]
+    if processes._kept is not None:
+        processes._kept.discard()
+        processes._kept = None

@@ -35,6 +35,8 @@ YOUNG_S = 0.05
 # Each process's address space is capped at twice the memory limit plus this much: a backstop
 # should the measurement lag behind a fast allocation (the limit itself is on resident memory).
 ADDRESS_SPACE_SLACK_MB = 1024
+# Without a pidfd (kernels before 5.3, some seccomp filters) the program's exit is looked for this often.
+NO_PIDFD_WAIT_S = 0.002
 # After the program has exited and its tree is killed, what is left in the pipes is read this long.
 DRAIN_S = 1.0
 
@@ -131,8 +133,9 @@ def _watch(
     next_poll = started  # at once: a short program's memory is read at least once
     stdout, stderr = bytearray(), bytearray()
     sel = selectors.DefaultSelector()
-    pidfd = os.pidfd_open(proc.pid)
-    sel.register(pidfd, selectors.EVENT_READ, "exit")
+    pidfd = _pidfd(proc.pid)
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
     for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
         os.set_blocking(stream.fileno(), False)
         sel.register(stream.fileno(), selectors.EVENT_READ, tag)
@@ -155,6 +158,9 @@ def _watch(
                 # Often while the program is young (most are short), then at the steady pace.
                 next_poll = now + (POLL_YOUNG_S if now - started < YOUNG_S else poll_every)
             wait = next_poll - now if deadline is None else min(next_poll, deadline) - now
+            if pidfd is None:  # no exit notification: look every few milliseconds
+                wait = min(wait, NO_PIDFD_WAIT_S)
+                out.exited = out.exited or _has_exited(proc.pid)
             for key, _ in sel.select(max(0.0, wait)):
                 if key.data == "exit":
                     out.exited = True
@@ -169,8 +175,26 @@ def _watch(
                 break
     finally:
         sel.close()
-        os.close(pidfd)
+        if pidfd is not None:
+            os.close(pidfd)
         out.stdout, out.stderr = bytes(stdout), bytes(stderr)
+
+
+def _pidfd(pid: int) -> int | None:
+    """Return a descriptor readable once pid exits; None where the kernel (or a seccomp filter) refuses."""
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
+
+
+def _has_exited(pid: int) -> bool:
+    """Return whether pid has ended, without reaping it (its status stays for tree.reap_children)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
 
 
 def _feed(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, pending: memoryview) -> memoryview:
