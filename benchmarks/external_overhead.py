@@ -90,9 +90,12 @@ def execution_path(pack: list[dict], program, reps: int) -> dict[str, float]:
         for name, specs in (("built-in", builtin), ("external", external)):
             start = time.perf_counter()
             outcomes = list(execute_attempts(specs))
-            best[name] = min(best[name], time.perf_counter() - start)
+            elapsed = time.perf_counter() - start
             assert all(o.status.value == "solved" for o in outcomes), {o.status for o in outcomes}
             nodes[name] = [o.nodes for o in outcomes]
+            if elapsed < best[name]:
+                # Inside the solver: the attempts' own wall times (the search; for the program, its run).
+                best[name], best[f"{name} inside"] = elapsed, sum(o.stats.wall_s for o in outcomes)
         start = time.perf_counter()
         for f in files:
             subprocess.run([binary, str(f)], stdout=subprocess.DEVNULL, check=True)
@@ -199,11 +202,16 @@ def main() -> None:
         "| --- | ---: | ---: | ---: | ---: |",
         f"| execution path (one solver child, no database) | {ms(path['built-in'])} | {ms(path['external'])} "
         f"| {ms(path['external'] - path['built-in'])} | subprocess.run loop {ms(path['subprocess loop'])} |",
+        f"| of which inside the solver (attempts' wall time) | {ms(path['built-in inside'])} "
+        f"| {ms(path['external inside'])} | | |",
         f"| `packsolve solve --jobs {args.jobs}` end to end (SQLite) | {ms(e2e['built-in'])} "
         f"| {ms(e2e['external'])} "
         f"| {ms(e2e['external'] - e2e['built-in'])} | "
         + (f"GNU parallel -j {args.jobs} {ms(par)} |" if par is not None else "GNU parallel not installed |"),
         "",
+        f"Around the solver (execution path, total minus inside): built-in "
+        f"{ms(path['built-in'] - path['built-in inside'])}, "
+        f"external {ms(path['external'] - path['external inside'])}. "
         f"external / built-in: {path['external'] / path['built-in']:.1f}x on the execution path, "
         f"{e2e['external'] / e2e['built-in']:.2f}x end to end"
         + (
