@@ -222,3 +222,13 @@ def test_the_kinds_a_runs_pending_levels_need_that_no_worker_offers_are_named(tm
         assert kinds_no_worker_offers(session, run_id, [here]) == []
         assert kinds_no_worker_offers(session, run_id, [only_coins]) == ["sudoku"]
         assert kinds_no_worker_offers(session, run_id, []) == ["coins", "sudoku"]
+
+
+def test_kinds_lists_the_declared_programs_under_their_kind(programs):
+    directory, toml = programs
+    res = run_cli("kinds", "--solvers", str(toml), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rows = {r["kind"]: r for r in json.loads(res.stdout)}
+    assert "correct" in rows["coins"]["programs"] and rows["sudoku"]["programs"] == []
+    here = run_cli("kinds", "--format", "json", cwd=directory)  # ./packsolve.toml by default
+    assert "stdin-only" in {r["kind"]: r for r in json.loads(here.stdout)}["coins"]["programs"]

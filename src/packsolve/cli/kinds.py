@@ -10,15 +10,26 @@ from packsolve.cli.options import emit, err_console, format_option, handle_error
 
 
 @click.command()
+@click.option(
+    "--solvers",
+    "solvers_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TOML file of external solver programs to list too [default: ./packsolve.toml if there is one].",
+)
 @format_option
-def kinds(fmt: str) -> None:
+@handle_errors
+def kinds(solvers_file: str | None, fmt: str) -> None:
     """List the puzzle kinds: heuristics, default, formats, and where each comes from.
 
     Plug-in kinds come from installed distributions (entry-point group packsolve.kinds);
     one that cannot be loaded is listed with the reason and leaves the others usable.
+    External solver programs declared in TOML are listed as their kind's `programs`.
     """
     from packsolve.puzzles import KINDS
+    from packsolve.solvers import for_kind, load_solvers
 
+    declared = load_solvers(solvers_file)
     rows = []
     for source in KINDS.sources():
         kind = None if source.error else KINDS.get(source.name)
@@ -29,6 +40,7 @@ def kinds(fmt: str) -> None:
                 "distribution": source.distribution,
                 "version": source.version,
                 "heuristics": list(kind.solvers) if kind else [],
+                "programs": for_kind(declared, source.name),
                 "default": kind.default if kind else None,
                 "formats": list(kind.formats) if kind else [],
                 "description": kind.description if kind else "",
@@ -47,9 +59,10 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
         if r["error"]:
             t.add_row(r["kind"], "", "", "", r["source"], Text(f"cannot be used: {r['error']}", style="red"))
         else:
+            programs = [f"{p} (program)" for p in r["programs"]]
             t.add_row(
-                r["kind"], ", ".join(r["heuristics"]), r["default"], " ".join(r["formats"]), r["source"],
-                r["description"],
+                r["kind"], ", ".join(r["heuristics"] + programs), r["default"], " ".join(r["formats"]),
+                r["source"], r["description"],
             )  # fmt: skip
     return t
 
