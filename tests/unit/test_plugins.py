@@ -82,6 +82,18 @@ def test_a_plugin_cannot_replace_a_built_in_kind(tmp_path, install):
     assert taken[0].distribution == "packsolve-evil"
 
 
+def test_two_distributions_declaring_one_kind_name_keep_the_first_and_report_the_other(tmp_path, install):
+    root = flip_distribution(tmp_path / "site", "1.0", dist="packsolve-flip")
+    make_distribution(
+        root, "packsolve-flop", "2.0", {"flip": "flop_kind:KIND"}, {"flop_kind": "KIND = None\n"}
+    )
+    install(root)
+    assert get_kind("flip").description.endswith("(version 1.0)")
+    [rejected] = [s for s in KINDS.sources() if s.name == "flip" and s.error]
+    assert rejected.distribution == "packsolve-flop" and rejected.version == "2.0"
+    assert "already declared by packsolve-flip 1.0: uninstall one of them" in rejected.error
+
+
 def test_a_plugin_whose_kind_is_named_otherwise_than_its_entry_point_is_reported(tmp_path, install):
     root = make_distribution(
         tmp_path / "site", "packsolve-misnamed", "1.0", {"other": "mis_kind:KIND"},

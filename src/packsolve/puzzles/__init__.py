@@ -94,12 +94,14 @@ class _Registry(Mapping[str, PuzzleKind]):
         self._loaded: dict[str, PuzzleKind] = {}
         self._broken: dict[str, str] = {}  # plug-in name -> why it cannot be loaded
         self._plugins: dict[str, KindSource] | None = None
+        self._rejected: list[KindSource] = []  # entry points whose name was taken already
 
     def refresh(self) -> None:
         """Forget every kind found and loaded (after installing a plug-in into this process's path)."""
         self._loaded.clear()
         self._broken.clear()
         self._plugins = None
+        self._rejected = []
         importlib.invalidate_caches()
 
     def _plugin_sources(self) -> dict[str, KindSource]:
@@ -109,15 +111,13 @@ class _Registry(Mapping[str, PuzzleKind]):
             for name, value, dist, version in _entry_points():
                 source = KindSource(name, "plug-in", value, dist, version)
                 if name in _MODULES:
-                    self._broken[name + "@" + dist] = (
-                        f"{dist} {version} declares kind {name!r}, a built-in name that cannot be "
-                        "replaced: rename its entry point"
-                    )
+                    why = f"{dist} {version} declares kind {name!r}, a built-in name that cannot be replaced"
+                    self._rejected.append(replace(source, error=why + ": rename its entry point"))
                 elif name in plugins and plugins[name].distribution != dist:
                     first = plugins[name]
-                    self._broken[name + "@" + dist] = (
-                        f"{dist} {version} declares kind {name!r}, already declared by "
-                        f"{first.distribution} {first.version}: uninstall one of them"
+                    why = f"{dist} {version} declares kind {name!r}, already declared by {first.distribution}"
+                    self._rejected.append(
+                        replace(source, error=f"{why} {first.version}: uninstall one of them")
                     )
                 else:
                     plugins.setdefault(name, source)
@@ -134,10 +134,7 @@ class _Registry(Mapping[str, PuzzleKind]):
         for name, source in plugins.items():
             self._load(name)
             out.append(replace(source, error=self._broken.get(name)))
-        for key, error in sorted(self._broken.items()):
-            if "@" in key:  # a declaration that lost to a built-in or an earlier plug-in
-                name, _, dist = key.partition("@")
-                out.append(KindSource(name, "plug-in", "", dist, "", error))
+        out.extend(self._rejected)  # declarations that lost to a built-in or an earlier plug-in
         for name, module in _extra_modules().items():
             if name not in _MODULES and name not in plugins:
                 self._load(name)
