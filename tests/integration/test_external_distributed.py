@@ -99,6 +99,7 @@ def test_a_submitted_run_is_solved_by_a_declared_program_on_a_worker(
     assert program["sha256"] == hashlib.sha256((directory / "correct.py").read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_a_worker_without_the_program_leaves_the_levels_queued_for_one_that_has_it(
     tmp_path, broker, sqlite_url, start_worker
 ):

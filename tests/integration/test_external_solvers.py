@@ -122,6 +122,7 @@ def test_packsolve_toml_in_the_current_directory_declares_programs_without_an_op
     assert summary["counts"] == {"solved": 1}
 
 
+@pytest.mark.slow
 def test_a_rerun_keeps_the_programs_declaration_from_its_parent(tmp_path, programs, sqlite_url):
     _, toml = programs
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
@@ -137,7 +138,7 @@ def test_a_rerun_keeps_the_programs_declaration_from_its_parent(tmp_path, progra
     )
     assert parent["counts"] == {"timeout": 3}
     res = run_cli(
-        "rerun", str(parent["run"]), "--status", "timeout", "--time-limit", "5", env=env, cwd=tmp_path
+        "rerun", str(parent["run"]), "--status", "timeout", "--time-limit", "1", env=env, cwd=tmp_path
     )
     assert res.returncode == 0, res.stderr
     child = int(res.stdout.strip().splitlines()[-1])
