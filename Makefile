@@ -20,6 +20,8 @@ demo: $(BIN)/.installed
 # pytest exits 5 when it collected no test: a failure (a broken layout or selection), never a pass.
 test: $(BIN)/.installed
 	$(PY) setup.py --quiet build_ext --inplace
+	# The example plug-in kind, installed as any separate distribution would be (the tests run it).
+	$(PY) -m pip install --quiet --no-deps -e examples/plugin
 	$(PY) -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit status 5): failing" >&2; fi; \
 	exit $$status

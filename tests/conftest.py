@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.chaos_pack import chaos_env  # noqa: F401  (a fixture, for every test that asks for it)
+from tests.support.plugins import install  # noqa: F401  (a fixture: distributions put on sys.path)
 from tests.support.services import Worker, postgres_database, redis_server
 
 # The marker a test gets from each fixture it uses (directly or through another fixture).
@@ -90,9 +91,10 @@ def start_worker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cal
         hostname: str = "w1@test",
         concurrency: int = 1,
         env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> Worker:
         log = tmp_path / f"{hostname.split('@')[0]}.log"
-        w = Worker(broker, database, hostname, concurrency, log, env)
+        w = Worker(broker, database, hostname, concurrency, log, env, cwd)
         workers.append(w)
         w.wait_ready()
         return w

@@ -1,18 +1,25 @@
 """The stable interface for puzzle-kind authors: everything a kind, built in or plug-in, imports.
 
-A kind module builds one ``KIND = PuzzleKind(...)`` from the names in
+A kind module builds one ``KIND = PuzzleKind(...)`` from the eight names in
 ``__all__`` and from no other packsolve module: its parser raises
-``LevelError``, its solvers are wrapped by ``solver`` and return
-``solved(...)`` / ``no_solution(...)``, or let ``Budget.charge`` raise
-``BudgetExhausted``. The built-in kinds take these names from here too, so the rest of
-packsolve can be rearranged without breaking a plug-in. This module imports
+``LevelError``, its solvers are plain functions ``(level, budget) -> Outcome``
+wrapped by ``solver``, which return ``solved(...)`` / ``no_solution(...)`` and
+call ``budget.charge()`` once per state they expand (past a limit it raises,
+and the wrapper turns that into ``Outcome(Status.TIMEOUT)``). A plug-in
+distribution names its kind in the entry-point group ``packsolve.kinds``
+(``lightsout = "packsolve_lightsout:KIND"``); docs/plugins.md walks through one.
+
+``__all__`` is the stable surface: its names and their signatures change only
+with a major version (tests/unit/test_api.py pins them). The other names here
+(``field_of``, ``Solve``, ``FormatReader``, ``SearchStats``, ``BudgetExhausted``)
+are helpers the built-in kinds share; they may change. This module imports
 only the pure core (budget, outcome, errors).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,15 +29,10 @@ from packsolve.outcome import Outcome, SearchStats, Status
 
 __all__ = [
     "Budget",
-    "BudgetExhausted",
-    "FormatReader",
     "LevelError",
     "Outcome",
     "PuzzleKind",
-    "SearchStats",
-    "Solve",
     "Status",
-    "field_of",
     "no_solution",
     "solved",
     "solver",
@@ -56,11 +58,29 @@ def _default_length(solution: Any) -> int | None:
 class PuzzleKind:
     """One puzzle kind: parsing, solvers by heuristic name, verification and pictures.
 
-    ``parse`` takes the level's JSON object (the ``kind`` field may be present)
-    and returns the kind's level value or raises LevelError. ``canonical``
-    turns that value back into the JSON object whose hash is the level's
-    identity, so two spellings of one level are one level. ``formats`` maps a
-    file suffix (``".sdk"``) to the reader of the kind's own text format.
+    Fields (the first nine are required):
+
+    - ``name``: the kind's stable name in level files (``"kind": name``), the CLI and the database.
+    - ``parse(data) -> level``: the level's JSON object (its ``kind`` field may be present) to
+      the kind's own level value; raises ``LevelError`` with a message a person can act on.
+    - ``canonical(level) -> dict``: the level back as a JSON object; the SHA-256 of its sorted
+      JSON is the level's identity, so two spellings of one level are one level.
+      ``canonical(parse(canonical(x)))`` must equal ``canonical(x)``.
+    - ``solvers``: heuristic name -> solve function ``(level, budget) -> Outcome``, each
+      wrapped by ``solver``. ``default``: the name used when none is asked for.
+    - ``verify(level, solution) -> str | None``: why a solution (in its JSON form, as stored
+      and exported) is wrong, or None if it is right; independent of every solver. Better a
+      message than an exception for odd JSON values (either way the answer is stored as wrong).
+    - ``render(level, solution) -> str`` (terminal text) and ``svg(level, solution) -> str``
+      (an ``<svg>`` document); solution may be None (the level alone).
+    - ``size(level) -> int``: a rough measure (cells, squares) to order and estimate levels.
+    - ``length(solution) -> int | None``: the solution's length for reports (default: len of
+      a list or string).
+    - ``formats``: file suffix (``".sdk"``) -> reader of the kind's own text format.
+    - ``description``: one line for ``packsolve kinds``.
+    - ``generate(size, count, seed) -> [level JSON]``: optional, for ``packsolve generate``.
+    - ``examples``: a few small level JSON objects that ``packsolve check-kind`` and
+      ``packsolve.testing.check_kind`` run every heuristic on (each within seconds).
     """
 
     name: str
@@ -78,6 +98,7 @@ class PuzzleKind:
     # Optional level generator for `packsolve generate KIND`: (size spec such as
     # "8x8" or "60", count, seed) -> level JSON objects, reproducible for a seed.
     generate: Callable[[str, int, int], list[dict[str, Any]]] | None = None
+    examples: Sequence[Mapping[str, Any]] = ()
 
     def solver(self, heuristic: str | None) -> tuple[str, Solve]:
         """Return (resolved name, solve) for a heuristic; raise UnknownHeuristic naming the choices."""

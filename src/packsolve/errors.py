@@ -65,6 +65,10 @@ class UnknownHeuristic(UsageError):
     """A kind has no heuristic of this name; the message lists its choices."""
 
 
+class SolverFileError(UsageError):
+    """A solver declaration file (packsolve.toml, --solvers FILE) is missing or malformed."""
+
+
 class RunNotFound(UsageError):
     """No run has this id or label (or the database has no run yet)."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -27,7 +28,7 @@ from packsolve.levels import (
     level_file_suffixes,
     read_levels,
 )
-from packsolve.puzzles import KINDS, get_kind
+from packsolve.puzzles import KINDS, get_kind, kind_provenance
 from packsolve.queue.protocol import visibility_timeout
 
 # Planning's names since before request.py held them: importable from here still.
@@ -35,6 +36,7 @@ from packsolve.request import HeuristicChoice as HeuristicChoice
 from packsolve.request import Request as Request
 from packsolve.request import check_jobs as check_jobs
 from packsolve.request import limits_from_options as limits_from_options
+from packsolve.solvers import ExternalSolver, Solvers, for_kind, heuristic_of, program_for
 
 # (level hash, name, spec): one attempt as the planner hands it to the queue or the local pool.
 Spec = tuple[str, str, AttemptSpec]
@@ -68,14 +70,24 @@ class Plan:
     duplicates: int  # levels met again under another name, attempted once
     notes: list[str] = field(default_factory=list)  # what a user should know (a heuristic not applied)
     reading: Reading = field(default_factory=Reading)
+    programs: Mapping[str, ExternalSolver] = field(default_factory=dict)  # the external solvers it uses
 
     def specs(self, limits: Limits) -> list[Spec]:
         """Return (level hash, name, spec) for the valid levels, in pack order: a new run's pending."""
-        return [
-            (p.level.hash, p.level.name, AttemptSpec(p.level.kind, p.heuristic, p.level.data, limits))
-            for p in self.attempts
-            if p.level.valid
-        ]
+        return [(p.level.hash, p.level.name, self.spec(p, limits)) for p in self.attempts if p.level.valid]
+
+    def spec(self, p: PlannedAttempt, limits: Limits) -> AttemptSpec:
+        """Return the spec of one planned attempt; an external solver's declaration travels with it."""
+        program = program_for(self.programs, p.level.kind, p.heuristic)
+        return AttemptSpec(p.level.kind, p.heuristic, p.level.data, limits, program)
+
+    def provenance(self) -> dict[str, Any]:
+        """Return what the run records of what it used: its kinds' sources and versions, its programs."""
+        kinds = {p.level.kind for p in self.attempts if p.level.valid}
+        return {
+            "kinds": kind_provenance(kinds),
+            "solvers": {name: solver.to_json() for name, solver in sorted(self.programs.items())},
+        }
 
 
 def check_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -102,6 +114,7 @@ def plan_run(
     kind: str | None = None,
     heuristic: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    solvers: Solvers | None = None,
 ) -> Plan:
     """Read every level under paths once (first name wins) and resolve the heuristic per kind.
 
@@ -129,8 +142,7 @@ def plan_run(
     reading = Reading(skipped, duplicates, dict(sorted(other_kinds.items())), kind)
     if not levels:
         raise PlanError(_nothing_to_run(given, reading))
-    plan = plan_levels(levels, heuristic, len(duplicates))
-    return Plan(plan.attempts, plan.duplicates, plan.notes, reading)
+    return replace(plan_levels(levels, heuristic, len(duplicates), solvers), reading=reading)
 
 
 def _nothing_to_run(paths: list[str], reading: Reading) -> str:
@@ -147,17 +159,21 @@ def _nothing_to_run(paths: list[str], reading: Reading) -> str:
     return message
 
 
-def plan_levels(levels: Sequence[Level], heuristic: str | None, duplicates: int = 0) -> Plan:
+def plan_levels(
+    levels: Sequence[Level], heuristic: str | None, duplicates: int = 0, solvers: Solvers | None = None
+) -> Plan:
     """Pair each level with its kind's solver for the --heuristic text; return the plan with its notes.
 
     A heuristic named for a kind must exist (else OptionError); a common one
     applies to the kinds that have it and the others keep their default, each
     with a note. Raise PlanError if no level of the pack has the common one.
+    Heuristics are the kinds' own and the external programs declared in solvers.
     """
+    solvers = solvers or {}
     choice = HeuristicChoice.parse(heuristic)
     for kind, name in choice.per_kind:
         try:
-            get_kind(kind).solver(name)
+            heuristic_of(get_kind(kind), name, solvers)
         except (UnknownKind, UnknownHeuristic) as exc:
             raise OptionError("--heuristic", str(exc)) from None
     planned = []
@@ -168,7 +184,7 @@ def plan_levels(levels: Sequence[Level], heuristic: str | None, duplicates: int 
         if level.valid:
             puzzle = get_kind(level.kind)
             try:
-                name, _ = puzzle.solver(choice.name_for(level.kind))
+                name = heuristic_of(puzzle, choice.name_for(level.kind), solvers)
                 usable = usable or name == choice.common
             except UnknownHeuristic:
                 name = puzzle.default
@@ -178,9 +194,11 @@ def plan_levels(levels: Sequence[Level], heuristic: str | None, duplicates: int 
         planned.append(PlannedAttempt(level, name, seq))
     if notes and not usable:
         kinds = sorted(notes)
-        choices = "; ".join(f"{k}: {', '.join(get_kind(k).solvers)}" for k in kinds)
+        choices = "; ".join(f"{k}: {', '.join([*get_kind(k).solvers, *for_kind(solvers, k)])}" for k in kinds)
         raise PlanError(f"no level in the pack has a heuristic {choice.common!r} ({choices})")
-    return Plan(planned, duplicates, [notes[k] for k in sorted(notes)])
+    used = {p.heuristic for p in planned if p.level.valid}
+    programs = {n: s for n, s in solvers.items() if n in used}
+    return Plan(planned, duplicates, [notes[k] for k in sorted(notes)], programs=programs)
 
 
 # --- chunking: how many attempts one task carries ------------------------------------------

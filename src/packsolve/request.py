@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from packsolve.errors import OptionError
@@ -16,6 +17,7 @@ from packsolve.execution import Limits
 from packsolve.levels import DEFAULT_MAX_BYTES
 from packsolve.outcome import Status
 from packsolve.puzzles import KINDS
+from packsolve.solvers import ExternalSolver
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Request:
     max_tries: int | None = None
     max_file_bytes: int = DEFAULT_MAX_BYTES
     move_label: bool = False  # take the label from the run that has it
+    solvers: Mapping[str, ExternalSolver] = field(default_factory=dict)  # declared external programs
 
 
 def limits_from_options(time_limit: float | None, node_limit: int | None, memory_limit: int | None) -> Limits:
@@ -178,6 +181,7 @@ class RerunRequest:
     jobs: int | None = None
     message: str | None = None  # only attempts whose message holds this text
     move_label: bool = False
+    solvers: Mapping[str, ExternalSolver] = field(default_factory=dict)  # declared now (over the parent's)
 
     def check(self) -> list[str]:
         """Check every option before anything is read (OptionError naming a bad one); return the statuses."""

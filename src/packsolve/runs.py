@@ -12,9 +12,10 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Engine
@@ -23,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from packsolve.db.catalog import claim_label
 from packsolve.db.history import settled_before
 from packsolve.db.local_runs import attempts_without_result, reopen, solver_alive, stop_pending
+from packsolve.db.programs import recorded
 from packsolve.db.runs import (
     RunOptions,
     attempts_to_rerun,
@@ -52,9 +54,11 @@ from packsolve.planning import (
     plan_run,
 )
 from packsolve.queue.producer import check_broker, enqueue
+from packsolve.queue.programs import note_programs_run
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
 from packsolve.report.level_stats import forget_run
 from packsolve.request import RerunRequest as RerunRequest  # runs.RerunRequest, as before
+from packsolve.solvers import declared_in
 
 
 @dataclass(frozen=True)
@@ -145,8 +149,9 @@ def create(
         max_tries=max_tries if mode == "distributed" else request.max_tries,
         label=request.label,
         parent_id=parent_id,
-        # The command line as given, passwords masked: provenance, never a secret.
-        extra={"argv": [redact(a) for a in argv], **(extra or {})},
+        # The command line as given, passwords masked: provenance, never a secret. With it, the
+        # kinds used (source, version) and the external programs' declarations (they travel in tasks).
+        extra={"argv": [redact(a) for a in argv], **plan.provenance(), **(extra or {})},
     )
     try:
         with session_scope(engine) as session:
@@ -178,7 +183,7 @@ def start_local(
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
     jobs = check_jobs(jobs)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes)
+    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
     carried = Carried()
     extra: dict[str, Any] = {"paths": list(paths)}
     if skip_solved:
@@ -203,7 +208,7 @@ def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
             f"all {carried.levels} level(s) were decided before with the same heuristic (run(s) {runs}): "
             "nothing to run (leave out --skip-solved to run them again)"
         )
-    return Plan(kept, plan.duplicates, plan.notes, plan.reading), carried
+    return replace(plan, attempts=kept), carried
 
 
 def solve_local(
@@ -228,6 +233,7 @@ def solve_local(
             chunk_size = choose_chunk_size(session, run.specs)
         # Every process needs a few chunks, or one slow chunk decides the run's end.
         chunk_size = max(1, min(chunk_size, -(-len(run.specs) // (jobs * 4))))
+    note_programs_run(engine, run.id, f"local@{socket.gethostname()}", [spec for _, _, spec in run.specs])
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     with contextlib.suppress(ValueError):  # not the main thread: the caller handles signals
         # `kill PID` (a service manager's stop) ends the run as Ctrl-C does, not half-written.
@@ -311,7 +317,7 @@ def start_distributed(
     """Check the limits and the broker, plan paths, create a distributed run and send it."""
     check_distributed(request.limits, chunk_size)
     check_broker(app)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes)
+    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
     run = create(engine, plan, request, "distributed", argv, extra={"paths": list(paths)})
     return run, send(engine, app, run, chunk_size)
 
@@ -361,11 +367,13 @@ def start_rerun(
             move_label=rerun.move_label,
         )
         parent_id = parent.id
+        # The parent's programs as it recorded them, unless declared again now.
+        solvers = {**declared_in(recorded(parent, "solvers")), **rerun.solvers}
     processes = check_jobs(rerun.jobs) if mode == "local" else None
     if mode == "distributed":
         check_distributed(request.limits)
         check_broker(app)
-    plan = plan_levels(levels, request.heuristic)
+    plan = plan_levels(levels, request.heuristic, solvers=solvers)
     extra = {"rerun_of": parent_id, "statuses": wanted}
     return create(engine, plan, request, mode, argv, processes, parent_id, extra), processes
 

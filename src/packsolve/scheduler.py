@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Run, utcnow
+from packsolve.db.programs import recorded
 from packsolve.db.reconcile import attempts_with_levels, stale_attempts, take_stale
 from packsolve.db.runs import finish_run_if_done, unfinished_runs
 from packsolve.db.session import session_scope
@@ -25,6 +26,7 @@ from packsolve.planning import Spec, choose_chunk_size
 from packsolve.queue.brokerscan import BrokerUnreadable, broker_messages, live_attempts
 from packsolve.queue.producer import enqueue
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
+from packsolve.solvers import declared_in, program_for
 
 # --- reconcile: requeue attempts whose task is gone, mark the hopeless lost, finish runs ----
 
@@ -111,8 +113,13 @@ def reconcile(
 def _specs_for(session: Session, run: Any, hashes: list[str]) -> list[Spec]:
     """Return specs for some attempts of a run, with the run's limits, in pack order."""
     limits = Limits(run.time_limit, run.node_limit, run.memory_limit_mb)
+    programs = declared_in(recorded(run, "solvers"))  # an external solver's declaration travels again
+
+    def program(a: Any) -> Any:
+        return program_for(programs, a.kind, a.heuristic)
+
     return [
-        (a.level_hash, a.name, AttemptSpec(a.kind, a.heuristic, json.loads(lv.data), limits))
+        (a.level_hash, a.name, AttemptSpec(a.kind, a.heuristic, json.loads(lv.data), limits, program(a)))
         for a, lv in attempts_with_levels(session, run.id, hashes)
     ]
 

@@ -181,6 +181,7 @@ class Worker:
         concurrency: int = 1,
         log: Path | None = None,
         env: dict[str, str] | None = None,
+        cwd: Path | None = None,  # where it runs: relative commands of external solvers resolve here
     ):
         self.hostname = hostname
         self.log_path = log or Path(tempfile.mkstemp(prefix="packsolve-worker-", suffix=".log")[1])
@@ -188,7 +189,7 @@ class Worker:
         env = child_env({"PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database, **(env or {})})
         self.proc = subprocess.Popen(
             packsolve_cmd("worker", "-c", str(concurrency), "-n", hostname, "-l", "INFO"),
-            env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd,
         )  # fmt: skip
         self.broker = broker
 

@@ -29,4 +29,5 @@ def test_no_module_in_src_is_over_450_lines():
 def test_every_listed_kind_is_present():
     from packsolve.puzzles import _MODULES, KINDS
 
-    assert sorted(KINDS) == sorted(_MODULES)
+    # Installed plug-ins (examples/plugin in CI) come after the built-ins.
+    assert list(KINDS)[: len(_MODULES)] == list(_MODULES)

@@ -6,7 +6,7 @@ import click
 
 from packsolve import __version__
 from packsolve.cli.check import check
-from packsolve.cli.kinds import generate, kinds
+from packsolve.cli.kinds import check_kind, generate, kinds
 from packsolve.cli.reports import report
 from packsolve.cli.results import export, show, status
 from packsolve.cli.run import cancel, rerun, resume, solve, submit
@@ -24,7 +24,7 @@ COMMANDS = (
     *(check, solve, submit, rerun, resume, cancel, runs),  # runs
     *(worker, scheduler, db),  # the distributed services
     *(status, report, export, show),  # results
-    *(kinds, generate),  # puzzle kinds
+    *(kinds, check_kind, generate),  # puzzle kinds
 )
 for command in COMMANDS:
     cli.add_command(command)

@@ -55,8 +55,8 @@ def run_options(fn: Callable) -> Callable:
         click.option("--kind", default=None, help="Only accept levels of this kind."),
         click.option(
             "--heuristic", default="default", show_default=True,
-            help="Solver to use (see `packsolve kinds`): a name for every kind that has it, or per kind: "
-            "sudoku=dlx,sliding=idastar.",
+            help="Solver to use (see `packsolve kinds`, or a program declared with --solvers): a name for "
+            "every kind that has it, or per kind: sudoku=dlx,sliding=idastar.",
         ),
         click.option(
             "--time-limit", type=float, default=DEFAULT_TIME_LIMIT, show_default=True,

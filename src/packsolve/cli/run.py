@@ -23,14 +23,29 @@ from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
 RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 
 
+def solvers_option(fn: Any) -> Any:
+    return click.option(
+        "--solvers",
+        "solvers_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="TOML file declaring external solver programs, usable as heuristics "
+        "[default: ./packsolve.toml if there is one].",
+    )(fn)
+
+
 def _request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
     """Return the validated request.Request of a command's run options (OptionError for a bad one)."""
-    from packsolve.request import request_from_options
+    from dataclasses import replace
 
-    return request_from_options(
+    from packsolve.request import request_from_options
+    from packsolve.solvers import load_solvers
+
+    request = request_from_options(
         opts["kind"], opts["heuristic"], opts["time_limit"], opts["node_limit"], opts["memory_limit"],
         opts["label"], opts["max_file_mb"], max_tries, opts["move_label"],
     )  # fmt: skip
+    return replace(request, solvers=load_solvers(opts["solvers_file"]))
 
 
 def progress_options(fn: Any) -> Any:
@@ -45,6 +60,7 @@ def progress_options(fn: Any) -> Any:
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
+@solvers_option
 @click.option(
     "--jobs", "-j", type=int, default=None, help="Worker processes, at least 1 [default: one per core]."
 )
@@ -104,6 +120,7 @@ def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
+@solvers_option
 @click.option(
     "--max-tries", type=int, default=None, help="Deliveries of a task before it counts as lost [default: 5]."
 )
@@ -170,6 +187,7 @@ def submit(
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: one per core].")
 @click.option("--max-tries", type=int, default=None, help="Deliveries before lost [default: 5].")
 @progress_options
+@solvers_option
 @format_option
 @database_option
 @broker_option
@@ -185,6 +203,7 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     """
     from packsolve import runs
     from packsolve.queue.app import make_app
+    from packsolve.solvers import load_solvers
 
     request = runs.RerunRequest(
         parent=run,
@@ -200,6 +219,7 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
         jobs=jobs,
         message=opts["message"],
         move_label=opts["move_label"],
+        solvers=load_solvers(opts["solvers_file"]),
     )
     request.check()  # before the database is touched: a typo costs nothing
     engine = read_engine(database_url)

@@ -104,6 +104,23 @@ class Attempt(Base):
     requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
+class RunProgram(Base):
+    """An external solver program a worker ran for a run: its command and the SHA-256 of its executable."""
+
+    __tablename__ = "run_programs"
+    __table_args__ = (UniqueConstraint("run_id", "worker", "solver", "sha256", name="uq_run_program"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    worker: Mapped[str] = mapped_column(String(255))
+    solver: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(64))
+    command: Mapped[str] = mapped_column(Text)  # as run there: the executable's path, then the arguments
+    executable: Mapped[str] = mapped_column(Text)  # the file run, symbolic links resolved
+    sha256: Mapped[str] = mapped_column(String(64))
+    first_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class LevelStats(Base):
     """One level's figures over every finished run folded so far (for `report hardest --all`)."""
 

@@ -7,8 +7,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from packsolve.errors import LevelError, UnknownHeuristic, UnknownKind
+from packsolve.execution.programs import ProgramJob, ProgramMissing, resolve
 from packsolve.execution.spec import AttemptSpec, Work
 from packsolve.execution.supervisor import Abandoned, JobResult, run_batch
+from packsolve.levels import canonical_json
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.puzzles import PuzzleKind, get_kind
 
@@ -79,11 +81,18 @@ class _Prepared(NamedTuple):
 
 
 def _prepare(spec: AttemptSpec) -> _Prepared | Outcome:
-    """Return the spec ready to solve, or the Outcome it ends with at once (unknown name, bad level)."""
+    """Return the spec ready to solve, or the Outcome it ends with at once (unknown name, bad level).
+
+    An external solver's program is resolved here, on the machine that runs it; one that
+    is missing ends the attempt as an error (a worker refuses such a task before this).
+    """
     try:
         kind = get_kind(spec.kind)
-        _, solve = kind.solver(spec.heuristic)
-    except (UnknownKind, UnknownHeuristic) as exc:
+        if spec.program is None:
+            _, solve = kind.solver(spec.heuristic)
+        else:
+            program = resolve(spec.program)
+    except (UnknownKind, UnknownHeuristic, ProgramMissing) as exc:
         return Outcome(Status.ERROR, message=str(exc))
     try:
         level = kind.parse(spec.level)
@@ -91,6 +100,8 @@ def _prepare(spec: AttemptSpec) -> _Prepared | Outcome:
         return Outcome(Status.INVALID, message=str(exc))
     except Exception as exc:  # a parser bug must not take the worker down
         return Outcome(Status.INVALID, message=f"level could not be parsed: {type(exc).__name__}: {exc}")
+    if spec.program is not None:
+        return _Prepared(kind, level, ProgramJob(program, canonical_json(dict(spec.level)), spec.limits))
     return _Prepared(kind, level, functools.partial(solve, level))
 
 

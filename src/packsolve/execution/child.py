@@ -76,6 +76,7 @@ def run_job(work: Work, limits: Limits) -> dict[str, Any]:
     started = time.monotonic()
     before = resource.getrusage(resource.RUSAGE_SELF)
     budget = Budget(limits.time_limit, limits.node_limit)
+    measured = None
     try:
         out = work(budget)
         payload = {
@@ -84,6 +85,8 @@ def run_job(work: Work, limits: Limits) -> dict[str, Any]:
             "nodes": out.stats.nodes or budget.nodes,
             "message": out.message,
         }
+        # An external program's job measures the program's own tree (this child only watched it).
+        measured = out.stats if out.stats.wall_s > 0 else None
     except MemoryError:
         payload = {"status": "memout", "message": _memout_message(limits)}
     except RecursionError as exc:
@@ -94,6 +97,8 @@ def run_job(work: Work, limits: Limits) -> dict[str, Any]:
     end = time.monotonic()
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     payload["_usage"] = {"wall": end - started, "cpu": cpu, "rss": peak_rss_mb(after)}
+    if measured is not None:
+        payload["_usage"] = {"wall": measured.wall_s, "cpu": measured.cpu_s, "rss": measured.peak_rss_mb}
     return payload
 
 

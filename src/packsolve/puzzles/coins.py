@@ -337,4 +337,5 @@ KIND = PuzzleKind(
     length=lambda solution: solution["count"] if isinstance(solution, Mapping) else None,
     description="fewest notes, each used once, summing exactly to a target (0/1 coin change)",
     generate=generate,
+    examples=({"notes": [9, 1, 6, 3], "target": 10}, {"notes": [4, 6, 10, 20], "target": 33}),
 )

@@ -364,4 +364,10 @@ KIND = PuzzleKind(
     length=lambda solution: solution["count"] if isinstance(solution, Mapping) else None,
     description="paint bucket: the pixels of the clicked colour 4-connected to the click",
     generate=generate,
+    examples=(
+        {
+            "image": [[1, 2, 1, 1, 1, 1], [1, 2, 2, 1, 1, 1], [2, 1, 1, 2, 1, 1], [1, 1, 1, 2, 1, 1]],
+            "click": [0, 4],
+        },
+    ),
 )

@@ -26,8 +26,10 @@ from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
 from packsolve.errors import UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, execute_attempts, execute_claimed, solution_length
+from packsolve.execution.programs import ProgramMissing, resolve
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.puzzles import get_kind
+from packsolve.queue.programs import note_programs_run
 from packsolve.queue.protocol import Task
 
 # A database write that fails on a dropped connection (server restart, pg_terminate_backend,
@@ -65,12 +67,20 @@ REFUSE_LOG_EVERY_S = 60.0
 
 
 def refusal(task: Task) -> str | None:
-    """Return why this worker cannot run the task (it lacks a kind or a heuristic), or None if it can."""
+    """Return why this worker cannot run the task (it lacks a kind, a heuristic or a program), or None."""
+    programs = {spec.program for _, spec in task.items if spec.program is not None}
     for kind_name, heuristic in sorted({(spec.kind, spec.heuristic) for _, spec in task.items}):
         try:
-            get_kind(kind_name).solver(heuristic)
+            kind = get_kind(kind_name)
+            if not any(p.name == heuristic and p.kind == kind_name for p in programs):
+                kind.solver(heuristic)
         except (UnknownKind, UnknownHeuristic) as exc:
             return f"this worker cannot run run {task.run_id}'s {kind_name} levels: {exc}"
+    for program in sorted(programs, key=lambda p: p.name):
+        try:
+            resolve(program)
+        except ProgramMissing as exc:
+            return f"this worker cannot run run {task.run_id}'s {program.kind} levels: {exc}"
     return None
 
 
@@ -116,6 +126,7 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
     max_tries = task.max_tries
     items = list(task.items)
     buffer = _results(engine)
+    note_programs_run(engine, run_id, hostname, [spec for _, spec in items], with_db_retry)  # provenance
     pos = 0
     group_size = 1
     while pos < len(items):

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from packsolve.db.models import Attempt, Run
 from packsolve.errors import ReportError
 from packsolve.report.metrics import SUCCESS_VALUES, host_of, par2, rounded
+from packsolve.report.provenance import comparison_warnings
 from packsolve.report.text import short_message, short_name
 
 # Provenance that makes two runs' times incomparable when it differs.
@@ -117,7 +118,7 @@ def compare_runs(
         ],
         "rows": rows,
         "footer": footer,
-        "warnings": provenance_warnings(session, runs),
+        "warnings": provenance_warnings(session, runs) + comparison_warnings(session, runs),
     }
 
 

@@ -16,6 +16,7 @@ from packsolve.db.models import Attempt, Run
 from packsolve.outcome import PENDING, Status
 from packsolve.report.export import iso
 from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES, host_of, median, rounded
+from packsolve.report.provenance import provenance_rows, run_provenance
 from packsolve.report.text import short_message
 
 PENDING_VALUES = frozenset(s.value for s in PENDING)
@@ -164,6 +165,7 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
             kind: _figures(g, medians.get(kind, {}), run.time_limit) for kind, g in sorted(by_kind.items())
         },
         "messages": messages,
+        "provenance": run_provenance(session, run),
     }
 
 
@@ -214,6 +216,10 @@ def render_summary(s: dict[str, Any]) -> Any:
     t.add_row("host, version", f"{s['host']}, packsolve {s['version']}")
     conc = f"concurrency {s['concurrency']}" if s["concurrency"] else s["mode"]
     t.add_row("workers", f"{s['workers']} seen on {', '.join(s['hosts']) or '—'} ({conc})")
+    for label, value in provenance_rows(s["provenance"]):
+        t.add_row(label, value)
+    for warning in s["provenance"]["warnings"]:
+        t.add_row("[yellow]warning[/]", f"[yellow]{warning}[/]")
     if len(s["kinds"]) < 1:
         return t
     k = Table("kind", "solved", "decided", "total", "median wall", "CPU total", "PAR-2", title_justify="left")

@@ -272,4 +272,10 @@ KIND = PuzzleKind(
     formats={".knights": read_knights},
     description="knight's tour (open or closed) of a rows x cols board from a start square",
     generate=generate,
+    examples=(
+        {"size": 5, "start": [0, 0]},
+        {"rows": 3, "cols": 4, "start": [0, 0]},
+        {"size": 4, "start": [0, 0]},
+        {"size": 5, "start": [0, 0], "closed": True},
+    ),
 )

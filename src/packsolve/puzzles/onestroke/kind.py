@@ -355,4 +355,9 @@ KIND = PuzzleKind(
     formats={".stroke": read_stroke},
     generate=generate,
     description="Hamiltonian path over every open cell of a grid from a start cell",
+    examples=(
+        {"grid": ["S..", ".#.", "..."]},
+        {"grid": ["S.#", "..."]},
+        {"map": ["111111", "101101", "111111", "101101", "111111", "000000"], "start": 14},
+    ),
 )

@@ -168,4 +168,9 @@ KIND = PuzzleKind(
     formats={".slide": read_slide},
     description="N x N sliding tiles (N = 2..5), fewest moves to 0, 1, 2, ... with the blank top-left",
     generate=generate,
+    examples=(
+        {"tiles": [[3, 2], [1, 0]]},
+        {"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]},
+        {"tiles": [[2, 1, 0], [3, 4, 5], [6, 7, 8]]},
+    ),
 )

@@ -265,4 +265,8 @@ KIND = PuzzleKind(
     length=lambda solution: len(solution["winning_moves"]) if isinstance(solution, Mapping) else None,
     description="m x n, k in a row: the game value for the side to move and every winning move",
     generate=generate,
+    examples=(
+        {"board": [".XO", ".O.", "X.."], "to_move": "O"},
+        {"board": ["XXO", "OO.", "X.."], "to_move": "X"},
+    ),
 )

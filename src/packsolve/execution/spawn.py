@@ -1,0 +1,250 @@
+"""Running one external program under an attempt's limits, from a solver child, measured.
+
+The program starts in a session of its own (so a terminal's Ctrl-C reaches only packsolve,
+which decides), is killed with its tree if the solver child is told to die, and cannot dump
+core. While it runs, its standard output is collected up to a cap, its standard error's start
+kept, its standard input fed, and the memory of the whole tree it started read every few
+milliseconds (peak: the largest summed resident memory, or one process's own high-water
+mark). The tree (the program's process group and every process the solver child adopted, see
+tree.py) is killed at the wall-time limit, when its memory passes the limit, when the output
+passes the cap, and in any case as soon as the program itself has exited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import selectors
+import subprocess
+import time
+from dataclasses import dataclass
+
+from packsolve.execution import tree
+from packsolve.execution.spec import Limits
+
+# A program whose standard output passes this is stopped: its answer is an error.
+STDOUT_CAP = 64 * 2**20
+# The start of standard error kept for messages; the rest is read and dropped.
+STDERR_KEEP = 8192
+# How often the tree's memory is summed: often under a memory limit, else for the peak only.
+POLL_LIMITED_S = 0.01
+POLL_FREE_S = 0.025
+POLL_YOUNG_S = 0.002
+YOUNG_S = 0.05
+# Each process's address space is capped at twice the memory limit plus this much: a backstop
+# should the measurement lag behind a fast allocation (the limit itself is on resident memory).
+ADDRESS_SPACE_SLACK_MB = 1024
+# Without a pidfd (kernels before 5.3, some seccomp filters) the program's exit is looked for this often.
+NO_PIDFD_WAIT_S = 0.002
+# After the program has exited and its tree is killed, what is left in the pipes is read this long.
+DRAIN_S = 1.0
+
+
+@dataclass
+class RawRun:
+    """How a program ended: exit status, what it printed, its measurements, and which limit stopped it."""
+
+    status: int = 0  # os.wait4 status of the program itself
+    stdout: bytes = b""
+    stderr: bytes = b""
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    peak_rss_mb: float = 0.0
+    stopped: str | None = None  # "timeout" | "memout" | "output" when packsolve killed it
+    exited: bool = False  # the program exited (or died) on its own
+    oom_kills: int = 0  # the kernel's out-of-memory kills on this machine while it ran
+
+
+def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, limits: Limits) -> RawRun:
+    """Run argv under limits and return how it ended; raise OSError if it cannot be started."""
+    tree.become_subreaper()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    oom_before = tree.oom_kills()
+    started = time.monotonic()
+    # No preexec function: it would make subprocess fork this (large) process instead of vfork,
+    # some milliseconds per level. The rlimits follow the exec at once (prlimit); dying with this
+    # process is the tree guard's job (tree.killed_with_this_process).
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+    result = RawRun()
+    reaped: dict[int, int] = {}
+    try:
+        _limit(proc.pid, limits)
+        with tree.killed_with_this_process(proc.pid):
+            _watch(proc, stdin, limits, started, result)
+        # The program has exited or is to be stopped: nothing it left behind may outlive the attempt.
+        if result.exited:
+            tree.reap_children(reaped, block_on=proc.pid)
+        tree.kill_tree(proc.pid, reaped)
+        result.wall_s = time.monotonic() - started
+        _drain(proc, result)
+    finally:
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        tree.kill_tree(proc.pid, reaped)  # on any error above too
+        proc.returncode = 0  # reaped here, not by subprocess (it must not wait again)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result.cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    result.status = reaped.get(proc.pid, 0)
+    result.oom_kills = tree.oom_kills() - oom_before
+    return result
+
+
+def _limit(pid: int, limits: Limits) -> None:
+    """Set the program's rlimits: no core dump, an address-space backstop, its own CPU backstop."""
+    memory = limits.memory_limit_mb
+    hard_time = limits.hard_time()
+    try:
+        resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+        _, hard = resource.prlimit(pid, resource.RLIMIT_AS)
+        cap = hard if memory is None else (2 * memory + ADDRESS_SPACE_SLACK_MB) * 2**20
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        # Not the solver child's own cap, which it inherited: that one counts the child's size.
+        resource.prlimit(pid, resource.RLIMIT_AS, (cap, hard))
+        _, hard_cpu = resource.prlimit(pid, resource.RLIMIT_CPU)
+        cpu = resource.RLIM_INFINITY if hard_time is None else int(hard_time) + 2
+        if hard_cpu != resource.RLIM_INFINITY:
+            cpu = hard_cpu if cpu == resource.RLIM_INFINITY else min(cpu, hard_cpu)
+        resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, hard_cpu))
+    except (ProcessLookupError, PermissionError):
+        pass  # it has already ended: nothing left to limit
+
+
+def _watch(
+    proc: subprocess.Popen[bytes], stdin: bytes | None, limits: Limits, started: float, out: RawRun
+) -> None:
+    """Follow the program until it exits or a limit stops it; fill out's output, peak and stopped."""
+    assert proc.stdout is not None and proc.stderr is not None
+    deadline = None if limits.time_limit is None else started + limits.time_limit
+    limit_mb = limits.memory_limit_mb
+    poll_every = POLL_LIMITED_S if limit_mb is not None else POLL_FREE_S
+    next_poll = started  # at once: a short program's memory is read at least once
+    stdout, stderr = bytearray(), bytearray()
+    sel = selectors.DefaultSelector()
+    pidfd = _pidfd(proc.pid)
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+    for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream.fileno(), selectors.EVENT_READ, tag)
+    pending = memoryview(stdin or b"")
+    if proc.stdin is not None:
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+    try:
+        while True:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                out.stopped = "timeout"
+                break
+            if now >= next_poll:
+                used, one = tree.memory_mb(tree.descendants())
+                out.peak_rss_mb = max(out.peak_rss_mb, used, one)
+                if limit_mb is not None and out.peak_rss_mb > limit_mb:
+                    out.stopped = "memout"
+                    break
+                # Often while the program is young (most are short), then at the steady pace.
+                next_poll = now + (POLL_YOUNG_S if now - started < YOUNG_S else poll_every)
+            wait = next_poll - now if deadline is None else min(next_poll, deadline) - now
+            if pidfd is None:  # no exit notification: look every few milliseconds
+                wait = min(wait, NO_PIDFD_WAIT_S)
+                out.exited = out.exited or _has_exited(proc.pid)
+            for key, _ in sel.select(max(0.0, wait)):
+                if key.data == "exit":
+                    out.exited = True
+                elif key.data == "in":
+                    pending = _feed(proc, sel, pending)
+                else:
+                    _read(key.fd, stdout if key.data == "out" else stderr, key.data, sel)
+            if len(stdout) > STDOUT_CAP:
+                out.stopped = "output"
+                break
+            if out.exited:
+                break
+    finally:
+        sel.close()
+        if pidfd is not None:
+            os.close(pidfd)
+        out.stdout, out.stderr = bytes(stdout), bytes(stderr)
+
+
+def _pidfd(pid: int) -> int | None:
+    """Return a descriptor readable once pid exits; None where the kernel (or a seccomp filter) refuses."""
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
+
+
+def _has_exited(pid: int) -> bool:
+    """Return whether pid has ended, without reaping it (its status stays for tree.reap_children)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _feed(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, pending: memoryview) -> memoryview:
+    """Write what the pipe takes of pending to the program's stdin; close it when done or refused."""
+    assert proc.stdin is not None
+    try:
+        if pending:
+            pending = pending[os.write(proc.stdin.fileno(), pending) :]
+    except BlockingIOError:
+        return pending
+    except OSError:  # the program closed its standard input (or exited): it does not want the rest
+        pending = pending[len(pending) :]
+    if not pending:
+        sel.unregister(proc.stdin.fileno())
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    return pending
+
+
+def _read(fd: int, into: bytearray, tag: str, sel: selectors.BaseSelector) -> None:
+    """Read what fd has into into (stderr: only its start is kept); unregister it at end of file."""
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return
+    if not chunk:
+        sel.unregister(fd)
+        return
+    if tag == "out" or len(into) < STDERR_KEEP:
+        into.extend(chunk if tag == "out" else chunk[: STDERR_KEEP - len(into)])
+
+
+def _drain(proc: subprocess.Popen[bytes], out: RawRun) -> None:
+    """Read what the program left in its pipes (its tree is dead, so end of file comes)."""
+    stdout, stderr = bytearray(out.stdout), bytearray(out.stderr)
+    deadline = time.monotonic() + DRAIN_S
+    for stream, into, tag in ((proc.stdout, stdout, "out"), (proc.stderr, stderr, "err")):
+        if stream is None:
+            continue
+        fd = stream.fileno()
+        while time.monotonic() < deadline and len(stdout) <= STDOUT_CAP:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                time.sleep(0.001)
+                continue
+            if not chunk:
+                break
+            if tag == "out" or len(into) < STDERR_KEEP:
+                into.extend(chunk if tag == "out" else chunk[: STDERR_KEEP - len(into)])
+    out.stdout, out.stderr = bytes(stdout), bytes(stderr)
+    if len(out.stdout) > STDOUT_CAP and out.stopped is None:
+        out.stopped = "output"

@@ -1,0 +1,169 @@
+"""The processes a solver child started, as a tree: adopt orphans, list them, measure them, kill them all.
+
+A solver child that runs an external program makes itself a child subreaper
+(``prctl(PR_SET_CHILD_SUBREAPER)``): a process the program starts and leaves behind, even one
+that left its process group with ``setsid``, is re-parented to the solver child instead of
+init, so it stays in the tree and is found, measured and killed with the rest. Linux only
+(/proc); elsewhere the program's own process group is all that can be reached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterable, Iterator
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+# Killing a tree is retried until no process is left, at most this long (a process stuck in
+# the kernel dies when it leaves it); what survives longer is left to the kernel.
+KILL_PATIENCE_S = 5.0
+
+_subreaper = False
+
+
+def _prctl(option: int, value: int) -> bool:
+    """Call prctl(option, value); return False where it is not available or fails."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Make this process adopt its orphaned descendants (once); return whether it is one."""
+    global _subreaper
+    if not _subreaper:
+        _subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    return _subreaper
+
+
+@contextlib.contextmanager
+def killed_with_this_process(group: int) -> Iterator[None]:
+    """While a program runs: if this solver child is told to die, kill the program's tree first.
+
+    A solver child dies with the process that forked it (PR_SET_PDEATHSIG, SIGKILL). While it
+    watches a program, the signal is SIGTERM instead, whose handler kills the program's process
+    group and every adopted descendant before leaving: a worker killed -9 leaves nothing running.
+    """
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def leave(signum: int, frame: object) -> None:
+        kill_tree(group, {})
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, leave)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    try:
+        yield
+    finally:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def children(pid: int) -> list[int]:
+    """Return the pids of pid's children (every thread's), from /proc; [] if they cannot be read."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Return every process below pid (default: this one), parents before their children."""
+    found: list[int] = []
+    stack = children(os.getpid() if pid is None else pid)
+    seen: set[int] = set()
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        found.append(p)
+        stack.extend(children(p))
+    return found
+
+
+def memory_mb(pids: Iterable[int]) -> tuple[float, float]:
+    """Return (summed resident memory, largest high-water mark of one process) of pids, in MB.
+
+    The high-water mark (VmHWM) counts from the program's exec: the size of the solver child
+    it was forked from does not leak into it, as it does into wait4's ru_maxrss. A process
+    that has just ended counts 0.
+    """
+    total = peak = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+                    elif line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1024.0, peak / 1024.0
+
+
+def oom_kills() -> int:
+    """Return how many processes the kernel's out-of-memory killer has killed since boot (0 if unknown)."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def kill_tree(group: int | None, reap: dict[int, int]) -> None:
+    """SIGKILL the process group and every descendant of this process, and reap them all.
+
+    reap collects the wait status by pid of every process reaped here. Retried until no
+    child is left (a process forking while it is killed leaves a child that is adopted and
+    found on the next round), at most KILL_PATIENCE_S.
+    """
+    if group is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_PATIENCE_S
+    while True:
+        for p in descendants():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, signal.SIGKILL)
+        if not reap_children(reap) and not descendants():
+            return
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
+
+
+def reap_children(reap: dict[int, int], block_on: int | None = None) -> bool:
+    """Reap every child that has ended (waiting for block_on first); return whether any child is left."""
+    if block_on is not None:
+        with contextlib.suppress(ChildProcessError):
+            pid, status = os.waitpid(block_on, 0)
+            reap[pid] = status
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+        reap[pid] = status

@@ -1,0 +1,331 @@
+"""The contract check a kind author runs in their own CI: ``check_kind(KIND)`` (or ``packsolve check-kind``).
+
+On the kind's example levels (``PuzzleKind.examples``, or the levels given): the parse /
+canonical round trip and a hash that does not depend on how the level was spelled; every
+heuristic ends in a solution ``verify`` accepts (or a proof of none); ``verify`` rejects
+corrupted answers with a message; bad input makes ``parse`` raise ``LevelError`` with a
+message; ``render`` and ``svg`` produce output. Solvers run in this process, each under a
+``Budget`` of ``time_limit`` seconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, Status
+from packsolve.levels import canonical_json, level_hash
+from packsolve.puzzles import get_kind
+
+# Values a level's fields are replaced by, one at a time: parse must answer each with LevelError or accept it.
+BAD_VALUES: tuple[Any, ...] = (None, "?", -1, 1.5, True, [], {}, [[None]])
+NOT_OBJECTS: tuple[Any, ...] = (None, [], "text", 7, [{"kind": "x"}])
+# How much of a failure's detail is shown.
+DETAIL_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Check:
+    """One property checked: its name, whether it holds, and what was wrong (empty if it holds)."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+class KindCheckFailed(AssertionError):
+    """A kind broke its contract; the message lists every check that failed, one per line."""
+
+    def __init__(self, kind: str, failed: Sequence[Check]) -> None:
+        lines = [f"kind {kind!r} fails {len(failed)} check(s):"]
+        lines += [f"- {c.name}: {c.detail}" for c in failed]
+        super().__init__("\n".join(lines))
+        self.failed = list(failed)
+
+
+def check_kind(
+    kind: PuzzleKind | str, levels: Sequence[Mapping[str, Any]] | None = None, time_limit: float = 10.0
+) -> list[Check]:
+    """Check the kind on levels (default: its examples); return the checks, or raise KindCheckFailed."""
+    puzzle = get_kind(kind) if isinstance(kind, str) else kind
+    checks = run_checks(puzzle, levels, time_limit)
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        raise KindCheckFailed(puzzle.name, failed)
+    return checks
+
+
+def run_checks(
+    kind: PuzzleKind, levels: Sequence[Mapping[str, Any]] | None = None, time_limit: float = 10.0
+) -> list[Check]:
+    """Return every check of the kind's contract, passed or not (see the module docstring)."""
+    examples = list(kind.examples if levels is None else levels)
+    checks = [_shape(kind, examples)]
+    if not checks[0].ok:
+        return checks
+    parsed: list[tuple[int, Any]] = []
+    problems: list[str] = []
+    for i, data in enumerate(examples, 1):
+        try:
+            parsed.append((i, _parse_example(kind, data)))
+        except _Broken as exc:
+            problems.append(f"example {i}: {exc}")
+    checks.append(_check("example levels parse, and canonical round-trips", problems))
+    checks.append(
+        _check("the level hash is stable", [p for i, lv in parsed for p in _hash_problems(kind, i, lv)])
+    )
+    answers: dict[int, dict[str, Outcome]] = {i: {} for i, _ in parsed}
+    for heuristic in kind.solvers:
+        found = []
+        for i, level in parsed:
+            outcome, problem = _solve(kind, heuristic, level, time_limit)
+            if problem:
+                found.append(f"example {i}: {problem}")
+            elif outcome is not None:
+                answers[i][heuristic] = outcome
+        checks.append(_check(f"heuristic {heuristic!r} ends with an answer verify accepts", found))
+    checks.append(_check("heuristics agree on which examples have a solution", _disagreements(answers)))
+    solutions = [(i, lv, _first_solution(answers[i])) for i, lv in parsed]
+    checks.append(
+        _check(
+            "verify rejects corrupted answers with a message",
+            [
+                p
+                for i, lv, sol in solutions
+                if sol is not None
+                for p in _corruption_problems(kind, i, lv, sol)
+            ],
+        )
+    )
+    checks.append(
+        _check("bad input raises LevelError with a message", list(_bad_input_problems(kind, examples)))
+    )
+    checks.append(
+        _check(
+            "render and svg produce output",
+            [p for i, lv, sol in solutions for p in _picture_problems(kind, i, lv, sol)],
+        )
+    )
+    return checks
+
+
+class _Broken(Exception):
+    """One example broke one property; the message says how."""
+
+
+def _check(name: str, problems: Sequence[str]) -> Check:
+    if not problems:
+        return Check(name, True)
+    shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    return Check(name, False, shown)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS] + "…"
+
+
+def _error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS] + "…"
+
+
+def _shape(kind: PuzzleKind, examples: list[Mapping[str, Any]]) -> Check:
+    """Check what the rest needs: a name, solvers with the default among them, some example levels."""
+    problems = []
+    if not isinstance(kind, PuzzleKind):
+        return Check("the kind is a PuzzleKind", False, f"got a {type(kind).__name__}")
+    if not isinstance(kind.name, str) or not kind.name or kind.name != kind.name.strip():
+        problems.append(f"name must be a non-empty string without spaces around it, not {kind.name!r}")
+    if not kind.solvers:
+        problems.append("solvers is empty: give at least one heuristic")
+    elif kind.default not in kind.solvers:
+        problems.append(f"default {kind.default!r} is not among the solvers ({', '.join(kind.solvers)})")
+    for field in ("parse", "canonical", "verify", "render", "svg", "size", "length"):
+        if not callable(getattr(kind, field)):
+            problems.append(f"{field} must be a function")
+    if not examples:
+        problems.append("no example levels: give PuzzleKind(examples=[...]) or pass levels to check_kind")
+    elif not all(isinstance(e, Mapping) for e in examples):
+        problems.append("every example level must be a JSON object (a dict)")
+    return _check("the kind has a name, solvers with its default, and example levels", problems)
+
+
+def _parse_example(kind: PuzzleKind, data: Mapping[str, Any]) -> Any:
+    """Return the parsed example; raise _Broken if it fails to parse or round-trip, or changes its input."""
+    before = copy.deepcopy(data)
+    try:
+        level = kind.parse(data)
+    except LevelError as exc:
+        raise _Broken(f"does not parse: {exc}") from None
+    except Exception as exc:
+        raise _Broken(f"parse raised {_error(exc)}") from None
+    if data != before:
+        raise _Broken("parse changed the level object it was given")
+    first = _canonical_text(kind, level)
+    try:
+        again = kind.parse(json.loads(first))
+    except Exception as exc:
+        raise _Broken(f"its canonical form {_short(first)} does not parse again: {_error(exc)}") from None
+    second = _canonical_text(kind, again)
+    if second != first:
+        raise _Broken(f"canonical form changes on a round trip: {_short(first)} then {_short(second)}")
+    return level
+
+
+def _canonical_text(kind: PuzzleKind, level: Any) -> str:
+    try:
+        data = kind.canonical(level)
+    except Exception as exc:
+        raise _Broken(f"canonical raised {_error(exc)}") from None
+    if not isinstance(data, dict):
+        raise _Broken(f"canonical must return a dict (a JSON object), not {type(data).__name__}")
+    try:
+        text = json.dumps(data, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _Broken(f"canonical form is not JSON: {exc}") from None
+    return canonical_json(json.loads(text))
+
+
+def _hash_problems(kind: PuzzleKind, i: int, level: Any) -> list[str]:
+    """Return why the level's hash would differ between two spellings or two runs (empty if it would not)."""
+    data = {**kind.canonical(level), "kind": kind.name}
+    expected = level_hash(data)
+    # The same level written with its keys in the opposite order, and read back from JSON text.
+    respelled = json.loads(json.dumps(dict(reversed(list(data.items())))))
+    try:
+        got = level_hash({**kind.canonical(kind.parse(respelled)), "kind": kind.name})
+    except Exception as exc:
+        return [f"example {i}: its canonical form, keys reordered, does not parse: {_error(exc)}"]
+    if got != expected:
+        return [f"example {i}: the hash depends on the order of the level's keys"]
+    if level_hash({**kind.canonical(level), "kind": kind.name}) != expected:
+        return [f"example {i}: canonical gives a different answer each time"]
+    return []
+
+
+def _solve(kind: PuzzleKind, heuristic: str, level: Any, time_limit: float) -> tuple[Outcome | None, str]:
+    """Return (outcome, problem) of one heuristic on one level: the problem is empty if the answer stands."""
+    try:
+        outcome = kind.solvers[heuristic](level, Budget(time_limit))
+    except Exception as exc:
+        return None, f"raised {_error(exc)}"
+    if not isinstance(outcome, Outcome):
+        return None, f"returned a {type(outcome).__name__}, not an Outcome (wrap the function with solver)"
+    if outcome.status is Status.TIMEOUT:
+        return None, f"did not finish within {time_limit:g} s: give an easier example level"
+    if outcome.status not in (Status.SOLVED, Status.NO_SOLUTION):
+        return None, f"ended {outcome.status.value}: {outcome.message}"
+    if outcome.status is Status.NO_SOLUTION:
+        return outcome, ""
+    try:
+        stored = json.loads(json.dumps(outcome.solution, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        return None, f"its solution is not JSON: {exc}"
+    try:
+        problem = kind.verify(level, stored)
+    except Exception as exc:
+        return None, f"verify raised {_error(exc)} on its solution"
+    if problem:
+        return None, f"verify rejects its solution: {_short(problem)}"
+    return Outcome(outcome.status, stored, outcome.stats, outcome.message), ""
+
+
+def _disagreements(answers: Mapping[int, Mapping[str, Outcome]]) -> list[str]:
+    out = []
+    for i, by_heuristic in answers.items():
+        solved = sorted(h for h, o in by_heuristic.items() if o.status is Status.SOLVED)
+        none = sorted(h for h, o in by_heuristic.items() if o.status is Status.NO_SOLUTION)
+        if solved and none:
+            out.append(f"example {i}: {', '.join(none)} proved no solution, {', '.join(solved)} found one")
+    return out
+
+
+def _first_solution(by_heuristic: Mapping[str, Outcome]) -> Any | None:
+    for outcome in by_heuristic.values():
+        if outcome.status is Status.SOLVED and outcome.solution is not None:
+            return outcome.solution
+    return None
+
+
+def corruptions(solution: Any) -> Iterator[tuple[str, Any]]:
+    """Yield (what was done, corrupted answer) for a solution: each must be rejected by verify."""
+    yield "no answer (null)", None
+    yield (
+        "an answer of another type",
+        {"not": "a solution"} if isinstance(solution, list) else ["not a solution"],
+    )
+    if isinstance(solution, (list, str)) and solution:
+        yield "the answer without its last item", solution[:-1]
+    if isinstance(solution, dict) and solution:
+        yield "every field of the answer null", {k: None for k in solution}
+
+
+def _corruption_problems(kind: PuzzleKind, i: int, level: Any, solution: Any) -> list[str]:
+    out = []
+    for what, bad in corruptions(solution):
+        try:
+            problem = kind.verify(level, bad)
+        except Exception:
+            # Rejected all the same: packsolve stores such an answer as wrong, with the exception's text.
+            continue
+        if not problem or not isinstance(problem, str):
+            out.append(f"example {i}: verify accepted {what}: {_short(bad)}")
+    return out
+
+
+def _bad_inputs(name: str, examples: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, Any, bool]]:
+    """Yield (description, input, must_fail): inputs parse must reject, or may accept but only cleanly."""
+    for value in NOT_OBJECTS:
+        yield f"{_short(value)} (not a JSON object)", value, True
+    yield "{} (no fields)", {}, True
+    yield f"{{'kind': {name!r}}} (only the kind)", {"kind": name}, True
+    first = dict(examples[0]) if examples else {}
+    for key in [k for k in first if k != "kind"]:
+        yield f"the first example without {key!r}", {k: v for k, v in first.items() if k != key}, False
+        for value in BAD_VALUES:
+            yield f"the first example with {key!r} = {_short(value)}", {**first, key: value}, False
+
+
+def _bad_input_problems(kind: PuzzleKind, examples: Sequence[Mapping[str, Any]]) -> Iterator[str]:
+    for what, data, must_fail in _bad_inputs(kind.name, examples):
+        try:
+            kind.parse(data)
+        except LevelError as exc:
+            if not str(exc).strip():
+                yield f"{what}: LevelError without a message"
+            continue
+        except Exception as exc:
+            yield f"{what}: parse raised {_error(exc)} (raise LevelError with a message instead)"
+            continue
+        if must_fail:
+            yield f"{what}: parse accepted it (raise LevelError saying what is missing)"
+
+
+def _picture_problems(kind: PuzzleKind, i: int, level: Any, solution: Any | None) -> list[str]:
+    out = []
+    for name, draw, ok in (
+        ("render", kind.render, _is_text),
+        ("svg", kind.svg, lambda s: _is_text(s) and "<svg" in s),
+    ):
+        for label, sol in (("the level alone", None), ("its solution", solution)):
+            if label == "its solution" and solution is None:
+                continue
+            try:
+                picture = draw(level, sol)
+            except Exception as exc:
+                out.append(f"example {i}: {name} of {label} raised {_error(exc)}")
+                continue
+            if not ok(picture):
+                out.append(f"example {i}: {name} of {label} gave {_short(picture)[:80]}")
+    return out
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+__all__ = ["Check", "KindCheckFailed", "check_kind", "corruptions", "run_checks"]

@@ -1,0 +1,87 @@
+"""The external solver protocol: how a program's run reads as an Outcome, limits first, then the answer."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from packsolve.execution.answer import outcome_of
+from packsolve.execution.spawn import RawRun
+from packsolve.execution.spec import Limits
+from packsolve.outcome import Status
+
+LIMITS = Limits(10.0, 100, 64)
+EXITED_0 = 0
+SIGKILLED = signal.SIGKILL  # a wait status: killed by SIGKILL, no core
+
+
+def run(stdout=b"", status=EXITED_0, **kw):
+    return RawRun(
+        **{
+            "status": status,
+            "stdout": stdout,
+            "wall_s": 0.5,
+            "cpu_s": 0.4,
+            "peak_rss_mb": 10.0,
+            "exited": True,
+            **kw,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "message"),
+    [
+        (run(b'{"status": "solved", "solution": [1, 2], "nodes": 7}\n'), Status.SOLVED, ""),
+        (run(b'{"status": "no_solution", "message": "none"}'), Status.NO_SOLUTION, "none"),
+        (run(b'{"status": "no_solution"}'), Status.NO_SOLUTION, "the program found no solution"),
+        (
+            run(b'{"status": "solved", "solution": [1], "nodes": 101}'),
+            Status.TIMEOUT,
+            "node limit 100 passed",
+        ),
+        (run(b'{"status": "solved"}'), Status.ERROR, 'answered "solved" without a "solution"'),
+        (run(b'{"status": "solved", "solution": 1, "nodes": 1.5}'), Status.ERROR, '"nodes" must be'),
+        (run(b'{"status": "solved", "solution": 1, "nodes": -1}'), Status.ERROR, '"nodes" must be'),
+        (run(b'{"status": "Solved", "solution": 1}'), Status.ERROR, "unknown status 'Solved'"),
+        (run(b"[1, 2]"), Status.ERROR, "printed a JSON list, not an object"),
+        (
+            run(b'{"status": "solved", "solution": 1}{"status": "solved"}'),
+            Status.ERROR,
+            "not one JSON object",
+        ),
+        (
+            run(b"", stderr=b"boom"),
+            Status.ERROR,
+            "printed nothing on standard output (expected one JSON object); stderr: 'boom'",
+        ),
+        (run(b'{"status": "solved", "solution": 1}', status=2 << 8), Status.ERROR, "exited with code 2"),
+        (run(b"", status=signal.SIGABRT), Status.ERROR, "died from SIGABRT (aborted)"),
+        (run(stopped="timeout", exited=False), Status.TIMEOUT, "time limit 10 s reached"),
+        (run(stopped="memout"), Status.MEMOUT, "memory limit of 64 MB reached"),
+        (
+            run(stopped="output", stdout=b"x" * 10),
+            Status.ERROR,
+            "more than 64 MB on standard output; stdout: 'xxxx",
+        ),
+        (
+            RawRun(status=0, stdout=b'{"status": "solved", "solution": 1}', peak_rss_mb=65.0),
+            Status.MEMOUT,
+            "64 MB",
+        ),
+        (run(status=SIGKILLED, oom_kills=1), Status.MEMOUT, "out-of-memory killer"),
+        (run(status=SIGKILLED), Status.ERROR, "died from SIGKILL"),
+    ],
+)
+def test_each_way_a_program_can_end_reads_as_one_outcome(raw, status, message):
+    out = outcome_of(raw, LIMITS)
+    assert out.status is status and message in out.message
+    assert (out.stats.wall_s, out.stats.cpu_s) == (raw.wall_s, raw.cpu_s)
+
+
+def test_a_solved_answer_keeps_its_solution_and_nodes_for_verify():
+    out = outcome_of(
+        run(b'{"status": "solved", "solution": {"count": 1}, "nodes": 3, "message": "m"}'), LIMITS
+    )
+    assert (out.solution, out.nodes, out.message) == ({"count": 1}, 3, "m")
