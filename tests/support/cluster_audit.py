@@ -160,10 +160,13 @@ class DeadlineWatch:
     """Poll for attempts `running` past their deadline plus grace (plus slack for the poll and one pass).
 
     The deadline is the attempt's own (`deadline`), or for one without, started_at plus the hard
-    limit. A poll that fails (the database is down) is skipped.
+    limit (none in a run without a time limit: nothing to check). A poll that fails (the database is
+    down) is skipped. Sessions of the hosts found idle in a transaction at a violation are kept.
     """
 
-    def __init__(self, engine: Any, run_id: int, grace_s: float, slack_s: float, hard_s: float) -> None:
+    def __init__(
+        self, engine: Any, run_id: int, grace_s: float, slack_s: float, hard_s: float | None
+    ) -> None:
         self.engine = engine
         self.run_id = run_id
         self.allowed_s = grace_s + slack_s
@@ -206,8 +209,8 @@ class DeadlineWatch:
 
     def _blockers(self) -> None:
         query = text(
-            "SELECT coalesce(host(client_addr), 'local'), state FROM pg_stat_activity "
-            "WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
+            "SELECT host(client_addr), state FROM pg_stat_activity WHERE datname = current_database() "
+            "AND client_addr IS NOT NULL AND state LIKE 'idle in transaction%'"
         )
         try:
             with self.engine.connect() as conn:
