@@ -1,7 +1,8 @@
 """Shared fixtures: real Redis, real PostgreSQL, real Celery workers (never eager mode).
 
 Markers say what a test needs (registered in pyproject.toml): `redis`, `postgres`, `browser`,
-`compose`, `slow`. `redis` and `postgres` are added here from the fixtures a test uses, so
+`compose`, `slow`, `netns` (the cluster of network namespaces), `rabbitmq`. `redis`, `postgres` and
+`netns` are added here from the fixtures a test uses, so
 `pytest -m "not postgres"` runs everything that needs no PostgreSQL; a test that reaches a
 service some other way carries the mark itself.
 """
@@ -16,6 +17,7 @@ import pytest
 
 from tests.support.chaos_pack import chaos_env  # noqa: F401  (a fixture, for every test that asks for it)
 from tests.support.plugins import install  # noqa: F401  (a fixture: distributions put on sys.path)
+from tests.support.cluster import _netns_cluster_session, netns_cluster  # noqa: F401  (fixtures)
 from tests.support.services import Worker, postgres_database, redis_server
 
 # The marker a test gets from each fixture it uses (directly or through another fixture).
@@ -25,6 +27,7 @@ FIXTURE_MARKS = {
     "start_worker": "redis",
     "pg_url": "postgres",
     "compose": "compose",
+    "netns_cluster": "netns",
 }
 # Tests parametrized over databases reach pg_url through request.getfixturevalue, which
 # collection cannot see: their PostgreSQL case is named by one of these parameter values.
