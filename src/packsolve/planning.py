@@ -7,6 +7,7 @@ themselves are checked in request.py.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,6 +18,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from packsolve.db.history import level_facts, recent_wall_times
+from packsolve.db.programs import recorded
+from packsolve.db.reconcile import attempts_with_levels
 from packsolve.db.runs import PlannedAttempt
 from packsolve.errors import OptionError, PlanError, UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, Limits
@@ -36,7 +39,7 @@ from packsolve.request import HeuristicChoice as HeuristicChoice
 from packsolve.request import Request as Request
 from packsolve.request import check_jobs as check_jobs
 from packsolve.request import limits_from_options as limits_from_options
-from packsolve.solvers import ExternalSolver, Solvers, for_kind, heuristic_of, program_for
+from packsolve.solvers import ExternalSolver, Solvers, declared_in, for_kind, heuristic_of, program_for
 
 # (level hash, name, spec): one attempt as the planner hands it to the queue or the local pool.
 Spec = tuple[str, str, AttemptSpec]
@@ -298,3 +301,23 @@ def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec
         return min(points, key=lambda p: (abs(p[0] - size(s)), -p[1]))[1]
 
     return sorted(specs, key=lambda s: (-expected(s), -size(s)))
+
+
+def stored_specs(session: Session, run: Any, hashes: Sequence[str]) -> list[Spec]:
+    """Return specs for some attempts of a stored run (its limits, its levels), in pack order.
+
+    What the scheduler sends again, and what resuming an unsent run sends; an
+    external solver's declaration, recorded with the run, travels again.
+    """
+    limits = Limits(run.time_limit, run.node_limit, run.memory_limit_mb)
+    programs = declared_in(recorded(run, "solvers"))
+    return [
+        (
+            a.level_hash,
+            a.name,
+            AttemptSpec(
+                a.kind, a.heuristic, json.loads(lv.data), limits, program_for(programs, a.kind, a.heuristic)
+            ),
+        )
+        for a, lv in attempts_with_levels(session, run.id, list(hashes))
+    ]

@@ -32,10 +32,12 @@ from packsolve.db.runs import (
     create_run,
     finish_run_if_done,
     mark_sent,
+    mark_unsent,
+    pending_of,
     resolve_run,
 )
 from packsolve.db.session import redact, session_scope
-from packsolve.errors import OptionError, PlanError
+from packsolve.errors import BrokerError, OptionError, PlanError
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import Level
 from packsolve.localpool import Stopped, run_local
@@ -52,6 +54,7 @@ from packsolve.planning import (
     hardest_first,
     plan_levels,
     plan_run,
+    stored_specs,
 )
 from packsolve.queue.producer import check_broker, enqueue
 from packsolve.queue.programs import note_programs_run
@@ -102,6 +105,10 @@ class Sent:
     tasks: int
     chunk_size: int
     seconds: float
+
+
+class SendFailed(BrokerError):
+    """A submit (or resume) could not send every task: the run is kept, marked unsent."""
 
 
 class Interrupted(Exception):
@@ -296,19 +303,28 @@ def resume_local(engine: Engine, ref: str, jobs: int | None, argv: Sequence[str]
     return new, processes
 
 
-def resume_distributed(engine: Engine, app: Any, ref: str) -> int:
-    """Resume a distributed run: its queued attempts are resent by `packsolve scheduler`, not from here.
+def resume_distributed(engine: Engine, app: Any, ref: str, chunk_size: int = 0) -> Sent:
+    """Send again the queued attempts of a distributed run whose submit stopped before it had sent them all.
 
-    Raise PlanError saying so (the scheduler's requeue of lost tasks is what resumes a distributed run).
+    A run whose submit finished is resumed by `packsolve scheduler` (it resends
+    what the broker lost): PlanError says so. The broker is checked first.
     """
     with session_scope(engine) as session:
         run = resolve_run(session, ref)
-        run_id = run.id
-    raise PlanError(
-        f"run {run_id} is distributed: `packsolve scheduler` resends its queued attempts to the workers "
-        f"(run it, or `packsolve scheduler --once`); its cancelled levels run again with "
-        f"`packsolve rerun {run_id} --status cancelled`"
-    )
+        run_id, unsent = run.id, run.sent_at is None
+        hashes = [a.level_hash for a, _ in pending_of(session, run.id) if a.status == Status.QUEUED.value]
+        specs = stored_specs(session, run, hashes) if unsent else []
+        max_tries = run.max_tries or DEFAULT_MAX_TRIES
+    if not unsent:
+        raise PlanError(
+            f"run {run_id} was sent in full: `packsolve scheduler` resends what the broker or a worker "
+            f"lost (run it, or `packsolve scheduler --once`); its cancelled levels run again with "
+            f"`packsolve rerun {run_id} --status cancelled`"
+        )
+    check_broker(app)
+    # Some of these tasks may be in the broker already (sent before the submit stopped): a worker
+    # that meets an attempt twice runs it once, the second task finds it claimed or final.
+    return send(engine, app, NewRun(run_id, "distributed", specs, len(specs), 0, max_tries, []), chunk_size)
 
 
 def start_distributed(
@@ -329,9 +345,20 @@ def send(engine: Engine, app: Any, run: NewRun, chunk_size: int = 0) -> Sent:
         specs = hardest_first(session, run.id, run.specs)
         chunk_size = chunk_size or choose_chunk_size(session, specs)
     started = time.monotonic()
-    tasks = enqueue(app, run.id, specs, run.max_tries, chunk_size) if specs else 0
+    try:
+        tasks = enqueue(app, run.id, specs, run.max_tries, chunk_size) if specs else 0
+    except Exception as exc:
+        # The run stays, unsent: the scheduler leaves it alone, `runs` shows it, and the user
+        # resumes or deletes it. Never half-sent and silently run later.
+        why = "".join(redact(str(exc)).splitlines()[:1]) or type(exc).__name__
+        with session_scope(engine) as session:
+            mark_unsent(session, run.id, why)
+        raise SendFailed(
+            f"run {run.id} was not sent in full ({why}): it waits, unsent; once the broker is back, "
+            f"`packsolve resume {run.id}` sends it, or `packsolve runs delete {run.id}` removes it"
+        ) from None
     with session_scope(engine) as session:
-        mark_sent(session, run.id)  # the scheduler's grace for queued attempts counts from here
+        mark_sent(session, run.id)  # from here the scheduler looks after the run
     return Sent(tasks, chunk_size, time.monotonic() - started)
 
 

@@ -56,8 +56,12 @@ def start_worker(broker: str | None, concurrency: int | None, hostname: str | No
 
 @signals.worker_process_shutdown.connect
 def _flush_results(**_: Any) -> None:
-    """Write what this pool process still holds before it exits (warm shutdown, max-tasks-per-child)."""
+    """Write what this pool process still holds before it exits (warm shutdown, max-tasks-per-child).
+
+    Then end its lease, so the scheduler takes back at once anything it still held.
+    """
     consumer.flush_results()
+    consumer.retire_lease()
 
 
 @signals.worker_process_init.connect

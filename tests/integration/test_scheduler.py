@@ -13,7 +13,7 @@ import pytest
 import redis
 from sqlalchemy import select, update
 
-from packsolve.db.models import Attempt, Run, utcnow
+from packsolve.db.models import Attempt, Run, Worker, utcnow
 from packsolve.db.session import get_engine, session_scope
 from tests.support.chaos_pack import write_pack
 from tests.support.services import child_env, packsolve_cmd, run_cli, wait_for_run
@@ -201,44 +201,46 @@ def _queue_order(broker: str) -> list[int]:
     return out
 
 
-def test_attempts_claimed_together_with_an_overdue_one_are_requeued_with_it(tmp_path, broker, pg_url):
-    """A worker killed while holding a claimed group: its later deadlines need not be waited out."""
+def test_a_lapsed_lease_gives_back_all_its_holder_held_whatever_the_deadlines(tmp_path, broker, pg_url):
+    """Issue 18, defects 2 and 8: a dead worker's claims come back by its lease, not by their deadlines.
+
+    Its running attempts (one without any time limit, so without a deadline) and
+    the queued rest of its chunk are requeued on the first pass after its lease
+    lapsed; a live worker's claim is left alone even past its deadline.
+    """
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
-    run_id = submit(env, str(write_pack(tmp_path, 4, ms=20)), "--time-limit", "5")
+    run_id = submit(env, str(write_pack(tmp_path, 5, ms=20)), "--time-limit", "5")
     forget_queue(broker)
-    claimed = utcnow() - timedelta(seconds=30)
+    now = utcnow()
     rows = attempts(pg_url, run_id)
     with session_scope(get_engine(pg_url)) as session:
-        for k, a in enumerate(rows[:3]):  # one group: deadlines 1, 2 and 3 hard limits after the claim
+        session.add(Worker(name="dead@host/1", host="dead@host", lease_until=now - timedelta(seconds=1)))
+        session.add(Worker(name="alive@host/2", host="alive@host", lease_until=now + timedelta(seconds=60)))
+        for a, deadline in zip(rows[:2], [now + timedelta(hours=1), None], strict=True):
             session.execute(
                 update(Attempt)
                 .where(Attempt.id == a.id)
-                .values(
-                    status="running", tries=1, worker="dead@host", started_at=claimed,
-                    deadline=claimed + timedelta(seconds=25 * (k + 1)),
-                )
+                .values(status="running", tries=1, worker="dead@host", holder="dead@host/1", started_at=now,
+                        deadline=deadline)
             )  # fmt: skip
-        # Another worker's claim, on time: left alone.
+        session.execute(update(Attempt).where(Attempt.id == rows[2].id).values(holder="dead@host/1"))
         session.execute(
             update(Attempt)
-            .where(Attempt.id == rows[3].id)
-            .values(
-                status="running",
-                tries=1,
-                worker="alive@host",
-                started_at=claimed,
-                deadline=utcnow() + timedelta(seconds=60),
-            )
-        )
+            .where(Attempt.id.in_([rows[3].id, rows[4].id]))
+            .values(status="running", tries=1, worker="alive@host", holder="alive@host/2", started_at=now,
+                    deadline=now - timedelta(minutes=5))
+        )  # fmt: skip
     assert "requeued 3, lost 0" in reconcile_once(env, grace=2)
-    assert [a.status for a in attempts(pg_url, run_id)] == ["queued"] * 3 + ["running"]
+    after = attempts(pg_url, run_id)
+    assert [a.status for a in after] == ["queued"] * 3 + ["running"] * 2
+    assert [a.holder for a in after[:3]] == [None] * 3 and [a.requeues for a in after[:3]] == [1] * 3
 
 
 @pytest.mark.slow
 def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_default_grace(
     tmp_path, broker, sqlite_url
 ):
-    """After a Redis restart, `scheduler --once` repairs at once; only unsent rows wait out the grace."""
+    """After a Redis restart, `scheduler --once` repairs at once; a run never sent in full waits for the user."""
     from packsolve.db.runs import RunOptions, create_run
     from packsolve.planning import plan_run
 
@@ -257,7 +259,15 @@ def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_d
     assert {a.status for a in attempts(sqlite_url, unsent)} == {"queued"}
     assert all(a.requeues == 0 for a in attempts(sqlite_url, unsent))
     assert all(a.requeues == 1 for a in attempts(sqlite_url, sent))
-    assert "requeued 2," in reconcile_once(env, grace=0)  # once the grace is over, they go too
+    # Issue 18, defect 3: a run whose submit never finished sending is the user's to resume or
+    # delete; the scheduler never sends it (a slow submit would get its pack queued twice).
+    assert "requeued 0," in reconcile_once(env, grace=0)
+    assert run_cli("runs", env=env).stdout.count("sending") == 1
+    res = run_cli("resume", str(unsent), env=env)
+    assert res.returncode == 0 and "sent" in res.stderr, res.stderr
+    with session_scope(get_engine(sqlite_url)) as session:
+        assert session.get(Run, unsent).sent_at is not None
+    assert redis.Redis.from_url(broker).llen(queue_name()) >= 1  # its tasks went to the broker
 
 
 def test_a_result_still_in_a_workers_buffer_is_not_taken_for_a_lost_task(tmp_path, broker, sqlite_url):

@@ -252,6 +252,8 @@ def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: 
     Those are the levels a Ctrl-C, a `packsolve cancel` or a crash left
     without a result (cancelled before or while they ran, or still queued); the
     run keeps its heuristics and limits. Levels with a result are not run again.
+    A distributed run whose submit stopped before sending every task (the
+    broker went away) is sent again to the workers.
     """
     from packsolve import runs
     from packsolve.db.runs import resolve_run
@@ -266,7 +268,10 @@ def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: 
     if mode == "distributed":
         from packsolve.queue.app import make_app
 
-        runs.resume_distributed(engine, make_app(broker_url), run)
+        sent = runs.resume_distributed(engine, make_app(broker_url), run)
+        err_console.print(
+            f"run {run}: sent {sent.tasks} task(s) of its queued levels; the workers take it from here"
+        )
         return
     try:
         resumed, processes = runs.resume_local(engine, run, jobs, sys.argv[1:])

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from packsolve.cli.options import broker_option, database_option, err_console, handle_errors
+from packsolve.errors import BrokerError
 
 
 @click.command()
@@ -52,19 +53,25 @@ def worker(concurrency, hostname, loglevel, visibility_timeout, database_url, br
 @click.option("--interval", type=float, default=30.0, show_default=True, help="Seconds between passes.")
 @click.option(
     "--grace", type=float, default=60.0, show_default=True,
-    help="Seconds past an attempt's deadline (or since it was queued) before it is presumed lost.",
+    help="Seconds past its deadline before an attempt claimed by a worker without a lease (an older "
+    "version) is presumed lost; also the longest wait before an empty queue counts as lost tasks.",
 )  # fmt: skip
 @database_option
 @broker_option
 @handle_errors
 def scheduler(once: bool, interval: float, grace: float, database_url: str | None, broker_url: str | None):
-    """Reconcile distributed runs: requeue attempts whose task was lost, mark hopeless ones lost, finish runs.
+    """Reconcile distributed runs: requeue attempts whose worker or task was lost, finish runs.
 
-    An attempt is requeued when it is running past its deadline (start + hard
-    limit) plus --grace, or queued for longer than --grace with no task for it
-    in the broker (a broker restarted without persistence drops its queue).
-    Each requeue counts; past the run's --max-tries the attempt becomes `lost`
-    with the reason. Several schedulers may run at once.
+    Every worker process keeps a lease (PACKSOLVE_LEASE_TTL seconds, default
+    30, renewed every third of it). An attempt it claimed, or holds in its
+    chunk, is requeued once that lease has lapsed, whatever the time limit:
+    within the lease plus one --interval of the worker's death. Queued attempts
+    are sent again when the broker's queue is empty yet they were sent over
+    5 s ago and no live worker holds them (a broker restarted without
+    persistence, a purged queue). An attempt started --max-tries times becomes
+    `lost`; one of a cancelled run becomes `cancelled`. Runs whose submit has
+    not finished sending are left alone. Several schedulers may run at once.
+    With --once, a broker that cannot be asked is an error (exit 1).
     """
     from packsolve.db.session import get_engine, redact
     from packsolve.queue.app import make_app
@@ -81,10 +88,15 @@ def scheduler(once: bool, interval: float, grace: float, database_url: str | Non
         stamp = time.strftime("%H:%M:%S")
         if r.broker_error:
             err_console.print(
-                f"[yellow]{stamp} broker not inspected ({r.broker_error}); queued attempts left alone[/]"
+                f"[yellow]{stamp} broker not asked ({r.broker_error}); queued attempts left alone[/]"
             )
-        if r.requeued or r.lost or r.finished or once:
-            err_console.print(f"{stamp} requeued {r.requeued}, lost {r.lost}, runs finished {r.finished}")
+        if r.requeued or r.lost or r.cancelled or r.finished or r.forgotten or once:
+            extra = (f", cancelled {r.cancelled}" if r.cancelled else "") + (
+                f", unacked cleared {r.forgotten}" if r.forgotten else ""
+            )
+            err_console.print(
+                f"{stamp} requeued {r.requeued}, lost {r.lost}, runs finished {r.finished}{extra}"
+            )
 
     def failed(exc: BaseException) -> None:
         first = "".join(redact(str(getattr(exc, "orig", None) or exc)).splitlines()[:1])
@@ -92,9 +104,12 @@ def scheduler(once: bool, interval: float, grace: float, database_url: str | Non
         err_console.print(f"[yellow]{stamp} pass failed ({type(exc).__name__}: {first}); retrying[/]")
 
     try:
-        run_scheduler(engine, app, broker, grace, interval, once, report, failed)
+        result = run_scheduler(engine, app, broker, grace, interval, once, report, failed)
     except KeyboardInterrupt:
         sys.exit(130)
+    if once and result.broker_error:
+        # cron must see it: nothing that needs the broker was repaired.
+        raise BrokerError(f"the broker at {redact(broker)} could not be asked: {result.broker_error}")
 
 
 @click.group()

@@ -64,6 +64,10 @@ class Run(Base):
     options: Mapped[str] = mapped_column(Text, default="{}")  # JSON: the command line that made the run
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Distributed: when its submit finished sending every task (None while sending, or if it
+    # stopped: then send_error says why). The scheduler leaves a run alone until it is set.
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    send_error: Mapped[str | None] = mapped_column(Text)
 
 
 class Attempt(Base):
@@ -76,6 +80,7 @@ class Attempt(Base):
         Index("ix_attempts_level", "level_hash"),
         Index("ix_attempts_run_seq", "run_id", "seq"),
         Index("ix_attempts_status_deadline", "status", "deadline"),
+        Index("ix_attempts_holder", "holder"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -102,6 +107,22 @@ class Attempt(Base):
     # often the scheduler re-sent its task.
     deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # The worker process (workers.name) whose claim this is: a running attempt, or a queued one
+    # waiting in the chunk that process is working through. Its claim's fencing token is tries.
+    holder: Mapped[str | None] = mapped_column(String(255))
+
+
+class Worker(Base):
+    """A worker process that claims attempts, alive while its lease lies ahead (renewed every few seconds)."""
+
+    __tablename__ = "workers"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)  # hostname/pid
+    host: Mapped[str] = mapped_column(String(255))  # the Celery hostname (attempts.worker)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    renewed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    lease_until: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    offers: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")  # JSON: kind -> source
 
 
 class RunProgram(Base):

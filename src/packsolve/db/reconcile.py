@@ -1,10 +1,10 @@
-"""The scheduler's queries: find attempts that may have lost their task, take them back (guarded updates)."""
+"""The scheduler's queries: find attempts that lost their worker or their task, take them back."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import and_, or_, select, update
@@ -12,13 +12,14 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, Run, utcnow
 from packsolve.db.runs import finish_run_if_done
-from packsolve.db.tables import BATCH, rowcount
+from packsolve.db.tables import BATCH, PENDING_VALUES, rowcount
+from packsolve.db.workers import lapsed_holders
 from packsolve.outcome import Status
 
 
 @dataclass(frozen=True)
 class StaleAttempt:
-    """An attempt that may have lost its task, as read (the guarded update checks it is unchanged)."""
+    """An attempt that lost its task or its worker, as read (the guarded update checks it is unchanged)."""
 
     id: int
     run_id: int
@@ -28,79 +29,70 @@ class StaleAttempt:
     requeues: int
     worker: str | None
     max_tries: int | None
+    run_state: str
 
 
 @dataclass(frozen=True)
 class Taken:
-    """A stale attempt this scheduler took: requeue it, or it was marked lost."""
+    """A stale attempt this scheduler took: requeue it, or it was marked lost (or cancelled: its run was)."""
 
     run_id: int
     level_hash: str
     lost: bool
+    cancelled: bool = False
+
+
+_COLUMNS = (
+    Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries,
+    Attempt.requeues, Attempt.worker, Run.max_tries, Run.state,
+)  # fmt: skip
 
 
 def stale_attempts(
-    session: Session, cutoff: datetime, sent_cutoff: datetime | None = None
+    session: Session, now: datetime, cutoff: datetime, orphans_sent_before: datetime | None = None
 ) -> list[StaleAttempt]:
-    """Return attempts of unfinished distributed runs that may have lost their task; empty if none.
+    """Return attempts of sent, unfinished distributed runs that lost their worker or their task.
 
-    cutoff is now minus the grace: a running attempt whose deadline is older, or a
-    queued one never marked sent in a run created before it (its submit died), is a
-    candidate. A queued attempt marked sent (queued_at) before sent_cutoff (default
-    cutoff) is one too: its task must be in the broker, which decides.
+    From the database alone, every pass: an attempt running, or queued in a chunk
+    a worker process holds, whose holder's lease ended before now (whatever its
+    time limit); one running with no holder (claimed by a worker of an earlier
+    version) whose deadline is before cutoff. With orphans_sent_before (the
+    caller saw the broker's queue empty): also the queued attempts sent before it
+    that no live worker holds, whose task the broker no longer has. What this
+    reads grows with what went wrong, not with the queue: the first two use the
+    holder and status indexes, and the third runs only when the queue is empty.
     """
-    sent_cutoff = cutoff if sent_cutoff is None else sent_cutoff
+    lapsed = Attempt.holder.in_(lapsed_holders(now))
+    running = Attempt.status == Status.RUNNING.value
     queued = Attempt.status == Status.QUEUED.value
+    conditions = [
+        and_(Attempt.status.in_(PENDING_VALUES), lapsed),
+        and_(running, Attempt.holder.is_(None), Attempt.deadline < cutoff),
+    ]
+    if orphans_sent_before is not None:
+        conditions.append(
+            and_(queued, Attempt.queued_at < orphans_sent_before, or_(Attempt.holder.is_(None), lapsed))
+        )
     rows = session.execute(
-        select(
-            Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries,
-            Attempt.requeues, Attempt.worker, Run.max_tries,
-        )
+        select(*_COLUMNS)
         .join(Run, Run.id == Attempt.run_id)
-        .where(Run.finished_at.is_(None), Run.mode == "distributed")
-        .where(
-            or_(
-                and_(Attempt.status == Status.RUNNING.value, Attempt.deadline < cutoff),
-                and_(queued, Attempt.queued_at < sent_cutoff),
-                and_(queued, Attempt.queued_at.is_(None), Run.created_at < cutoff),
-            )
-        )
+        .where(Run.finished_at.is_(None), Run.mode == "distributed", Run.sent_at.is_not(None))
+        .where(or_(*conditions))
         .order_by(Attempt.run_id, Attempt.seq)
-    )  # fmt: skip
-    stale = [StaleAttempt(*row) for row in rows]
-    # Attempts claimed together (one worker, one claim time) die together: once the first of
-    # a group is overdue, the rest (whose deadlines lie further out) go with it.
-    overdue = {(c.run_id, c.worker) for c in stale if c.status == Status.RUNNING.value}
-    if overdue:
-        starts = session.execute(
-            select(Attempt.run_id, Attempt.worker, Attempt.started_at)
-            .where(Attempt.status == Status.RUNNING.value, Attempt.deadline < cutoff)
-            .where(Attempt.run_id.in_(sorted({r for r, _ in overdue})))
-            .distinct()
-        ).all()
-        seen = {c.id for c in stale}
-        for run_id, worker, started_at in starts:
-            rows = session.execute(
-                select(
-                    Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries,
-                    Attempt.requeues, Attempt.worker, Run.max_tries,
-                )
-                .join(Run, Run.id == Attempt.run_id)
-                .where(Attempt.run_id == run_id, Attempt.worker == worker, Attempt.started_at == started_at)
-                .where(Attempt.status == Status.RUNNING.value)
-            )  # fmt: skip
-            stale.extend(StaleAttempt(*row) for row in rows if row[0] not in seen)
-            seen.update(row.id for row in stale)
-    return stale
+    )
+    return [StaleAttempt(*row) for row in rows]
 
 
 def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max_tries: int) -> list[Taken]:
-    """Requeue each candidate (queued again, requeues + 1) or, past the cap, mark it lost; return those taken.
+    """Requeue each candidate (queued again, requeues + 1) or mark it lost or cancelled; return those taken.
 
-    Each update only applies if the row is still as read, so of two schedulers
-    only one takes an attempt; a worker that reported meanwhile wins too. On
-    PostgreSQL rows another scheduler holds are skipped (FOR UPDATE SKIP LOCKED)
-    instead of waited for. A candidate not taken is left out of the list.
+    An attempt started max_tries times is lost; one that never started is never
+    lost for the broker's sake (a restarted broker costs a requeue, not a try).
+    An attempt of a cancelled run is cancelled, not run again. Each update only
+    applies if the row is still as read, so of two schedulers only one takes an
+    attempt; a worker that reported meanwhile wins too. On PostgreSQL rows
+    another scheduler holds are skipped (FOR UPDATE SKIP LOCKED) instead of
+    waited for. A candidate not taken is left out of the list.
     """
     if not candidates:
         return []
@@ -120,9 +112,19 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
     taken: list[Taken] = []
     for c in candidates:
         cap = c.max_tries or default_max_tries
-        lost = c.tries >= cap or c.requeues >= cap
-        if lost:
-            values: dict[str, Any] = {
+        cancelled = c.run_state == "cancelled"
+        lost = not cancelled and c.tries >= cap
+        values: dict[str, Any]
+        if cancelled:
+            message = "cancelled by the user; its worker was lost before it reported"
+            values = {
+                "status": Status.CANCELLED.value,
+                "finished_at": now,
+                "deadline": None,
+                "message": message,
+            }
+        elif lost:
+            values = {
                 "status": Status.LOST.value,
                 "finished_at": now,
                 "deadline": None,
@@ -133,6 +135,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
                 "status": Status.QUEUED.value,
                 "queued_at": now,
                 "deadline": None,
+                "holder": None,
                 "requeues": c.requeues + 1,
             }
         res = session.execute(
@@ -142,22 +145,17 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
             .values(**values)
         )
         if rowcount(res):
-            taken.append(Taken(c.run_id, c.level_hash, lost))
-    for run_id in {t.run_id for t in taken if t.lost}:
+            taken.append(Taken(c.run_id, c.level_hash, lost, cancelled))
+    for run_id in {t.run_id for t in taken if t.lost or t.cancelled}:
         finish_run_if_done(session, run_id)
     return taken
 
 
 def _lost_reason(c: StaleAttempt, cap: int) -> str:
-    """Return the message stored on an attempt marked lost: which cap it reached, and the likely cause."""
-    if c.tries >= cap:
-        return (
-            f"attempt lost: started {c.tries} times (cap {cap}) and never reported back; the last worker "
-            f"({c.worker or 'unknown'}) died, was killed or lost its connection while running it"
-        )
+    """Return the message stored on an attempt marked lost: the cap it reached, and the likely cause."""
     return (
-        f"attempt lost: its task vanished from the broker {c.requeues} times (cap {cap}) before a worker "
-        "took it (broker restarted without persistence?)"
+        f"attempt lost: started {c.tries} times (cap {cap}) and never reported back; the last worker "
+        f"({c.worker or 'unknown'}) died, was killed or lost its connection while running it"
     )
 
 
@@ -178,3 +176,34 @@ def attempts_with_levels(
         out.extend((a, lv) for a, lv in rows)
     out.sort(key=lambda pair: pair[0].seq)
     return out
+
+
+def settled_messages(session: Session, messages: Sequence[Any]) -> list[str]:
+    """Return the tags of unacknowledged tasks (brokerscan.Unacked) whose work is done or sent again.
+
+    A task is settled once each of its attempts is final, or was queued again
+    after the task was delivered (a newer task carries it): redelivering it
+    would only be skipped, so it can go.
+    """
+    pairs = {a for m in messages for a in m.attempts}
+    state: dict[tuple[int, str], tuple[str, datetime | None]] = {}
+    for run_id in sorted({r for r, _ in pairs}):
+        hashes = sorted(h for r, h in pairs if r == run_id)
+        for i in range(0, len(hashes), BATCH):
+            rows = session.execute(
+                select(Attempt.level_hash, Attempt.status, Attempt.queued_at).where(
+                    Attempt.run_id == run_id, Attempt.level_hash.in_(hashes[i : i + BATCH])
+                )
+            )
+            state.update({(run_id, h): (st, q) for h, st, q in rows})
+
+    def settled(pair: tuple[int, str], delivered: float | None) -> bool:
+        status, queued_at = state.get(pair, (Status.LOST.value, None))  # a deleted run's task can go too
+        if status not in PENDING_VALUES:
+            return True
+        if queued_at is None or delivered is None:
+            return False
+        queued = queued_at if queued_at.tzinfo is not None else queued_at.replace(tzinfo=UTC)
+        return queued.timestamp() > delivered
+
+    return [m.tag for m in messages if m.attempts and all(settled(a, m.delivered) for a in m.attempts)]

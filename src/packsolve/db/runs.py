@@ -149,12 +149,19 @@ def _insert(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
 
 
 def mark_sent(session: Session, run_id: int) -> None:
-    """Stamp the run's queued attempts as sent now: the scheduler's grace for queued ones counts from here."""
+    """Stamp the run sent in full, and its queued attempts as sent now: the scheduler's watch starts here."""
+    now = utcnow()
     session.execute(
         update(Attempt)
         .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED.value)
-        .values(queued_at=utcnow())
+        .values(queued_at=now)
     )
+    session.execute(update(Run).where(Run.id == run_id).values(sent_at=now, send_error=None))
+
+
+def mark_unsent(session: Session, run_id: int, why: str) -> None:
+    """Record that the run's submit stopped before sending every task, and why (shown by `runs`)."""
+    session.execute(update(Run).where(Run.id == run_id).values(sent_at=None, send_error=why))
 
 
 # --- reading a run back -----------------------------------------------------------------------

@@ -1,114 +1,108 @@
-"""Which (run, level) attempts still have a live task in the Redis broker: the reconcile's eyes.
+"""What the reconcile asks a broker: how many tasks wait (a hint), and Redis's unacknowledged leftovers.
 
-Kombu's Redis transport keeps ready messages in a list named after the queue
-(plus one list per priority step) and delivered-but-unacknowledged ones in the
-``unacked`` hash, stamped in the ``unacked_index`` sorted set. A ready message
-is live; an unacknowledged one is live until its worker should have finished
-it (delivery + the hard limit of each attempt it carries + grace).
+The database decides what was sent and who holds it (db.reconcile); from the
+broker the scheduler only needs to know whether any task still waits in the
+queue. That is one passive queue declaration, the same for Redis and RabbitMQ,
+and costs the same with ten tasks queued or a million.
+
+Kombu's Redis transport keeps delivered-but-unacknowledged messages in the
+``unacked`` hash, stamped in the ``unacked_index`` sorted set, and puts them
+back in the queue only after the visibility timeout (12 hours). A killed
+worker's messages would sit there that long: once their attempts are final or
+were sent again, the scheduler deletes them (forget_unacked).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from packsolve.errors import BrokerError
 from packsolve.queue.protocol import decode_message
 
-# Kombu's names (kombu.transport.redis.Channel): the priority separator and the unacked keys.
-PRIORITY_SEP = "\x06\x16"
-PRIORITY_STEPS = (0, 3, 6, 9)
+# Kombu's names (kombu.transport.redis.Channel) for the unacknowledged messages.
 UNACKED = "unacked"
 UNACKED_INDEX = "unacked_index"
 _PAGE = 1000
 
 
 class BrokerUnreadable(BrokerError):
-    """The broker is not a Redis we can inspect (or cannot be reached); nothing can be presumed lost."""
+    """The broker cannot be asked (unreachable, or refused the question); nothing can be presumed lost."""
+
+
+def queue_depth(app: Any) -> int:
+    """Return how many tasks wait in the app's queue (0 if the broker has no such queue yet)."""
+    from amqp.exceptions import NotFound
+    from kombu.exceptions import ChannelError
+
+    queue = app.conf.task_default_queue
+    try:
+        with app.connection_for_read() as conn:
+            conn.ensure_connection(max_retries=2, interval_start=0.2, interval_step=0.5)
+            channel = conn.channel()
+            try:
+                return int(channel.queue_declare(queue=queue, passive=True).message_count)
+            except (NotFound, ChannelError):
+                return 0  # never declared, or Redis keeps no key for an empty queue
+            finally:
+                # A channel the broker closed on NotFound is gone already.
+                with contextlib.suppress(Exception):
+                    channel.close()
+    except BrokerError:
+        raise
+    except Exception as exc:
+        raise BrokerUnreadable(f"cannot ask the broker how many tasks wait: {exc}") from exc
 
 
 @dataclass(frozen=True)
-class Message:
-    """One of our tasks in the broker: the attempts it carries, and until when it can be live."""
+class Unacked:
+    """One of our tasks delivered by Redis and not acknowledged: its attempts, and when it was delivered."""
 
+    tag: str
     attempts: tuple[tuple[int, str], ...]
-    ready: bool  # still waiting in the queue (else delivered to a worker, not yet acknowledged)
-    expires: float | None  # unacknowledged: delivery + its attempts' hard limits + grace (epoch s)
+    delivered: float | None  # epoch seconds
 
 
-def broker_messages(broker: str, queue: str, grace_s: float) -> list[Message]:
-    """Return every task of ours in the broker (queued or unacknowledged); raise BrokerUnreadable."""
+def unacked_messages(broker: str) -> list[Unacked]:
+    """Return our tasks in a Redis broker's unacknowledged set ([] for other brokers).
+
+    Raise BrokerUnreadable if Redis cannot be read.
+    """
+    if not broker.startswith(("redis://", "rediss://", "unix://")):
+        return []
     import redis
 
-    if not broker.startswith(("redis://", "rediss://", "unix://")):
-        raise BrokerUnreadable(f"cannot inspect a {broker.split(':', 1)[0]} broker")
     try:
         client = redis.Redis.from_url(broker, socket_timeout=30, socket_connect_timeout=10)
-        out: list[Message] = []
-        for key in [queue] + [f"{queue}{PRIORITY_SEP}{p}" for p in PRIORITY_STEPS[1:]]:
-            for raw in _list_items(client, key):
-                items = _attempts_with_limits(raw)
-                if items:
-                    out.append(Message(tuple(pair for pair, _ in items), True, None))
+        out: list[Unacked] = []
         for tag, value in client.hscan_iter(UNACKED, count=_PAGE):
             try:
-                raw = json.loads(value)[0]
+                task = decode_message(json.loads(value)[0])
             except (ValueError, TypeError, IndexError, KeyError):
                 continue
-            items = _attempts_with_limits(raw)
-            if not items:
+            if task is None:
                 continue
-            delivered = client.zscore(UNACKED_INDEX, tag)
-            total = items[-1][1]
-            expires = None if delivered is None or total is None else delivered + total + grace_s
-            out.append(Message(tuple(pair for pair, _ in items), False, expires))
+            attempts = tuple((task.run_id, level_hash) for level_hash, _ in task.items)
+            out.append(Unacked(tag.decode(), attempts, client.zscore(UNACKED_INDEX, tag)))
         return out
     except redis.RedisError as exc:
-        raise BrokerUnreadable(f"cannot read the broker: {exc}") from exc
+        raise BrokerUnreadable(f"cannot read the broker's unacknowledged tasks: {exc}") from exc
 
 
-def live_attempts(messages: list[Message], presumed_dead: set[tuple[int, str]]) -> set[tuple[int, str]]:
-    """Return the attempts some live task still carries.
+def forget_unacked(broker: str, tags: list[str]) -> int:
+    """Delete these unacknowledged tasks from a Redis broker (never redelivered); return how many."""
+    if not tags:
+        return 0
+    import redis
 
-    A queued task is live. A delivered one is live until it expires, unless one
-    of its attempts is presumed dead (running past its deadline): then the
-    worker holding it is gone, and so is the rest of its chunk.
-    """
-    now = time.time()
-    live: set[tuple[int, str]] = set()
-    for m in messages:
-        if m.ready or (
-            (m.expires is None or m.expires > now) and not any(a in presumed_dead for a in m.attempts)
-        ):
-            live.update(m.attempts)
-    return live
-
-
-def _list_items(client: Any, key: str) -> Iterator[Any]:
-    start = 0
-    while True:
-        page = client.lrange(key, start, start + _PAGE - 1)
-        if not page:
-            return
-        yield from page
-        start += len(page)
-
-
-def _attempts_with_limits(raw: Any) -> list[tuple[tuple[int, str], float | None]]:
-    """Return ((run, level), cumulative hard seconds up to and including that item) for a message.
-
-    A message that is not one of our JSON tasks (a pickle someone slipped in) yields nothing.
-    """
-    task = decode_message(raw)
-    if task is None:
-        return []
-    out: list[tuple[tuple[int, str], float | None]] = []
-    total: float | None = 0.0
-    for level_hash, spec in task.items:
-        hard = spec.limits.hard_time()
-        total = None if total is None or hard is None else total + hard
-        out.append(((task.run_id, level_hash), total))
-    return out
+    try:
+        client = redis.Redis.from_url(broker, socket_timeout=30, socket_connect_timeout=10)
+        with client.pipeline() as pipe:
+            pipe.hdel(UNACKED, *tags)
+            pipe.zrem(UNACKED_INDEX, *tags)
+            removed, _ = pipe.execute()
+        return int(removed)
+    except redis.RedisError as exc:
+        raise BrokerUnreadable(f"cannot clear the broker's unacknowledged tasks: {exc}") from exc

@@ -13,28 +13,29 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from packsolve.db.attempts import Result, claim_many, record
+from packsolve.db.attempts import Result, claim_many, hold, record, stale_of
 from packsolve.db.models import utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
 from packsolve.errors import UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, execute_attempts, execute_claimed, solution_length
 from packsolve.execution.programs import ProgramMissing, resolve
-from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.outcome import Outcome, Status
 from packsolve.puzzles import get_kind
+from packsolve.queue.lease import Lease
 from packsolve.queue.programs import note_programs_run
-from packsolve.queue.protocol import Task
+from packsolve.queue.protocol import DB_PATIENCE_S, Task
 
 # A database write that fails on a dropped connection (server restart, pg_terminate_backend,
 # SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
-DB_RETRY_S = 120.0
+DB_RETRY_S = DB_PATIENCE_S
 # Results are written in batches at least this often: a worker killed loses at most this much
 # finished work (plus the attempt it was running); one write per attempt would cost more than a
 # tiny attempt itself.
@@ -49,8 +50,9 @@ GROUP_S = 0.5
 # worker died), so that its try is counted before it can kill another.
 TINY_S = 0.05
 MAX_GROUP = 200
-# What an attempt becomes if Celery's soft limit fires (only if the runner's own hard kill failed).
-SOFT_LIMIT_TIMEOUT = Outcome(Status.TIMEOUT, stats=SearchStats(), message="Celery soft time limit exceeded")
+# A timeout that a freeze of this process overlapped is run again (the frozen stretch was not the
+# solver's time), at most this many times.
+FROZEN_RERUNS = 2
 
 log = logging.getLogger("packsolve.worker")
 T = TypeVar("T")
@@ -122,11 +124,13 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
     """
     engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
     claims = _claims(engine)
+    lease = _lease(engine, hostname)
     run_id = task.run_id
     max_tries = task.max_tries
     items = list(task.items)
     buffer = _results(engine)
     note_programs_run(engine, run_id, hostname, [spec for _, spec in items], with_db_retry)  # provenance
+    tokens: dict[str, int] = {}
     pos = 0
     group_size = 1
     while pos < len(items):
@@ -134,13 +138,24 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
         pos += len(group)
         hashes = [h for h, _ in group]
         hard = group[0][1].limits.hard_time()
+        # The first claim of a chunk also holds the rest of it for this process (see db.attempts.hold).
+        waiting = [h for h, _ in items[pos:]] if len(group) == pos else []
 
-        def claim_group(connection: Any, hashes: list[str] = hashes, hard: float | None = hard) -> dict:
-            return claim_many(connection, run_id, hashes, hostname, max_tries, hard)
+        def claim_group(
+            connection: Any,
+            hashes: list[str] = hashes,
+            hard: float | None = hard,
+            waiting: list[str] = waiting,
+        ) -> dict:
+            verdicts = claim_many(connection, run_id, hashes, hostname, max_tries, hard, lease.name, tokens)
+            if waiting:
+                hold(connection, run_id, waiting, lease.name)
+            return verdicts
 
         started = time.monotonic()
         done: Iterable[tuple[tuple[str, AttemptSpec], Outcome, bool]]
-        if len(group) == 1 and _PACE.get((group[0][1].kind, group[0][1].heuristic), 1e9) < TINY_S:
+        tiny = _PACE.get((group[0][1].kind, group[0][1].heuristic), 1e9) < TINY_S
+        if len(group) == 1 and not waiting and tiny:
             claim = functools.partial(with_db_retry, claims, claim_group)
             done = _run_overlapped(run_id, group[0], claim, 0.0 if redelivered else TINY_S)
         else:
@@ -155,13 +170,18 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
                 for item, outcome in zip(runnable, _outcomes([spec for _, spec in runnable]), strict=True)
             )
         count = 0
+        since = started
         for (h, spec), outcome, claimed in done:
             count += 1
+            now = time.monotonic()
+            outcome = _without_freezes(lease, spec, outcome, since, now)
+            since = time.monotonic()
             _PACE[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
             finished = utcnow()
             length = solution_length(spec.kind, outcome)
             began = finished - timedelta(seconds=outcome.stats.wall_s)
-            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed))
+            token = tokens.get(h) if claimed else None
+            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed, token))
             if outcome.stats.wall_s >= FLUSH_EVERY_S:
                 buffer.flush()  # batching pays for tiny attempts only; a long one's result goes now
         if count:
@@ -170,6 +190,48 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
             # The first attempt alone sets the pace; a slow one met later only delays claimed
             # attempts, whose deadlines are staggered for exactly that.
             group_size = max(1, min(MAX_GROUP, fits))
+
+
+def _without_freezes(lease: Lease, spec: AttemptSpec, outcome: Outcome, start: float, end: float) -> Outcome:
+    """Return the outcome with the time this process spent frozen while it ran taken out.
+
+    A timeout that a freeze overlapped is run again (up to FROZEN_RERUNS times):
+    the solver did not have its time. Any other outcome keeps its verdict, and its
+    wall time loses the frozen stretch.
+    """
+    for _ in range(FROZEN_RERUNS):
+        frozen = lease.frozen_during(start, end)
+        if frozen <= 0:
+            return outcome
+        if outcome.status is not Status.TIMEOUT:
+            wall = max(0.0, outcome.stats.wall_s - frozen)
+            return replace(outcome, stats=replace(outcome.stats, wall_s=wall))
+        log.warning("%s attempt timed out after this process was frozen %.1f s: run again", spec.kind, frozen)
+        start = time.monotonic()
+        outcome = next(iter(execute_attempts([spec])))
+        end = time.monotonic()
+    return outcome
+
+
+def _lease(engine: Any, hostname: str) -> Lease:
+    """Return this process's lease for engine, taking it (and starting its renewals) the first time."""
+    found = _LEASES.get(os.getpid())
+    if found is None or found.engine is not engine:
+        if found is not None:
+            found.retire()
+        found = _LEASES[os.getpid()] = Lease(engine, hostname, with_db_retry)
+        found.start()
+    return found
+
+
+_LEASES: dict[int, Lease] = {}
+
+
+def retire_lease() -> None:
+    """End this pool process's lease (before it exits), so what it held is taken back at once."""
+    lease = _LEASES.pop(os.getpid(), None)
+    if lease is not None:
+        lease.retire()
 
 
 # The wall time of this process's last attempt of each (kind, heuristic).
@@ -190,12 +252,7 @@ def _run_overlapped(
         verdicts.update(claim())
         return verdicts[level_hash] == "run"
 
-    try:
-        outcome = execute_claimed(spec, claimed, claim_after)
-    except SoftTimeLimitExceeded:
-        if verdicts.get(level_hash) != "run":
-            raise
-        outcome = SOFT_LIMIT_TIMEOUT
+    outcome = execute_claimed(spec, claimed, claim_after)
     if outcome is None:
         log.info("run %s level %s: %s", run_id, level_hash[:12], verdicts[level_hash])
         return []
@@ -299,7 +356,13 @@ class ResultBuffer:
 
 
 def _record(connection: Connection, results: list[Result]) -> int:
-    return record(connection, results, finish=False)
+    written = record(connection, results, finish=False)
+    if written < len(results):
+        # Fencing at work: a result whose claim was taken back (this process was frozen or cut
+        # off past its lease) is refused; the attempt's current holder reports it.
+        for r, why in stale_of(connection, results):
+            log.warning("stale result refused: run %s level %s: %s", r.run_id, r.level_hash[:12], why)
+    return written
 
 
 def _finish_run(connection: Connection, run_id: int) -> bool:
@@ -328,18 +391,8 @@ def flush_results() -> None:
 
 
 def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:
-    """Yield execute_attempts' outcomes; a Celery soft limit ends the current one as a timeout only."""
-    pos = 0
-    while pos < len(specs):
-        try:
-            for outcome in execute_attempts(specs[pos:]):
-                pos += 1
-                yield outcome
-        except SoftTimeLimitExceeded:
-            # Only reached if the runner's own hard kill failed; the child is killed in its finally.
-            # Recorded as the timeout it is, then the chunk goes on: never swallowed into an error.
-            pos += 1
-            yield SOFT_LIMIT_TIMEOUT
+    """Yield execute_attempts' outcomes, one per spec in order."""
+    yield from execute_attempts(specs)
 
 
 def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:

@@ -28,9 +28,13 @@ DEFAULT_MAX_TRIES = 5
 # Redis redelivers an unacknowledged task after this many seconds; it must exceed the longest
 # task (hard limit + time spent reserved). Runs with longer limits are refused at submit.
 DEFAULT_VISIBILITY_TIMEOUT = 12 * 3600
-# Celery's own limits sit above our hard kill of the solver child, so they only fire if that fails.
-CELERY_SOFT_MARGIN_S = 30
+# Celery's hard limit sits above our hard kill of the solver child, so it only fires if that fails
+# (a pool process stuck outside any solver). It also leaves room for the worker's two waits on the
+# database (its claim and its result write, each retried for up to DB_PATIENCE_S): waiting for
+# the database is not solving. Celery's soft limit is not used: raised inside a database retry
+# or a result write, it cut them short and lost finished results.
 CELERY_HARD_MARGIN_S = 60
+DB_PATIENCE_S = 120.0
 
 
 def queue_name() -> str:
@@ -64,11 +68,14 @@ def visibility_timeout() -> int:
 
 
 def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, float | None]:
-    """Return Celery's (soft, hard) time limits for a task of this many attempts under limits."""
+    """Return Celery's (soft, hard) time limits for a task of this many attempts under limits.
+
+    soft is always None (see CELERY_HARD_MARGIN_S); hard is None without a time limit.
+    """
     hard = limits.hard_time()
     if hard is None:
         return None, None
-    return hard * attempts + CELERY_SOFT_MARGIN_S, hard * attempts + CELERY_HARD_MARGIN_S
+    return None, hard * attempts + CELERY_HARD_MARGIN_S + 2 * DB_PATIENCE_S
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def run_rows(session: Session, limit: int | None = 20, now: datetime | None = No
             {
                 "run": run.id,
                 "label": run.label,
-                "state": run.state if run.finished_at is None or run.state == "cancelled" else "finished",
+                "state": _state(run),
                 "mode": run.mode,
                 "parent": run.parent_id,
                 "packs": _packs(run),
@@ -96,7 +96,7 @@ def render_runs(rows: list[dict[str, Any]], where: str) -> Any:
         t.add_column(name, justify="right" if right else "left", overflow="fold", no_wrap=fixed,
                      ratio=None if fixed or "\n" in name else 1)  # fmt: skip
     for r in rows:
-        state_style = {"finished": "green", "cancelled": "yellow"}.get(r["state"], "cyan")
+        state_style = _STYLES.get(r["state"], "cyan")
         packs = ", ".join(short_name(p, 24) for p in r["packs"]) or "—"
         took = duration(r["duration_s"]) + ("" if r["finished_at"] else "…")
         created = (r["created_at"] or "")[:16].replace("T", "\n")
@@ -106,3 +106,19 @@ def render_runs(rows: list[dict[str, Any]], where: str) -> Any:
             f"{r['solved']}/{r['total']}", created, took,
         )  # fmt: skip
     return t
+
+
+_STYLES = {"finished": "green", "cancelled": "yellow", "unsent": "red", "sending": "yellow"}
+
+
+def _state(run: Any) -> str:
+    """Return the state `runs` shows.
+
+    A distributed run not sent in full is `unsent` (its submit failed: resume or
+    delete it) or `sending` (its submit is at work, or was killed).
+    """
+    if run.finished_at is not None and run.state != "cancelled":
+        return "finished"
+    if run.mode == "distributed" and run.sent_at is None and run.state == "running":
+        return "unsent" if run.send_error else "sending"
+    return str(run.state)

@@ -1,0 +1,121 @@
+"""Worker leases: each worker process that claims attempts keeps a row alive by renewing it.
+
+A claim names its holder (attempts.holder = workers.name) and carries a fencing
+token (the attempt's try count after the claim). While the holder's lease lies
+ahead, its claims are its own; once the lease has lapsed, the scheduler takes
+them back (requeue) whatever their time limit, and a result written later with
+the old token is refused (db.attempts.record).
+
+Time is the database server's where it has one (PostgreSQL: leases written by
+worker machines with skewed clocks still compare right); SQLite serves one
+machine, whose clock it uses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, delete, exists, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, Worker, utcnow
+from packsolve.db.tables import PENDING_VALUES, rowcount
+
+WORKERS = cast(Table, Worker.__table__)
+# A lease lapsed this long ago whose holder holds nothing pending is forgotten.
+FORGET_AFTER = timedelta(days=1)
+
+
+def db_now(db: Session | Connection) -> datetime:
+    """Return the database server's current time (UTC, aware); this machine's clock on SQLite."""
+    dialect = db.get_bind().dialect if isinstance(db, Session) else db.dialect
+    if dialect.name == "postgresql":
+        return cast(datetime, db.execute(select(func.now())).scalar_one())
+    return utcnow()
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """What renewing a lease found: when it now ends, and how long it had lapsed (0: it had not)."""
+
+    until: datetime
+    lapsed_s: float
+
+
+def renew(connection: Connection, name: str, host: str, ttl_s: float, offers: dict[str, Any]) -> Renewal:
+    """Extend name's lease to ttl_s from now (creating it); say whether it had lapsed meanwhile."""
+    now = db_now(connection)
+    until = now + timedelta(seconds=ttl_s)
+    before = connection.execute(select(WORKERS.c.lease_until).where(WORKERS.c.name == name)).scalar()
+    if before is None:
+        connection.execute(
+            insert(WORKERS).values(
+                name=name, host=host, started_at=now, renewed_at=now, lease_until=until,
+                offers=json.dumps(offers, sort_keys=True),
+            )
+        )  # fmt: skip
+        return Renewal(until, 0.0)
+    connection.execute(
+        update(WORKERS).where(WORKERS.c.name == name).values(renewed_at=now, lease_until=until)
+    )
+    before = _aware(before)
+    return Renewal(until, max(0.0, (now - before).total_seconds()))
+
+
+def retire(connection: Connection, name: str) -> None:
+    """End name's lease now (a clean exit): what it still holds is taken back on the next pass."""
+    connection.execute(update(WORKERS).where(WORKERS.c.name == name).values(lease_until=db_now(connection)))
+
+
+def lapsed_holders(now: datetime) -> Any:
+    """Return a SELECT of the names whose lease ended before now (to use in an IN clause)."""
+    return select(WORKERS.c.name).where(WORKERS.c.lease_until < now)
+
+
+@dataclass(frozen=True)
+class LiveWorker:
+    """A worker process whose lease lies ahead."""
+
+    name: str
+    host: str
+    renewed_at: datetime
+    offers: dict[str, Any]
+
+
+def live_workers(session: Session, now: datetime | None = None) -> list[LiveWorker]:
+    """Return the worker processes whose lease lies ahead, by name."""
+    now = db_now(session) if now is None else now
+    rows = session.execute(
+        select(WORKERS.c.name, WORKERS.c.host, WORKERS.c.renewed_at, WORKERS.c.offers)
+        .where(WORKERS.c.lease_until >= now)
+        .order_by(WORKERS.c.name)
+    )
+    return [LiveWorker(n, h, _aware(r), json.loads(o or "{}")) for n, h, r, o in rows]
+
+
+def held_by_lapsed(session: Session, run_id: int, now: datetime | None = None) -> int:
+    """Return how many of the run's attempts are running under a holder whose lease has lapsed."""
+    now = db_now(session) if now is None else now
+    return int(
+        session.execute(
+            select(func.count())
+            .select_from(Attempt)
+            .where(Attempt.run_id == run_id, Attempt.status == "running")
+            .where(Attempt.holder.in_(lapsed_holders(now)))
+        ).scalar_one()
+    )
+
+
+def forget_old(session: Session, now: datetime) -> int:
+    """Delete leases lapsed over FORGET_AFTER ago whose holder holds nothing pending; return how many."""
+    holds = exists().where(Attempt.holder == WORKERS.c.name, Attempt.status.in_(PENDING_VALUES))
+    res = session.execute(delete(WORKERS).where(WORKERS.c.lease_until < now - FORGET_AFTER, ~holds))
+    return rowcount(res)
+
+
+def _aware(value: datetime) -> datetime:
+    """Return value with UTC attached if the database gave it naive (SQLite)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

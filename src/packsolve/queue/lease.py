@@ -1,0 +1,109 @@
+"""A worker process's lease, renewed by a thread that also notices when the process was frozen.
+
+The lease (db.workers) says the process is alive: while it lies ahead, the
+attempts it claimed are its own. A thread renews it every third of its time to
+live. The same thread ticks every TICK_S; a tick that comes FROZEN_GAP_S late
+means the whole process was stopped (SIGSTOP, a suspended VM, a machine
+swapping to death): that stretch is not the solver's time, and an attempt that
+ran over it is measured without it (frozen_during).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from packsolve.db import workers
+
+# Seconds a lease lasts unless renewed (PACKSOLVE_LEASE_TTL): a dead worker's claims are taken
+# back within this plus one scheduler interval.
+DEFAULT_TTL_S = 30.0
+TICK_S = 0.25
+# A tick this late means the process did not run at all meanwhile: a thread waiting on a timer
+# is woken within milliseconds even on a loaded machine.
+FROZEN_GAP_S = 2.0
+
+log = logging.getLogger("packsolve.worker")
+
+
+def lease_ttl() -> float:
+    """Return the lease's time to live in seconds: PACKSOLVE_LEASE_TTL, else DEFAULT_TTL_S."""
+    raw = os.environ.get("PACKSOLVE_LEASE_TTL")
+    try:
+        ttl = float(raw) if raw else DEFAULT_TTL_S
+    except ValueError:
+        ttl = DEFAULT_TTL_S
+    return ttl if ttl > 0 else DEFAULT_TTL_S
+
+
+class Lease:
+    """This process's lease: its name is the holder of every claim the process makes."""
+
+    def __init__(self, engine: Any, host: str, retry: Any, ttl_s: float | None = None) -> None:
+        self.engine = engine
+        self.host = host
+        self.name = f"{host}/{os.getpid()}"
+        self.ttl_s = lease_ttl() if ttl_s is None else ttl_s
+        self._retry = retry  # with_db_retry: renewing waits out a dropped connection as writes do
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.frozen: list[tuple[float, float]] = []  # (monotonic start, end) of each stretch stopped
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Take the lease now (before the first claim), then keep it alive from a thread."""
+        from packsolve.puzzles import offered
+
+        self._offers = offered()
+        self.renew()
+        self._thread = threading.Thread(target=self._loop, name="packsolve-lease", daemon=True)
+        self._thread.start()
+
+    def renew(self) -> None:
+        """Renew the lease once; log if it had lapsed (claims made before may be stale now)."""
+
+        def work(connection: Any) -> workers.Renewal:
+            return workers.renew(connection, self.name, self.host, self.ttl_s, self._offers)
+
+        renewal = self._retry(self.engine, work, self.ttl_s)
+        if renewal.lapsed_s > 0:
+            log.warning(
+                "lease of %s had lapsed for %.1f s (frozen or cut off): its claims may have been taken "
+                "back; results of stale claims will be refused",
+                self.name,
+                renewal.lapsed_s,
+            )
+
+    def _loop(self) -> None:
+        last = time.monotonic()
+        next_renewal = last + self.ttl_s / 3
+        while not self._stop.wait(TICK_S):
+            now = time.monotonic()
+            if now - last > TICK_S + FROZEN_GAP_S:
+                with self._lock:
+                    self.frozen.append((last, now))
+                    del self.frozen[:-100]  # only recent stretches matter
+                log.warning("this worker process was frozen for %.1f s", now - last - TICK_S)
+            last = now
+            if now >= next_renewal:
+                try:
+                    self.renew()
+                except Exception as exc:  # the thread must outlive a database outage
+                    log.error("renewing the lease of %s failed: %s", self.name, exc)
+                next_renewal = time.monotonic() + self.ttl_s / 3
+
+    def frozen_during(self, start: float, end: float) -> float:
+        """Return the seconds between monotonic start and end that this process spent frozen."""
+        with self._lock:
+            return sum(max(0.0, min(b, end) - max(a, start)) for a, b in self.frozen)
+
+    def retire(self) -> None:
+        """Stop renewing and end the lease now (a clean exit)."""
+        self._stop.set()
+        try:
+            self._retry(self.engine, lambda connection: workers.retire(connection, self.name), 5.0)
+        except Exception as exc:
+            log.warning("ending the lease of %s failed (it lapses by itself): %s", self.name, exc)
