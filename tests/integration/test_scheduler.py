@@ -240,7 +240,7 @@ def test_a_lapsed_lease_gives_back_all_its_holder_held_whatever_the_deadlines(tm
 def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_default_grace(
     tmp_path, broker, sqlite_url
 ):
-    """After a Redis restart, `scheduler --once` repairs at once; a run never sent in full waits for the user."""
+    """After a Redis restart, `scheduler --once` repairs it, and a run not sent in full waits for its user."""
     from packsolve.db.runs import RunOptions, create_run
     from packsolve.planning import plan_run
 
