@@ -35,7 +35,9 @@ def engine(request):
 def sent_run(engine, max_tries: int = 3) -> tuple[int, list[str]]:
     """Create a distributed run of LEVELS, sent in full; return its id and level hashes."""
     with session_scope(engine) as s:
-        run_id = create_run(s, plan_levels(LEVELS, None).attempts, RunOptions("distributed", max_tries=max_tries))
+        run_id = create_run(
+            s, plan_levels(LEVELS, None).attempts, RunOptions("distributed", max_tries=max_tries)
+        )
         mark_sent(s, run_id)
     return run_id, [lv.hash for lv in LEVELS]
 

@@ -1,0 +1,102 @@
+"""Issue 18 with a real broker and real workers: a submit that cannot half-happen, no Celery soft
+limit on tasks, worker leases taken and given back, and issue 16's scheduler --once exit code."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import redis
+from sqlalchemy import select
+
+from packsolve.db.models import Attempt, Run, Worker, utcnow
+from packsolve.db.session import get_engine, session_scope
+from packsolve.queue.protocol import DB_PATIENCE_S, decode_message
+from tests.support.chaos_pack import write_pack
+from tests.support.services import private_redis, run_cli, wait_for_run
+
+pytestmark = [pytest.mark.usefixtures("chaos_env"), pytest.mark.redis]
+
+
+def queue_name() -> str:
+    import os
+
+    return os.environ.get("PACKSOLVE_QUEUE") or "packsolve"
+
+
+def test_a_submit_whose_broker_fails_midway_leaves_an_unsent_run_to_resume_or_delete(tmp_path, sqlite_url):
+    """Defect 4: one line, exit 1, a run shown `unsent` that the scheduler leaves alone; resume sends it."""
+    with private_redis() as (url, _restart):
+        client = redis.Redis.from_url(url)
+        used = int(client.info("memory")["used_memory"])
+        client.config_set("maxmemory", used + 400_000)  # room for a few hundred tasks, not 3,000
+        env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": url}
+        pack = write_pack(tmp_path, 3000, ms=1)
+        res = run_cli("submit", str(pack), "--chunk-size", "1", "--time-limit", "5", env=env)
+        assert res.returncode == 1, res.stderr
+        assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+        assert "not sent in full" in res.stderr and "packsolve resume" in res.stderr, res.stderr
+        sent_before = client.llen(queue_name())
+        assert 0 < sent_before < 3000
+        listing = run_cli("runs", env=env)
+        assert "unsent" in listing.stdout, listing.stdout
+        client.delete(queue_name())  # even with its queue empty, the scheduler does not send it
+        time.sleep(5.5)
+        res = run_cli("scheduler", "--once", "--grace", "0", env=env)
+        assert res.returncode == 0 and "requeued 0," in res.stderr, res.stderr
+        client.config_set("maxmemory", 0)  # the broker is back
+        res = run_cli("resume", "latest", env=env)
+        assert res.returncode == 0, res.stderr
+        tasks = [decode_message(raw) for raw in client.lrange(queue_name(), 0, -1)]
+        assert sum(len(t.items) for t in tasks if t is not None) == 3000
+        with session_scope(get_engine(sqlite_url)) as s:
+            run = s.scalars(select(Run)).one()
+            assert run.sent_at is not None and run.send_error is None
+            assert all(a.queued_at is not None for a in s.scalars(select(Attempt)))
+
+
+def test_tasks_carry_no_celery_soft_limit_and_a_hard_limit_above_the_database_waits(
+    tmp_path, broker, sqlite_url
+):
+    """Defect 6: Celery's soft limit no longer fires inside a database retry or a result write."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    res = run_cli("submit", str(write_pack(tmp_path, 2, ms=5)), "--time-limit", "2", env=env)
+    assert res.returncode == 0, res.stderr
+    raw = redis.Redis.from_url(broker).lrange(queue_name(), 0, -1)
+    assert raw
+    for message in raw:
+        hard, soft = json.loads(message)["headers"]["timelimit"]  # Celery's order: (hard, soft)
+        assert soft is None and hard >= 2 * DB_PATIENCE_S
+    redis.Redis.from_url(broker).delete(queue_name())
+
+
+def test_a_worker_takes_a_lease_per_process_and_gives_it_back_when_it_stops(
+    tmp_path, broker, pg_url, start_worker
+):
+    """Leases: each pool process that claims keeps one alive, says what it offers, and ends it on exit."""
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    worker = start_worker(broker, pg_url, hostname="lease@test", concurrency=2)
+    res = run_cli("submit", str(write_pack(tmp_path, 6, ms=50)), "--time-limit", "5", env=env)
+    assert res.returncode == 0, res.stderr
+    run_id = int(res.stdout.strip().splitlines()[-1])
+    wait_for_run(pg_url, run_id, timeout=60)
+    with session_scope(get_engine(pg_url)) as s:
+        leases = list(s.scalars(select(Worker)))
+        holders = {a.holder for a in s.scalars(select(Attempt).where(Attempt.run_id == run_id))}
+    assert leases and all(w.host == "lease@test" and w.lease_until > utcnow() for w in leases)
+    assert holders <= {w.name for w in leases}
+    assert all("chaos" in json.loads(w.offers) for w in leases)
+    status = run_cli("status", str(run_id), env=env)
+    assert status.returncode == 0
+    worker.stop()
+    with session_scope(get_engine(pg_url)) as s:
+        assert all(w.lease_until <= utcnow() for w in s.scalars(select(Worker)))
+
+
+def test_scheduler_once_fails_when_the_broker_cannot_be_reached(sqlite_url):
+    """Issue 16, item 6: cron relies on a non-zero exit when nothing could be repaired."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": "redis://127.0.0.1:1/0"}
+    res = run_cli("scheduler", "--once", env=env)
+    assert res.returncode == 1, res.stderr
+    assert "Traceback" not in res.stderr and "broker" in res.stderr.splitlines()[-1], res.stderr
