@@ -92,6 +92,9 @@ def test_a_worker_takes_a_lease_per_process_and_gives_it_back_when_it_stops(
     worker.stop()
     with session_scope(get_engine(pg_url)) as s:
         assert all(w.lease_until <= utcnow() for w in s.scalars(select(Worker)))
+    res = run_cli("submit", str(write_pack(tmp_path / "b", 2, ms=5)), "--time-limit", "5", env=env)
+    status = run_cli("status", res.stdout.strip().splitlines()[-1], env=env)
+    assert "no live worker serves this run" in status.stdout, status.stdout
 
 
 def test_scheduler_once_fails_when_the_broker_cannot_be_reached(sqlite_url):

@@ -12,8 +12,10 @@ from sqlalchemy.orm import Session
 from packsolve.db.local_runs import solver_alive
 from packsolve.db.models import Attempt, Run
 from packsolve.db.runs import status_counts
+from packsolve.db.workers import db_now, held_by_lapsed, live_workers
 from packsolve.outcome import Status
 from packsolve.report.metrics import median, rounded
+from packsolve.report.provenance import kinds_no_worker_offers
 
 # The median is taken over at most this many recent attempts: enough to be stable, cheap on huge runs.
 MEDIAN_SAMPLE = 2000
@@ -83,6 +85,27 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
         "parallel": parallel,
         "eta_s": None if eta is None else round(eta, 1),
         "eta_method": method,
+        **_serving(session, run, remaining),
+    }
+
+
+def _serving(session: Session, run: Run, remaining: int) -> dict[str, Any]:
+    """Return who serves a distributed run still going: live workers, lapsed claims, kinds nobody offers.
+
+    Empty for a local or finished run. From the workers' leases (db.workers): a
+    worker process is live while its lease lies ahead.
+    """
+    if run.mode != "distributed" or run.finished_at is not None:
+        return {}
+    now = db_now(session)
+    live = live_workers(session, now)
+    unserved = kinds_no_worker_offers(session, run.id, [w.offers for w in live]) if live and remaining else []
+    return {
+        "unsent": run.sent_at is None,
+        "send_error": run.send_error,
+        "live_workers": len({w.host for w in live}),
+        "running_lapsed": held_by_lapsed(session, run.id, now),
+        "kinds_unserved": ",".join(unserved),
     }
 
 
@@ -135,6 +158,7 @@ def render_progress(p: dict[str, Any]) -> Any:
     filled = round(40 * p["done"] / p["total"]) if p["total"] else 0
     bar = Text("━" * filled, style="green") + Text("━" * (40 - filled), style="grey37")
     lines: list[Any] = [t, bar, Text(first), Text(second, style="dim")]
+    lines.extend(_serving_lines(p))
     if p.get("solver_gone"):
         lines.append(
             Text(f"its solve process is gone: `packsolve resume {p['run']}` runs the rest", style="yellow")
@@ -142,9 +166,36 @@ def render_progress(p: dict[str, Any]) -> Any:
     return Group(*lines)
 
 
+def _serving_lines(p: dict[str, Any]) -> list[Any]:
+    """Return the warnings about who serves a distributed run (see _serving), as yellow lines."""
+    from rich.text import Text
+
+    run = p["run"]
+    out: list[str] = []
+    if p.get("unsent"):
+        why = (
+            f" ({p['send_error']})"
+            if p.get("send_error")
+            else " (its submit is still sending, or was killed)"
+        )
+        out.append(f"not every task was sent{why}: `packsolve resume {run}` sends them")
+    remaining = p["queued"] + p["running"]
+    if "live_workers" in p and remaining and not p["live_workers"]:
+        out.append("no live worker serves this run: start `packsolve worker` on this database and broker")
+    if p.get("running_lapsed"):
+        out.append(
+            f"{p['running_lapsed']} running under a worker whose lease lapsed: "
+            "`packsolve scheduler` requeues them"
+        )
+    if p.get("kinds_unserved"):
+        out.append(f"no live worker offers {p['kinds_unserved']}: those levels wait for one that does")
+    return [Text(line, style="yellow") for line in out]
+
+
 PROGRESS_COLUMNS = [
     "run", "label", "state", "total", "done", "queued", "running", "elapsed_s", "rate_per_s",
     "median_wall_s", "parallel", "eta_s", "eta_method", "finished", "solver_gone",
+    "unsent", "live_workers", "running_lapsed", "kinds_unserved",
     *(f"count_{s.value}" for s in Status),
 ]  # fmt: skip
 
