@@ -37,6 +37,7 @@ from packsolve.db.runs import (
     resolve_run,
 )
 from packsolve.db.session import redact, session_scope
+from packsolve.db.workers import deployment_id
 from packsolve.errors import BrokerError, OptionError, PlanError
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import Level
@@ -344,9 +345,10 @@ def send(engine: Engine, app: Any, run: NewRun, chunk_size: int = 0) -> Sent:
         # Longest expected first: the overnight makespan is set by the hardest levels started last.
         specs = hardest_first(session, run.id, run.specs)
         chunk_size = chunk_size or choose_chunk_size(session, specs)
+        deployment = deployment_id(session)
     started = time.monotonic()
     try:
-        tasks = enqueue(app, run.id, specs, run.max_tries, chunk_size) if specs else 0
+        tasks = enqueue(app, run.id, specs, run.max_tries, chunk_size, deployment) if specs else 0
     except Exception as exc:
         # The run stays, unsent: the scheduler leaves it alone, `runs` shows it, and the user
         # resumes or deletes it. Never half-sent and silently run later.

@@ -17,7 +17,7 @@ from packsolve.db.models import Run
 from packsolve.db.reconcile import settled_messages, stale_attempts, take_stale
 from packsolve.db.runs import finish_run_if_done, unfinished_runs
 from packsolve.db.session import session_scope
-from packsolve.db.workers import db_now, forget_old
+from packsolve.db.workers import db_now, deployment_id, forget_old
 from packsolve.outcome import Status
 from packsolve.planning import Spec, choose_chunk_size, stored_specs
 from packsolve.queue.brokerscan import BrokerUnreadable, forget_unacked, queue_depth, unacked_messages
@@ -81,6 +81,7 @@ def reconcile(
         done.broker_error = str(exc)
     batches: list[tuple[int, list[Spec], int, int]] = []
     with session_scope(engine) as session:
+        deployment = deployment_id(session)
         taken = take_stale(session, candidates, default_max_tries)
         done.lost = sum(1 for t in taken if t.lost)
         done.cancelled = sum(1 for t in taken if t.cancelled)
@@ -97,7 +98,7 @@ def reconcile(
     # Sent after the commit: a crash in between leaves the attempts queued with no task, which
     # the next pass finds (the queue empty, they are orphans) and sends again.
     for run_id, specs, max_tries, chunk in batches:
-        enqueue(app, run_id, specs, max_tries, chunk)
+        enqueue(app, run_id, specs, max_tries, chunk, deployment)
         done.requeued += len(specs)
     try:
         done.forgotten = _forget_settled(engine, broker)

@@ -103,3 +103,26 @@ def test_scheduler_once_fails_when_the_broker_cannot_be_reached(sqlite_url):
     res = run_cli("scheduler", "--once", env=env)
     assert res.returncode == 1, res.stderr
     assert "Traceback" not in res.stderr and "broker" in res.stderr.splitlines()[-1], res.stderr
+
+
+def test_a_worker_of_another_database_refuses_the_tasks_and_leaves_them_for_the_right_one(
+    tmp_path, broker, sqlite_url, start_worker
+):
+    """Issue 16, item 5: tasks carry their database's deployment id; a worker of another never eats them."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    wrong = start_worker(broker, f"sqlite:///{tmp_path / 'elsewhere.db'}", hostname="wrong@test")
+    res = run_cli("submit", str(write_pack(tmp_path, 3, ms=5)), "--time-limit", "5", env=env)
+    assert res.returncode == 0, res.stderr
+    run_id = int(res.stdout.strip().splitlines()[-1])
+    deadline = time.monotonic() + 30
+    while "another database" not in wrong.log() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    refusal = next(line for line in wrong.log().splitlines() if "another database" in line)
+    assert "elsewhere.db" in refusal and "PACKSOLVE_DATABASE_URL" in refusal
+    with session_scope(get_engine(sqlite_url)) as s:
+        assert {(a.status, a.tries) for a in s.scalars(select(Attempt))} == {("queued", 0)}
+    assert "no live worker serves this run" in run_cli("status", str(run_id), env=env).stdout
+    start_worker(broker, sqlite_url, hostname="right@test")
+    wait_for_run(sqlite_url, run_id, timeout=60)
+    with session_scope(get_engine(sqlite_url)) as s:
+        assert {(a.status, a.worker) for a in s.scalars(select(Attempt))} == {("solved", "right@test")}

@@ -125,6 +125,15 @@ class Worker(Base):
     offers: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")  # JSON: kind -> source
 
 
+class Deployment(Base):
+    """This database's id (one row, written by its migration): every task sent from it carries it."""
+
+    __tablename__ = "deployment"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class RunProgram(Base):
     """An external solver program a worker ran for a run: its command and the SHA-256 of its executable."""
 

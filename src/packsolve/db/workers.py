@@ -21,7 +21,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Table, delete, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, Worker, utcnow
+from packsolve.db.models import Attempt, Deployment, Worker, utcnow
 from packsolve.db.tables import PENDING_VALUES, rowcount
 
 WORKERS = cast(Table, Worker.__table__)
@@ -119,3 +119,8 @@ def forget_old(session: Session, now: datetime) -> int:
 def _aware(value: datetime) -> datetime:
     """Return value with UTC attached if the database gave it naive (SQLite)."""
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def deployment_id(db: Session | Connection) -> str:
+    """Return this database's deployment id (written once by its migration)."""
+    return str(db.execute(select(Deployment.id).limit(1)).scalar_one())

@@ -24,6 +24,7 @@ from packsolve.db.attempts import Result, claim_many, hold, record, stale_of
 from packsolve.db.models import utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
+from packsolve.db.workers import deployment_id
 from packsolve.errors import UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, execute_attempts, execute_claimed, solution_length
 from packsolve.execution.programs import ProgramMissing, resolve
@@ -69,7 +70,23 @@ REFUSE_LOG_EVERY_S = 60.0
 
 
 def refusal(task: Task) -> str | None:
-    """Return why this worker cannot run the task (it lacks a kind, a heuristic or a program), or None."""
+    """Return why this worker cannot run the task, or None.
+
+    It cannot if the task comes from another database than this worker's (its
+    deployment id differs), or if it lacks a kind, a heuristic or a program.
+    """
+    if task.deployment is not None:
+        engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
+        mine = _DEPLOYMENT.get(str(engine.url)) or _DEPLOYMENT.setdefault(
+            str(engine.url), with_db_retry(engine, deployment_id)
+        )  # read once per process: every task asks
+        if mine != task.deployment:
+            where = engine.url.render_as_string(hide_password=True)
+            return (
+                f"run {task.run_id}'s tasks come from another database (deployment {task.deployment[:8]}) "
+                f"than this worker's {where} (deployment {mine[:8]}): start the worker with "
+                "PACKSOLVE_DATABASE_URL (or --database-url) set to the database `packsolve submit` used"
+            )
     programs = {spec.program for _, spec in task.items if spec.program is not None}
     for kind_name, heuristic in sorted({(spec.kind, spec.heuristic) for _, spec in task.items}):
         try:
@@ -84,6 +101,9 @@ def refusal(task: Task) -> str | None:
         except ProgramMissing as exc:
             return f"this worker cannot run run {task.run_id}'s {program.kind} levels: {exc}"
     return None
+
+
+_DEPLOYMENT: dict[str, str] = {}
 
 
 class Refusals:

@@ -23,9 +23,17 @@ def check_broker(app: Any) -> None:
 
 
 def enqueue(
-    app: Any, run_id: int, specs: Sequence[tuple[str, str, AttemptSpec]], max_tries: int, chunk_size: int = 1
+    app: Any,
+    run_id: int,
+    specs: Sequence[tuple[str, str, AttemptSpec]],
+    max_tries: int,
+    chunk_size: int = 1,
+    deployment: str | None = None,
 ) -> int:
     """Send (level hash, name, spec) attempts as tasks of chunk_size over one connection; return tasks sent.
+
+    deployment is the id of the database the run lives in: a worker of another database refuses
+    the tasks (unacknowledged) instead of running them against the wrong one.
 
     Messages are pipelined to Redis in batches (one round trip per thousand
     tasks) where kombu supports it, so enqueueing 50,000 levels takes seconds.
@@ -44,7 +52,7 @@ def enqueue(
                 soft, hard = protocol.celery_limits(chunk[0][2].limits, len(chunk))
                 app.send_task(
                     protocol.TASK_NAME,
-                    args=[protocol.encode(run_id, [(h, spec) for h, _name, spec in chunk], max_tries)],
+                    args=[protocol.encode(run_id, [(h, s) for h, _name, s in chunk], max_tries, deployment)],
                     soft_time_limit=soft,
                     time_limit=hard,
                     producer=producer,

@@ -85,22 +85,30 @@ class Task:
     run_id: int
     max_tries: int
     items: tuple[tuple[str, AttemptSpec], ...]  # (level hash, spec)
+    deployment: str | None = None  # the id of the database that sent it (None: an older sender)
 
 
-def encode(run_id: int, items: Sequence[tuple[str, AttemptSpec]], max_tries: int) -> dict[str, Any]:
-    """Return the JSON message body of a task carrying one or more attempts of a run."""
-    return {
+def encode(
+    run_id: int, items: Sequence[tuple[str, AttemptSpec]], max_tries: int, deployment: str | None = None
+) -> dict[str, Any]:
+    """Return the JSON message body of a task carrying one or more attempts of a run of a deployment."""
+    body: dict[str, Any] = {
         "run": run_id,
         "max_tries": max_tries,
         "items": [{"level": level_hash, "spec": spec.to_json()} for level_hash, spec in items],
     }
+    if deployment is not None:
+        body["deployment"] = deployment
+    return body
 
 
 def decode(payload: Any) -> Task:
     """Return the Task of a message body; raise ValueError if it is not one of ours."""
     try:
         items = tuple((str(item["level"]), AttemptSpec.from_json(item["spec"])) for item in payload["items"])
-        return Task(int(payload["run"]), int(payload.get("max_tries", DEFAULT_MAX_TRIES)), items)
+        deployment = payload.get("deployment")
+        max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
+        return Task(int(payload["run"]), max_tries, items, None if deployment is None else str(deployment))
     except (TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"not a packsolve task: {type(exc).__name__}: {exc}") from None
 
