@@ -41,6 +41,13 @@ def worker(concurrency, hostname, loglevel, visibility_timeout, database_url, br
     from packsolve.worker import start_worker
 
     url = resolve_db(database_url)
+    if not (database_url or os.environ.get("PACKSOLVE_DATABASE_URL")):
+        # The usual mistake on a second machine: its tasks come from another database. Such tasks
+        # are refused (deployment id), but the user should not have to find that in the log.
+        err_console.print(
+            f"[yellow]no PACKSOLVE_DATABASE_URL or --database-url: this worker uses the SQLite file "
+            f"{url.removeprefix('sqlite:///')}; it refuses tasks sent from any other database[/]"
+        )
     os.environ["PACKSOLVE_DATABASE_URL"] = url  # the pool processes read it
     if visibility_timeout:
         os.environ["PACKSOLVE_VISIBILITY_TIMEOUT"] = str(visibility_timeout)  # read by queue.protocol
