@@ -1,4 +1,4 @@
-"""Chaos with real processes: kill -9 workers, restart Redis, kill database connections mid-run.
+"""Chaos with real processes on both brokers: kill -9 workers, lose the queue, kill database connections.
 
 Each test ends by auditing the run's export: one final record per level, none
 lost, none duplicated. The figures are printed (pytest -s); docs/benchmarks.md publishes them.
@@ -21,7 +21,16 @@ import pytest
 import redis
 
 from tests.support.chaos_pack import audit, write_pack
-from tests.support.services import child_env, packsolve_cmd, private_redis, run_cli, wait_for_run
+from tests.support.services import (
+    amqp_depth,
+    child_env,
+    packsolve_cmd,
+    private_redis,
+    purge_amqp_queue,
+    rabbitmq_vhost,
+    run_cli,
+    wait_for_run,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chaos_env")]
 
@@ -58,17 +67,35 @@ def report(name: str, figures: dict) -> None:
     print(f"\nCHAOS {name}: {json.dumps(figures, sort_keys=True)}")
 
 
-@pytest.fixture
-def own_broker() -> Iterator[tuple[str, Callable[[], None]]]:
-    """A Redis of this test's own: chaos must not share a queue with anything else on the machine."""
-    with private_redis() as pair:
-        yield pair
+class Broker:
+    """A broker of this test's own: its URL, how to make it lose its queue, how many tasks wait."""
+
+    def __init__(self, url: str, lose: Callable[[], None], depth: Callable[[], int]) -> None:
+        self.url, self.lose, self.depth = url, lose, depth
+
+
+def _queue() -> str:
+    return os.environ.get("PACKSOLVE_QUEUE") or "packsolve"
+
+
+@pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
+def own_broker(request) -> Iterator[Broker]:
+    """Redis of this test's own (losing its queue: restarted without persistence) or a RabbitMQ vhost
+    of its own (losing its queue: purged); chaos must not share a queue with anything else."""
+    if request.param == "redis":
+        with private_redis() as (url, restart):
+            yield Broker(url, restart, lambda: int(redis.Redis.from_url(url).llen(_queue())))
+    else:
+        with rabbitmq_vhost() as url:
+            yield Broker(
+                url, lambda: purge_amqp_queue(url, _queue()) and None, lambda: amqp_depth(url, _queue())
+            )
 
 
 def test_kill_minus_9_one_of_two_workers_repeatedly_leaves_exactly_one_final_result_per_level(
     tmp_path, own_broker, pg_url, start_worker
 ):
-    broker, _ = own_broker
+    broker = own_broker.url
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     levels = 200
     pack = write_pack(tmp_path, levels, ms=(40, 240), seed=1)
@@ -99,20 +126,20 @@ def test_kill_minus_9_one_of_two_workers_repeatedly_leaves_exactly_one_final_res
     assert figures["max_tries"] >= 2  # the kills did interrupt attempts, which were run again
 
 
-def test_redis_restart_without_persistence_then_scheduler_once_finishes_every_level(
+def test_a_broker_that_loses_its_queue_then_scheduler_once_finishes_every_level(
     tmp_path, own_broker, pg_url, start_worker
 ):
+    """Redis restarted without persistence, or RabbitMQ's queue purged: the scheduler sends the rest."""
     levels = 80
-    broker, restart = own_broker
+    broker = own_broker.url
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     worker = start_worker(broker, pg_url, "w1@test", concurrency=2)
     started = time.monotonic()
     run_id = submit(env, str(write_pack(tmp_path, levels, ms=(50, 150), seed=2)), "--time-limit", "3")
     time.sleep(2.0)
-    queue = os.environ.get("PACKSOLVE_QUEUE") or "packsolve"
-    assert redis.Redis.from_url(broker).llen(queue) > 0  # tasks still queued when Redis dies
-    restart()
-    assert redis.Redis.from_url(broker).llen(queue) == 0
+    assert own_broker.depth() > 0  # tasks still queued when the broker loses them
+    own_broker.lose()
+    assert own_broker.depth() == 0
     time.sleep(4.0)  # the worker reconnects and finishes what it held
     res = run_cli("scheduler", "--once", env=env)  # the default grace: no tuning needed
     assert res.returncode == 0, res.stderr
@@ -120,7 +147,7 @@ def test_redis_restart_without_persistence_then_scheduler_once_finishes_every_le
     wait_for_run(pg_url, run_id, timeout=90)
     figures = audit(exported(env, run_id), levels)
     figures.update(restarts=1, requeued=requeued, seconds=round(time.monotonic() - started, 1))
-    report("redis restart", figures)
+    report("broker loses its queue", figures)
     assert worker.proc.poll() is None
     assert requeued > 0
     assert figures["records"] == levels and figures["final"] == levels
@@ -131,7 +158,7 @@ def test_redis_restart_without_persistence_then_scheduler_once_finishes_every_le
 def test_killed_database_connections_mid_run_workers_recover_and_nothing_is_lost(
     tmp_path, own_broker, pg_url, start_worker
 ):
-    broker, _ = own_broker
+    broker = own_broker.url
     from sqlalchemy import create_engine, text
 
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}

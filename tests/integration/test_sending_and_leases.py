@@ -126,3 +126,29 @@ def test_a_worker_of_another_database_refuses_the_tasks_and_leaves_them_for_the_
     wait_for_run(sqlite_url, run_id, timeout=60)
     with session_scope(get_engine(sqlite_url)) as s:
         assert {(a.status, a.worker) for a in s.scalars(select(Attempt))} == {("solved", "right@test")}
+
+
+def test_a_killed_pool_process_s_claim_is_taken_over_by_its_redelivery_without_waiting_for_its_lease(
+    tmp_path, broker, pg_url, start_worker
+):
+    """Defect 8's common case (the OOM killer): no scheduler needed, no lease to wait out."""
+    import os
+    import signal
+
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+    start_worker(broker, pg_url, hostname="pool@test", concurrency=1)
+    res = run_cli("submit", str(write_pack(tmp_path, 1, ms=4000)), "--time-limit", "30", env=env)
+    assert res.returncode == 0, res.stderr
+    run_id = int(res.stdout.strip().splitlines()[-1])
+    deadline = time.monotonic() + 30
+    holder = None
+    while holder is None and time.monotonic() < deadline:
+        with session_scope(get_engine(pg_url)) as s:
+            holder = s.scalars(select(Attempt.holder).where(Attempt.status == "running")).first()
+        time.sleep(0.1)
+    assert holder is not None
+    os.kill(int(holder.rpartition("/")[2]), signal.SIGKILL)
+    wait_for_run(pg_url, run_id, timeout=30)
+    with session_scope(get_engine(pg_url)) as s:
+        attempt = s.scalars(select(Attempt)).one()
+    assert (attempt.status, attempt.tries) == ("solved", 2) and attempt.holder != holder

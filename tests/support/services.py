@@ -238,3 +238,47 @@ def wait_for_run(database: str, run_id: int, timeout: float = 120) -> None:
             return
         time.sleep(0.25)
     raise TimeoutError(f"run {run_id} not finished after {timeout} s: {counts}")
+
+
+@contextmanager
+def rabbitmq_vhost() -> Iterator[str]:
+    """Yield an amqp:// URL of a fresh vhost on this machine's RabbitMQ (guest/guest); deleted afterwards."""
+    import uuid
+
+    if (
+        shutil.which("rabbitmqctl") is None
+        or subprocess.run(["rabbitmqctl", "-q", "status"], capture_output=True, timeout=60).returncode
+    ):
+        message = "RabbitMQ unavailable on this machine (rabbitmqctl status failed)"
+        if IN_CI:
+            pytest.fail(f"{message} (CI=true: tests must not skip)", pytrace=False)
+        pytest.skip(message)
+    vhost = f"packsolve-test-{uuid.uuid4().hex[:12]}"
+    subprocess.run(["rabbitmqctl", "-q", "add_vhost", vhost], check=True, capture_output=True, timeout=60)
+    try:
+        subprocess.run(
+            ["rabbitmqctl", "-q", "set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        yield f"amqp://guest:guest@127.0.0.1:5672/{vhost}"
+    finally:
+        subprocess.run(["rabbitmqctl", "-q", "delete_vhost", vhost], capture_output=True, timeout=60)
+
+
+def purge_amqp_queue(url: str, queue: str) -> int:
+    """Drop every message waiting in a RabbitMQ queue (as a broker that lost them); return how many."""
+    from kombu import Connection
+
+    with Connection(url) as conn:
+        return int(conn.default_channel.queue_purge(queue) or 0)
+
+
+def amqp_depth(url: str, queue: str) -> int:
+    """Return how many messages wait in a RabbitMQ queue (0 if it does not exist)."""
+    from kombu import Connection
+
+    with Connection(url) as conn:
+        try:
+            return int(conn.default_channel.queue_declare(queue=queue, passive=True).message_count)
+        except Exception:
+            return 0

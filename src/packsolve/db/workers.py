@@ -70,6 +70,17 @@ def retire(connection: Connection, name: str) -> None:
     connection.execute(update(WORKERS).where(WORKERS.c.name == name).values(lease_until=db_now(connection)))
 
 
+def holders_of(connection: Connection, run_id: int, level_hashes: list[str]) -> list[str]:
+    """Return the distinct holders of these attempts of a run that are running."""
+    rows = connection.execute(
+        select(Attempt.holder)
+        .where(Attempt.run_id == run_id, Attempt.level_hash.in_(level_hashes), Attempt.status == "running")
+        .where(Attempt.holder.is_not(None))
+        .distinct()
+    )
+    return [str(h) for (h,) in rows]
+
+
 def lapsed_holders(now: datetime) -> Any:
     """Return a SELECT of the names whose lease ended before now (to use in an IN clause)."""
     return select(WORKERS.c.name).where(WORKERS.c.lease_until < now)

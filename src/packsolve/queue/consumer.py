@@ -30,7 +30,7 @@ from packsolve.execution import AttemptSpec, execute_attempts, execute_claimed, 
 from packsolve.execution.programs import ProgramMissing, resolve
 from packsolve.outcome import Outcome, Status
 from packsolve.puzzles import get_kind
-from packsolve.queue.lease import Lease
+from packsolve.queue.lease import Lease, retire_dead_siblings
 from packsolve.queue.programs import note_programs_run
 from packsolve.queue.protocol import DB_PATIENCE_S, Task
 
@@ -168,6 +168,13 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
             waiting: list[str] = waiting,
         ) -> dict:
             verdicts = claim_many(connection, run_id, hashes, hostname, max_tries, hard, lease.name, tokens)
+            skipped = [h for h in hashes if verdicts[h] == "skip"]
+            if redelivered and skipped and retire_dead_siblings(connection, run_id, skipped, lease.host):
+                # Redelivered because a pool process of this worker died: its lease would only
+                # lapse in a while, and its claims are this worker's to take over now.
+                verdicts.update(
+                    claim_many(connection, run_id, skipped, hostname, max_tries, hard, lease.name, tokens)
+                )
             if waiting:
                 hold(connection, run_id, waiting, lease.name)
             return verdicts

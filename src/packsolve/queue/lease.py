@@ -107,3 +107,33 @@ class Lease:
             self._retry(self.engine, lambda connection: workers.retire(connection, self.name), 5.0)
         except Exception as exc:
             log.warning("ending the lease of %s failed (it lapses by itself): %s", self.name, exc)
+
+
+def retire_dead_siblings(connection: Any, run_id: int, level_hashes: list[str], host: str) -> bool:
+    """End the leases of this worker's own pool processes that hold these attempts but are dead.
+
+    Celery redelivers a task at once when the pool process running it dies
+    (task_reject_on_worker_lost); the new delivery lands on this same worker and
+    finds the attempt held by the dead process, whose lease lasts a while yet.
+    A holder named host/pid of this host whose pid no longer exists is dead
+    for sure: its lease ends now. Return True if any was ended.
+    """
+    dead = [
+        holder
+        for holder in workers.holders_of(connection, run_id, level_hashes)
+        if holder.rpartition("/")[0] == host and not _alive(holder.rpartition("/")[2])
+    ]
+    for holder in dead:
+        workers.retire(connection, holder)
+        log.warning("pool process %s died holding run %s attempts: taking them over", holder, run_id)
+    return bool(dead)
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
