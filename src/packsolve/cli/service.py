@@ -60,8 +60,8 @@ def worker(concurrency, hostname, loglevel, visibility_timeout, database_url, br
 @click.option("--interval", type=float, default=30.0, show_default=True, help="Seconds between passes.")
 @click.option(
     "--grace", type=float, default=60.0, show_default=True,
-    help="Seconds past its deadline before an attempt claimed by a worker without a lease (an older "
-    "version) is presumed lost; also the longest wait before an empty queue counts as lost tasks.",
+    help="Seconds past its deadline (claim + hard limit) before a running attempt is taken back "
+    "whoever holds it; also the longest wait before an empty queue counts as lost tasks.",
 )  # fmt: skip
 @database_option
 @broker_option

@@ -55,8 +55,10 @@ def stale_attempts(
 
     From the database alone, every pass: an attempt running, or queued in a chunk
     a worker process holds, whose holder's lease ended before now (whatever its
-    time limit); one running with no holder (claimed by a worker of an earlier
-    version) whose deadline is before cutoff. With orphans_sent_before (the
+    time limit); one running whose deadline (claim + hard limit) is before cutoff,
+    whoever holds it: the solver is killed at the hard limit, so a worker that
+    has not reported by then plus the grace is stuck or cut off, and fencing
+    refuses its late result. With orphans_sent_before (the
     caller saw the broker's queue empty): also the queued attempts sent before it
     that no live worker holds, whose task the broker no longer has. What this
     reads grows with what went wrong, not with the queue: the first two use the
@@ -67,7 +69,7 @@ def stale_attempts(
     queued = Attempt.status == Status.QUEUED.value
     conditions = [
         and_(Attempt.status.in_(PENDING_VALUES), lapsed),
-        and_(running, Attempt.holder.is_(None), Attempt.deadline < cutoff),
+        and_(running, Attempt.deadline < cutoff),
     ]
     if orphans_sent_before is not None:
         conditions.append(

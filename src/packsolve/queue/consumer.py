@@ -246,7 +246,7 @@ def _lease(engine: Any, hostname: str) -> Lease:
     if found is None or found.engine is not engine:
         if found is not None:
             found.retire()
-        found = _LEASES[os.getpid()] = Lease(engine, hostname, with_db_retry)
+        found = _LEASES[os.getpid()] = Lease(engine, ClaimConnection(engine), hostname, with_db_retry)
         found.start()
     return found
 

@@ -1,8 +1,8 @@
 """A worker process's lease, renewed by a thread that also notices when the process was frozen.
 
 The lease (db.workers) says the process is alive: while it lies ahead, the
-attempts it claimed are its own. A thread renews it every third of its time to
-live. The same thread ticks every TICK_S; a tick that comes FROZEN_GAP_S late
+attempts it claimed are its own. A thread renews it RENEWALS_PER_TTL times per
+time to live. The same thread ticks every TICK_S; a tick that comes FROZEN_GAP_S late
 means the whole process was stopped (SIGSTOP, a suspended VM, a machine
 swapping to death): that stretch is not the solver's time, and an attempt that
 ran over it is measured without it (frozen_during).
@@ -21,6 +21,8 @@ from packsolve.db import workers
 # Seconds a lease lasts unless renewed (PACKSOLVE_LEASE_TTL): a dead worker's claims are taken
 # back within this plus one scheduler interval.
 DEFAULT_TTL_S = 30.0
+# Renewals per time to live: three may fail or crawl before the lease lapses.
+RENEWALS_PER_TTL = 4
 TICK_S = 0.25
 # A tick this late means the process did not run at all meanwhile: a thread waiting on a timer
 # is woken within milliseconds even on a loaded machine.
@@ -42,8 +44,13 @@ def lease_ttl() -> float:
 class Lease:
     """This process's lease: its name is the holder of every claim the process makes."""
 
-    def __init__(self, engine: Any, host: str, retry: Any, ttl_s: float | None = None) -> None:
+    def __init__(
+        self, engine: Any, connection: Any, host: str, retry: Any, ttl_s: float | None = None
+    ) -> None:
         self.engine = engine
+        # Its own autocommit connection (queue.consumer.ClaimConnection): the thread renews while the
+        # process claims, and a renewal is one UPDATE with no BEGIN or pool checkout around it.
+        self._conn = connection
         self.host = host
         self.name = f"{host}/{os.getpid()}"
         self.ttl_s = lease_ttl() if ttl_s is None else ttl_s
@@ -52,6 +59,7 @@ class Lease:
         self._thread: threading.Thread | None = None
         self.frozen: list[tuple[float, float]] = []  # (monotonic start, end) of each stretch stopped
         self._lock = threading.Lock()
+        self._renewed: float | None = None  # monotonic start of the last renewal that went through
 
     def start(self) -> None:
         """Take the lease now (before the first claim), then keep it alive from a thread."""
@@ -63,23 +71,25 @@ class Lease:
         self._thread.start()
 
     def renew(self) -> None:
-        """Renew the lease once; log if it had lapsed (claims made before may be stale now)."""
+        """Renew the lease once (one round trip); log if it had lapsed (claims made before may be stale)."""
+        began = time.monotonic()
 
-        def work(connection: Any) -> workers.Renewal:
-            return workers.renew(connection, self.name, self.host, self.ttl_s, self._offers)
+        def work(connection: Any) -> None:
+            workers.renew(connection, self.name, self.host, self.ttl_s, self._offers)
 
-        renewal = self._retry(self.engine, work, self.ttl_s)
-        if renewal.lapsed_s > 0:
+        self._retry(self._conn, work, self.ttl_s)
+        if self._renewed is not None and began - self._renewed > self.ttl_s:
             log.warning(
                 "lease of %s had lapsed for %.1f s (frozen or cut off): its claims may have been taken "
                 "back; results of stale claims will be refused",
                 self.name,
-                renewal.lapsed_s,
+                began - self._renewed - self.ttl_s,
             )
+        self._renewed = began
 
     def _loop(self) -> None:
         last = time.monotonic()
-        next_renewal = last + self.ttl_s / 3
+        next_renewal = last + self.ttl_s / RENEWALS_PER_TTL
         while not self._stop.wait(TICK_S):
             now = time.monotonic()
             if now - last > TICK_S + FROZEN_GAP_S:
@@ -89,11 +99,12 @@ class Lease:
                 log.warning("this worker process was frozen for %.1f s", now - last - TICK_S)
             last = now
             if now >= next_renewal:
+                # Counted from when this renewal starts, not ends: a slow one does not delay the next.
+                next_renewal = now + self.ttl_s / RENEWALS_PER_TTL
                 try:
                     self.renew()
                 except Exception as exc:  # the thread must outlive a database outage
                     log.error("renewing the lease of %s failed: %s", self.name, exc)
-                next_renewal = time.monotonic() + self.ttl_s / 3
 
     def frozen_during(self, start: float, end: float) -> float:
         """Return the seconds between monotonic start and end that this process spent frozen."""
@@ -104,7 +115,7 @@ class Lease:
         """Stop renewing and end the lease now (a clean exit)."""
         self._stop.set()
         try:
-            self._retry(self.engine, lambda connection: workers.retire(connection, self.name), 5.0)
+            self._retry(self._conn, lambda connection: workers.retire(connection, self.name), 5.0)
         except Exception as exc:
             log.warning("ending the lease of %s failed (it lapses by itself): %s", self.name, exc)
 
