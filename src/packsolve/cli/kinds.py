@@ -59,11 +59,18 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
     # One heuristic a line and never cut: a user types these names into --heuristic.
     t.add_column("heuristics", no_wrap=True)
     t.add_column("files", no_wrap=True)
-    t.add_column("from")
-    t.add_column("what it is", ratio=1)
+    # Where a kind comes from goes under its description rather than in a column of its own: five
+    # columns left a plug-in's distribution name too narrow a column on an 80-column terminal, cut.
+    t.add_column("what it is, from where", ratio=1, overflow="fold")
     for r in rows:
+        source = Text(f"source: {r['source']}", style="dim")
         if r["error"]:
-            t.add_row(r["kind"], "", "", r["source"], Text(f"cannot be used: {r['error']}", style="red"))
+            t.add_row(
+                r["kind"],
+                "",
+                "",
+                Text.assemble(Text(f"cannot be used: {r['error']}", style="red"), "\n", source),
+            )
             continue
         heuristics = Text()
         for i, h in enumerate(r["heuristics"] + r["programs"]):
@@ -73,7 +80,8 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
             elif h in r["programs"]:
                 heuristics.append(" (program)", style="dim")
         files = "\n".join(r["formats"]) or "json"
-        t.add_row(r["kind"], heuristics, files, r["source"], r["description"], end_section=True)
+        what = Text.assemble(r["description"], "\n", source) if r["description"] else source
+        t.add_row(r["kind"], heuristics, files, what, end_section=True)
     return t
 
 
