@@ -100,7 +100,7 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
 @format_option
 @handle_errors
 def check_kind(name: str, levels_file: str | None, time_limit: float, fmt: str) -> None:
-    """Check kind NAME against packsolve's contract; exit 1 if a check fails.
+    """Check kind NAME against packsolve's contract; exit 1 if a check fails, 2 if --levels is unreadable.
 
     On the kind's example levels: parse/canonical round trip and a stable hash, every
     heuristic's answer passes verify, verify rejects corrupted answers, bad input raises
