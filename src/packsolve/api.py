@@ -79,6 +79,8 @@ class PuzzleKind:
     - ``formats``: file suffix (``".sdk"``) -> reader of the kind's own text format.
     - ``description``: one line for ``packsolve kinds``.
     - ``generate(size, count, seed) -> [level JSON]``: optional, for ``packsolve generate``.
+    - ``size_help``: one line saying what ``--size`` means for ``generate``, with an example
+      (``packsolve generate --help`` lists it, and an error about a size repeats it).
     - ``examples``: a few small level JSON objects that ``packsolve check-kind`` and
       ``packsolve.testing.check_kind`` run every heuristic on (each within seconds).
     """
@@ -99,6 +101,8 @@ class PuzzleKind:
     # "8x8" or "60", count, seed) -> level JSON objects, reproducible for a seed.
     generate: Callable[[str, int, int], list[dict[str, Any]]] | None = None
     examples: Sequence[Mapping[str, Any]] = ()
+    # Last, so that kinds built with positional fields before it keep working.
+    size_help: str = ""
 
     def solver(self, heuristic: str | None) -> tuple[str, Solve]:
         """Return (resolved name, solve) for a heuristic; raise UnknownHeuristic naming the choices."""

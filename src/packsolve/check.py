@@ -44,7 +44,7 @@ def check_pack(
     submit's would); None reads none. Nothing is written anywhere.
     """
     processes = check_jobs(jobs)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes)
+    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
     per_kind: dict[str, dict[str, Any]] = {}
     invalid = []
     for p in plan.attempts:
@@ -84,6 +84,7 @@ def as_json(check: PackCheck) -> dict[str, Any]:
         "duplicates": [{"level": n, "same_as": first} for n, first in reading.duplicates],
         "other_kinds": reading.other_kinds,
         "notes": check.plan.notes,
+        "solvers": {name: s.to_json() for name, s in sorted(check.plan.programs.items())},
         "limits": {
             "time_limit": limits.time_limit,
             "node_limit": limits.node_limit,

@@ -87,6 +87,27 @@ def test_check_refuses_what_solve_would_refuse_and_names_what_submit_would(tmp_p
     assert res.returncode == 0 and "visibility timeout" in json.loads(res.stdout)["distributed"]["problem"]
 
 
+def test_check_plans_with_the_declared_solvers_as_solve_would(tmp_path, sqlite_url):
+    pack = tmp_path / "coins.json"
+    pack.write_text(json.dumps({"kind": "coins", "notes": [1, 2], "target": 3}))
+    toml = tmp_path / "mine.toml"
+    toml.write_text('[solvers.mine]\nkind = "coins"\ncommand = ["./bin/solver", "{level}"]\n')
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    declared = ("--solvers", str(toml), "--heuristic", "mine")
+    res = run_cli("check", str(pack), *declared, "--format", "json", env=env)
+    assert res.returncode == 0, res.stderr
+    c = json.loads(res.stdout)
+    assert c["kinds"] == {"coins": {"levels": 1, "heuristics": {"mine": 1}}}
+    assert c["solvers"]["mine"]["command"] == ["./bin/solver", "{level}"]
+    text = run_cli("check", str(pack), *declared, env=env).stdout
+    assert "mine: declared program `./bin/solver {level}` (coins)" in text
+    # Without the declaration, check refuses the heuristic as solve would.
+    res = run_cli("check", str(pack), "--heuristic", "mine", env=env)
+    assert res.returncode == 2 and "mine" in res.stderr
+    res = run_cli("check", str(pack), "--solvers", str(tmp_path / "none.toml"), env=env)
+    assert res.returncode == 2 and "no such file" in res.stderr
+
+
 def test_skip_solved_carries_over_levels_settled_with_the_same_heuristic(tmp_path, url):
     env = {"PACKSOLVE_DATABASE_URL": url}
     pack = tmp_path / "p.jsonl"

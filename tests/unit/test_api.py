@@ -21,7 +21,7 @@ def test_puzzle_kind_keeps_its_fields_in_order_and_every_later_one_is_optional()
     names = [f.name for f in fields]
     required = ["name", "parse", "canonical", "solvers", "default", "verify", "render", "svg", "size"]
     assert names[: len(required)] == required
-    assert names[len(required) :] == ["length", "formats", "description", "generate", "examples"]
+    assert names[len(required) :] == ["length", "formats", "description", "generate", "examples", "size_help"]
     for f in fields[len(required) :]:
         assert f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING, f.name
 

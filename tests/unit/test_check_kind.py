@@ -144,6 +144,12 @@ def test_check_kind_cli_passes_a_built_in_and_fails_a_broken_plugin_with_exit_1(
 
 
 def test_check_kind_cli_takes_levels_from_a_file(tmp_path):
+    """A --levels file that cannot be read exits 2, as one that does not exist does (click's check).
+
+    The file is the command's input, named on the command line: a usage error (errors.UsageError),
+    like an unreadable --solvers file or a path given to solve that does not exist (issue 16, item 1).
+    Exit 1 stays what it means for check-kind: the kind was checked and fails a check.
+    """
     levels = tmp_path / "levels.jsonl"
     levels.write_text('{"kind": "coins", "notes": [1, 2, 5], "target": 7}\n')
     res = run_cli("check-kind", "coins", "--levels", str(levels))
@@ -151,7 +157,9 @@ def test_check_kind_cli_takes_levels_from_a_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
     res = run_cli("check-kind", "coins", "--levels", str(bad))
-    assert res.returncode == 1 and "cannot read levels from" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 2 and "cannot read levels from" in res.stderr and "Traceback" not in res.stderr
+    res = run_cli("check-kind", "coins", "--levels", str(tmp_path / "none.json"))
+    assert res.returncode == 2 and "does not exist" in res.stderr
 
 
 def _flip_kind():

@@ -6,7 +6,14 @@ from typing import Any
 
 import click
 
-from packsolve.cli.options import database_option, emit, format_option, handle_errors, run_options
+from packsolve.cli.options import (
+    database_option,
+    emit,
+    format_option,
+    handle_errors,
+    run_options,
+    run_request,
+)
 
 
 @click.command()
@@ -31,12 +38,11 @@ def check(paths: tuple[str, ...], jobs: int | None, chunk_size: int, fmt: str, d
     submit would cut the run into tasks. Exits 2 where solve would refuse.
     """
     from packsolve.check import as_json, check_pack
-    from packsolve.cli.run import _request
     from packsolve.db.migrate import current_revision
     from packsolve.db.session import get_engine
     from packsolve.errors import NoDatabase
 
-    request = _request(opts)
+    request = run_request(opts)
     engine: Any
     try:
         # Past runs, if there is a database, size tasks as submit would; nothing is migrated or created.
@@ -75,6 +81,8 @@ def render_check(c: dict[str, Any]) -> Any:
         if items:
             out.append(Text(f"{len(items)} {title}:"))
             out += [Text(f"  {item}", style="dim") for item in items]
+    for name, program in c["solvers"].items():
+        out.append(Text(f"{name}: declared program `{' '.join(program['command'])}` ({program['kind']})"))
     for note in c["notes"]:
         out.append(Text(f"note: {note}", style="yellow"))
     if c["invalid"]:

@@ -59,11 +59,18 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
     # One heuristic a line and never cut: a user types these names into --heuristic.
     t.add_column("heuristics", no_wrap=True)
     t.add_column("files", no_wrap=True)
-    t.add_column("from")
-    t.add_column("what it is", ratio=1)
+    # Where a kind comes from goes under its description rather than in a column of its own: five
+    # columns left a plug-in's distribution name too narrow a column on an 80-column terminal, cut.
+    t.add_column("what it is, from where", ratio=1, overflow="fold")
     for r in rows:
+        source = Text(f"source: {r['source']}", style="dim")
         if r["error"]:
-            t.add_row(r["kind"], "", "", r["source"], Text(f"cannot be used: {r['error']}", style="red"))
+            t.add_row(
+                r["kind"],
+                "",
+                "",
+                Text.assemble(Text(f"cannot be used: {r['error']}", style="red"), "\n", source),
+            )
             continue
         heuristics = Text()
         for i, h in enumerate(r["heuristics"] + r["programs"]):
@@ -73,7 +80,8 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
             elif h in r["programs"]:
                 heuristics.append(" (program)", style="dim")
         files = "\n".join(r["formats"]) or "json"
-        t.add_row(r["kind"], heuristics, files, r["source"], r["description"], end_section=True)
+        what = Text.assemble(r["description"], "\n", source) if r["description"] else source
+        t.add_row(r["kind"], heuristics, files, what, end_section=True)
     return t
 
 
@@ -92,7 +100,7 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
 @format_option
 @handle_errors
 def check_kind(name: str, levels_file: str | None, time_limit: float, fmt: str) -> None:
-    """Check kind NAME against packsolve's contract; exit 1 if a check fails.
+    """Check kind NAME against packsolve's contract; exit 1 if a check fails, 2 if --levels is unreadable.
 
     On the kind's example levels: parse/canonical round trip and a stable hash, every
     heuristic's answer passes verify, verify rejects corrupted answers, bad input raises
@@ -143,28 +151,35 @@ def _checks_table(rows: list[dict[str, Any]]) -> Any:
     return t
 
 
-# What --size means for each kind's generator (`packsolve generate --help` and the README say the same).
-SIZE_HELP = {
-    "onestroke": "WxH or N: the grid, e.g. 8x6 (about 80-100% of its cells open)",
-    "knights_tour": "N or RxC, :closed for closed tours, e.g. 8 or 6x8:closed",
-    "sudoku": "the number of givens to aim for, 17-81 (9x9: as few as stay unique), e.g. 24",
-    "sliding": "N or NxN, N from 2 to 5, e.g. 4 (the 15-puzzle)",
-    "tictactoe": "MxN or MxNkK (K in a row wins, default 3), e.g. 4x4k3",
-    "coins": "N or N:MAX, N notes of values up to MAX (default 10000), e.g. 30:1000",
-    "floodfill": "HxW or N, the image, e.g. 24x40",
-    "euler": "E or VxE, E edges among V vertices, e.g. 8x20",
-}
 # Rounds of fresh draws (from seeds derived from --seed) to top up levels drawn twice.
 TOP_UP_ROUNDS = 20
 
 
-def _size_help() -> str:
-    lines = "\n".join(f"  {kind}: {text}" for kind, text in SIZE_HELP.items())
-    intro = "Generate COUNT distinct levels of KIND as JSON lines (the same ones for a seed)."
-    return f"{intro}\n\n\b\n--size per kind:\n{lines}"
+class _GenerateCommand(click.Command):
+    """generate, whose help lists what --size means for each kind with a generator, plug-ins included.
+
+    The list is read from the registry when help is asked for, not when the CLI is imported:
+    loading every kind (and every installed plug-in) would slow every other command.
+    """
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from packsolve.puzzles import KINDS
+
+        super().format_help_text(ctx, formatter)
+        rows = [(f"{name}:", _size_form(kind)) for name, kind in KINDS.items() if kind.generate is not None]
+        with formatter.section("--size per kind"):
+            formatter.write_dl(rows)
 
 
-@click.command(help=_size_help())
+def _size_form(kind: Any) -> str:
+    """Return what --size means for kind, in its own words (a plug-in may give none)."""
+    return kind.size_help or "the kind does not say (see its documentation)"
+
+
+@click.command(
+    cls=_GenerateCommand,
+    help="Generate COUNT distinct levels of KIND as JSON lines (the same ones for a seed).",
+)
 @click.argument("kind")
 @click.option("--size", required=True, help="Size of the levels; what it means depends on KIND (see above).")
 @click.option("--count", type=click.IntRange(min=1), default=10, show_default=True)
@@ -197,9 +212,7 @@ def generate(kind: str, size: str, count: int, seed: int, output: str) -> None:
                 size, count if round_ == 0 else 2 * need, seed if round_ == 0 else seed * 7919 + round_
             )
         except (ValueError, LevelError) as exc:
-            raise click.BadParameter(
-                f"{exc} ({kind}: {SIZE_HELP.get(kind, 'see the kind')})", param_hint="--size"
-            ) from None
+            raise click.BadParameter(f"{exc} ({kind}: {_size_form(k)})", param_hint="--size") from None
         for level in drawn:
             data = {**level, "kind": k.name}
             distinct.setdefault(make_level("generated", data).hash, data)

@@ -49,8 +49,23 @@ def format_option(fn: Callable) -> Callable:
     )(fn)
 
 
+def solvers_option(fn: Callable) -> Callable:
+    return click.option(
+        "--solvers",
+        "solvers_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="TOML file declaring external solver programs, usable as heuristics "
+        "[default: ./packsolve.toml if there is one].",
+    )(fn)
+
+
 def run_options(fn: Callable) -> Callable:
-    """Options shared by every command that starts a run from level files."""
+    """Options shared by every command that plans a run from level files (solve, submit, check).
+
+    They include --solvers: a declared program is a heuristic like a kind's own, so
+    every such command must read the same declarations to plan the same run.
+    """
     decorators = [
         click.option("--kind", default=None, help="Only accept levels of this kind."),
         click.option(
@@ -81,7 +96,24 @@ def run_options(fn: Callable) -> Callable:
     ]  # fmt: skip
     for d in reversed(decorators):
         fn = d(fn)
-    return fn
+    return solvers_option(fn)
+
+
+def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
+    """Return the validated request.Request of run_options' values (OptionError for a bad one).
+
+    The declared solvers (--solvers, else ./packsolve.toml) are read into it.
+    """
+    from dataclasses import replace
+
+    from packsolve.request import request_from_options
+    from packsolve.solvers import load_solvers
+
+    request = request_from_options(
+        opts["kind"], opts["heuristic"], opts["time_limit"], opts["node_limit"], opts["memory_limit"],
+        opts["label"], opts["max_file_mb"], max_tries, opts["move_label"],
+    )  # fmt: skip
+    return replace(request, solvers=load_solvers(opts["solvers_file"]))
 
 
 def handle_errors(fn: Callable) -> Callable:

@@ -17,35 +17,12 @@ from packsolve.cli.options import (
     print_summary,
     read_engine,
     run_options,
+    run_request,
+    solvers_option,
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
 
 RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
-
-
-def solvers_option(fn: Any) -> Any:
-    return click.option(
-        "--solvers",
-        "solvers_file",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="TOML file declaring external solver programs, usable as heuristics "
-        "[default: ./packsolve.toml if there is one].",
-    )(fn)
-
-
-def _request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
-    """Return the validated request.Request of a command's run options (OptionError for a bad one)."""
-    from dataclasses import replace
-
-    from packsolve.request import request_from_options
-    from packsolve.solvers import load_solvers
-
-    request = request_from_options(
-        opts["kind"], opts["heuristic"], opts["time_limit"], opts["node_limit"], opts["memory_limit"],
-        opts["label"], opts["max_file_mb"], max_tries, opts["move_label"],
-    )  # fmt: skip
-    return replace(request, solvers=load_solvers(opts["solvers_file"]))
 
 
 def progress_options(fn: Any) -> Any:
@@ -60,7 +37,6 @@ def progress_options(fn: Any) -> Any:
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
-@solvers_option
 @click.option(
     "--jobs", "-j", type=int, default=None, help="Worker processes, at least 1 [default: one per core]."
 )
@@ -84,7 +60,7 @@ def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bo
     from packsolve.planning import check_paths
     from packsolve.request import check_jobs
 
-    request = _request(opts)
+    request = run_request(opts)
     check_jobs(jobs)  # before the database is touched: a typo costs nothing
     check_paths(paths)
     engine = get_engine(database_url)
@@ -120,7 +96,6 @@ def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @run_options
-@solvers_option
 @click.option(
     "--max-tries", type=int, default=None, help="Deliveries of a task before it counts as lost [default: 5]."
 )
@@ -147,7 +122,7 @@ def submit(
     from packsolve.planning import check_paths
     from packsolve.queue.app import make_app
 
-    request = _request(opts, max_tries)
+    request = run_request(opts, max_tries)
     check_paths(paths)
     engine = get_engine(database_url)
     run, sent = runs.start_distributed(engine, make_app(broker_url), paths, request, chunk_size, sys.argv[1:])

@@ -337,5 +337,6 @@ KIND = PuzzleKind(
     length=lambda solution: solution["count"] if isinstance(solution, Mapping) else None,
     description="fewest notes, each used once, summing exactly to a target (0/1 coin change)",
     generate=generate,
+    size_help="N or N:MAX, N notes of values up to MAX (default 10000), e.g. 30:1000",
     examples=({"notes": [9, 1, 6, 3], "target": 10}, {"notes": [4, 6, 10, 20], "target": 33}),
 )

@@ -359,6 +359,7 @@ KIND = PuzzleKind(
     length=lambda solution: len(solution) - 1 if isinstance(solution, list) else None,
     description="draw every edge once (Euler path or circuit); Königsberg's bridges have none",
     generate=generate,
+    size_help="E or VxE, E edges among V vertices, e.g. 8x20",
     examples=(
         {"edges": [[1, 2], [2, 3], [3, 4], [4, 1], [1, 3], [2, 4], [3, 5], [4, 5]], "start": 1},
         {"edges": [["A", "K"], ["A", "K"], ["L", "K"], ["L", "K"], ["A", "M"], ["K", "M"], ["L", "M"]]},

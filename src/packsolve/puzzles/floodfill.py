@@ -364,6 +364,7 @@ KIND = PuzzleKind(
     length=lambda solution: solution["count"] if isinstance(solution, Mapping) else None,
     description="paint bucket: the pixels of the clicked colour 4-connected to the click",
     generate=generate,
+    size_help="HxW or N, the image, e.g. 24x40",
     examples=(
         {
             "image": [[1, 2, 1, 1, 1, 1], [1, 2, 2, 1, 1, 1], [2, 1, 1, 2, 1, 1], [1, 1, 1, 2, 1, 1]],

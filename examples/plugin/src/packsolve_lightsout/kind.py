@@ -207,6 +207,7 @@ KIND = PuzzleKind(
     formats={".lights": read_lights},
     description="Lights Out: press lights (each toggles itself and its neighbours) until all are off",
     generate=generate,
+    size_help=f"N or ROWSxCOLS: the board, sides 1 to {MAX_SIDE}, e.g. 5 or 4x6",
     examples=(
         {"lights": ["010", "111", "010"]},
         {"lights": ["11", "10"]},

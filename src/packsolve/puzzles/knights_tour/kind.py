@@ -272,6 +272,7 @@ KIND = PuzzleKind(
     formats={".knights": read_knights},
     description="knight's tour (open or closed) of a rows x cols board from a start square",
     generate=generate,
+    size_help="N or RxC, :closed for closed tours, e.g. 8 or 6x8:closed",
     examples=(
         {"size": 5, "start": [0, 0]},
         {"rows": 3, "cols": 4, "start": [0, 0]},

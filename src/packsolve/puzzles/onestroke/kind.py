@@ -354,6 +354,7 @@ KIND = PuzzleKind(
     size=lambda grid: len(grid.cells()),
     formats={".stroke": read_stroke},
     generate=generate,
+    size_help="WxH or N: the grid, e.g. 8x6 (about 80-100% of its cells open)",
     description="Hamiltonian path over every open cell of a grid from a start cell",
     examples=(
         {"grid": ["S..", ".#.", "..."]},

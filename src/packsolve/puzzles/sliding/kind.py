@@ -168,6 +168,7 @@ KIND = PuzzleKind(
     formats={".slide": read_slide},
     description="N x N sliding tiles (N = 2..5), fewest moves to 0, 1, 2, ... with the blank top-left",
     generate=generate,
+    size_help="N or NxN, N from 2 to 5, e.g. 4 (the 15-puzzle)",
     examples=(
         {"tiles": [[3, 2], [1, 0]]},
         {"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]},

@@ -253,6 +253,7 @@ KIND = PuzzleKind(
     formats={".sdk": read_lines, ".sudoku": read_lines, ".txt": read_lines},
     description="9×9 sudoku: fill every row, column and box with 1-9 (solutions counted up to 2)",
     generate=generate,
+    size_help="the number of givens to aim for, 17-81 (9x9: as few as stay unique), e.g. 24",
     examples=(
         {"grid": "..3.2.6..9..3.5..1..18.64....81.29..7.......8..67.82....26.95..8..2.3..9..5.1.3.."},
         {"grid": "11" + "." * 79},

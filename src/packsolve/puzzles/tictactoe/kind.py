@@ -265,6 +265,7 @@ KIND = PuzzleKind(
     length=lambda solution: len(solution["winning_moves"]) if isinstance(solution, Mapping) else None,
     description="m x n, k in a row: the game value for the side to move and every winning move",
     generate=generate,
+    size_help="MxN or MxNkK (K in a row wins, default 3), e.g. 4x4k3",
     examples=(
         {"board": [".XO", ".O.", "X.."], "to_move": "O"},
         {"board": ["XXO", "OO.", "X.."], "to_move": "X"},
