@@ -10,8 +10,6 @@ closing table's format; `benchmarks/cluster_scenarios.py` prints the whole table
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from tests.support.cluster_audit import table
@@ -19,32 +17,9 @@ from tests.support.cluster_scenarios import run_scenario
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
-# Issue 18's fix (claims with fencing tokens, worker leases: branch p18, whose db/workers.py holds
-# the leases) is not in yet. Until it is, a worker that comes back after its attempt was taken over
-# still writes its result over the new holder's claim (defect 1), and these cases fail, most runs,
-# as the issue says; once db/workers.py exists the mark is gone and they must pass.
-FENCED = importlib.util.find_spec("packsolve.db.workers") is not None
-STALE_OVERWRITE = pytest.mark.xfail(
-    not FENCED, reason="issue 18 defect 1: a stale worker's result overwrites the current claim", strict=False
-)
-# Defect 2: with no time limit there is no deadline, and nothing but a lease can tell the worker died.
-NO_LEASE = pytest.mark.xfail(
-    not FENCED,
-    reason="issue 18 defect 2: without a time limit a dead worker's attempt is never requeued",
-    strict=False,
-)
 BROKERS = [
     pytest.param("redis", id="redis"),
     pytest.param("rabbitmq", id="rabbitmq", marks=pytest.mark.rabbitmq),
-]
-# RabbitMQ drops a worker's connection on a short cut and delivers its task to another worker at once.
-BROKERS_SHORT_CUT = [
-    BROKERS[0],
-    pytest.param("rabbitmq", id="rabbitmq", marks=[pytest.mark.rabbitmq, STALE_OVERWRITE]),
-]
-BROKERS_STALE = [
-    pytest.param(b, id=b, marks=[*([pytest.mark.rabbitmq] if b == "rabbitmq" else []), STALE_OVERWRITE])
-    for b in ("redis", "rabbitmq")
 ]
 
 
@@ -62,7 +37,7 @@ def test_a_worker_host_partitioned_longer_than_the_grace_then_healed_leaves_one_
     check(netns_cluster, "partition-long", broker)
 
 
-@pytest.mark.parametrize("broker", BROKERS_SHORT_CUT)
+@pytest.mark.parametrize("broker", BROKERS)
 def test_a_worker_host_partitioned_shorter_than_the_grace_leaves_one_final_result_per_level(
     netns_cluster, broker
 ):
@@ -90,7 +65,7 @@ def test_postgres_crashing_and_restarting_mid_run_leaves_one_final_result_per_le
     check(netns_cluster, "postgres-restart", broker)
 
 
-@pytest.mark.parametrize("broker", BROKERS_STALE)
+@pytest.mark.parametrize("broker", BROKERS)
 def test_a_worker_host_frozen_and_thawed_after_its_attempts_were_taken_over_changes_no_result(
     netns_cluster, broker
 ):
@@ -98,10 +73,7 @@ def test_a_worker_host_frozen_and_thawed_after_its_attempts_were_taken_over_chan
     check(netns_cluster, "freeze", broker)
 
 
-@pytest.mark.parametrize(
-    "broker",
-    [pytest.param("redis", marks=NO_LEASE), pytest.param("rabbitmq", marks=[pytest.mark.rabbitmq, NO_LEASE])],
-)
+@pytest.mark.parametrize("broker", BROKERS)
 def test_a_worker_host_frozen_in_a_run_without_time_limit_has_its_attempts_taken_over_by_its_lease(
     netns_cluster, broker
 ):

@@ -92,7 +92,9 @@ def get_engine(
     """Return this process's engine for url (one per process: engines must not cross a fork).
 
     pre_ping=False is for callers that retry a transaction on a dropped connection
-    themselves (the worker): it saves a round trip per transaction. create=False
+    themselves (the worker): it saves a round trip per transaction, and on
+    PostgreSQL its sessions may not sit idle inside a transaction (see
+    WORKER_IDLE_IN_TRANSACTION_MS). create=False
     is for commands that only read: they raise NoDatabase rather than create an
     SQLite file that does not exist. A URL that cannot work raises DatabaseUrlError.
     """
@@ -122,6 +124,12 @@ def forget_engines() -> None:
     _engines.clear()
 
 
+# A worker never pauses inside a transaction (each is a few statements sent back to back). One frozen
+# or cut off between UPDATE and COMMIT would hold its rows locked, and the scheduler (which skips
+# locked rows) could not take them back: the server ends such a session after this long instead.
+WORKER_IDLE_IN_TRANSACTION_MS = 5000
+
+
 def make_engine(url: str, pre_ping: bool = True) -> Engine:
     """Return a new engine; SQLite gets WAL and a busy timeout so several writers can share it.
 
@@ -145,7 +153,12 @@ def make_engine(url: str, pre_ping: bool = True) -> Engine:
 
         return engine
     # pre_ping replaces connections the server dropped (restarts, pg_terminate_backend).
-    return _create(url, pool_pre_ping=pre_ping, pool_size=5, max_overflow=5, pool_recycle=1800)
+    options: dict[str, object] = {}
+    if not pre_ping:
+        options["connect_args"] = {
+            "options": f"-c idle_in_transaction_session_timeout={WORKER_IDLE_IN_TRANSACTION_MS}"
+        }
+    return _create(url, pool_pre_ping=pre_ping, pool_size=5, max_overflow=5, pool_recycle=1800, **options)
 
 
 def _create(url: str, **options: object) -> Engine:
