@@ -101,7 +101,7 @@ def reconcile(
         enqueue(app, run_id, specs, max_tries, chunk, deployment)
         done.requeued += len(specs)
     try:
-        done.forgotten = _forget_settled(engine, broker)
+        done.forgotten = _forget_settled(engine, broker, app.conf.task_default_queue, deployment)
     except BrokerUnreadable as exc:
         done.broker_error = done.broker_error or str(exc)
     with session_scope(engine) as session:
@@ -111,9 +111,12 @@ def reconcile(
     return done
 
 
-def _forget_settled(engine: Engine, broker: str) -> int:
-    """Delete Redis's unacknowledged tasks whose attempts are final or were sent again; return how many."""
-    messages = unacked_messages(broker)
+def _forget_settled(engine: Engine, broker: str, queue: str, deployment: str) -> int:
+    """Delete Redis's unacknowledged tasks of this deployment whose attempts are final or were sent again.
+
+    Return how many. Tasks of another database (or of a sender too old to say) are never touched.
+    """
+    messages = [m for m in unacked_messages(broker, queue) if m.deployment == deployment]
     if not messages:
         return 0
     with session_scope(engine) as session:

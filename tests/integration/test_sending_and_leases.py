@@ -152,3 +152,35 @@ def test_a_killed_pool_process_s_claim_is_taken_over_by_its_redelivery_without_w
     with session_scope(get_engine(pg_url)) as s:
         attempt = s.scalars(select(Attempt)).one()
     assert (attempt.status, attempt.tries) == ("solved", 2) and attempt.holder != holder
+
+
+def test_a_killed_workers_unacked_task_is_cleared_once_its_attempt_is_sent_again(
+    tmp_path, pg_url, start_worker
+):
+    """Issue 19: Redis keeps a killed worker's delivered task for 12 hours; the scheduler clears it."""
+    import os
+    import signal
+
+    with private_redis() as (url, _restart):
+        env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": url, "PACKSOLVE_LEASE_TTL": "2"}
+        victim = start_worker(url, pg_url, hostname="victim@test", env={"PACKSOLVE_LEASE_TTL": "2"})
+        res = run_cli("submit", str(write_pack(tmp_path, 1, ms=3000)), "--time-limit", "20", env=env)
+        assert res.returncode == 0, res.stderr
+        run_id = int(res.stdout.strip().splitlines()[-1])
+        client = redis.Redis.from_url(url)
+        deadline = time.monotonic() + 30
+        while not client.hlen("unacked") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # claimed by now
+        os.killpg(victim.proc.pid, signal.SIGKILL)
+        victim.proc.wait(10)
+        assert client.hlen("unacked") == 1  # left behind for the visibility timeout
+        time.sleep(2.5)  # the lease lapses
+        res = run_cli("scheduler", "--once", "--grace", "60", env=env)
+        # The same pass that sends the attempt again clears the old task: it would only be skipped.
+        assert "requeued 1," in res.stderr and "unacked cleared 1" in res.stderr, res.stderr
+        assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
+        start_worker(url, pg_url, hostname="heir@test")
+        wait_for_run(pg_url, run_id, timeout=60)
+        with session_scope(get_engine(pg_url)) as s:
+            assert {(a.status, a.worker) for a in s.scalars(select(Attempt))} == {("solved", "heir@test")}

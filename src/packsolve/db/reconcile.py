@@ -200,7 +200,9 @@ def settled_messages(session: Session, messages: Sequence[Any]) -> list[str]:
             state.update({(run_id, h): (st, q) for h, st, q in rows})
 
     def settled(pair: tuple[int, str], delivered: float | None) -> bool:
-        status, queued_at = state.get(pair, (Status.LOST.value, None))  # a deleted run's task can go too
+        if pair not in state:
+            return False  # a deleted run's: redelivered after the visibility timeout, it is skipped
+        status, queued_at = state[pair]
         if status not in PENDING_VALUES:
             return True
         if queued_at is None or delivered is None:

@@ -63,11 +63,14 @@ class Unacked:
     tag: str
     attempts: tuple[tuple[int, str], ...]
     delivered: float | None  # epoch seconds
+    deployment: str | None  # the database that sent it
 
 
-def unacked_messages(broker: str) -> list[Unacked]:
-    """Return our tasks in a Redis broker's unacknowledged set ([] for other brokers).
+def unacked_messages(broker: str, queue: str) -> list[Unacked]:
+    """Return the tasks of our queue in a Redis broker's unacknowledged set ([] for other brokers).
 
+    Kombu keeps one such set per Redis database, shared by every queue in it:
+    entries of other queues (another deployment sharing the Redis) are left out.
     Raise BrokerUnreadable if Redis cannot be read.
     """
     if not broker.startswith(("redis://", "rediss://", "unix://")):
@@ -79,13 +82,14 @@ def unacked_messages(broker: str) -> list[Unacked]:
         out: list[Unacked] = []
         for tag, value in client.hscan_iter(UNACKED, count=_PAGE):
             try:
-                task = decode_message(json.loads(value)[0])
+                raw, _exchange, routing_key = json.loads(value)
+                task = decode_message(raw) if routing_key == queue else None
             except (ValueError, TypeError, IndexError, KeyError):
                 continue
             if task is None:
                 continue
             attempts = tuple((task.run_id, level_hash) for level_hash, _ in task.items)
-            out.append(Unacked(tag.decode(), attempts, client.zscore(UNACKED_INDEX, tag)))
+            out.append(Unacked(tag.decode(), attempts, client.zscore(UNACKED_INDEX, tag), task.deployment))
         return out
     except redis.RedisError as exc:
         raise BrokerUnreadable(f"cannot read the broker's unacknowledged tasks: {exc}") from exc
