@@ -206,7 +206,8 @@ def test_a_lapsed_lease_gives_back_all_its_holder_held_whatever_the_deadlines(tm
 
     Its running attempts (one without any time limit, so without a deadline) and
     the queued rest of its chunk are requeued on the first pass after its lease
-    lapsed; a live worker's claim is left alone even past its deadline.
+    lapsed; a live worker's claim is left alone until its deadline plus the grace
+    (the solver is killed at the hard limit: past that, the worker is stuck).
     """
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     run_id = submit(env, str(write_pack(tmp_path, 5, ms=20)), "--time-limit", "5")
@@ -224,15 +225,18 @@ def test_a_lapsed_lease_gives_back_all_its_holder_held_whatever_the_deadlines(tm
                         deadline=deadline)
             )  # fmt: skip
         session.execute(update(Attempt).where(Attempt.id == rows[2].id).values(holder="dead@host/1"))
-        session.execute(
-            update(Attempt)
-            .where(Attempt.id.in_([rows[3].id, rows[4].id]))
-            .values(status="running", tries=1, worker="alive@host", holder="alive@host/2", started_at=now,
-                    deadline=now - timedelta(minutes=5))
-        )  # fmt: skip
-    assert "requeued 3, lost 0" in reconcile_once(env, grace=2)
+        for a, deadline in zip(
+            rows[3:], [now + timedelta(minutes=5), now - timedelta(minutes=5)], strict=True
+        ):
+            session.execute(
+                update(Attempt)
+                .where(Attempt.id == a.id)
+                .values(status="running", tries=1, worker="alive@host", holder="alive@host/2", started_at=now,
+                        deadline=deadline)
+            )  # fmt: skip
+    assert "requeued 4, lost 0" in reconcile_once(env, grace=2)
     after = attempts(pg_url, run_id)
-    assert [a.status for a in after] == ["queued"] * 3 + ["running"] * 2
+    assert [a.status for a in after] == ["queued"] * 3 + ["running", "queued"]
     assert [a.holder for a in after[:3]] == [None] * 3 and [a.requeues for a in after[:3]] == [1] * 3
 
 
