@@ -268,6 +268,14 @@ def max_chunk_for(limits: Limits) -> int:
 def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec]:
     """Return specs ordered longest-expected-first (LPT shortens the makespan of a run).
 
+    The levels' history in other runs is read from the database; longest_first says how it is used.
+    """
+    return longest_first(specs, level_facts(session, [h for h, _, _ in specs], exclude_run=run_id))
+
+
+def longest_first(specs: list[Spec], facts: Mapping[str, tuple[int, float | None]]) -> list[Spec]:
+    """Return specs ordered longest-expected-first from facts ({hash: (size, past seconds or None)}).
+
     A level's expected time is its best past time (fastest solved or proved
     attempt in any other run; a level that only ever ran out of time or memory
     counts as its longest such attempt). A level never seen gets the expected
@@ -275,7 +283,6 @@ def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec
     with no history for its kind, the median of all known times. Ties: bigger
     first, then pack order.
     """
-    facts = level_facts(session, [h for h, _, _ in specs], exclude_run=run_id)
     known = {h: t for h, (_, t) in facts.items() if t is not None}
 
     def size(s: Spec) -> int:
