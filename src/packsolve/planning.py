@@ -8,6 +8,7 @@ themselves are checked in request.py.
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -284,24 +285,46 @@ def longest_first(specs: list[Spec], facts: Mapping[str, tuple[int, float | None
     first, then pack order.
     """
     known = {h: t for h, (_, t) in facts.items() if t is not None}
-
-    def size(s: Spec) -> int:
-        return facts.get(s[0], (0, None))[0]
-
+    sizes = {h: size for h, (size, _) in facts.items()}
     if not known:
-        return sorted(specs, key=lambda s: -size(s))
-    by_kind: dict[str, list[tuple[int, float]]] = {}
-    for s in specs:
-        if s[0] in known:
-            by_kind.setdefault(s[2].kind, []).append((size(s), known[s[0]]))
+        return sorted(specs, key=lambda s: -sizes.get(s[0], 0))
+    # Per kind, the longest known time at each size: of known levels equally near in size, the
+    # longest wins. Sorted by size, the nearest sizes of an unseen level are found by bisection.
+    longest: dict[str, dict[int, float]] = {}
+    for h, _, s in specs:
+        if h in known:
+            at = longest.setdefault(s.kind, {})
+            size = sizes.get(h, 0)
+            at[size] = max(at.get(size, known[h]), known[h])
+    points = {kind: sorted(at.items()) for kind, at in longest.items()}
     median = sorted(known.values())[len(known) // 2]
+    guesses: dict[tuple[str, int], float] = {}
 
-    def expected(s: Spec) -> float:
-        if s[0] in known:
-            return known[s[0]]
-        points = by_kind.get(s[2].kind)
-        if not points:
+    def guess(kind: str, size: int) -> float:
+        if kind not in points:
             return median
-        return min(points, key=lambda p: (abs(p[0] - size(s)), -p[1]))[1]
+        if (kind, size) not in guesses:
+            guesses[kind, size] = _nearest(points[kind], size)
+        return guesses[kind, size]
 
-    return sorted(specs, key=lambda s: (-expected(s), -size(s)))
+    keyed = [
+        (-(known[h] if h in known else guess(s.kind, sizes.get(h, 0))), -sizes.get(h, 0), i)
+        for i, (h, _, s) in enumerate(specs)
+    ]
+    keyed.sort()
+    return [specs[i] for _, _, i in keyed]
+
+
+def _nearest(points: list[tuple[int, float]], size: int) -> float:
+    """Return the time of the point nearest to size (points sorted by size, sizes distinct); ties: longest."""
+    i = bisect_left(points, size, key=lambda p: p[0])
+    if i < len(points) and points[i][0] == size:
+        return points[i][1]
+    below = points[i - 1] if i > 0 else None
+    above = points[i] if i < len(points) else None
+    if below is None or (above is not None and above[0] - size < size - below[0]):
+        assert above is not None
+        return above[1]
+    if above is None or size - below[0] < above[0] - size:
+        return below[1]
+    return max(below[1], above[1])
