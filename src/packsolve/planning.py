@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from packsolve.db.history import level_facts, recent_wall_times
+from packsolve.db.history import level_facts, past_times, recent_wall_times
 from packsolve.db.runs import PlannedAttempt
 from packsolve.errors import OptionError, PlanError, UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, Limits
@@ -266,12 +266,20 @@ def max_chunk_for(limits: Limits) -> int:
 # --- ordering: longest processing time first -------------------------------------------------
 
 
-def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec]:
+def hardest_first(
+    session: Session, run_id: int, specs: list[Spec], sizes: Mapping[str, int] | None = None
+) -> list[Spec]:
     """Return specs ordered longest-expected-first (LPT shortens the makespan of a run).
 
-    The levels' history in other runs is read from the database; longest_first says how it is used.
+    The levels' history in other runs is read from the database (their sizes
+    too, unless given by hash); longest_first says how it is used.
     """
-    return longest_first(specs, level_facts(session, [h for h, _, _ in specs], exclude_run=run_id))
+    if sizes is None:
+        facts = level_facts(session, [h for h, _, _ in specs], exclude_run=run_id)
+    else:
+        times = past_times(session, run_id)
+        facts = {h: (sizes.get(h, 0), times.get(h)) for h, _, _ in specs}
+    return longest_first(specs, facts)
 
 
 def longest_first(specs: list[Spec], facts: Mapping[str, tuple[int, float | None]]) -> list[Spec]:
