@@ -13,7 +13,9 @@ from packsolve.levels import make_level
 from packsolve.planning import hardest_first, plan_levels
 
 # Coins levels of 2 to 7 notes (size = notes): distinct, small, sizes known.
-LEVELS = [make_level(f"c{n}", {"kind": "coins", "notes": [*range(1, n + 1)], "target": n}) for n in range(2, 8)]
+LEVELS = [
+    make_level(f"c{n}", {"kind": "coins", "notes": [*range(1, n + 1)], "target": n}) for n in range(2, 8)
+]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
