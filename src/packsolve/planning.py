@@ -180,9 +180,13 @@ def plan_levels(
     planned = []
     notes: dict[str, str] = {}
     usable = False
+    # The same for every level of a kind: resolved once per kind, not once per level.
+    resolved: dict[str, str] = {}
     for seq, level in enumerate(levels):
-        name = choice.name_for(level.kind) or "default"
-        if level.valid:
+        if not level.valid:
+            planned.append(PlannedAttempt(level, choice.name_for(level.kind) or "default", seq))
+            continue
+        if level.kind not in resolved:
             puzzle = get_kind(level.kind)
             try:
                 name = heuristic_of(puzzle, choice.name_for(level.kind), solvers)
@@ -192,7 +196,8 @@ def plan_levels(
                 notes[level.kind] = (
                     f"{level.kind} has no heuristic {choice.common!r}: its default {name!r} runs"
                 )
-        planned.append(PlannedAttempt(level, name, seq))
+            resolved[level.kind] = name
+        planned.append(PlannedAttempt(level, resolved[level.kind], seq))
     if notes and not usable:
         kinds = sorted(notes)
         choices = "; ".join(f"{k}: {', '.join([*get_kind(k).solvers, *for_kind(solvers, k)])}" for k in kinds)
