@@ -136,7 +136,9 @@ def _copy_ignore(session: Session, table: Any, rows: list[dict[str, Any]]) -> No
     names = ", ".join(f'"{c}"' for c in columns)
     staged = f"staged_{table.name}"
     with _driver(session).cursor() as cursor:
-        cursor.execute(f'CREATE TEMPORARY TABLE "{staged}" (LIKE "{table.name}") ON COMMIT DROP')
+        cursor.execute(
+            f'CREATE TEMPORARY TABLE "{staged}" (LIKE "{table.name}" INCLUDING DEFAULTS) ON COMMIT DROP'
+        )
         _copy(cursor, staged, columns, rows)
         # In key order: two submits inserting the same new levels then wait for each other in one
         # order, never in a deadlock.
