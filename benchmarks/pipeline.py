@@ -594,7 +594,7 @@ def strict_bare(args: argparse.Namespace, tmp: Path) -> tuple[Figure, float]:
         main_cpu = (cpu_seconds(w.proc.pid) - cpu0) / args.levels
     finally:
         w.stop()
-        r.delete(counter, queue)
+        r.delete(counter, queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
     note = f"{args.levels} tasks, -c {args.processes}, acks late, prefetch 1, {load()}"
     return Figure("strict", BARE_STEADY, "—", steady_rate(done), "tasks/s", note), main_cpu
 

@@ -116,7 +116,10 @@ def submit_once(
             subprocess.run(cmd, env={**os.environ, **env}, check=True, capture_output=True)
             return {"history": history, "profile": str(profile)}
         finally:
-            redis.Redis.from_url(args.redis).delete(queue)  # nobody will run them
+            # Nobody will run them; kombu's bindings of the queue go too.
+            redis.Redis.from_url(args.redis).delete(
+                queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}"
+            )
 
 
 def top_of(profile: Path, n: int = 25) -> str:
