@@ -42,7 +42,8 @@ from public_data import public_data
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKSOLVE = [sys.executable, "-m", "packsolve"]
-PARTS = ("bare", "distributed", "local", "parallel", "scaling", "submit")
+PARTS = ("bare", "distributed", "local", "parallel", "scaling", "submit", "strict")
+BENCH = Path(__file__).resolve().parent
 
 
 @dataclass
@@ -536,6 +537,190 @@ def submit_big(args: argparse.Namespace, tmp: Path, db_url: str, label: str) -> 
     return figures
 
 
+# --- strict (issue 19): bare Celery measured strictly, in the steady state ------------------
+
+
+BARE_STEADY = "bare Celery, counting no-op, steady state"
+PK_STEADY = "packsolve, solved sudokus, steady state"
+PK_LOOSE = "packsolve, first message to last result"
+
+
+def steady_rate(times: list[float]) -> float:
+    """Return the rate between 10 % and 90 % of the tasks done, from each task's completion time.
+
+    Neither the submit nor the workers' start nor the tail counts.
+    """
+    times = sorted(times)
+    lo, hi = int(0.1 * len(times)), int(0.9 * len(times)) - 1
+    return (hi - lo) / (times[hi] - times[lo])
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return the CPU seconds (user + system) process pid has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def strict_bare(args: argparse.Namespace, tmp: Path) -> tuple[Figure, float]:
+    """Plain Celery (benchmarks/bare_celery.py), its no-op tasks queued first: steady-state tasks/s.
+
+    Each task increments a counter; polled every few milliseconds, the counter
+    gives each task's completion time. Also returns the worker main process's CPU s per task.
+    """
+    import redis
+    from celery import Celery
+
+    queue = f"bench-bare-{uuid.uuid4().hex[:8]}"
+    counter = f"{queue}:done"
+    app = Celery("bare", broker=args.redis)
+    app.conf.update(task_default_queue=queue, task_serializer="json")
+    with app.producer_or_acquire() as producer, producer.batch(max_size=1000):
+        for _ in range(args.levels):
+            app.send_task("bare.count", producer=producer)
+    r = redis.Redis.from_url(args.redis)
+    env = {"BARE_BROKER_URL": args.redis, "BARE_QUEUE": queue}
+    w = Worker([sys.executable, str(BENCH / "bare_celery.py"), str(args.processes)], env, tmp / "bare.log")
+    done: list[float] = []
+    try:
+        w.wait_started(args.redis, queue)
+        cpu0 = cpu_seconds(w.proc.pid)
+        seen = 0
+        deadline = time.monotonic() + 600
+        while seen < args.levels and time.monotonic() < deadline:
+            now, count = time.monotonic(), int(r.get(counter) or 0)
+            done += [now] * (count - seen)  # tasks done since the last look: done by now
+            seen = count
+            time.sleep(0.002)
+        main_cpu = (cpu_seconds(w.proc.pid) - cpu0) / args.levels
+    finally:
+        w.stop()
+        r.delete(counter, queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    note = f"{args.levels} tasks, -c {args.processes}, acks late, prefetch 1, {load()}"
+    return Figure("strict", BARE_STEADY, "—", steady_rate(done), "tasks/s", note), main_cpu
+
+
+def packsolve_chunk1(
+    args: argparse.Namespace, tmp: Path, db_url: str, pack: Path, argv: list[str] | None = None
+) -> tuple[list[Figure], int, Worker | None, float]:
+    """Solved sudokus, --chunk-size 1, one worker of args.processes: steady-state and loose levels/s.
+
+    The steady state comes from the attempts' finished_at (each stamped when its
+    result came back, whatever the write batching). argv replaces the worker's command
+    (the timed worker of the cost table). Returns the figures, the run id and the
+    worker's main process CPU s per level.
+    """
+    from sqlalchemy import select
+
+    from packsolve.db.models import Attempt
+    from packsolve.db.session import get_engine
+
+    env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": args.redis}
+    env["PACKSOLVE_QUEUE"] = f"bench-{uuid.uuid4().hex[:8]}"
+    run_id, _, _, _ = submit(pack, env, "--chunk-size", "1")
+    name = f"strict-{run_id}"
+    (tmp / name).mkdir()
+    w = (
+        packsolve_worker(env, args.processes, tmp, name)
+        if argv is None
+        else Worker(argv, {**env, "COST_HOOKS_DIR": str(tmp / name)}, tmp / f"{name}.log")
+    )
+    try:
+        t0 = w.wait_started(args.redis, env["PACKSOLVE_QUEUE"])
+        cpu0 = cpu_seconds(w.proc.pid)
+        t1 = wait_run(db_url, run_id)
+        main_cpu = (cpu_seconds(w.proc.pid) - cpu0) / args.levels
+        time.sleep(1.0)  # the timed worker's processes write their totals every half second
+    finally:
+        w.stop()
+    with get_engine(db_url).connect() as conn:
+        stamps = conn.execute(select(Attempt.finished_at).where(Attempt.run_id == run_id)).scalars().all()
+    steady = steady_rate([t.timestamp() for t in stamps if t is not None])
+    note = f"{args.levels} levels, chunk 1, one worker --concurrency {args.processes}, {load()}"
+    return [
+        Figure("strict", PK_STEADY, "PostgreSQL", steady, "levels/s", note),
+        Figure("strict", PK_LOOSE, "PostgreSQL", args.levels / (t1 - t0), "levels/s", note),
+    ], run_id, w, main_cpu  # fmt: skip
+
+
+def strict(args: argparse.Namespace, tmp: Path) -> list[Figure]:
+    """Issue 19's comparison: strict bare Celery, the looser bare baseline and packsolve, alternately.
+
+    Each of the three runs args.reps times in turn on the same Redis, best of each
+    kept; then one more packsolve run under the timing hooks (benchmarks/cost_hooks.py)
+    gives where a level's cost goes.
+    """
+    pack = write_pack(tmp / "strict.sdk", solved_grids(args.levels, seed=19))
+    figures: list[Figure] = []
+    bare_cpu, pk_cpu = [], []
+    with pg_database(args.pg) as url:
+        for _ in range(args.reps):
+            fig, cpu = strict_bare(args, tmp)
+            figures.append(fig)
+            bare_cpu.append(cpu)
+            figures += bare_celery(args, tmp)
+            pk, _, _, cpu = packsolve_chunk1(args, tmp, url, pack)
+            figures += pk
+            pk_cpu.append(cpu)
+            for f in figures[-4:]:
+                print(f.row(), file=sys.stderr, flush=True)
+        argv = [sys.executable, str(BENCH / "cost_hooks.py"), str(args.processes)]
+        _, run_id, w, cpu = packsolve_chunk1(args, tmp, url, pack, argv)
+    best = {f.what: f.value for f in best_of(figures)}
+    strict_ratio = best[PK_STEADY] / best[BARE_STEADY]
+    loose_ratio = best[PK_LOOSE] / best["no-op tasks"]
+    figures += [
+        Figure("strict", "ratio, steady state / strict bare", "PostgreSQL", strict_ratio, "x", "goal ≥ 0.7"),
+        Figure("strict", "ratio, first message to end / looser bare", "PostgreSQL", loose_ratio, "x", ""),
+    ]
+    assert w is not None
+    costs = cost_table(tmp / f"strict-{run_id}", args.levels, cpu, min(bare_cpu), best)
+    print(costs, file=sys.stderr)
+    args.costs = costs
+    return figures
+
+
+def cost_table(folder: Path, levels: int, main_cpu: float, bare_main_cpu: float, best: dict) -> str:
+    """Return the per-level cost table (Markdown) from the timed worker's totals in folder."""
+    totals: dict[str, float] = {}
+    span = task = 0.0
+    missing: set[str] = set()
+    for f in folder.glob("*.json"):
+        data = json.loads(f.read_text())
+        missing.update(data["missing"])
+        for stage, (seconds, _calls) in data["totals"].items():
+            totals[stage] = totals.get(stage, 0.0) + seconds
+        if data["span"]:
+            span += data["span"][1] - data["span"][0]
+        task += data["totals"].get("task", [0.0])[0]
+
+    def ms(seconds: float) -> str:
+        return f"{1000 * seconds / levels:.3f}"
+
+    inside = sum(totals.get(s, 0.0) for s in ("claim", "parse", "child", "verify"))
+    bare_rate = best[BARE_STEADY]
+    rows = [
+        ("claim (a lone tiny level is claimed by its result's write instead)", totals.get("claim", 0)),
+        ("parse the level, look up the solver", totals.get("parse", 0)),
+        ("solver child: send the job, solve, read the result back (the IPC)", totals.get("child", 0)),
+        ("verify (and the Outcome)", totals.get("verify", 0)),
+        ("rest of packsolve's task (decode, provenance, result buffered)", task - inside),
+        ("result write, batched (a timer thread of the pool process)", totals.get("write", 0)),
+        ("Celery's own in the pool processes (between tasks: ack, next message)", span - task),
+    ]
+    lines = [
+        "| where (pool processes, process-ms per level) | ms |",
+        "| --- | ---: |",
+        *(f"| {what} | {ms(sec)} |" for what, sec in rows),
+        f"| **pool processes in all** (first task to last, both processes) | **{ms(span)}** |",
+        f"| Celery's main process, CPU per level | {1000 * main_cpu:.3f} |",
+        f"| bare Celery for comparison: pool processes per task (2 / rate) | {2000 / bare_rate:.3f} |",
+        f"| bare Celery: main process, CPU per task | {1000 * bare_main_cpu:.3f} |",
+    ]
+    if missing:
+        lines.append(f"\n(not timed, no longer in the code: {', '.join(sorted(missing))})")
+    return "\n".join(lines)
+
+
 # --- main -----------------------------------------------------------------------------------
 
 
@@ -585,6 +770,7 @@ def main() -> None:
             ("parallel", lambda: both(gnu_parallel)),
             ("scaling", lambda: both(scaling)),
             ("submit", lambda: both(submit_big)),
+            ("strict", lambda: figures.extend(strict(args, tmp))),
         ]
         # Bare Celery and packsolve distributed are run alternately args.reps times, each best kept:
         # the others' load on a shared machine only ever slows a run down.
@@ -632,6 +818,8 @@ def write_results(args: argparse.Namespace, figures: list[Figure], started: str)
         *(f.row() for f in figures),
         "",
     ]
+    if getattr(args, "costs", None):
+        lines += ["Where a one-level task's time goes (strict part, cost_hooks.py):", "", args.costs, ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.out.exists() and set(args.only.split(",")) != set(PARTS):
         lines = [

@@ -8,7 +8,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,8 @@ class Level:
     hash: str
     size: int = 0
     error: str | None = None
+    # canonical_json(data) when reading made it (for the hash): stored as is, not made again.
+    text: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def valid(self) -> bool:
@@ -55,7 +57,11 @@ def canonical_json(obj: Any) -> str:
 
 
 def level_hash(data: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+    return _digest(canonical_json(data))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def make_level(name: str, raw: Any, kind: str | None = None) -> Level:
@@ -78,7 +84,8 @@ def make_level(name: str, raw: Any, kind: str | None = None) -> Level:
             raise LevelError(str(exc)) from None
         value = puzzle.parse(raw)
         data = {**puzzle.canonical(value), "kind": puzzle.name}
-        return Level(name, puzzle.name, data, level_hash(data), puzzle.size(value))
+        text = canonical_json(data)
+        return Level(name, puzzle.name, data, _digest(text), puzzle.size(value), text=text)
     except LevelError as exc:
         return invalid_level(name, raw, str(exc), kind)
     except RecursionError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from packsolve.db.history import level_facts, recent_wall_times
+from packsolve.db.history import level_facts, past_times, recent_wall_times
 from packsolve.db.programs import recorded
 from packsolve.db.reconcile import attempts_with_levels
 from packsolve.db.runs import PlannedAttempt
@@ -182,9 +183,13 @@ def plan_levels(
     planned = []
     notes: dict[str, str] = {}
     usable = False
+    # The same for every level of a kind: resolved once per kind, not once per level.
+    resolved: dict[str, str] = {}
     for seq, level in enumerate(levels):
-        name = choice.name_for(level.kind) or "default"
-        if level.valid:
+        if not level.valid:
+            planned.append(PlannedAttempt(level, choice.name_for(level.kind) or "default", seq))
+            continue
+        if level.kind not in resolved:
             puzzle = get_kind(level.kind)
             try:
                 name = heuristic_of(puzzle, choice.name_for(level.kind), solvers)
@@ -194,7 +199,8 @@ def plan_levels(
                 notes[level.kind] = (
                     f"{level.kind} has no heuristic {choice.common!r}: its default {name!r} runs"
                 )
-        planned.append(PlannedAttempt(level, name, seq))
+            resolved[level.kind] = name
+        planned.append(PlannedAttempt(level, resolved[level.kind], seq))
     if notes and not usable:
         kinds = sorted(notes)
         choices = "; ".join(f"{k}: {', '.join([*get_kind(k).solvers, *for_kind(solvers, k)])}" for k in kinds)
@@ -268,8 +274,24 @@ def max_chunk_for(limits: Limits) -> int:
 # --- ordering: longest processing time first -------------------------------------------------
 
 
-def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec]:
+def hardest_first(
+    session: Session, run_id: int, specs: list[Spec], sizes: Mapping[str, int] | None = None
+) -> list[Spec]:
     """Return specs ordered longest-expected-first (LPT shortens the makespan of a run).
+
+    The levels' history in other runs is read from the database (their sizes
+    too, unless given by hash); longest_first says how it is used.
+    """
+    if sizes is None:
+        facts = level_facts(session, [h for h, _, _ in specs], exclude_run=run_id)
+    else:
+        times = past_times(session, run_id)
+        facts = {h: (sizes.get(h, 0), times.get(h)) for h, _, _ in specs}
+    return longest_first(specs, facts)
+
+
+def longest_first(specs: list[Spec], facts: Mapping[str, tuple[int, float | None]]) -> list[Spec]:
+    """Return specs ordered longest-expected-first from facts ({hash: (size, past seconds or None)}).
 
     A level's expected time is its best past time (fastest solved or proved
     attempt in any other run; a level that only ever ran out of time or memory
@@ -278,29 +300,50 @@ def hardest_first(session: Session, run_id: int, specs: list[Spec]) -> list[Spec
     with no history for its kind, the median of all known times. Ties: bigger
     first, then pack order.
     """
-    facts = level_facts(session, [h for h, _, _ in specs], exclude_run=run_id)
     known = {h: t for h, (_, t) in facts.items() if t is not None}
-
-    def size(s: Spec) -> int:
-        return facts.get(s[0], (0, None))[0]
-
+    sizes = {h: size for h, (size, _) in facts.items()}
     if not known:
-        return sorted(specs, key=lambda s: -size(s))
-    by_kind: dict[str, list[tuple[int, float]]] = {}
-    for s in specs:
-        if s[0] in known:
-            by_kind.setdefault(s[2].kind, []).append((size(s), known[s[0]]))
+        return sorted(specs, key=lambda s: -sizes.get(s[0], 0))
+    # Per kind, the longest known time at each size: of known levels equally near in size, the
+    # longest wins. Sorted by size, the nearest sizes of an unseen level are found by bisection.
+    longest: dict[str, dict[int, float]] = {}
+    for h, _, s in specs:
+        if h in known:
+            at = longest.setdefault(s.kind, {})
+            size = sizes.get(h, 0)
+            at[size] = max(at.get(size, known[h]), known[h])
+    points = {kind: sorted(at.items()) for kind, at in longest.items()}
     median = sorted(known.values())[len(known) // 2]
+    guesses: dict[tuple[str, int], float] = {}
 
-    def expected(s: Spec) -> float:
-        if s[0] in known:
-            return known[s[0]]
-        points = by_kind.get(s[2].kind)
-        if not points:
+    def guess(kind: str, size: int) -> float:
+        if kind not in points:
             return median
-        return min(points, key=lambda p: (abs(p[0] - size(s)), -p[1]))[1]
+        if (kind, size) not in guesses:
+            guesses[kind, size] = _nearest(points[kind], size)
+        return guesses[kind, size]
 
-    return sorted(specs, key=lambda s: (-expected(s), -size(s)))
+    keyed = [
+        (-(known[h] if h in known else guess(s.kind, sizes.get(h, 0))), -sizes.get(h, 0), i)
+        for i, (h, _, s) in enumerate(specs)
+    ]
+    keyed.sort()
+    return [specs[i] for _, _, i in keyed]
+
+
+def _nearest(points: list[tuple[int, float]], size: int) -> float:
+    """Return the time of the point nearest to size (points sorted by size, sizes distinct); ties: longest."""
+    i = bisect_left(points, size, key=lambda p: p[0])
+    if i < len(points) and points[i][0] == size:
+        return points[i][1]
+    below = points[i - 1] if i > 0 else None
+    above = points[i] if i < len(points) else None
+    if below is None or (above is not None and above[0] - size < size - below[0]):
+        assert above is not None
+        return above[1]
+    if above is None or size - below[0] < above[0] - size:
+        return below[1]
+    return max(below[1], above[1])
 
 
 def stored_specs(session: Session, run: Any, hashes: Sequence[str]) -> list[Spec]:

@@ -88,6 +88,7 @@ class NewRun:
     carried: Carried = field(default_factory=Carried)
     label_moved_from: int | None = None  # the run --move-label took the label from
     resumed: bool = False  # an earlier run's attempts without a result, run again
+    sizes: dict[str, int] = field(default_factory=dict, repr=False)  # by level hash, where the plan had them
 
     @property
     def invalid(self) -> int:
@@ -173,7 +174,7 @@ def create(
         ) from None
     return NewRun(
         run_id, mode, plan.specs(limits), len(plan.attempts), plan.duplicates, max_tries, plan.notes,
-        plan.reading, carried, moved_from,
+        plan.reading, carried, moved_from, sizes={p.level.hash: p.level.size for p in plan.attempts},
     )  # fmt: skip
 
 
@@ -343,7 +344,7 @@ def send(engine: Engine, app: Any, run: NewRun, chunk_size: int = 0) -> Sent:
     """Enqueue the run's pending attempts hardest first in tasks of chunk_size (0: chosen); mark them sent."""
     with session_scope(engine) as session:
         # Longest expected first: the overnight makespan is set by the hardest levels started last.
-        specs = hardest_first(session, run.id, run.specs)
+        specs = hardest_first(session, run.id, run.specs, run.sizes or None)
         chunk_size = chunk_size or choose_chunk_size(session, specs)
         deployment = deployment_id(session)
     started = time.monotonic()

@@ -45,6 +45,33 @@ def level_facts(
     return {h: (sizes.get(h) or 0, times.get(h)) for h in hashes}
 
 
+def past_times(session: Session, run_id: int) -> dict[str, float]:
+    """Return {hash: expected seconds} for the levels of run_id's attempts that ran in other runs.
+
+    Expected seconds as level_facts has them; levels never run elsewhere are left out.
+    The run's levels are found in the database, not sent to it: a million-level
+    submit would otherwise send a million hashes.
+    """
+    success = tuple(s.value for s in (Status.SOLVED, Status.NO_SOLUTION))
+    spent = (Status.TIMEOUT.value, Status.MEMOUT.value)
+    mine = select(Attempt.level_hash).where(Attempt.run_id == run_id)
+    query = (
+        select(
+            Attempt.level_hash,
+            func.min(case((Attempt.status.in_(success), Attempt.wall_s))),
+            func.max(case((Attempt.status.in_(spent), Attempt.wall_s))),
+        )
+        .where(Attempt.level_hash.in_(mine), Attempt.run_id != run_id)
+        .group_by(Attempt.level_hash)
+    )
+    out = {}
+    for h, best, worst in session.execute(query):
+        expected = best if best is not None else worst
+        if expected is not None:
+            out[h] = expected
+    return out
+
+
 def _one_of(session: Session, values: list[str]) -> Iterator[Callable[[Any], Any]]:
     """Yield conditions "column is one of values" that together cover values.
 

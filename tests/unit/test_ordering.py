@@ -1,0 +1,88 @@
+"""Hardest-first ordering of a run's attempts from the levels' history (planning.longest_first)."""
+
+from __future__ import annotations
+
+import random
+
+from packsolve.execution import AttemptSpec, Limits
+from packsolve.planning import Spec, longest_first
+
+
+def spec(level_hash: str, kind: str) -> Spec:
+    return (level_hash, f"pack/{level_hash}", AttemptSpec(kind, "default", {}, Limits()))
+
+
+PACK = [spec("a", "sudoku"), spec("b", "sudoku"), spec("c", "sudoku"), spec("d", "sudoku"),
+        spec("l", "sudoku"), spec("e", "sudoku"), spec("f", "sudoku"), spec("g", "sliding"),
+        spec("h", "sliding"), spec("i", "coins"), spec("j", "coins"), spec("k", "sudoku")]  # fmt: skip
+FACTS: dict[str, tuple[int, float | None]] = {
+    "a": (50, 2.0),  # known
+    "b": (60, 5.0),  # known; c has the same size and a shorter time
+    "c": (60, 3.0),
+    "d": (55, None),  # as far from 50 (2 s) as from 60 (5 s and 3 s): the longest of them, 5 s
+    "l": (52, None),  # nearest 50: 2 s, like e, which comes after it in the pack
+    "e": (52, None),
+    "f": (70, None),  # past the largest known: 60's longest, 5 s
+    "g": (9, 1.0),
+    "h": (16, None),  # the only known sliding level: 1 s
+    "i": (3, None),  # no coins history: the median of all known times (1, 2, 3, 5): 3 s
+    # "j" has no facts at all (no level row): size 0, the median too
+    "k": (40, 5.0),
+}
+
+
+def test_levels_go_longest_expected_first_then_bigger_then_in_pack_order():
+    ordered = [h for h, _, _ in longest_first(PACK, FACTS)]
+    # 5 s: f 70, b 60, d 55, k 40; 3 s: c 60, i 3, j 0; 2 s: l 52, e 52 (pack order), a 50; 1 s: h 16, g 9
+    assert ordered == ["f", "b", "d", "k", "c", "i", "j", "l", "e", "a", "h", "g"]
+
+
+def test_with_no_history_levels_go_biggest_first_then_in_pack_order():
+    facts = {h: (size, None) for h, (size, _) in FACTS.items()}
+    ordered = [h for h, _, _ in longest_first(PACK, facts)]
+    assert ordered == ["f", "b", "c", "d", "l", "e", "a", "k", "h", "g", "i", "j"]
+
+
+def reference_order(specs: list[Spec], facts: dict[str, tuple[int, float | None]]) -> list[Spec]:
+    """The ordering as first written: every unseen level compared with every known one (quadratic)."""
+    known = {h: t for h, (_, t) in facts.items() if t is not None}
+
+    def size(s: Spec) -> int:
+        return facts.get(s[0], (0, None))[0]
+
+    if not known:
+        return sorted(specs, key=lambda s: -size(s))
+    by_kind: dict[str, list[tuple[int, float]]] = {}
+    for s in specs:
+        if s[0] in known:
+            by_kind.setdefault(s[2].kind, []).append((size(s), known[s[0]]))
+    median = sorted(known.values())[len(known) // 2]
+
+    def expected(s: Spec) -> float:
+        if s[0] in known:
+            return known[s[0]]
+        points = by_kind.get(s[2].kind)
+        if not points:
+            return median
+        return min(points, key=lambda p: (abs(p[0] - size(s)), -p[1]))[1]
+
+    return sorted(specs, key=lambda s: (-expected(s), -size(s)))
+
+
+def test_thousands_of_levels_are_ordered_as_the_reference_orders_them():
+    rng = random.Random(19)
+    kinds = ["sudoku", "sliding", "onestroke", "coins"]
+    specs, facts = [], {}
+    for i in range(4000):
+        kind = rng.choice(kinds)
+        h = f"{i:05d}"
+        specs.append(spec(h, kind))
+        if rng.random() < 0.05:
+            continue  # no level row: size 0
+        size = rng.randrange(0, 120)  # few sizes: many ties of distance and of size
+        # Coins has no history; the others about a third, with coarse times (ties of time too).
+        known = kind != "coins" and rng.random() < 0.3
+        facts[h] = (size, rng.randrange(0, 40) / 4 if known else None)
+    assert longest_first(specs, facts) == reference_order(specs, facts)
+    sparse = {h: (size, t if t is None or rng.random() < 0.01 else None) for h, (size, t) in facts.items()}
+    assert longest_first(specs, sparse) == reference_order(specs, sparse)
