@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, Run, utcnow
@@ -73,7 +73,11 @@ def stale_attempts(
     ]
     if orphans_sent_before is not None:
         conditions.append(
-            and_(queued, Attempt.queued_at < orphans_sent_before, or_(Attempt.holder.is_(None), lapsed))
+            and_(
+                queued,
+                func.coalesce(Attempt.queued_at, Run.sent_at) < orphans_sent_before,
+                or_(Attempt.holder.is_(None), lapsed),
+            )
         )
     rows = session.execute(
         select(*_COLUMNS)
@@ -206,7 +210,7 @@ def settled_messages(session: Session, messages: Sequence[Any]) -> list[str]:
         if status not in PENDING_VALUES:
             return True
         if queued_at is None or delivered is None:
-            return False
+            return False  # never sent again: the task delivered is its only one
         queued = queued_at if queued_at.tzinfo is not None else queued_at.replace(tzinfo=UTC)
         return queued.timestamp() > delivered
 

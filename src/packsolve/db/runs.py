@@ -99,7 +99,7 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
                 "run_id": run.id, "level_hash": lv.hash, "seq": p.seq, "name": lv.name, "kind": lv.kind,
                 "heuristic": p.heuristic,
                 "status": Status.QUEUED.value if lv.valid else Status.INVALID.value,
-                "message": lv.error, "tries": 0, "queued_at": None,  # set by mark_sent once sent
+                "message": lv.error, "tries": 0, "queued_at": None,  # set when the scheduler sends it again
                 "finished_at": None if lv.valid else now,
             }
         )  # fmt: skip
@@ -184,14 +184,12 @@ def _copy(cursor: Any, table: str, columns: list[str], rows: list[dict[str, Any]
 
 
 def mark_sent(session: Session, run_id: int) -> None:
-    """Stamp the run sent in full, and its queued attempts as sent now: the scheduler's watch starts here."""
-    now = utcnow()
-    session.execute(
-        update(Attempt)
-        .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED.value)
-        .values(queued_at=now)
-    )
-    session.execute(update(Run).where(Run.id == run_id).values(sent_at=now, send_error=None))
+    """Stamp the run sent in full: from here the scheduler looks after it.
+
+    One row, not one per attempt: an attempt's own queued_at is set only when
+    the scheduler sends it again; until then the run's sent_at is its send time.
+    """
+    session.execute(update(Run).where(Run.id == run_id).values(sent_at=utcnow(), send_error=None))
 
 
 def mark_unsent(session: Session, run_id: int, why: str) -> None:
