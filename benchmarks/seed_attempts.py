@@ -86,9 +86,10 @@ def attempt_rows(runs: list[dict], levels: list[dict], rng: random.Random):
             yield (run["id"], lv["hash"], seq, lv["name"], lv["kind"], run["heuristic"], status,
                    solution if solved else None, 12 if solved else None, nodes, wall, cpu, 45.0,
                    f"celery@worker{seq % 4}", 1, t0, start, start + timedelta(seconds=wall or 0),
-                   None, None, 0)  # fmt: skip
+                   None, None, 0, None)  # fmt: skip
 
 
+# The order of the tuples attempt_rows yields: the model's columns as declared, but the id.
 ATTEMPT_COLUMNS = [c.name for c in Attempt.__table__.columns if c.name != "id"]
 
 
