@@ -132,22 +132,28 @@ def _copy_ignore(session: Session, table: Any, rows: list[dict[str, Any]]) -> No
 
     An executemany of INSERT ... ON CONFLICT was a quarter of a 100,000-level submit.
     """
+    from psycopg import sql
+
+    # Identifiers only (table and column names from our own models), composed by psycopg, which
+    # quotes them; the values travel by COPY.
     columns = list(rows[0])
-    names = ", ".join(f'"{c}"' for c in columns)
-    staged = f"staged_{table.name}"
+    names = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    target, staged = sql.Identifier(table.name), sql.Identifier(f"staged_{table.name}")
+    # In key order: two submits inserting the same new levels then wait for each other in one
+    # order, never in a deadlock.
+    key = sql.SQL(", ").join(sql.Identifier(c.name) for c in table.primary_key.columns)
+    create = sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
+        staged, target
+    )
+    move = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ORDER BY {} ON CONFLICT DO NOTHING").format(
+        target, names, names, staged, key
+    )
+    drop = sql.SQL("DROP TABLE {}").format(staged)
     with _driver(session).cursor() as cursor:
-        cursor.execute(
-            f'CREATE TEMPORARY TABLE "{staged}" (LIKE "{table.name}" INCLUDING DEFAULTS) ON COMMIT DROP'
-        )
-        _copy(cursor, staged, columns, rows)
-        # In key order: two submits inserting the same new levels then wait for each other in one
-        # order, never in a deadlock.
-        key = ", ".join(f'"{c.name}"' for c in table.primary_key.columns)
-        cursor.execute(
-            f'INSERT INTO "{table.name}" ({names}) SELECT {names} FROM "{staged}" ORDER BY {key} '
-            "ON CONFLICT DO NOTHING"
-        )
-        cursor.execute(f'DROP TABLE "{staged}"')
+        cursor.execute(create)
+        _copy(cursor, f"staged_{table.name}", columns, rows)
+        cursor.execute(move)
+        cursor.execute(drop)
 
 
 def _insert(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
@@ -177,8 +183,11 @@ def _driver(session: Session) -> Any:
 
 def _copy(cursor: Any, table: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
     """COPY the rows' columns into table through a psycopg cursor."""
-    names = ", ".join(f'"{c}"' for c in columns)
-    with cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
+    from psycopg import sql
+
+    names = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(table), names)
+    with cursor.copy(statement) as copy:
         for row in rows:
             copy.write_row(tuple(row[c] for c in columns))
 
