@@ -105,6 +105,8 @@ class Lease:
                     self.renew()
                 except Exception as exc:  # the thread must outlive a database outage
                     log.error("renewing the lease of %s failed: %s", self.name, exc)
+                # A slow renewal (a slow link, a database retry) is not a freeze of the process.
+                last = time.monotonic()
 
     def frozen_during(self, start: float, end: float) -> float:
         """Return the seconds between monotonic start and end that this process spent frozen."""
@@ -114,6 +116,8 @@ class Lease:
     def retire(self) -> None:
         """Stop renewing and end the lease now (a clean exit)."""
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.ttl_s)  # its connection is the thread's until it stops
         try:
             self._retry(self._conn, lambda connection: workers.retire(connection, self.name), 5.0)
         except Exception as exc:
