@@ -55,14 +55,15 @@ def reconcile(
     """Take back attempts whose worker or task was lost, mark those past the cap lost, finish runs.
 
     Decided from the database (db.reconcile.stale_attempts): claims and chunks
-    whose holder's lease lapsed, whatever their time limit; claims of workers
-    without a lease past their deadline plus grace_s; and, only while the
+    whose holder's lease lapsed, whatever their time limit; any claim past its
+    deadline plus grace_s, whoever holds it; and, only while the
     broker's queue is empty (asked twice, RESULT_SETTLE_S apart), queued
     attempts sent over SEND_SETTLE_S ago that no live worker holds. Runs whose
     submit has not finished sending are left alone. Every change is a guarded
     update (the row must still be as it was read), so two schedulers at once
     take an attempt at most once between them. If the broker cannot be asked,
-    only lost workers' claims are taken back.
+    only lost workers' and overdue claims are taken back. Also deletes Redis's
+    unacknowledged tasks of this deployment whose work is done or sent again.
     """
     done = Reconciled()
     with session_scope(engine) as session:
