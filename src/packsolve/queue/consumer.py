@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, PendingRollbackError
 
 from packsolve.db.attempts import Result, claim_many, hold, record, stale_of
 from packsolve.db.models import utcnow
@@ -194,7 +194,9 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
             # Lazily: each result reaches the buffer (and the database) while the group goes on.
             done = (
                 (item, outcome, True)
-                for item, outcome in zip(runnable, _outcomes([spec for _, spec in runnable]), strict=True)
+                for item, outcome in zip(
+                    runnable, execute_attempts([spec for _, spec in runnable]), strict=True
+                )
             )
         count = 0
         since = started
@@ -417,11 +419,6 @@ def flush_results() -> None:
         buffer.flush()
 
 
-def _outcomes(specs: list[AttemptSpec]) -> Iterator[Outcome]:
-    """Yield execute_attempts' outcomes, one per spec in order."""
-    yield from execute_attempts(specs)
-
-
 def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:
     """Run work(connection) in a transaction, retrying on a lost connection; re-raise after patience_s.
 
@@ -438,10 +435,16 @@ def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_
             # ORM's bookkeeping, which cost more than a tiny attempt's claim itself.
             with engine.begin() as connection:
                 return work(connection)
-        except (OperationalError, InterfaceError, DBAPIError) as exc:
-            transient = isinstance(exc, (OperationalError, InterfaceError)) or exc.connection_invalidated
+        except (OperationalError, InterfaceError, DBAPIError, PendingRollbackError) as exc:
+            # PendingRollbackError: a connection the server dropped mid-statement, met again before
+            # it was rolled back; the next try takes a fresh one (begin() drops the old one).
+            transient = (
+                isinstance(exc, (OperationalError, InterfaceError, PendingRollbackError))
+                or exc.connection_invalidated
+            )
             if not transient or time.monotonic() + delay > deadline:
                 raise
-            log.warning("database write failed (%s); retrying in %.1f s", type(exc.orig).__name__, delay)
+            cause = type(getattr(exc, "orig", None) or exc).__name__
+            log.warning("database write failed (%s); retrying in %.1f s", cause, delay)
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
