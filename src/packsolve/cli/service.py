@@ -80,14 +80,13 @@ def scheduler(once: bool, interval: float, grace: float, database_url: str | Non
     not finished sending are left alone. Several schedulers may run at once.
     With --once, a broker that cannot be asked is an error (exit 1).
     """
-    from packsolve.db.session import get_engine, redact
+    from packsolve.db.session import redact
     from packsolve.queue.app import make_app
     from packsolve.queue.protocol import broker_url as resolve_broker
     from packsolve.scheduler import run_scheduler
 
     if grace < 0 or interval <= 0:
         raise click.BadParameter("--grace must be >= 0 and --interval > 0")
-    engine = get_engine(database_url)
     app = make_app(broker_url)
     broker = resolve_broker(broker_url)
 
@@ -111,12 +110,29 @@ def scheduler(once: bool, interval: float, grace: float, database_url: str | Non
         err_console.print(f"[yellow]{stamp} pass failed ({type(exc).__name__}: {first}); retrying[/]")
 
     try:
+        engine = _engine_when_reachable(database_url, once, interval, failed)
         result = run_scheduler(engine, app, broker, grace, interval, once, report, failed)
     except KeyboardInterrupt:
         sys.exit(130)
     if once and result.broker_error:
         # cron must see it: nothing that needs the broker was repaired.
         raise BrokerError(f"the broker at {redact(broker)} could not be asked: {result.broker_error}")
+
+
+def _engine_when_reachable(database_url: str | None, once: bool, interval: float, failed: Any) -> Any:
+    """Return the engine (migrated); in the loop a database down at start is waited for like a failed pass."""
+    from sqlalchemy.exc import OperationalError
+
+    from packsolve.db.session import get_engine
+
+    while True:
+        try:
+            return get_engine(database_url)
+        except OperationalError as exc:  # the scheduler must outlive the incidents it repairs
+            if once:
+                raise
+            failed(exc)
+            time.sleep(interval)
 
 
 @click.group()
