@@ -138,9 +138,9 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
     if it outlasts TINY_S. Results go to this process's ResultBuffer, written in
     batches within FLUSH_EVERY_S: a task of one tiny level costs no round trip of
     its own to the database. A worker killed loses at most the attempt it was
-    running plus under FLUSH_EVERY_S of results; claimed attempts stay running
-    and the scheduler requeues them after their deadline, unclaimed ones stay
-    queued with no task in the broker, and it requeues them on its next pass.
+    running plus under FLUSH_EVERY_S of results; claimed (or held) attempts are
+    requeued by the scheduler once this process's lease lapses, unclaimed ones
+    once the broker's queue is empty.
     """
     engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
     claims = _claims(engine)
