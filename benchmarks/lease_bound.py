@@ -22,28 +22,26 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from sqlalchemy import create_engine, select, text  # noqa: E402
+from sqlalchemy import select  # noqa: E402
 
-from benchmarks.reconcile_pass import start_redis  # noqa: E402
+from benchmarks.reconcile_pass import servers  # noqa: E402
 from packsolve.db.models import Attempt  # noqa: E402
 from packsolve.db.session import get_engine, session_scope  # noqa: E402
 from tests.support.kinds import chaos_kind  # noqa: E402
 
 
 def one(pg_base: str, ttl: float | None, interval: float | None) -> float:
-    name = f"packsolve_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(f"{pg_base}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = f"{pg_base}/{name}"
-    broker, redis_proc, workdir = start_redis()
+    with servers(pg_base) as (url, broker):
+        return _measure(url, broker, ttl, interval)
+
+
+def _measure(url: str, broker: str, ttl: float | None, interval: float | None) -> float:
     tmp = Path(tempfile.mkdtemp(prefix="packsolve-lease-"))
     env = {**os.environ, "PACKSOLVE_DATABASE_URL": url, "PACKSOLVE_BROKER_URL": broker}
     env["PACKSOLVE_EXTRA_KINDS"] = chaos_kind.ENV  # a level that just takes its time
@@ -88,15 +86,7 @@ def one(pg_base: str, ttl: float | None, interval: float | None) -> float:
             if p.poll() is None:
                 p.terminate()
                 p.wait(20)
-        redis_proc.terminate()
-        redis_proc.wait(20)
-        shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
-        from packsolve.db.session import forget_engines
-
-        forget_engines()
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def main() -> None:

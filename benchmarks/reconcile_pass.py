@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -83,6 +85,30 @@ def start_redis() -> tuple[str, subprocess.Popen, str]:
     return url, proc, workdir
 
 
+@contextmanager
+def servers(pg_base: str) -> Iterator[tuple[str, str]]:
+    """Yield (database URL, broker URL): a fresh PostgreSQL database and a redis-server of its own.
+
+    Both are gone afterwards: the server stopped, the database dropped (its engines forgotten first).
+    """
+    name = f"packsolve_bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(f"{pg_base}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    broker, proc, workdir = start_redis()
+    try:
+        yield f"{pg_base}/{name}", broker
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        shutil.rmtree(workdir, ignore_errors=True)
+        from packsolve.db.session import forget_engines
+
+        forget_engines()
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
 def seed(url: str, n: int) -> tuple[int, list[tuple[str, str, AttemptSpec]]]:
     """Create one sent distributed run of n queued coins attempts with COPY; return its id and specs."""
     engine = get_engine(url)  # migrates
@@ -119,14 +145,8 @@ def seed(url: str, n: int) -> tuple[int, list[tuple[str, str, AttemptSpec]]]:
 
 
 def measure(pg_base: str, n: int, passes: int) -> dict[str, float]:
-    name = f"packsolve_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(f"{pg_base}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = f"{pg_base}/{name}"
-    broker, proc, workdir = start_redis()
     os.environ["PACKSOLVE_QUEUE"] = "packsolve-bench"
-    try:
+    with servers(pg_base) as (url, broker):
         t0 = time.perf_counter()
         run_id, specs = seed(url, n)
         seeded = time.perf_counter() - t0
@@ -155,15 +175,6 @@ def measure(pg_base: str, n: int, passes: int) -> dict[str, float]:
         assert res.returncode == 0 and "requeued 0," in res.stderr, res.stderr
         return {"n": n, "seed_s": seeded, "send_s": sent, "median_pass_s": statistics.median(times),
                 "best_pass_s": min(times), "cli_s": cli}  # fmt: skip
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        shutil.rmtree(workdir, ignore_errors=True)
-        from packsolve.db.session import forget_engines
-
-        forget_engines()
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def main() -> None:
