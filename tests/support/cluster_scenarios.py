@@ -140,17 +140,23 @@ class Ctx:
         wait_until(taken, self.p.longest_damage_s, every=0.25)
 
 
+def _until_taken(c: Ctx, damage: Callable[[str], object], undo: Callable[[str], object], what: str) -> None:
+    """Damage the victim's host until its held attempts were taken over (past grace, lease and interval),
+    then undo it; the figures say what was done and for how long."""
+    host = c.victim_host()
+    damage(host)
+    c.damage_start = time.time()
+    c.hold_until_taken(c.p.grace_s + c.p.lease_ttl_s + c.p.interval_s)
+    undo(host)
+    c.damage_end = time.time()
+    c.f.damage = f"{host} {what} {c.damage_end - c.damage_start:.0f} s"
+
+
 def partition_long(c: Ctx) -> None:
     """A worker host partitioned longer than the grace (until its attempts were taken over), then healed."""
     c.submit()
     c.moment()
-    host = c.victim_host()
-    c.cluster.net.partition(host)
-    c.damage_start = time.time()
-    c.hold_until_taken(c.p.grace_s + c.p.lease_ttl_s + c.p.interval_s)
-    c.cluster.net.heal(host)
-    c.damage_end = time.time()
-    c.f.damage = f"{host} cut {c.damage_end - c.damage_start:.0f} s"
+    _until_taken(c, c.cluster.net.partition, c.cluster.net.heal, "cut")
     # Its connections retransmit with backoff: a write held since the cut lands up to ~13 s after.
     c.settle_s = 15.0
 
@@ -243,13 +249,7 @@ def freeze(c: Ctx) -> None:
     """A worker host's whole process tree stopped (SIGSTOP) until its attempts were taken over; thawed."""
     c.submit()
     c.moment()
-    host = c.victim_host()
-    c.cluster.net.freeze(host)
-    c.damage_start = time.time()
-    c.hold_until_taken(c.p.grace_s + c.p.lease_ttl_s + c.p.interval_s)
-    c.cluster.net.thaw(host)
-    c.damage_end = time.time()
-    c.f.damage = f"{host} frozen {c.damage_end - c.damage_start:.0f} s"
+    _until_taken(c, c.cluster.net.freeze, c.cluster.net.thaw, "frozen")
     c.settle_s = 5.0
 
 
@@ -257,13 +257,8 @@ def freeze_no_limit(c: Ctx) -> None:
     """As freeze, in a run with no time limit: only the worker's lease can tell it is gone (defect 2)."""
     c.submit(time_limit=0)
     c.moment()
-    host = c.victim_host()
-    c.cluster.net.freeze(host)
-    c.damage_start = time.time()
-    c.hold_until_taken(c.p.grace_s + c.p.lease_ttl_s + c.p.interval_s)
-    c.cluster.net.thaw(host)
-    c.damage_end = time.time()
-    c.f.damage = f"{host} frozen {c.damage_end - c.damage_start:.0f} s, no time limit"
+    _until_taken(c, c.cluster.net.freeze, c.cluster.net.thaw, "frozen")
+    c.f.damage += ", no time limit"
     c.settle_s = 5.0
     taken = taken_from(events(c.d.engine, c.run_id), c.held, c.victim or "", c.damage_start)
     if taken.keys() < set(c.held):
