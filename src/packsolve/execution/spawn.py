@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 
 from packsolve.execution import tree
+from packsolve.execution.rlimits import peak_rss_mb
 from packsolve.execution.spec import Limits
 
 # A program whose standard output passes this is stopped: its answer is an error.
@@ -96,9 +97,23 @@ def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, lim
         proc.returncode = 0  # reaped here, not by subprocess (it must not wait again)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result.cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    result.peak_rss_mb = max(result.peak_rss_mb, _reaped_peak_mb(before.ru_maxrss, after.ru_maxrss))
     result.status = reaped.get(proc.pid, 0)
     result.oom_kills = tree.oom_kills() - oom_before
     return result
+
+
+def _reaped_peak_mb(before_kb: int, after_kb: int) -> float:
+    """Return the peak resident memory the kernel recorded for the program once reaped, in MB; 0 if unknown.
+
+    Sampling misses a peak reached between two readings, just before the program exits (on a
+    busy machine, most of a short program's peak). The kernel's record of reaped children
+    (ru_maxrss) does not, but it is one maximum over every program this process ever ran, and
+    under vfork it starts from this process's own high-water mark: it speaks for this program
+    only when it grew past both.
+    """
+    own_kb = peak_rss_mb(resource.getrusage(resource.RUSAGE_SELF)) * 1024
+    return after_kb / 1024.0 if after_kb > max(before_kb, own_kb) else 0.0
 
 
 def _limit(pid: int, limits: Limits) -> None:
