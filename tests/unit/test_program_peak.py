@@ -26,7 +26,9 @@ SCRIPT = textwrap.dedent(
 
 
 def test_a_peak_reached_between_samples_just_before_exit_is_recorded():
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, check=True
+    )
     first, printed, small = json.loads(out.stdout)
     assert printed.strip() == str(200 * 2**20)
     assert first >= 200, f"peak {first:.0f} MB: the program's 200 MB were missed"
