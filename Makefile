@@ -22,7 +22,9 @@ test: $(BIN)/.installed
 	$(PY) setup.py --quiet build_ext --inplace
 	# The example plug-in kind, installed as any separate distribution would be (the tests run it).
 	$(PY) -m pip install --quiet --no-deps -e examples/plugin
-	$(PY) -m pytest; status=$$?; \
+	# Three test processes (pytest-xdist): most tests wait on real workers and services, not the CPU.
+	# The network-namespace tests all run in one of them (one cluster fits on a machine).
+	$(PY) -m pytest -n 3 --dist loadgroup; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit status 5): failing" >&2; fi; \
 	exit $$status
 

@@ -45,6 +45,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in sorted(marks):
             if item.get_closest_marker(mark) is None:
                 item.add_marker(mark)
+        if item.get_closest_marker("netns") is not None:
+            # One machine has room for one cluster of namespaces (its addresses and names are fixed):
+            # under pytest-xdist (make test), every netns test runs in the same worker, one at a time.
+            item.add_marker(pytest.mark.xdist_group("netns"))
 
 
 def _require_mark(request: pytest.FixtureRequest, mark: str) -> None:
