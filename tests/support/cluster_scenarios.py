@@ -146,6 +146,11 @@ def _until_taken(c: Ctx, damage: Callable[[str], object], undo: Callable[[str], 
     host = c.victim_host()
     damage(host)
     c.damage_start = time.time()
+    # What the victim still holds once the damage began (a result in flight then has landed within
+    # half a second): an attempt it finished between the moment's look and the damage is its own
+    # result, not one to be taken from it (a busy machine widens that gap).
+    time.sleep(0.5)
+    c.held = [i for i, w in running(c.d.engine, c.run_id) if w == c.victim]
     c.hold_until_taken(c.p.grace_s + c.p.lease_ttl_s + c.p.interval_s)
     undo(host)
     c.damage_end = time.time()
