@@ -5,9 +5,10 @@ which decides), is killed with its tree if the solver child is told to die, and 
 core. While it runs, its standard output is collected up to a cap, its standard error's start
 kept, its standard input fed, and the memory of the whole tree it started read every few
 milliseconds (peak: the largest summed resident memory, or one process's own high-water
-mark, read from the kernel's record once the program is reaped too). The tree (the program's process group and every process the solver child adopted, see
-tree.py) is killed at the wall-time limit, when its memory passes the limit, when the output
-passes the cap, and in any case as soon as the program itself has exited.
+mark, read from the kernel's record once the program is reaped too). The tree (the program's
+process group and every process the solver child adopted, see tree.py) is killed at the
+wall-time limit, when its memory passes the limit, when the output passes the cap, and in any
+case as soon as the program itself has exited.
 """
 
 from __future__ import annotations
