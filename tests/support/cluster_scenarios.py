@@ -151,6 +151,8 @@ def _until_taken(c: Ctx, damage: Callable[[str], object], undo: Callable[[str], 
     # result, not one to be taken from it (a busy machine widens that gap).
     time.sleep(0.5)
     c.held = [i for i, w in running(c.d.engine, c.run_id) if w == c.victim]
+    if not c.held:  # rare: said in the figures, so a run that exercised no take-over is seen as such
+        c.f.notes.append("the victim held no attempt once the damage began: no take-over to judge")
     c.hold_until_taken(c.p.grace_s + c.p.lease_ttl_s + c.p.interval_s)
     undo(host)
     c.damage_end = time.time()
