@@ -10,7 +10,7 @@ service some other way carries the mark itself.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -99,9 +99,10 @@ def start_worker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cal
         concurrency: int = 1,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        args: Sequence[str] = (),
     ) -> Worker:
         log = tmp_path / f"{hostname.split('@')[0]}.log"
-        w = Worker(broker, database, hostname, concurrency, log, env, cwd)
+        w = Worker(broker, database, hostname, concurrency, log, env, cwd, args)
         workers.append(w)
         w.wait_ready()
         return w

@@ -7,14 +7,17 @@ A declaration names a heuristic of one kind that is a program in any language::
     command = ["./bin/knight", "{level}"]   # {level}: a file holding the level's canonical JSON
     stdin = true                            # also send that JSON on standard input (default true)
 
-It travels with the run (inside every task) and the command is resolved where it runs
-(execution.programs.resolve): a first word with a slash is a path, looked for from the
-directory of the file that declared it (``base``), then from the current directory; a bare
-name is looked up on the PATH. docs/external-solvers.md has the protocol.
+The run records the declaration; a task names the program and the SHA-256 of its declaration
+(``ProgramRef``), never a command. A worker runs only the programs declared on its own machine
+(its ``packsolve.toml`` or ``--solvers FILE``) whose declaration has that very hash, and resolves
+the command there (execution.programs.resolve): a first word with a slash is a path, looked
+for from the directory of the file that declared it (``base``), then from the current
+directory; a bare name is looked up on the PATH. docs/external-solvers.md has the protocol.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -66,12 +69,67 @@ class ExternalSolver:
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a solver declaration: {type(exc).__name__}: {exc}") from None
 
+    def digest(self) -> str:
+        """Return the SHA-256 of the declaration's canonical JSON: name, kind, command and stdin.
+
+        Where the declaring file lies (base) is left out: two machines that declare the
+        program alike, each in its own directory, agree on it.
+        """
+        fields = {"name": self.name, "kind": self.kind, "command": list(self.command), "stdin": self.stdin}
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def ref(self) -> ProgramRef:
+        """Return how a task names this program: its name and its declaration's digest."""
+        return ProgramRef(self.name, self.digest())
+
     def shown(self) -> str:
         """Return the command as a person would type it (for reports and messages)."""
         return " ".join(json.dumps(w) if (" " in w or not w) else w for w in self.command)
 
 
+@dataclass(frozen=True)
+class ProgramRef:
+    """A declared program as a task names it: the name and the SHA-256 of its declaration, no command."""
+
+    name: str
+    sha256: str
+
+    def to_json(self) -> dict[str, str]:
+        """Return the reference as it travels in a task."""
+        return {"name": self.name, "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProgramRef:
+        """Return the reference to_json wrote; raise ValueError if data is not one."""
+        try:
+            name, sha256 = data["name"], data["sha256"]
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a program reference: {type(exc).__name__}: {exc}") from None
+        if not isinstance(name, str) or not isinstance(sha256, str):
+            raise ValueError("not a program reference: name and sha256 must be strings")
+        return cls(name, sha256)
+
+
 Solvers = Mapping[str, ExternalSolver]
+
+
+def declared_as(solvers: Solvers, ref: ProgramRef) -> ExternalSolver:
+    """Return the declaration ref names, with the same digest; raise ValueError saying why not."""
+    solver = solvers.get(ref.name)
+    if solver is None:
+        here = ", ".join(sorted(solvers)) or "none"
+        raise ValueError(
+            f"program {ref.name!r} is not declared on this worker (declared here: {here}); declare it in "
+            "the worker's packsolve.toml or `packsolve worker --solvers FILE`, as the submitter did"
+        )
+    if solver.digest() != ref.sha256:
+        raise ValueError(
+            f"program {ref.name!r} is declared differently on this worker (declaration "
+            f"{solver.digest()[:12]}, the task's {ref.sha256[:12]}): its kind, command and stdin must "
+            "match the submitter's declaration"
+        )
+    return solver
 
 
 def load_solvers(path: str | os.PathLike[str] | None = None) -> dict[str, ExternalSolver]:

@@ -1,11 +1,13 @@
 """`packsolve worker`: the Celery app with packsolve's one task, and starting it.
 
-The task only decodes its payload and hands it to queue.consumer, which does the work; a task
-this worker cannot serve (queue.consumer.refusal) goes back to the broker unacknowledged.
+The task only hands its payload to queue.admission (signature, database, declared programs),
+then to queue.consumer, which does the work; a task this worker cannot serve goes back to the broker
+unacknowledged, one that nobody can is dropped, each with one line in the log.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
@@ -13,23 +15,32 @@ from typing import Any
 from celery import Celery, signals
 from celery.exceptions import Reject
 
-from packsolve.queue import consumer, protocol
+from packsolve.queue import admission, consumer, protocol
 from packsolve.queue.app import make_app
+from packsolve.solvers import Solvers
 
 
-def worker_app(broker: str | None = None) -> Celery:
-    """Return the app of `packsolve worker`: make_app's settings plus the attempt task."""
+def worker_app(broker: str | None = None, declared: Solvers | None = None) -> Celery:
+    """Return the app of `packsolve worker`: make_app's settings plus the attempt task.
+
+    declared: the solver programs this worker's owner declared, the only ones it runs.
+    """
     app = make_app(broker)
+    programs = dict(declared or {})
+    keys = protocol.task_keys()
 
     @app.task(name=protocol.TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
-    def attempt(self: Any, payload: dict[str, Any]) -> None:
-        task = protocol.decode(payload)
-        reason = consumer.refusal(task)
-        if reason is not None:
-            time.sleep(consumer.REFUSALS.refuse(reason))
+    def attempt(self: Any, payload: Any) -> None:
+        try:
+            task = admission.admit(payload, programs, keys, consumer.with_db_retry)
+        except admission.Refused as refused:
+            if not refused.requeue:
+                admission.REFUSALS.drop(refused.reason)
+                raise Reject(refused.reason, requeue=False) from None
+            time.sleep(admission.REFUSALS.refuse(refused.reason))
             # Back to the broker, not acknowledged: a worker that can run it will.
-            raise Reject(reason, requeue=True)
-        consumer.REFUSALS.accepted()
+            raise Reject(refused.reason, requeue=True) from None
+        admission.REFUSALS.accepted()
         hostname = self.request.hostname or f"worker@{os.uname().nodename}"
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
         consumer.run_task(task, hostname, redelivered)
@@ -37,8 +48,24 @@ def worker_app(broker: str | None = None) -> Celery:
     return app
 
 
-def start_worker(broker: str | None, concurrency: int | None, hostname: str | None, loglevel: str) -> None:
-    """Run a Celery worker on this deployment's queue until it is stopped (PACKSOLVE_DATABASE_URL set)."""
+class _QuietRejects(logging.Filter):
+    """Drop Celery's own line for each task refused: the consumer's line said why, once a minute."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return (getattr(record, "data", None) or {}).get("description") != "rejected"
+
+
+def start_worker(
+    broker: str | None,
+    concurrency: int | None,
+    hostname: str | None,
+    loglevel: str,
+    declared: Solvers | None = None,
+) -> None:
+    """Run a Celery worker on this deployment's queue until it is stopped (PACKSOLVE_DATABASE_URL set).
+
+    It runs only the programs declared (and built-in heuristics of installed kinds).
+    """
     argv = [
         "worker",
         f"--loglevel={loglevel}",
@@ -51,7 +78,8 @@ def start_worker(broker: str | None, concurrency: int | None, hostname: str | No
     ]
     if hostname:
         argv.append(f"--hostname={hostname}")
-    worker_app(broker).worker_main(argv)
+    logging.getLogger("celery.app.trace").addFilter(_QuietRejects())
+    worker_app(broker, declared).worker_main(argv)
 
 
 @signals.worker_process_shutdown.connect

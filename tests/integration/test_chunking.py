@@ -43,7 +43,7 @@ def submit(env: dict[str, str], *args: str) -> tuple[int, str]:
 def make_run(db: str, levels: list[dict]) -> tuple[int, list]:
     planned = [PlannedAttempt(make_level(f"l{i}", lv), "sleep", i) for i, lv in enumerate(levels)]
     with session_scope(get_engine(db)) as s:
-        run_id = create_run(s, planned, RunOptions(mode="distributed"))
+        run_id = create_run(s, planned, RunOptions(mode="distributed", time_limit=5))  # _limits()
     return run_id, planned
 
 

@@ -1,10 +1,10 @@
-"""External solver programs through real workers: the declaration travels, the command is resolved per worker.
+"""External solver programs through real workers: each worker runs its own declaration, resolved there.
 
-Real Redis, real `packsolve worker` processes, SQLite and PostgreSQL. A worker that lacks
-the program leaves the levels queued for one that has it; every worker records the binary
-it ran and the summary warns when two ran different ones; a requeued task still carries
-the declaration; a battery of misbehaving programs ends in the right statuses and the
-worker goes on.
+Real Redis, real `packsolve worker` processes, SQLite and PostgreSQL. A task names the program
+and its declaration's digest; a worker that does not declare it leaves the levels queued for
+one that does; every worker records the binary it ran and the summary warns when two ran
+different ones; a requeued task still names the program; a battery of misbehaving programs
+ends in the right statuses and the worker goes on.
 """
 
 from __future__ import annotations
@@ -52,19 +52,23 @@ def export(env, run_id):
     return [json.loads(line) for line in res.stdout.splitlines()]
 
 
+DECLARATION = '[solvers.mine]\nkind = "coins"\ncommand = ["./bin/solver", "{level}"]\n'
+
+
 def elsewhere(tmp_path, program="correct.py"):
     """Declare bin/solver in a directory that then disappears, as on the machine that submitted."""
     submitter = tmp_path / "submitter"
     (submitter / "bin").mkdir(parents=True)
     toml = submitter / "packsolve.toml"
-    toml.write_text('[solvers.mine]\nkind = "coins"\ncommand = ["./bin/solver", "{level}"]\n')
+    toml.write_text(DECLARATION)
     return submitter, toml
 
 
 def machine(tmp_path, name, program="correct.py", comment=""):
-    """Return a directory standing for a worker machine, with its own build of bin/solver."""
+    """Return a directory standing for a worker machine: its own build of bin/solver, declared alike."""
     home = tmp_path / name
     (home / "bin").mkdir(parents=True)
+    (home / "packsolve.toml").write_text(DECLARATION)
     solver = home / "bin" / "solver"
     solver.write_text(PROGRAMS[program] + comment)
     solver.chmod(0o755)
@@ -79,7 +83,7 @@ def test_a_submitted_run_is_solved_by_a_declared_program_on_a_worker(
     env = {"PACKSOLVE_DATABASE_URL": db, "PACKSOLVE_BROKER_URL": broker}
     directory = write_programs(tmp_path / "programs")
     toml = toml_for(directory)
-    start_worker(broker, db, "w1@test")
+    start_worker(broker, db, "w1@test", args=["--solvers", str(toml)])
     run_id = submit(
         env,
         str(write_pack(tmp_path, LEVELS)),
@@ -125,7 +129,7 @@ def test_a_worker_without_the_program_leaves_the_levels_queued_for_one_that_has_
     time.sleep(2)
     with session_scope(get_engine(sqlite_url)) as session:
         assert status_counts(session, run_id) == {"queued": 3}
-    assert f"no program at {empty / 'bin' / 'solver'}" in lacking.log()
+    assert "program 'mine' is not declared on this worker" in lacking.log()
     able = machine(tmp_path, "able-machine")
     start_worker(broker, sqlite_url, "able@test", cwd=able)
     wait_for_run(sqlite_url, run_id, timeout=90)
@@ -163,26 +167,22 @@ def test_the_summary_warns_when_workers_ran_different_binaries_of_a_program(
     assert "workers ran different binaries" in table.stdout
 
 
-def test_a_requeued_task_still_carries_the_programs_declaration(tmp_path, broker, sqlite_url, start_worker):
-    """The scheduler rebuilds lost tasks from the database: the declaration recorded with the run goes too."""
+def test_a_requeued_task_still_names_the_program_the_worker_declares(
+    tmp_path, broker, sqlite_url, start_worker
+):
+    """The scheduler rebuilds lost tasks from the declaration recorded with the run: the same digest."""
     import os
 
     import redis
 
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     directory = write_programs(tmp_path / "programs")
-    run_id = submit(
-        env,
-        str(write_pack(tmp_path, LEVELS)),
-        "--solvers",
-        str(toml_for(directory)),
-        "--heuristic",
-        "correct",
-    )
+    toml = toml_for(directory)
+    run_id = submit(env, str(write_pack(tmp_path, LEVELS)), "--solvers", str(toml), "--heuristic", "correct")
     redis.Redis.from_url(broker).delete(os.environ["PACKSOLVE_QUEUE"])  # the broker lost every task
     res = run_cli("scheduler", "--once", "--grace", "0", env=env)
     assert res.returncode == 0 and "requeued 3" in res.stderr, res.stderr
-    start_worker(broker, sqlite_url, "w1@test")
+    start_worker(broker, sqlite_url, "w1@test", args=["--solvers", str(toml)])
     wait_for_run(sqlite_url, run_id, timeout=90)
     assert sorted(r["status"] for r in export(env, run_id)) == ["no_solution", "solved", "solved"]
 
@@ -194,7 +194,7 @@ def test_misbehaving_programs_end_in_the_right_status_on_a_worker_that_goes_on(
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     directory = write_programs(tmp_path / "programs")
     toml = str(toml_for(directory))
-    worker = start_worker(broker, pg_url, "w1@test")
+    worker = start_worker(broker, pg_url, "w1@test", args=["--solvers", toml])
     pack = str(write_pack(tmp_path, LEVELS[:1]))
     expected = {
         "correct": "solved", "wrong": "wrong", "sleeper": "timeout", "hog": "memout", "segfault": "error",

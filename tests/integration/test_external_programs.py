@@ -179,10 +179,19 @@ def test_a_file_that_is_not_executable_is_an_error_saying_so(tmp_path):
     assert out.status is Status.ERROR and "is not executable (chmod +x it)" in out.message
 
 
-def test_the_declaration_travels_in_the_task_and_back(programs):
+def test_a_task_names_the_program_by_its_declarations_digest_never_by_its_command(programs):
+    from dataclasses import replace
+
+    from packsolve.solvers import ProgramRef
+
     spec = attempt(programs, "correct")
-    again = AttemptSpec.from_json(spec.to_json())
-    assert again == spec and again.program.base == programs["correct"].base
+    declared = programs["correct"]
+    data = spec.to_json()
+    assert data["program"] == {"name": "correct", "sha256": declared.digest()}
+    assert AttemptSpec.from_json(data) == replace(spec, program=ProgramRef("correct", declared.digest()))
+    # The same declaration in another directory is the same program; another command is not.
+    assert replace(declared, base="/elsewhere").digest() == declared.digest()
+    assert replace(declared, command=("/bin/sh", "-c", "id")).digest() != declared.digest()
     plain = AttemptSpec("coins", "dp", SOLVABLE, Limits(5.0))
     assert "program" not in plain.to_json() and AttemptSpec.from_json(plain.to_json()) == plain
 

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -182,13 +182,14 @@ class Worker:
         log: Path | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,  # where it runs: relative commands of external solvers resolve here
+        args: Sequence[str] = (),  # more options of `packsolve worker` (--solvers FILE)
     ):
         self.hostname = hostname
         self.log_path = log or Path(tempfile.mkstemp(prefix="packsolve-worker-", suffix=".log")[1])
         self._log = open(self.log_path, "w")  # noqa: SIM115 (kept open for the worker's lifetime)
         env = child_env({"PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database, **(env or {})})
         self.proc = subprocess.Popen(
-            packsolve_cmd("worker", "-c", str(concurrency), "-n", hostname, "-l", "INFO"),
+            packsolve_cmd("worker", "-c", str(concurrency), "-n", hostname, "-l", "INFO", *args),
             env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd,
         )  # fmt: skip
         self.broker = broker

@@ -230,3 +230,16 @@ def print_summary(engine: Any, run_id: int, fmt: str) -> None:
     with session_scope(engine) as session:
         summary = run_summary(session, resolve_run(session, run_id))
     emit(summary, fmt, render_summary)
+
+
+def warn_without_task_key(consequence: str) -> None:
+    """Say loudly, on stderr, that this deployment has no task key (tasks are not authenticated)."""
+    from packsolve.queue.protocol import task_keys
+
+    if task_keys().accepted:
+        return
+    err_console.print(
+        f"[bold red]WARNING: no PACKSOLVE_TASK_KEY: {consequence}; anyone who can write to the broker "
+        "can queue attempts of your runs. Set the same secret key on every worker, submitter and "
+        "scheduler (docs/security.md).[/]"
+    )

@@ -20,6 +20,7 @@ from packsolve.cli.options import (
     out_console,
     output_file,
     read_engine,
+    warn_without_task_key,
 )
 
 
@@ -39,6 +40,8 @@ def status(run: str | None, watch: bool, interval: float, fmt: str, database_url
     from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
 
     engine = read_engine(database_url)
+    if _mode(engine, run) == "distributed":
+        warn_without_task_key("this deployment's workers run tasks nobody signed")
     if fmt != "table":
         # One JSON object (or CSV row, stable columns) per refresh: a script can follow the run.
         writer = csv.DictWriter(sys.stdout, fieldnames=PROGRESS_COLUMNS) if fmt == "csv" else None
@@ -66,6 +69,14 @@ def status(run: str | None, watch: bool, interval: float, fmt: str, database_url
             if p["finished"]:
                 break
             time.sleep(interval)
+
+
+def _mode(engine: Any, ref: str | None) -> str:
+    from packsolve.db.runs import resolve_run
+    from packsolve.db.session import session_scope
+
+    with session_scope(engine) as session:
+        return resolve_run(session, ref).mode
 
 
 def _progress(engine: Any, ref: str | None) -> dict[str, Any]:

@@ -9,7 +9,14 @@ from typing import Any
 
 import click
 
-from packsolve.cli.options import broker_option, database_option, err_console, handle_errors
+from packsolve.cli.options import (
+    broker_option,
+    database_option,
+    err_console,
+    handle_errors,
+    solvers_option,
+    warn_without_task_key,
+)
 from packsolve.errors import BrokerError
 
 
@@ -31,13 +38,21 @@ from packsolve.errors import BrokerError
     "--visibility-timeout", type=int, default=None, envvar="PACKSOLVE_VISIBILITY_TIMEOUT", show_envvar=True,
     help="Seconds before Redis redelivers a task [default: 43200]; submitters must see the same value.",
 )  # fmt: skip
+@solvers_option
 @database_option
 @broker_option
 @handle_errors
-def worker(concurrency, hostname, loglevel, visibility_timeout, database_url, broker_url):
-    """Start a Celery worker that runs packsolve attempts."""
+def worker(concurrency, hostname, loglevel, visibility_timeout, solvers_file, database_url, broker_url):
+    """Start a Celery worker that runs packsolve attempts.
+
+    It runs the installed kinds' heuristics and only the solver programs declared
+    here (--solvers, else ./packsolve.toml): a task names a program and the digest
+    of its declaration, never a command. With PACKSOLVE_TASK_KEY set it runs only
+    tasks signed with it (or with a key of PACKSOLVE_TASK_KEYS_OLD).
+    """
     from packsolve.db.session import database_url as resolve_db
     from packsolve.db.session import get_engine
+    from packsolve.solvers import load_solvers
     from packsolve.worker import start_worker
 
     url = resolve_db(database_url)
@@ -51,8 +66,13 @@ def worker(concurrency, hostname, loglevel, visibility_timeout, database_url, br
     os.environ["PACKSOLVE_DATABASE_URL"] = url  # the pool processes read it
     if visibility_timeout:
         os.environ["PACKSOLVE_VISIBILITY_TIMEOUT"] = str(visibility_timeout)  # read by queue.protocol
+    declared = load_solvers(solvers_file)
+    if declared:
+        names = ", ".join(sorted(declared))
+        err_console.print(f"solver programs declared on this worker: {names}", highlight=False, markup=False)
+    warn_without_task_key("this worker runs tasks nobody signed")
     get_engine(url)  # fail early, and migrate, before taking tasks
-    start_worker(broker_url, concurrency, hostname, loglevel)
+    start_worker(broker_url, concurrency, hostname, loglevel, declared)
 
 
 @click.command()

@@ -11,7 +11,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 # Any constant works; it only has to be the same for every packsolve process.
@@ -47,9 +47,9 @@ def upgrade(engine: Engine) -> bool:
     head = head_revision(engine)
     if current_revision(engine) == head:
         return False
-    with _sqlite_file_lock(engine):
+    with _sqlite_file_lock(engine), engine.connect() as conn, _sqlite_foreign_keys_off(conn):
         cfg = alembic_config(engine)
-        with engine.begin() as conn:
+        with conn.begin():
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
             if MigrationContext.configure(conn).get_current_revision() == head:
@@ -57,6 +57,26 @@ def upgrade(engine: Engine) -> bool:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
     return True
+
+
+@contextmanager
+def _sqlite_foreign_keys_off(conn: Connection) -> Iterator[None]:
+    """Turn SQLite's foreign keys off on conn for the migrations, on again after; do nothing elsewhere.
+
+    A table rebuilt in batch mode is dropped and copied: with foreign keys on, the drop would
+    cascade into the rows that reference it. The pragma only works outside a transaction.
+    """
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+    conn.commit()
+    try:
+        yield
+    finally:
+        conn.rollback()
+        conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+        conn.commit()
 
 
 @contextmanager

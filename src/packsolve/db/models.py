@@ -44,7 +44,8 @@ class Run(Base):
     """One batch: which levels, which heuristic, which limits, where and by which version."""
 
     __tablename__ = "runs"
-    __table_args__ = (Index("uq_runs_label", "label", unique=True),)
+    # AUTOINCREMENT: SQLite never gives a new run a deleted run's id (its leftover tasks name it).
+    __table_args__ = (Index("uq_runs_label", "label", unique=True), {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     label: Mapped[str | None] = mapped_column(String(200))  # unique: names one run

@@ -13,6 +13,7 @@ from packsolve.execution.supervisor import Abandoned, JobResult, run_batch
 from packsolve.levels import canonical_json
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.puzzles import PuzzleKind, get_kind
+from packsolve.solvers import ProgramRef
 
 
 def execute_attempts(specs: Sequence[AttemptSpec]) -> Iterator[Outcome]:
@@ -84,12 +85,15 @@ def _prepare(spec: AttemptSpec) -> _Prepared | Outcome:
     """Return the spec ready to solve, or the Outcome it ends with at once (unknown name, bad level).
 
     An external solver's program is resolved here, on the machine that runs it; one that
-    is missing ends the attempt as an error (a worker refuses such a task before this).
+    is missing, or named but not bound to this machine's declaration, ends the attempt as an
+    error (a worker refuses such a task before this).
     """
     try:
         kind = get_kind(spec.kind)
         if spec.program is None:
             _, solve = kind.solver(spec.heuristic)
+        elif isinstance(spec.program, ProgramRef):
+            return Outcome(Status.ERROR, message=f"program {spec.program.name!r} is not declared here")
         else:
             program = resolve(spec.program)
     except (UnknownKind, UnknownHeuristic, ProgramMissing) as exc:

@@ -8,7 +8,7 @@ from typing import Any
 
 from packsolve.budget import Budget
 from packsolve.outcome import Outcome
-from packsolve.solvers import ExternalSolver
+from packsolve.solvers import ExternalSolver, ProgramRef
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,10 @@ class AttemptSpec:
     heuristic: str
     level: Mapping[str, Any]
     limits: Limits = field(default_factory=Limits)
-    # The declaration of an external solver program when the heuristic is one: it travels with
-    # the attempt, and the worker that runs it resolves the command on its own machine.
-    program: ExternalSolver | None = None
+    # The declaration of an external solver program when the heuristic is one. A task carries
+    # only its ProgramRef (name and declaration digest); the worker that takes it puts its own
+    # declaration of that program back (bound), and resolves the command on its own machine.
+    program: ExternalSolver | ProgramRef | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the spec as the JSON object a task carries (limits flattened beside the level)."""
@@ -50,20 +51,22 @@ class AttemptSpec:
             "node_limit": self.limits.node_limit,
             "memory_limit_mb": self.limits.memory_limit_mb,
         }
-        if self.program is not None:
+        if isinstance(self.program, ExternalSolver):
+            data["program"] = self.program.ref().to_json()
+        elif self.program is not None:
             data["program"] = self.program.to_json()
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AttemptSpec:
-        """Return the spec to_json wrote; raise KeyError if kind, heuristic or level is missing."""
+        """Return the spec to_json wrote (its program a ProgramRef); raise KeyError if a field is wrong."""
         limits = Limits(data.get("time_limit"), data.get("node_limit"), data.get("memory_limit_mb"))
         program = data.get("program")
         try:
-            declared = None if program is None else ExternalSolver.from_json(program)
+            named = None if program is None else ProgramRef.from_json(program)
         except ValueError as exc:
             raise KeyError(f"program: {exc}") from None
-        return cls(data["kind"], data["heuristic"], data["level"], limits, declared)
+        return cls(data["kind"], data["heuristic"], data["level"], limits, named)
 
 
 # What a solver child runs for one attempt: the kind's solver bound to the parsed level,

@@ -1,7 +1,8 @@
 """Consuming a task: claim its attempts, run them on the one execution path, record the results.
 
-Called by the Celery task of `packsolve worker` (worker.py) with the decoded
-payload; everything here runs in a pool process.
+Called by the Celery task of `packsolve worker` (worker.py) with the task queue.admission
+admitted; everything here runs in a pool process. Nothing runs before the task matched
+the database's run, attempts, heuristics and limits (admission.matching).
 """
 
 from __future__ import annotations
@@ -24,12 +25,9 @@ from packsolve.db.attempts import Result, claim_many, hold, record, stale_of
 from packsolve.db.models import utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
-from packsolve.db.workers import deployment_id
-from packsolve.errors import UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, execute_attempts, execute_claimed, solution_length
-from packsolve.execution.programs import ProgramMissing, resolve
 from packsolve.outcome import Outcome, Status
-from packsolve.puzzles import get_kind
+from packsolve.queue.admission import matching
 from packsolve.queue.lease import Lease, retire_dead_siblings
 from packsolve.queue.programs import note_programs_run
 from packsolve.queue.protocol import DB_PATIENCE_S, Task
@@ -44,11 +42,12 @@ FLUSH_EVERY_S = 0.25
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
 # A lone attempt of a kind and heuristic whose last attempt here took under this long is tiny:
-# it starts solving at once and is claimed only if it has not ended within this long. One that
-# ends sooner is claimed by its result's write, which counts its try: a tiny attempt then costs
-# no round trip of its own to the database. Others are claimed first, so a duplicate delivery
-# (attempt final or cancelled) is skipped unrun; so is a message Redis delivers again (its
-# worker died), so that its try is counted before it can kill another.
+# once its task matched the database (admission.matching: run, level, heuristic, limits), it starts
+# solving at once and is claimed only if it has not ended within this long. One that ends
+# sooner is claimed by its result's write, which counts its try: a tiny attempt then costs no
+# claim of its own. Others are claimed first, so a duplicate delivery (attempt final or
+# cancelled) is skipped unrun; so is a message Redis delivers again (its worker died), so
+# that its try is counted before it can kill another.
 TINY_S = 0.05
 MAX_GROUP = 200
 # A timeout that a freeze of this process overlapped is run again (the frozen stretch was not the
@@ -57,76 +56,6 @@ FROZEN_RERUNS = 2
 
 log = logging.getLogger("packsolve.worker")
 T = TypeVar("T")
-
-
-# A worker refuses a task it cannot serve (a kind or heuristic it lacks) without acknowledging it,
-# so the levels wait in the queue for a worker that can. A refusal is cheap, so a worker that
-# meets only such tasks would spin: after each refusal in a row it waits longer before the next,
-# from REFUSE_FIRST_S doubling up to REFUSE_MAX_S; a task it can run resets the wait.
-REFUSE_FIRST_S = 0.05
-REFUSE_MAX_S = 5.0
-# The same reason is logged as an error at most this often.
-REFUSE_LOG_EVERY_S = 60.0
-
-
-def refusal(task: Task) -> str | None:
-    """Return why this worker cannot run the task, or None.
-
-    It cannot if the task comes from another database than this worker's (its
-    deployment id differs), or if it lacks a kind, a heuristic or a program.
-    """
-    if task.deployment is not None:
-        engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
-        mine = _DEPLOYMENT.get(str(engine.url)) or _DEPLOYMENT.setdefault(
-            str(engine.url), with_db_retry(engine, deployment_id)
-        )  # read once per process: every task asks
-        if mine != task.deployment:
-            where = engine.url.render_as_string(hide_password=True)
-            return (
-                f"run {task.run_id}'s tasks come from another database (deployment {task.deployment[:8]}) "
-                f"than this worker's {where} (deployment {mine[:8]}): start the worker with "
-                "PACKSOLVE_DATABASE_URL (or --database-url) set to the database `packsolve submit` used"
-            )
-    programs = {spec.program for _, spec in task.items if spec.program is not None}
-    for kind_name, heuristic in sorted({(spec.kind, spec.heuristic) for _, spec in task.items}):
-        try:
-            kind = get_kind(kind_name)
-            if not any(p.name == heuristic and p.kind == kind_name for p in programs):
-                kind.solver(heuristic)
-        except (UnknownKind, UnknownHeuristic) as exc:
-            return f"this worker cannot run run {task.run_id}'s {kind_name} levels: {exc}"
-    for program in sorted(programs, key=lambda p: p.name):
-        try:
-            resolve(program)
-        except ProgramMissing as exc:
-            return f"this worker cannot run run {task.run_id}'s {program.kind} levels: {exc}"
-    return None
-
-
-_DEPLOYMENT: dict[str, str] = {}
-
-
-class Refusals:
-    """This process's refusals in a row: how long to wait before the next, and what was logged when."""
-
-    def __init__(self) -> None:
-        self.in_a_row = 0
-        self.logged: dict[str, float] = {}
-
-    def refuse(self, reason: str) -> float:
-        """Log the reason (at most once per REFUSE_LOG_EVERY_S) and return the seconds to wait first."""
-        now = time.monotonic()
-        if now - self.logged.get(reason, -REFUSE_LOG_EVERY_S) >= REFUSE_LOG_EVERY_S:
-            self.logged[reason] = now
-            log.error("refused without acknowledging (left for another worker): %s", reason)
-        self.in_a_row += 1
-        return min(REFUSE_MAX_S, REFUSE_FIRST_S * 2 ** (self.in_a_row - 1))
-
-    def accepted(self) -> None:
-        self.in_a_row = 0
-
-
-REFUSALS = Refusals()
 
 
 def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
@@ -144,10 +73,12 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
     """
     engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
     claims = _claims(engine)
-    lease = _lease(engine, hostname)
     run_id = task.run_id
     max_tries = task.max_tries
-    items = list(task.items)
+    items = matching(claims, task, with_db_retry)
+    if not items:
+        return
+    lease = _lease(engine, hostname)
     buffer = _results(engine)
     note_programs_run(engine, run_id, hostname, [spec for _, spec in items], with_db_retry)  # provenance
     tokens: dict[str, int] = {}

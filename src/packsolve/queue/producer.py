@@ -33,7 +33,8 @@ def enqueue(
     """Send (level hash, name, spec) attempts as tasks of chunk_size over one connection; return tasks sent.
 
     deployment is the id of the database the run lives in: a worker of another database refuses
-    the tasks (unacknowledged) instead of running them against the wrong one.
+    the tasks (unacknowledged) instead of running them against the wrong one. Each task is
+    signed with PACKSOLVE_TASK_KEY when it is set (protocol.task_keys).
 
     Messages are pipelined to Redis in batches (one round trip per thousand
     tasks) where kombu supports it, so enqueueing 50,000 levels takes seconds.
@@ -41,6 +42,7 @@ def enqueue(
     if chunk_size < 1:
         raise ValueError("chunk size must be at least 1")
     queue = app.conf.task_default_queue
+    key = protocol.task_keys().current
     sent = 0
     with app.producer_or_acquire() as producer:
         # Declared once here instead of once per message (declare=[] below).
@@ -52,7 +54,9 @@ def enqueue(
                 soft, hard = protocol.celery_limits(chunk[0][2].limits, len(chunk))
                 app.send_task(
                     protocol.TASK_NAME,
-                    args=[protocol.encode(run_id, [(h, s) for h, _name, s in chunk], max_tries, deployment)],
+                    args=[
+                        protocol.encode(run_id, [(h, s) for h, _name, s in chunk], max_tries, deployment, key)
+                    ],
                     soft_time_limit=soft,
                     time_limit=hard,
                     producer=producer,

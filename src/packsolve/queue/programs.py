@@ -1,7 +1,8 @@
 """Recording, before they run, which binaries this worker runs for a run's external solver programs.
 
-The declaration travels with the run; the command is resolved on each worker, so two workers
-may run two builds of one program. Each records its own (command, SHA-256) once per run and
+Each worker runs its own declaration of a run's program (one with the same digest) and resolves
+the command on its own machine, so two workers may run two builds of one program. Each records
+its own (command, SHA-256) once per run and
 binary; reports warn when a run's workers disagree.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from packsolve.db.programs import ProgramRun, note_programs
 from packsolve.execution import AttemptSpec
 from packsolve.execution.programs import ProgramMissing, resolve
+from packsolve.solvers import ExternalSolver
 
 # (run, worker, solver, sha256) this process has recorded: one write per run and binary, not per task.
 _noted: set[tuple[int, str, str, str]] = set()
@@ -34,11 +36,12 @@ def note_programs_run(
     """Record the programs these specs will run here, as resolved on this machine, unless already recorded.
 
     write(engine, work) runs work(connection) in a transaction (a worker passes its retrying one).
-    A program missing here is skipped: its attempts are refused or end as errors.
+    A program missing here (or not bound to a declaration) is skipped: its attempts are refused
+    or end as errors.
     """
     fresh: dict[tuple[int, str, str, str], ProgramRun] = {}
     for spec in specs:
-        if spec.program is None:
+        if not isinstance(spec.program, ExternalSolver):
             continue
         try:
             program = resolve(spec.program)

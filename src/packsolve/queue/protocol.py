@@ -2,14 +2,16 @@
 
 One place for what travels on the queue: the task name, the queue name, the
 payload (encoded by the sender, decoded by the worker and by the scheduler's
-look into the broker), the Celery time limits that go with it, and the
-visibility timeout every side must agree on. No Celery import: reading a
-message must not need a Celery app.
+look into the broker), its signature with the cluster's task key, the Celery
+time limits that go with it, and the visibility timeout every side must agree
+on. No Celery import: reading a message must not need a Celery app.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import os
 from collections.abc import Sequence
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from packsolve.execution import AttemptSpec, Limits
+from packsolve.levels import canonical_json
 
 TASK_NAME = "packsolve.attempt"
 DEFAULT_QUEUE = "packsolve"
@@ -45,6 +48,29 @@ def queue_name() -> str:
 def broker_url(url: str | None = None) -> str:
     """Return the broker URL: the argument, else PACKSOLVE_BROKER_URL, else local Redis."""
     return url or os.environ.get("PACKSOLVE_BROKER_URL") or DEFAULT_BROKER_URL
+
+
+@dataclass(frozen=True)
+class TaskKeys:
+    """The cluster's task keys: current signs what is sent; it and every old one are accepted."""
+
+    current: bytes | None = None
+    old: tuple[bytes, ...] = ()
+
+    @property
+    def accepted(self) -> tuple[bytes, ...]:
+        """Return every key a signature may be made with (none: tasks are not checked)."""
+        return (*((self.current,) if self.current else ()), *self.old)
+
+
+def task_keys() -> TaskKeys:
+    """Return the task keys: PACKSOLVE_TASK_KEY, and PACKSOLVE_TASK_KEYS_OLD (comma-separated, accepted).
+
+    The one reader of both variables (see docs/security.md: rotating the key).
+    """
+    current = os.environ.get("PACKSOLVE_TASK_KEY") or None
+    old = [k.strip() for k in (os.environ.get("PACKSOLVE_TASK_KEYS_OLD") or "").split(",")]
+    return TaskKeys(current.encode() if current else None, tuple(k.encode() for k in old if k))
 
 
 def visibility_timeout() -> int:
@@ -89,9 +115,16 @@ class Task:
 
 
 def encode(
-    run_id: int, items: Sequence[tuple[str, AttemptSpec]], max_tries: int, deployment: str | None = None
+    run_id: int,
+    items: Sequence[tuple[str, AttemptSpec]],
+    max_tries: int,
+    deployment: str | None = None,
+    key: bytes | None = None,
 ) -> dict[str, Any]:
-    """Return the JSON message body of a task carrying one or more attempts of a run of a deployment."""
+    """Return the JSON message body of a task carrying one or more attempts of a run of a deployment.
+
+    With a key the body is signed (SIGNATURE: HMAC-SHA256 of the rest's canonical JSON).
+    """
     body: dict[str, Any] = {
         "run": run_id,
         "max_tries": max_tries,
@@ -99,7 +132,46 @@ def encode(
     }
     if deployment is not None:
         body["deployment"] = deployment
+    if key is not None:
+        body[SIGNATURE] = _signature(body, key)
     return body
+
+
+SIGNATURE = "signature"
+
+
+def _signature(body: dict[str, Any], key: bytes) -> str:
+    """Return the HMAC-SHA256 (hex) of the body's canonical JSON, its signature field left out."""
+    unsigned = {k: v for k, v in body.items() if k != SIGNATURE}
+    return hmac.new(key, canonical_json(unsigned).encode(), hashlib.sha256).hexdigest()
+
+
+def signature_problem(payload: Any, keys: TaskKeys) -> str | None:
+    """Return why the payload is not signed by one of keys (unsigned, or signed otherwise); None if it is.
+
+    Without any key nothing is checked (None): such a cluster says so at every worker's start.
+    """
+    accepted = keys.accepted
+    if not accepted:
+        return None
+    given = payload.get(SIGNATURE) if isinstance(payload, dict) else None
+    run = payload.get("run") if isinstance(payload, dict) else None
+    if not isinstance(given, str):
+        return (
+            f"an unsigned task (run {run!r}): this cluster signs its tasks with PACKSOLVE_TASK_KEY; "
+            "send tasks with `packsolve submit` under the same key"
+        )
+    try:
+        valid = any(hmac.compare_digest(given, _signature(payload, key)) for key in accepted)
+    except (TypeError, ValueError):  # not JSON-able, or a signature that is not ASCII
+        valid = False
+    if not valid:
+        return (
+            f"a task whose signature matches none of this worker's keys (run {run!r}): altered after "
+            "it was signed, or signed with another key (set the same PACKSOLVE_TASK_KEY everywhere; "
+            "PACKSOLVE_TASK_KEYS_OLD keeps old keys accepted while you rotate)"
+        )
+    return None
 
 
 def decode(payload: Any) -> Task:
