@@ -276,3 +276,38 @@ def test_while_the_key_rotates_tasks_signed_with_the_old_key_still_run_and_statu
     assert keyed.returncode == keyless.returncode == 0
     assert "no PACKSOLVE_TASK_KEY" not in keyed.stderr
     assert "WARNING: no PACKSOLVE_TASK_KEY" in keyless.stderr
+
+
+def test_admission_drops_what_no_worker_may_run_and_binds_a_program_to_the_workers_own_declaration(
+    tmp_path, sqlite_url, monkeypatch
+):
+    """No deployment id or no task at all: dropped. A program declared otherwise: refused. Else bound."""
+    from packsolve.execution import AttemptSpec, Limits
+    from packsolve.queue.admission import Refused, admit
+    from packsolve.queue.consumer import with_db_retry
+    from packsolve.queue.protocol import TaskKeys, encode
+    from packsolve.solvers import ExternalSolver
+
+    monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
+    with session_scope(get_engine(sqlite_url)) as session:
+        deployment = deployment_id(session)
+    directory = write_programs(tmp_path / "programs")
+    mine = ExternalSolver("correct", "coins", ("./correct.py", "{level}"), True, str(directory))
+    spec = AttemptSpec("coins", "correct", LEVELS[0], Limits(5.0), mine)
+
+    def verdict(payload, declared):
+        try:
+            return admit(json.loads(json.dumps(payload)), declared, TaskKeys(), with_db_retry)
+        except Refused as refused:
+            return refused
+
+    dropped = verdict(encode(1, [("a" * 64, spec)], 5), {"correct": mine})
+    assert isinstance(dropped, Refused) and not dropped.requeue and "names no deployment" in dropped.reason
+    garbage = verdict({"run": "x", "items": 3}, {"correct": mine})
+    assert isinstance(garbage, Refused) and not garbage.requeue and "not a packsolve task" in garbage.reason
+    payload = encode(1, [("a" * 64, spec)], 5, deployment)
+    other = ExternalSolver("correct", "coins", ("./correct.py",), True, str(directory))  # no {level}
+    refused = verdict(payload, {"correct": other})
+    assert isinstance(refused, Refused) and refused.requeue and "declared differently" in refused.reason
+    task = verdict(payload, {"correct": mine})
+    assert not isinstance(task, Refused) and task.items[0][1].program == mine
