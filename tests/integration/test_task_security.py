@@ -311,3 +311,41 @@ def test_admission_drops_what_no_worker_may_run_and_binds_a_program_to_the_worke
     assert isinstance(refused, Refused) and refused.requeue and "declared differently" in refused.reason
     task = verdict(payload, {"correct": mine})
     assert not isinstance(task, Refused) and task.items[0][1].program == mine
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_only_attempts_matching_the_databases_run_level_heuristic_and_limits_are_returned_to_run(
+    database, request
+):
+    from dataclasses import replace
+
+    from packsolve.db.runs import RunOptions, create_run
+    from packsolve.execution import AttemptSpec, Limits
+    from packsolve.levels import make_level
+    from packsolve.planning import plan_levels
+    from packsolve.queue.admission import matching
+    from packsolve.queue.consumer import with_db_retry
+    from packsolve.queue.protocol import Task
+
+    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
+    engine = get_engine(url)
+    levels = [make_level(f"l{i}", lv) for i, lv in enumerate(LEVELS)]
+    planned = plan_levels(levels, "dp").attempts
+    with session_scope(engine) as s:
+        run_id = create_run(s, planned, RunOptions(mode="distributed", heuristic="dp", time_limit=5.0))
+        local = create_run(s, planned, RunOptions(mode="local", heuristic="dp", time_limit=5.0))
+    limits = Limits(5.0)
+    good = [(lv.hash, AttemptSpec("coins", "dp", lv.data, limits)) for lv in levels]
+    (h0, s0), (h1, s1), (h2, s2) = good[:3]
+    altered = (h1, replace(s1, level={**s1.level, "target": 99}))  # content no longer its hash's
+    other_heuristic = (h2, replace(s2, heuristic="plain"))
+    unknown = ("e" * 64, s0)
+
+    def run(task_run: int, items) -> list:
+        return [h for h, _ in matching(engine, Task(task_run, 5, tuple(items), "d"), with_db_retry)]
+
+    assert run(run_id, good) == [h for h, _ in good]
+    assert run(run_id, [good[0], altered, other_heuristic, unknown]) == [h0]
+    assert run(run_id, [(h, replace(s, limits=Limits(50.0))) for h, s in good]) == []
+    assert run(run_id + 1000, good) == [] and run(local, good) == []
+    engine.dispose()

@@ -177,10 +177,10 @@ def matching(claims: Any, task: Task, retry: Retry) -> list[tuple[str, AttemptSp
     a task whose run is unknown, not distributed, or of other limits is returned.
     """
     items = list(task.items)
-    limits = items[0][1].limits if items else None
-    wrong = {h: f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
-             for h, spec in items if level_hash(spec.level) != h}  # fmt: skip
-    if limits is None or any(spec.limits != limits for _, spec in items):
+    if not items:
+        return []
+    limits = items[0][1].limits
+    if any(spec.limits != limits for _, spec in items):
         REFUSALS.drop(f"run {task.run_id}'s task carries attempts of different limits")
         return []
     heuristics = {h: spec.heuristic for h, spec in items}
@@ -190,11 +190,13 @@ def matching(claims: Any, task: Task, retry: Retry) -> list[tuple[str, AttemptSp
         heuristics=heuristics,
         limits=(limits.time_limit, limits.node_limit, limits.memory_limit_mb),
     )
-    whole, each = retry(claims, check)
+    whole, wrong = retry(claims, check)
     if whole is not None:
         REFUSALS.drop(whole)
         return []
-    wrong.update(each)
+    for h, spec in items:
+        if level_hash(spec.level) != h:
+            wrong[h] = f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
     for reason in sorted(set(wrong.values())):
         REFUSALS.drop(reason)
     return [(h, spec) for h, spec in items if h not in wrong]
