@@ -216,40 +216,44 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
 @click.argument("run")
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: the run's].")
 @progress_options
+@solvers_option
 @format_option
 @database_option
 @broker_option
 @handle_errors
 def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: str, database_url: str | None,
-           broker_url: str | None):  # fmt: skip
+           broker_url: str | None, solvers_file: str | None):  # fmt: skip
     """Run the levels of RUN that have no final result, into RUN itself.
 
     Those are the levels a Ctrl-C, a `packsolve cancel` or a crash left
     without a result (cancelled before or while they ran, or still queued); the
-    run keeps its heuristics and limits. Levels with a result are not run again.
-    A distributed run whose submit stopped before sending every task (the
+    run keeps its heuristics and limits, and the solver programs it recorded
+    (declared again by --solvers or ./packsolve.toml, those win). Levels with a
+    result are not run again. A distributed run whose submit stopped before sending every task (the
     broker went away) is sent again to the workers.
     """
     from packsolve import runs
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.request import check_jobs
+    from packsolve.solvers import load_solvers
 
     if jobs is not None:
         check_jobs(jobs)
+    solvers = load_solvers(solvers_file)
     engine = read_engine(database_url)
     with session_scope(engine) as session:
         mode = resolve_run(session, run).mode
     if mode == "distributed":
         from packsolve.queue.app import make_app
 
-        sent = runs.resume_distributed(engine, make_app(broker_url), run)
+        sent = runs.resume_distributed(engine, make_app(broker_url), run, solvers=solvers)
         err_console.print(
             f"run {run}: sent {sent.tasks} task(s) of its queued levels; the workers take it from here"
         )
         return
     try:
-        resumed, processes = runs.resume_local(engine, run, jobs, sys.argv[1:])
+        resumed, processes = runs.resume_local(engine, run, jobs, sys.argv[1:], solvers)
     except runs.NothingToRun as exc:
         err_console.print(str(exc), highlight=False, markup=False)
         return
