@@ -11,6 +11,7 @@ from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.options import (
     broker_option,
     database_option,
+    emit,
     err_console,
     format_option,
     handle_errors,
@@ -204,11 +205,16 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
         _solve_and_summarise(engine, child, processes, quiet or fmt != "table", fmt, progress_every)
+        if fmt != "table":
+            return  # the summary printed is the one document on stdout; it names the run
     else:
         sent = runs.send(engine, app, child)
         err_console.print(
             f"run {child.id}: rerun of {run}, {child.total} level(s), {sent.tasks} task(s) enqueued"
         )
+        if fmt != "table":  # one document, as the local rerun's summary is
+            emit({"run": child.id, "rerun_of": run, "levels": child.total, "tasks": sent.tasks}, fmt, str)
+            return
     click.echo(child.id)
 
 
