@@ -60,7 +60,7 @@ from packsolve.planning import (
 )
 from packsolve.queue.producer import check_broker, enqueue
 from packsolve.queue.programs import note_programs_run
-from packsolve.queue.protocol import DEFAULT_MAX_TRIES
+from packsolve.queue.protocol import DEFAULT_MAX_TRIES, shown_broker
 from packsolve.report.level_stats import forget_run
 from packsolve.request import RerunRequest as RerunRequest  # runs.RerunRequest, as before
 from packsolve.solvers import Solvers
@@ -343,7 +343,8 @@ def start_distributed(
     check_distributed(request.limits, chunk_size)
     check_broker(app)
     plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
-    run = create(engine, plan, request, "distributed", argv, extra={"paths": list(paths)})
+    extra = {"paths": list(paths), "broker": shown_broker(app.conf.broker_url)}  # status names it
+    run = create(engine, plan, request, "distributed", argv, extra=extra)
     return run, send(engine, app, run, chunk_size)
 
 
@@ -411,7 +412,9 @@ def start_rerun(
         check_distributed(request.limits)
         check_broker(app)
     plan = plan_levels(levels, request.heuristic, solvers=solvers)
-    extra = {"rerun_of": parent_id, "statuses": wanted}
+    extra: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
+    if mode == "distributed":
+        extra["broker"] = shown_broker(app.conf.broker_url)
     return create(engine, plan, request, mode, argv, processes, parent_id, extra), processes
 
 

@@ -43,6 +43,24 @@ def broker_option(fn: Callable) -> Callable:
     )(fn)
 
 
+def destinations(database_url: str | None, broker_url: str | None) -> list[str]:
+    """Return the lines naming the broker and database a run goes to, saying where a default was used.
+
+    database_url and broker_url are the options as given (flag or environment): None means the default.
+    """
+    from packsolve.db.session import database_url as database_in_use
+    from packsolve.db.session import shown_database
+    from packsolve.queue.protocol import broker_url as broker_in_use
+    from packsolve.queue.protocol import shown_broker
+
+    broker = f"broker {shown_broker(broker_in_use(broker_url))}"
+    database = f"database {shown_database(database_in_use(database_url))}"
+    return [
+        broker + ("" if broker_url else " (the default: PACKSOLVE_BROKER_URL is not set)"),
+        database + ("" if database_url else " (the default: PACKSOLVE_DATABASE_URL is not set)"),
+    ]
+
+
 def format_option(fn: Callable) -> Callable:
     return click.option(
         "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True

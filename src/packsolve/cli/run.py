@@ -11,6 +11,7 @@ from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.options import (
     broker_option,
     database_option,
+    destinations,
     emit,
     err_console,
     format_option,
@@ -125,13 +126,16 @@ def submit(
 
     request = run_request(opts, max_tries)
     check_paths(paths)
+    app = make_app(broker_url)  # a malformed broker URL is refused before a database is made
     engine = get_engine(database_url)
-    run, sent = runs.start_distributed(engine, make_app(broker_url), paths, request, chunk_size, sys.argv[1:])
+    run, sent = runs.start_distributed(engine, app, paths, request, chunk_size, sys.argv[1:])
     print_plan_notes(run)
     err_console.print(
         f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
         f"{sent.seconds:.2f} s, {run.invalid} invalid", highlight=False,
     )  # fmt: skip
+    for line in destinations(database_url, broker_url):
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     click.echo(run.id)
 
 
