@@ -14,6 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from packsolve.cli.durations import DURATION
 from packsolve.errors import OptionError, PacksolveError
 from packsolve.levels import DEFAULT_MAX_BYTES
 
@@ -92,8 +93,9 @@ def run_options(fn: Callable) -> Callable:
             "every kind that has it, or per kind: sudoku=dlx,sliding=idastar.",
         ),
         click.option(
-            "--time-limit", type=float, default=DEFAULT_TIME_LIMIT, show_default=True,
-            help="Wall seconds per level, > 0 (0: no limit); the solver is stopped, then killed soon after.",
+            "--time-limit", type=DURATION, default=DEFAULT_TIME_LIMIT, show_default=True,
+            help="Wall time per level: seconds, or 500ms, 2s, 1m, 1h (0: no limit); the solver is stopped, "
+            "then killed soon after.",
         ),
         click.option("--node-limit", type=int, default=None, help="Expanded nodes per level (at least 1)."),
         click.option(

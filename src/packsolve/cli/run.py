@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from packsolve.cli.durations import DURATION
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.options import (
     broker_option,
@@ -156,7 +157,10 @@ def submit(
     help="Solver to use, or per kind (sudoku=dlx,sliding=idastar) [default: parent's].",
 )
 @click.option(
-    "--time-limit", type=float, default=None, help="Wall seconds per level, 0: none [default: parent's]."
+    "--time-limit",
+    type=DURATION,
+    default=None,
+    help="Wall time per level (seconds, or 500ms, 2s, 1m, 1h), 0: none [default: parent's].",
 )
 @click.option("--node-limit", type=int, default=None, help="Expanded nodes per level [default: parent's].")
 @click.option("--memory-limit", type=int, default=None, help="MB per level [default: parent's].")
