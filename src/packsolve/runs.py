@@ -186,14 +186,15 @@ def start_local(
     jobs: int | None,
     argv: Sequence[str],
     skip_solved: bool = False,
+    plan: Plan | None = None,
 ) -> tuple[NewRun, int]:
-    """Plan paths and create a local run; return it with the number of processes to solve it with.
+    """Plan paths (unless planned already) and create a local run; return it and its processes.
 
     skip_solved leaves out levels already decided (solved, or proved to have
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
     jobs = check_jobs(jobs)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+    plan = plan or plan_local(paths, request)
     carried = Carried()
     extra: dict[str, Any] = {"paths": list(paths)}
     if skip_solved:
@@ -201,6 +202,11 @@ def start_local(
         extra["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
     run = create(engine, plan, request, "local", argv, concurrency=jobs, extra=extra, carried=carried)
     return run, jobs
+
+
+def plan_local(paths: Sequence[str], request: Request) -> Plan:
+    """Return the plan of a local run of paths; PlanError (before any database is touched) if none."""
+    return plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
 
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:

@@ -46,3 +46,18 @@ def test_a_broker_password_is_hidden_and_a_url_without_a_scheme_is_named_as_a_br
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "'redis//localhost:6379/0' is not a broker URL" in res.stderr and "redis://HOST" in res.stderr
     assert "database URL" not in res.stderr
+
+
+def test_a_solve_refused_for_a_heuristic_typo_creates_no_database(tmp_path):
+    res = run_cli("solve", str(PACK), "--heuristic", "nope", cwd=tmp_path, env={"PACKSOLVE_DATABASE_URL": ""})
+    assert res.returncode == 2 and "no level in the pack has a heuristic 'nope'" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_hardest_across_all_runs_of_an_empty_database_says_no_runs_yet(tmp_path):
+    env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
+    run_cli("db", "upgrade", env=env)
+    res = run_cli("report", "hardest", "--all", env=env)
+    summary = run_cli("report", "summary", env=env)
+    assert "no runs yet" in summary.stderr + summary.stdout
+    assert (res.returncode, "no runs yet" in res.stderr + res.stdout) == (summary.returncode, True)

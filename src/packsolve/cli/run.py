@@ -66,9 +66,10 @@ def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bo
     request = run_request(opts)
     check_jobs(jobs)  # before the database is touched: a typo costs nothing
     check_paths(paths)
+    plan = runs.plan_local(paths, request)  # a heuristic typo is refused before a database is made
     engine = get_engine(database_url)
     try:
-        run, jobs = runs.start_local(engine, paths, request, jobs, sys.argv[1:], skip_solved)
+        run, jobs = runs.start_local(engine, paths, request, jobs, sys.argv[1:], skip_solved, plan)
     except runs.NothingToRun as exc:
         err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
         return
