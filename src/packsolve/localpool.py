@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import select
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -26,6 +28,8 @@ FLUSH_EVERY_S = 0.5
 FLUSH_EVERY_N = 200
 # How often the run is read to see whether `packsolve cancel` asked it to stop.
 CANCEL_CHECK_S = 0.5
+# Where a pidfd cannot be had, how often a pool process looks whether its solve process lives.
+OWNER_POLL_S = 0.5
 
 
 class Stopped(Exception):
@@ -39,6 +43,31 @@ class Stopped(Exception):
         super().__init__(f"local run {reason}: {len(in_flight)} attempt(s) stopped while running")
         self.reason = reason
         self.in_flight = in_flight
+
+
+def _die_with(owner: int) -> None:
+    """Pool initializer: kill this pool process the moment the solve process owner ends, however it ends.
+
+    A `kill -9` of the solve runs no clean-up, and a pool process's parent is the forkserver,
+    not the solve: a thread waits on a pidfd of the owner and then SIGKILLs this process, whose
+    solver child follows it (PR_SET_PDEATHSIG). Without pidfds, the thread polls the owner.
+    """
+
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(owner)
+        except (AttributeError, OSError):
+            fd = None
+        if fd is not None:
+            select.select([fd], [], [])  # readable once the owner has exited
+        else:
+            with contextlib.suppress(PermissionError):
+                while True:
+                    os.kill(owner, 0)
+                    time.sleep(OWNER_POLL_S)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="packsolve-owner-watch", daemon=True).start()
 
 
 def _attempts(specs: list[AttemptSpec]) -> list[tuple[Outcome, str, datetime, datetime, int | None]]:
@@ -96,7 +125,9 @@ def run_local(
             if on_result is not None:
                 on_result(level_hash, outcome)
 
-    pool = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx)
+    pool = ProcessPoolExecutor(
+        max_workers=max(1, jobs), mp_context=ctx, initializer=_die_with, initargs=(os.getpid(),)
+    )
     try:
         chunks = [specs[i : i + chunk_size] for i in range(0, len(specs), chunk_size)]
         queue = list(reversed(chunks))

@@ -82,8 +82,7 @@ class Plan:
 
     def spec(self, p: PlannedAttempt, limits: Limits) -> AttemptSpec:
         """Return the spec of one planned attempt; an external solver's declaration travels with it."""
-        program = program_for(self.programs, p.level.kind, p.heuristic)
-        return AttemptSpec(p.level.kind, p.heuristic, p.level.data, limits, program)
+        return attempt_spec(p.level.kind, p.heuristic, p.level.data, limits, self.programs)
 
     def provenance(self) -> dict[str, Any]:
         """Return what the run records of what it used: its kinds' sources and versions, its programs."""
@@ -346,21 +345,42 @@ def _nearest(points: list[tuple[int, float]], size: int) -> float:
     return max(below[1], above[1])
 
 
-def stored_specs(session: Session, run: Any, hashes: Sequence[str]) -> list[Spec]:
+def attempt_spec(kind: str, heuristic: str, data: Any, limits: Limits, programs: Solvers) -> AttemptSpec:
+    """Return the spec of one attempt: the one place a spec is built (new runs, rerun, resume, scheduler).
+
+    A heuristic that is a declared program of the kind carries its declaration.
+    """
+    return AttemptSpec(kind, heuristic, data, limits, program_for(programs, kind, heuristic))
+
+
+def run_programs(run: Any, declared: Solvers | None = None) -> dict[str, ExternalSolver]:
+    """Return the programs a stored run uses: those it recorded, each overridden by one declared now."""
+    return {**declared_in(recorded(run, "solvers")), **(declared or {})}
+
+
+def stored_specs(
+    session: Session, run: Any, hashes: Sequence[str], declared: Solvers | None = None
+) -> list[Spec]:
     """Return specs for some attempts of a stored run (its limits, its levels), in pack order.
 
-    What the scheduler sends again, and what resuming an unsent run sends; an
-    external solver's declaration, recorded with the run, travels again.
+    What resume runs and the scheduler sends again: an external solver's
+    declaration, recorded with the run (or declared again now), travels again.
     """
     limits = Limits(run.time_limit, run.node_limit, run.memory_limit_mb)
-    programs = declared_in(recorded(run, "solvers"))
+    programs = run_programs(run, declared)
     return [
-        (
-            a.level_hash,
-            a.name,
-            AttemptSpec(
-                a.kind, a.heuristic, json.loads(lv.data), limits, program_for(programs, a.kind, a.heuristic)
-            ),
-        )
+        (a.level_hash, a.name, attempt_spec(a.kind, a.heuristic, json.loads(lv.data), limits, programs))
         for a, lv in attempts_with_levels(session, run.id, list(hashes))
     ]
+
+
+def check_runnable(run_id: int, specs: Sequence[Spec]) -> None:
+    """Raise PlanError naming a heuristic of specs that this machine can run neither built in nor declared."""
+    programs = {s.program.name: s.program for _, _, s in specs if s.program is not None}
+    for kind, heuristic in sorted({(s.kind, s.heuristic) for _, _, s in specs}):
+        try:
+            heuristic_of(get_kind(kind), heuristic, programs)
+        except (UnknownKind, UnknownHeuristic) as exc:
+            raise PlanError(
+                f"run {run_id}: {exc}; declare its program again with --solvers FILE or ./packsolve.toml"
+            ) from None

@@ -24,7 +24,6 @@ from sqlalchemy.exc import IntegrityError
 from packsolve.db.catalog import claim_label
 from packsolve.db.history import settled_before
 from packsolve.db.local_runs import attempts_without_result, reopen, solver_alive, stop_pending
-from packsolve.db.programs import recorded
 from packsolve.db.runs import (
     RunOptions,
     attempts_to_rerun,
@@ -39,7 +38,7 @@ from packsolve.db.runs import (
 from packsolve.db.session import redact, session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.errors import BrokerError, OptionError, PlanError
-from packsolve.execution import AttemptSpec, Limits
+from packsolve.execution import Limits
 from packsolve.levels import Level
 from packsolve.localpool import Stopped, run_local
 from packsolve.outcome import Outcome, Status
@@ -51,18 +50,20 @@ from packsolve.planning import (
     Spec,
     check_distributed,
     check_jobs,
+    check_runnable,
     choose_chunk_size,
     hardest_first,
     plan_levels,
     plan_run,
+    run_programs,
     stored_specs,
 )
 from packsolve.queue.producer import check_broker, enqueue
 from packsolve.queue.programs import note_programs_run
-from packsolve.queue.protocol import DEFAULT_MAX_TRIES
+from packsolve.queue.protocol import DEFAULT_MAX_TRIES, shown_broker
 from packsolve.report.level_stats import forget_run
 from packsolve.request import RerunRequest as RerunRequest  # runs.RerunRequest, as before
-from packsolve.solvers import declared_in
+from packsolve.solvers import Solvers
 
 
 @dataclass(frozen=True)
@@ -185,14 +186,15 @@ def start_local(
     jobs: int | None,
     argv: Sequence[str],
     skip_solved: bool = False,
+    plan: Plan | None = None,
 ) -> tuple[NewRun, int]:
-    """Plan paths and create a local run; return it with the number of processes to solve it with.
+    """Plan paths (unless planned already) and create a local run; return it and its processes.
 
     skip_solved leaves out levels already decided (solved, or proved to have
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
     jobs = check_jobs(jobs)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+    plan = plan or plan_local(paths, request)
     carried = Carried()
     extra: dict[str, Any] = {"paths": list(paths)}
     if skip_solved:
@@ -200,6 +202,11 @@ def start_local(
         extra["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
     run = create(engine, plan, request, "local", argv, concurrency=jobs, extra=extra, carried=carried)
     return run, jobs
+
+
+def plan_local(paths: Sequence[str], request: Request) -> Plan:
+    """Return the plan of a local run of paths; PlanError (before any database is touched) if none."""
+    return plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
 
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
@@ -270,13 +277,16 @@ def _interrupt(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def resume_local(engine: Engine, ref: str, jobs: int | None, argv: Sequence[str]) -> tuple[NewRun, int]:
+def resume_local(
+    engine: Engine, ref: str, jobs: int | None, argv: Sequence[str], solvers: Solvers | None = None
+) -> tuple[NewRun, int]:
     """Queue again the attempts of a local run that have no final result; return it and its processes.
 
     Those are the attempts a Ctrl-C, a `cancel` or a crash left without a result;
-    they run into the same run, with its heuristics and limits (jobs: the run's
-    concurrency unless given). Raise PlanError for a distributed run or one still
-    being solved on this machine, NothingToRun if every level has a result.
+    they run into the same run, with its heuristics, programs and limits (jobs: the
+    run's concurrency unless given; solvers: programs declared now, over the recorded).
+    Raise PlanError for a distributed run, one still being solved on this machine or
+    one whose program is declared nowhere; NothingToRun if every level has a result.
     """
     with session_scope(engine) as session:
         run = resolve_run(session, ref)
@@ -292,20 +302,23 @@ def resume_local(engine: Engine, ref: str, jobs: int | None, argv: Sequence[str]
         rows = attempts_without_result(session, run.id)
         if not rows:
             raise NothingToRun(f"run {run.id} has a final result for every level: nothing to resume")
-        limits = Limits(run.time_limit, run.node_limit, run.memory_limit_mb)
-        specs = [
-            (lv.hash, a.name, AttemptSpec(a.kind, a.heuristic, json.loads(lv.data), limits)) for a, lv in rows
-        ]
+        specs = stored_specs(session, run, [a.level_hash for a, _ in rows], solvers)
+        check_runnable(run.id, specs)
         processes = check_jobs(jobs if jobs is not None else run.concurrency)
         resumed = [*options.get("resumed", []), {"argv": [redact(a) for a in argv], "levels": len(specs)}]
-        reopen(session, run.id, [h for h, _, _ in specs], {"pid": os.getpid(), "resumed": resumed})
+        extra: dict[str, Any] = {"pid": os.getpid(), "resumed": resumed}
+        if solvers:  # declared again: a later resume or rerun finds them recorded
+            extra["solvers"] = {n: p.to_json() for n, p in sorted(run_programs(run, solvers).items())}
+        reopen(session, run.id, [h for h, _, _ in specs], extra)
         forget_run(session, run.id)  # its figures change: `hardest --all` must fold it again
         max_tries = run.max_tries or DEFAULT_MAX_TRIES
         new = NewRun(run.id, "local", specs, run.total, 0, max_tries, [], resumed=True)
     return new, processes
 
 
-def resume_distributed(engine: Engine, app: Any, ref: str, chunk_size: int = 0) -> Sent:
+def resume_distributed(
+    engine: Engine, app: Any, ref: str, chunk_size: int = 0, solvers: Solvers | None = None
+) -> Sent:
     """Send again the queued attempts of a distributed run whose submit stopped before it had sent them all.
 
     A run whose submit finished is resumed by `packsolve scheduler` (it resends
@@ -315,7 +328,7 @@ def resume_distributed(engine: Engine, app: Any, ref: str, chunk_size: int = 0) 
         run = resolve_run(session, ref)
         run_id, unsent = run.id, run.sent_at is None
         hashes = [a.level_hash for a, _ in pending_of(session, run.id) if a.status == Status.QUEUED.value]
-        specs = stored_specs(session, run, hashes) if unsent else []
+        specs = stored_specs(session, run, hashes, solvers) if unsent else []
         max_tries = run.max_tries or DEFAULT_MAX_TRIES
     if not unsent:
         raise PlanError(
@@ -336,7 +349,8 @@ def start_distributed(
     check_distributed(request.limits, chunk_size)
     check_broker(app)
     plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
-    run = create(engine, plan, request, "distributed", argv, extra={"paths": list(paths)})
+    extra = {"paths": list(paths), "broker": shown_broker(app.conf.broker_url)}  # status names it
+    run = create(engine, plan, request, "distributed", argv, extra=extra)
     return run, send(engine, app, run, chunk_size)
 
 
@@ -398,13 +412,15 @@ def start_rerun(
         )
         parent_id = parent.id
         # The parent's programs as it recorded them, unless declared again now.
-        solvers = {**declared_in(recorded(parent, "solvers")), **rerun.solvers}
+        solvers = run_programs(parent, rerun.solvers)
     processes = check_jobs(rerun.jobs) if mode == "local" else None
     if mode == "distributed":
         check_distributed(request.limits)
         check_broker(app)
     plan = plan_levels(levels, request.heuristic, solvers=solvers)
-    extra = {"rerun_of": parent_id, "statuses": wanted}
+    extra: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
+    if mode == "distributed":
+        extra["broker"] = shown_broker(app.conf.broker_url)
     return create(engine, plan, request, mode, argv, processes, parent_id, extra), processes
 
 

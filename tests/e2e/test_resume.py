@@ -133,3 +133,42 @@ def test_a_solve_logging_to_a_file_prints_progress_lines_every_few_seconds(tmp_p
     assert lines[-1].startswith("run 1: 16/16 final (100%) · solved 16 ·") and "levels/s" in lines[-1]
     assert all("eta" in line for line in lines)
     assert "\x1b[" not in log.read_text()  # no terminal codes in a log
+
+
+def session_members(sid: int) -> list[int]:
+    """Return the pids of the processes in session sid (from /proc), zombies left out."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+def test_a_solve_killed_9_leaves_no_process_and_runs_shows_it_interrupted_with_the_resume_command(
+    tmp_path, sqlite_url
+):
+    proc = start_solve(sqlite_url, write_pack(tmp_path, 40, ms=300), "-j", "2")
+    try:
+        wait_for_solved(sqlite_url, proc, 2)
+        assert len(session_members(proc.pid)) >= 3  # the solve, its pool and their solver children
+        os.kill(proc.pid, signal.SIGKILL)  # the solve process alone: nothing tells its pool
+        proc.wait(30)
+        deadline = time.monotonic() + 15
+        while session_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert session_members(proc.pid) == []
+    finally:
+        for pid in session_members(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    [row] = json.loads(run_cli("runs", "--format", "json", env=env).stdout)
+    assert row["state"] == "interrupted"
+    assert "`packsolve resume 1`" in run_cli("runs", env=env).stdout
+    progress = json.loads(run_cli("status", "1", "--format", "json", env=env).stdout)
+    assert (progress["state"], progress["eta_s"]) == ("interrupted", None)

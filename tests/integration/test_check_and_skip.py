@@ -150,6 +150,7 @@ def test_status_shows_rate_and_eta_within_80_columns(url):
     res = run_cli("status", str(run_id), env={"PACKSOLVE_DATABASE_URL": url, "COLUMNS": "80"})
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
-    assert all(len(line) <= 80 for line in lines), lines
+    # The database's path or URL is printed whole (it is copied from there), the rest fits 80 columns.
+    assert all(len(line) <= 80 for line in lines if not line.startswith("database ")), lines
     [line] = [x for x in lines if "levels/" in x]
     assert line.startswith("4/10 final (40%)") and "eta" in line

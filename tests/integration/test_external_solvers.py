@@ -233,3 +233,32 @@ def test_kinds_lists_the_declared_programs_under_their_kind(programs):
     assert "correct" in rows["coins"]["programs"] and rows["sudoku"]["programs"] == []
     here = run_cli("kinds", "--format", "json", cwd=directory)  # ./packsolve.toml by default
     assert "stdin-only" in {r["kind"]: r for r in json.loads(here.stdout)}["coins"]["programs"]
+
+
+def interrupt(url: str, run: int, names: list[str]) -> None:
+    """Leave run as a Ctrl-C leaves it: names cancelled before they ran, the run finished cancelled."""
+    from packsolve.db.models import Attempt, Run
+    from packsolve.db.session import get_engine, session_scope
+
+    with session_scope(get_engine(url)) as session:
+        for a in session.query(Attempt).filter(Attempt.run_id == run, Attempt.name.in_(names)):
+            a.status, a.wall_s, a.solution = "cancelled", None, None
+            a.message = "cancelled: the local run was interrupted before it ran"
+        session.get(Run, run).state = "cancelled"
+
+
+def test_resume_runs_a_declared_programs_levels_with_the_declaration_the_run_recorded(
+    tmp_path, programs, sqlite_url
+):
+    """Found without --solvers (recorded), and with --solvers or ./packsolve.toml declaring it again."""
+    directory, toml = programs
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    first = solve(env, str(write_pack(tmp_path)), "--solvers", str(toml), "--heuristic", "correct")
+    assert first["counts"] == {"no_solution": 1, "solved": 2}
+    names = [r["level"] for r in export(env, first["run"])]
+    for args, cwd in [((), tmp_path), (("--solvers", str(toml)), tmp_path), ((), directory)]:
+        interrupt(sqlite_url, first["run"], names[1:])
+        res = run_cli("resume", str(first["run"]), "-q", "--format", "json", *args, env=env, cwd=cwd)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["counts"] == {"no_solution": 1, "solved": 2}, args
+        assert {r["heuristic"] for r in export(env, first["run"])} == {"correct"}

@@ -196,8 +196,9 @@ def test_compare_footer_filters_and_provenance_warnings(url: str) -> None:
         sum(p for r in rb.values() if (p := par2_of(r, 5.0)) is not None), abs=1e-3
     )
     both = [h for h in ra if h in rb and ra[h]["status"] in DECIDED and rb[h]["status"] in DECIDED]
-    speedup = sum(ra[h]["wall_s"] for h in both) / sum(rb[h]["wall_s"] for h in both)
-    assert fb["speedup"] == pytest.approx(speedup, rel=1e-3) and fa["speedup"] == 1.0
+    # Time limits 10 s and 5 s: times under different limits do not compare, so no speedup is given.
+    assert (fb["speedup"], fb["speedup_levels"]) == (None, len(both)) and fa["speedup"] == 1.0
+    assert fb["speedup_why_not"].startswith("time limits differ (run")
     # PAR-2 over the levels both ran: the same set for both runs, so the two sums compare.
     common = [
         h for h in ra if h in rb and par2_of(ra[h], 10.0) is not None and par2_of(rb[h], 5.0) is not None
@@ -205,7 +206,7 @@ def test_compare_footer_filters_and_provenance_warnings(url: str) -> None:
     assert fa["common_levels"] == fb["common_levels"] == len(common) == 6
     assert fa["common_par2_s"] == pytest.approx(sum(par2_of(ra[h], 10.0) for h in common), abs=1e-3)
     assert fb["common_par2_s"] == pytest.approx(sum(par2_of(rb[h], 5.0) for h in common), abs=1e-3)
-    assert fb["common_speedup"] == pytest.approx(fa["common_par2_s"] / fb["common_par2_s"], rel=1e-3)
+    assert fb["common_speedup"] is None and fb["par2_speedup"] is None  # PAR-2 penalties differ too
     warnings = " ".join(full["warnings"])
     assert "time_limit" in warnings and "hostB" in warnings and "hostA" in warnings
 

@@ -47,7 +47,7 @@ def test_local_rerun_of_timeouts_with_more_time_solves_them_in_a_linked_child_ru
         "rerun", str(parent), "--local", "--time-limit", "5", "-j", "2", "--format", "json", env=env
     )
     assert res.returncode == 0, res.stderr
-    child = last_int(res.stdout)
+    child = json.loads(res.stdout)["run"]  # the child's summary, the one document on stdout
     assert statuses(env, child) == ["solved", "solved"]
     with session_scope(get_engine(sqlite_url)) as session:
         run = session.get(Run, child)

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from packsolve.cli.durations import DURATION
 from packsolve.cli.options import emit, err_console, format_option, handle_errors, output_file
 
 
@@ -95,7 +96,7 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
     help="JSON or JSONL file of levels to check on [default: the kind's examples].",
 )
 @click.option(
-    "--time-limit", type=float, default=10.0, show_default=True, help="Seconds per heuristic per level."
+    "--time-limit", type=DURATION, default=10.0, show_default=True, help="Seconds per heuristic per level."
 )
 @format_option
 @handle_errors

@@ -14,6 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from packsolve.cli.durations import DURATION
 from packsolve.errors import OptionError, PacksolveError
 from packsolve.levels import DEFAULT_MAX_BYTES
 
@@ -41,6 +42,24 @@ def broker_option(fn: Callable) -> Callable:
         show_envvar=True,
         help="Celery broker URL [default: redis://localhost:6379/0].",
     )(fn)
+
+
+def destinations(database_url: str | None, broker_url: str | None) -> list[str]:
+    """Return the lines naming the broker and database a run goes to, saying where a default was used.
+
+    database_url and broker_url are the options as given (flag or environment): None means the default.
+    """
+    from packsolve.db.session import database_url as database_in_use
+    from packsolve.db.session import shown_database
+    from packsolve.queue.protocol import broker_url as broker_in_use
+    from packsolve.queue.protocol import shown_broker
+
+    broker = f"broker {shown_broker(broker_in_use(broker_url))}"
+    database = f"database {shown_database(database_in_use(database_url))}"
+    return [
+        broker + ("" if broker_url else " (the default: PACKSOLVE_BROKER_URL is not set)"),
+        database + ("" if database_url else " (the default: PACKSOLVE_DATABASE_URL is not set)"),
+    ]
 
 
 def format_option(fn: Callable) -> Callable:
@@ -74,8 +93,9 @@ def run_options(fn: Callable) -> Callable:
             "every kind that has it, or per kind: sudoku=dlx,sliding=idastar.",
         ),
         click.option(
-            "--time-limit", type=float, default=DEFAULT_TIME_LIMIT, show_default=True,
-            help="Wall seconds per level, > 0 (0: no limit); the solver is stopped, then killed soon after.",
+            "--time-limit", type=DURATION, default=DEFAULT_TIME_LIMIT, show_default=True,
+            help="Wall time per level: seconds, or 500ms, 2s, 1m, 1h (0: no limit); the solver is stopped, "
+            "then killed soon after.",
         ),
         click.option("--node-limit", type=int, default=None, help="Expanded nodes per level (at least 1)."),
         click.option(

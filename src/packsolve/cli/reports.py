@@ -106,6 +106,7 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
         raise click.UsageError("give --run or --all, not both")
     with session_scope(read_engine(database_url)) as session:
         if all_runs:
+            resolve_run(session, "latest")  # no run at all: say so, as every report does
             rows, title = hardest_overall(session, by, top, kind), "hardest levels across all runs"
         else:
             run = resolve_run(session, run_ref)

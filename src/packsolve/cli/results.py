@@ -58,11 +58,15 @@ def status(run: str | None, watch: bool, interval: float, fmt: str, database_url
                 return
             time.sleep(interval)
     if not watch:
-        out_console.print(render_progress(_progress(engine, run)))
+        p = _progress(engine, run)
+        out_console.print(render_progress(p))
+        _print_where(p)
         return
     from rich.live import Live
 
-    with Live(render_progress(_progress(engine, run)), console=out_console, auto_refresh=False) as live:
+    p = _progress(engine, run)
+    _print_where(p)  # once, above the table that refreshes
+    with Live(render_progress(p), console=out_console, auto_refresh=False) as live:
         while True:
             p = _progress(engine, run)
             live.update(render_progress(p), refresh=True)
@@ -80,12 +84,22 @@ def _mode(engine: Any, ref: str | None) -> str:
 
 
 def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
+    """Return the run's progress with where it lives: the database read, the broker submit sent it to."""
     from packsolve.db.runs import resolve_run
-    from packsolve.db.session import session_scope
+    from packsolve.db.session import session_scope, shown_database
     from packsolve.report.progress import run_progress
 
     with session_scope(engine) as session:
-        return run_progress(session, resolve_run(session, ref))
+        run = resolve_run(session, ref)
+        p = run_progress(session, run)
+        broker = json.loads(run.options or "{}").get("broker")
+    return {**p, "database": shown_database(engine.url), "broker": broker}
+
+
+def _print_where(p: dict[str, Any]) -> None:
+    """Print the lines naming the run's database and broker, whole (a path or URL is copied from here)."""
+    for line in [f"database {p['database']}", *([f"broker {p['broker']}"] if p["broker"] else [])]:
+        out_console.print(line, style="dim", soft_wrap=True, highlight=False, markup=False)
 
 
 EXPORT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}

@@ -7,10 +7,13 @@ from typing import Any
 
 import click
 
+from packsolve.cli.durations import DURATION
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.options import (
     broker_option,
     database_option,
+    destinations,
+    emit,
     err_console,
     format_option,
     handle_errors,
@@ -63,9 +66,10 @@ def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bo
     request = run_request(opts)
     check_jobs(jobs)  # before the database is touched: a typo costs nothing
     check_paths(paths)
+    plan = runs.plan_local(paths, request)  # a heuristic typo is refused before a database is made
     engine = get_engine(database_url)
     try:
-        run, jobs = runs.start_local(engine, paths, request, jobs, sys.argv[1:], skip_solved)
+        run, jobs = runs.start_local(engine, paths, request, jobs, sys.argv[1:], skip_solved, plan)
     except runs.NothingToRun as exc:
         err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
         return
@@ -124,13 +128,16 @@ def submit(
 
     request = run_request(opts, max_tries)
     check_paths(paths)
+    app = make_app(broker_url)  # a malformed broker URL is refused before a database is made
     engine = get_engine(database_url)
-    run, sent = runs.start_distributed(engine, make_app(broker_url), paths, request, chunk_size, sys.argv[1:])
+    run, sent = runs.start_distributed(engine, app, paths, request, chunk_size, sys.argv[1:])
     print_plan_notes(run)
     err_console.print(
         f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
         f"{sent.seconds:.2f} s, {run.invalid} invalid", highlight=False,
     )  # fmt: skip
+    for line in destinations(database_url, broker_url):
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     click.echo(run.id)
 
 
@@ -151,7 +158,10 @@ def submit(
     help="Solver to use, or per kind (sudoku=dlx,sliding=idastar) [default: parent's].",
 )
 @click.option(
-    "--time-limit", type=float, default=None, help="Wall seconds per level, 0: none [default: parent's]."
+    "--time-limit",
+    type=DURATION,
+    default=None,
+    help="Wall time per level (seconds, or 500ms, 2s, 1m, 1h), 0: none [default: parent's].",
 )
 @click.option("--node-limit", type=int, default=None, help="Expanded nodes per level [default: parent's].")
 @click.option("--memory-limit", type=int, default=None, help="MB per level [default: parent's].")
@@ -204,11 +214,16 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
         _solve_and_summarise(engine, child, processes, quiet or fmt != "table", fmt, progress_every)
+        if fmt != "table":
+            return  # the summary printed is the one document on stdout; it names the run
     else:
         sent = runs.send(engine, app, child)
         err_console.print(
             f"run {child.id}: rerun of {run}, {child.total} level(s), {sent.tasks} task(s) enqueued"
         )
+        if fmt != "table":  # one document, as the local rerun's summary is
+            emit({"run": child.id, "rerun_of": run, "levels": child.total, "tasks": sent.tasks}, fmt, str)
+            return
     click.echo(child.id)
 
 
@@ -216,40 +231,44 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
 @click.argument("run")
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: the run's].")
 @progress_options
+@solvers_option
 @format_option
 @database_option
 @broker_option
 @handle_errors
 def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: str, database_url: str | None,
-           broker_url: str | None):  # fmt: skip
+           broker_url: str | None, solvers_file: str | None):  # fmt: skip
     """Run the levels of RUN that have no final result, into RUN itself.
 
     Those are the levels a Ctrl-C, a `packsolve cancel` or a crash left
     without a result (cancelled before or while they ran, or still queued); the
-    run keeps its heuristics and limits. Levels with a result are not run again.
-    A distributed run whose submit stopped before sending every task (the
+    run keeps its heuristics and limits, and the solver programs it recorded
+    (declared again by --solvers or ./packsolve.toml, those win). Levels with a
+    result are not run again. A distributed run whose submit stopped before sending every task (the
     broker went away) is sent again to the workers.
     """
     from packsolve import runs
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.request import check_jobs
+    from packsolve.solvers import load_solvers
 
     if jobs is not None:
         check_jobs(jobs)
+    solvers = load_solvers(solvers_file)
     engine = read_engine(database_url)
     with session_scope(engine) as session:
         mode = resolve_run(session, run).mode
     if mode == "distributed":
         from packsolve.queue.app import make_app
 
-        sent = runs.resume_distributed(engine, make_app(broker_url), run)
+        sent = runs.resume_distributed(engine, make_app(broker_url), run, solvers=solvers)
         err_console.print(
             f"run {run}: sent {sent.tasks} task(s) of its queued levels; the workers take it from here"
         )
         return
     try:
-        resumed, processes = runs.resume_local(engine, run, jobs, sys.argv[1:])
+        resumed, processes = runs.resume_local(engine, run, jobs, sys.argv[1:], solvers)
     except runs.NothingToRun as exc:
         err_console.print(str(exc), highlight=False, markup=False)
         return

@@ -13,13 +13,13 @@ from packsolve.queue import protocol
 
 def check_broker(app: Any) -> None:
     """Connect to the app's broker once; raise BrokerError naming it if it cannot be reached."""
-    from packsolve.db.session import safe_url
-
     try:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=2, interval_start=0.2, interval_step=0.5)
     except Exception as exc:
-        raise BrokerError(f"cannot reach the broker at {safe_url(app.conf.broker_url)}: {exc}") from None
+        raise BrokerError(
+            f"cannot reach the broker at {protocol.shown_broker(app.conf.broker_url)}: {exc}"
+        ) from None
 
 
 def enqueue(

@@ -14,16 +14,20 @@ import hashlib
 import hmac
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+from packsolve.errors import OptionError
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import canonical_json
 
 TASK_NAME = "packsolve.attempt"
 DEFAULT_QUEUE = "packsolve"
 DEFAULT_BROKER_URL = "redis://localhost:6379/0"
+BROKER_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # How many times an attempt may be started (worker deaths, redeliveries) before it is lost.
 # Five, not three: a worker killed while holding a claimed group charges a try to every attempt
 # in it, run or not, so an innocent level can meet two or three kills in a bad night.
@@ -46,8 +50,28 @@ def queue_name() -> str:
 
 
 def broker_url(url: str | None = None) -> str:
-    """Return the broker URL: the argument, else PACKSOLVE_BROKER_URL, else local Redis."""
-    return url or os.environ.get("PACKSOLVE_BROKER_URL") or DEFAULT_BROKER_URL
+    """Return the broker URL: the argument, else PACKSOLVE_BROKER_URL, else local Redis.
+
+    Raise OptionError saying what a broker URL looks like if it has no scheme:// (redis//host).
+    """
+    url = url or os.environ.get("PACKSOLVE_BROKER_URL") or DEFAULT_BROKER_URL
+    if not BROKER_FORM.match(url):
+        raise OptionError(
+            "--broker-url",
+            f"{shown_broker(url)!r} is not a broker URL (--broker-url or PACKSOLVE_BROKER_URL): "
+            "write redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/VHOST",
+        )
+    return url
+
+
+def shown_broker(url: str) -> str:
+    """Return a broker URL as it may be shown: its password masked."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 @dataclass(frozen=True)

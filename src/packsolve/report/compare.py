@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -12,6 +14,9 @@ from packsolve.errors import ReportError
 from packsolve.report.metrics import SUCCESS_VALUES, host_of, par2, rounded
 from packsolve.report.provenance import comparison_warnings
 from packsolve.report.text import short_message, short_name
+
+# A level's result in one run, as compare_runs has it (None: the run did not have the level).
+Cell = dict[str, Any] | None
 
 # Provenance that makes two runs' times incomparable when it differs.
 PROVENANCE = ("host", "version", "time_limit", "node_limit", "memory_limit_mb", "concurrency", "mode")
@@ -94,7 +99,7 @@ def compare_runs(
     common = [
         r["results"] for r in rows if all(c is not None and c["par2_s"] is not None for c in r["results"])
     ]
-    footer = [_footer(rows, col, run, common) for col, run in enumerate(runs)]
+    footer = [_footer(rows, col, runs, common) for col in range(len(runs))]
     if differs:
         rows = [
             r for r in rows
@@ -122,23 +127,69 @@ def compare_runs(
     }
 
 
-def _decided(cell: dict[str, Any] | None) -> bool:
+def _decided(cell: Cell) -> bool:
     return cell is not None and cell["status"] in SUCCESS_VALUES
 
 
-def _footer(rows: list[dict[str, Any]], col: int, run: Run, common: list[list[Any]]) -> dict[str, Any]:
-    """Return a run's solved counts and PAR-2, and its speedup over the first run on shared levels.
+# The limits under which two runs' times compare: under others, a level's time means another thing.
+LIMITS = (
+    ("time_limit", "time limit", " s"),
+    ("node_limit", "node limit", ""),
+    ("memory_limit_mb", "memory limit", " MB"),
+)
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """One run's speedup over another: value (None when not shown), over how many levels, and why not."""
+
+    value: float | None
+    levels: int  # decided by both runs
+    why_not: str | None = None
+
+
+def limits_differ(base: Any, other: Any) -> str | None:
+    """Return how two runs' limits differ (their times then do not compare), or None if they are equal."""
+    for field, name, unit in LIMITS:
+        x, y = getattr(base, field), getattr(other, field)
+        if x != y:
+            a, b = (f"{v:g}{unit}" if v is not None else "none" for v in (x, y))
+            return f"{name}s differ (run {base.id}: {a}, run {other.id}: {b}): compare under equal limits"
+    return None
+
+
+def speedup(base: Any, other: Any, pairs: Iterable[tuple[Cell, Cell]]) -> Speedup:
+    """Return other's speedup over base: base's wall time over other's, on the levels both decided.
+
+    pairs are (base's cell, other's cell) per level (None where a run lacks it).
+    Shown only under equal limits (a time under another limit means another
+    thing) and when both decided a level in measurable time; otherwise value is
+    None and why_not says why. The one speedup every report shows (>1: other is faster).
+    """
+    both = [(a, b) for a, b in pairs if a is not None and b is not None and _decided(a) and _decided(b)]
+    differ = limits_differ(base, other)
+    if differ:
+        return Speedup(None, len(both), differ)
+    if not both:
+        return Speedup(None, 0, f"no level decided by both run {base.id} and run {other.id}")
+    base_t = sum(float(a["wall_s"] or 0.0) for a, _ in both)
+    this_t = sum(float(b["wall_s"] or 0.0) for _, b in both)
+    if this_t <= 0 or base_t <= 0:
+        return Speedup(None, len(both), "their times on the levels both decided are too short to measure")
+    return Speedup(round(base_t / this_t, 3), len(both))
+
+
+def _footer(rows: list[dict[str, Any]], col: int, runs: list[Run], common: list[list[Any]]) -> dict[str, Any]:
+    """Return a run's solved counts and PAR-2, and its speedup over the first run (see speedup).
 
     common holds the results of the levels every run ran: PAR-2 over them is
-    comparable from run to run, and common_speedup is the first run's over this one's.
+    comparable from run to run; the PAR-2 ratios are given only under equal limits too.
     """
+    run = runs[col]
     cells = [r["results"][col] for r in rows if r["results"][col] is not None]
     scores = [c["par2_s"] for c in cells if c["par2_s"] is not None]
-    # Speedup: the first run's wall time over this run's, on levels both runs decided.
-    both = [r["results"] for r in rows if _decided(r["results"][0]) and _decided(r["results"][col])]
-    base_t = sum(c[0]["wall_s"] or 0.0 for c in both)
-    this_t = sum(c[col]["wall_s"] or 0.0 for c in both)
-    # PAR-2 speedup: the same ratio over levels both runs attempted, unsolved ones penalised.
+    s = speedup(runs[0], run, [(r["results"][0], r["results"][col]) for r in rows])
+    comparable = limits_differ(runs[0], run) is None  # PAR-2 ratios too: a penalty is twice the limit
     shared = [
         r["results"] for r in rows if r["results"][0] and r["results"][col]
         and r["results"][0]["par2_s"] is not None and r["results"][col]["par2_s"] is not None
@@ -153,13 +204,24 @@ def _footer(rows: list[dict[str, Any]], col: int, run: Run, common: list[list[An
         "solved": sum(c["status"] == "solved" for c in cells),
         "decided": sum(_decided(c) for c in cells),
         "par2_s": round(sum(scores), 3),
-        "both_decided": len(both),
-        "speedup": round(base_t / this_t, 3) if this_t > 0 and both else None,
-        "par2_speedup": round(base_p / this_p, 3) if this_p > 0 and shared else None,
+        "both_decided": s.levels,
+        "speedup": s.value,
+        "speedup_levels": s.levels,
+        "speedup_why_not": s.why_not,
+        "par2_speedup": round(base_p / this_p, 3) if comparable and this_p > 0 and shared else None,
         "common_levels": len(common),
         "common_par2_s": round(common_this, 3),
-        "common_speedup": round(common_base / common_this, 3) if common_this > 0 and common else None,
+        "common_speedup": (
+            round(common_base / common_this, 3) if comparable and common_this > 0 and common else None
+        ),
     }
+
+
+def speedup_text(foot: dict[str, Any], base_id: int) -> str:
+    """Return a footer's speedup for people: '×1.30 over 12 levels both decided', or why it is not shown."""
+    if foot["speedup"] is None:
+        return f"no speedup: {foot['speedup_why_not']}"
+    return f"×{foot['speedup']:.2f} over {foot['speedup_levels']:,} level(s) both decided (vs run {base_id})"
 
 
 def flat_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -178,8 +240,8 @@ def render_compare(data: dict[str, Any], width: int = 100) -> Any:
     """Return a rich renderable: one column per run (status, wall s, nodes; why it failed), the footer.
 
     The footer gives each run's solved counts over its own levels, then PAR-2
-    over the levels every run ran and the speedup over the first run there.
-    Provenance warnings follow the table.
+    over the levels every run ran; each run's speedup over the first (or why
+    none is shown) and the provenance warnings follow the table.
     """
     from rich import box
     from rich.console import Group
@@ -190,15 +252,14 @@ def render_compare(data: dict[str, Any], width: int = 100) -> Any:
     t = Table(title="comparison", title_justify="left", show_footer=True, box=box.SIMPLE_HEAD,
               collapse_padding=True, pad_edge=False)  # fmt: skip
     t.add_column(
-        "level", footer=f"solved (decided) of N\nPAR-2 s · speedup, on\nthe {common} levels all ran",
+        "level", footer=f"solved (decided) of N\nPAR-2 s on the {common:,}\nlevels all ran",
         overflow="fold", ratio=1,
     )  # fmt: skip
     t.add_column("kind", no_wrap=True)
     for run, foot in zip(data["runs"], data["footer"], strict=True):
         name = f"run {run['run']}" + (f" {run['label']}" if run["label"] else "") + f"\n{run['heuristic']}"
-        speed = "" if foot["common_speedup"] is None else f" · ×{foot['common_speedup']:.2f}"
         footer = (
-            f"{foot['solved']} ({foot['decided']}) of {foot['levels']}\n{foot['common_par2_s']:.2f}{speed}"
+            f"{foot['solved']:,} ({foot['decided']:,}) of {foot['levels']:,}\n{foot['common_par2_s']:,.2f}"
         )
         t.add_column(Text(name), footer=footer, overflow="fold", min_width=18)
     # A message may take two lines of its cell.
@@ -219,5 +280,8 @@ def render_compare(data: dict[str, Any], width: int = 100) -> Any:
                 cell.append("\n" + short_message(c["message"], r["level"], message_width), style="dim")
             cells.append(cell)
         t.add_row(Text(short_name(r["level"], max(20, width // 4))), r["kind"], *cells, end_section=False)
+    base = data["runs"][0]["run"] if data["runs"] else 0
+    # Under the table, whole: a reason cut in a footer cell would mislead as much as a wrong figure.
+    speeds = [Text(f"run {f['run']}: {speedup_text(f, base)}") for f in data["footer"][1:]]
     warnings = [Text(f"warning: {w}", style="yellow") for w in data["warnings"]]
-    return Group(t, *warnings)
+    return Group(t, *speeds, *warnings)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from packsolve import __version__
 from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.report.cactus import cactus_data, cactus_figure, scatter_data, scatter_figure, to_svg
-from packsolve.report.compare import compare_runs
+from packsolve.report.compare import compare_runs, speedup_text
 from packsolve.report.failures import failure_groups
 from packsolve.report.hardest import hardest_in_run
 from packsolve.report.merged import merged_view
@@ -185,8 +185,8 @@ def html_report(session: Session, runs: list[Run], top: int = 20, max_pictures: 
             line += (
                 f"; PAR-2 {f['common_par2_s']:.3f} s on the {f['common_levels']} levels every run attempted"
             )
-            if f["run"] != runs[0].id and f["common_speedup"] is not None:
-                line += f", speedup ×{f['common_speedup']:.2f} over run {runs[0].id}"
+            if f["run"] != runs[0].id:
+                line += f"; {speedup_text(f, runs[0].id)}"
         else:
             line += f"; PAR-2 {f['par2_s']:.3f} s"
         foot.append(f"<li>{escape(line)}</li>")

@@ -66,12 +66,15 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
         eta, method = remaining / rate, "rate"
     else:
         eta, method = None, "unknown"
-    # A local run whose solve process is gone (killed, crashed) stays unfinished until resumed: say so.
+    # A local run whose solve process is gone (killed, crashed) stays unfinished until resumed: say so,
+    # and promise no end time.
     gone = run.finished_at is None and solver_alive(run) is False
+    if gone:
+        eta, method = None, "interrupted"
     return {
         "run": run.id,
         "label": run.label,
-        "state": run.state,
+        "state": "interrupted" if gone else run.state,
         "solver_gone": gone,
         "total": total,
         "done": done,

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from packsolve.db.local_runs import solver_alive
 from packsolve.db.models import Attempt, Run
 from packsolve.db.tables import PENDING_VALUES
 from packsolve.report.export import iso
@@ -82,6 +83,7 @@ def _packs(run: Run) -> list[str]:
 def render_runs(rows: list[dict[str, Any]], where: str) -> Any:
     """Return a rich table of run rows that fits 80 columns (or a line saying there is none)."""
     from rich import box
+    from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
@@ -105,20 +107,35 @@ def render_runs(rows: list[dict[str, Any]], where: str) -> Any:
             str(r["run"]), Text(r["label"] or ""), state, Text(packs), Text(r["heuristic"]),
             f"{r['solved']}/{r['total']}", created, took,
         )  # fmt: skip
-    return t
+    gone = [r["run"] for r in rows if r["state"] == "interrupted"]
+    notes = [
+        Text(f"run {n} is interrupted (its solve process is gone): `packsolve resume {n}` runs the rest",
+             style="yellow")
+        for n in gone
+    ]  # fmt: skip
+    return Group(t, *notes) if notes else t
 
 
-_STYLES = {"finished": "green", "cancelled": "yellow", "unsent": "red", "sending": "yellow"}
+_STYLES = {
+    "finished": "green",
+    "cancelled": "yellow",
+    "unsent": "red",
+    "sending": "yellow",
+    "interrupted": "red",
+}
 
 
 def _state(run: Any) -> str:
     """Return the state `runs` shows.
 
     A distributed run not sent in full is `unsent` (its submit failed: resume or
-    delete it) or `sending` (its submit is at work, or was killed).
+    delete it) or `sending` (its submit is at work, or was killed). A local run
+    whose solve process on this machine is gone (killed, crashed) is `interrupted`.
     """
     if run.finished_at is not None and run.state != "cancelled":
         return "finished"
+    if run.finished_at is None and solver_alive(run) is False:
+        return "interrupted"
     if run.mode == "distributed" and run.sent_at is None and run.state == "running":
         return "unsent" if run.send_error else "sending"
     return str(run.state)

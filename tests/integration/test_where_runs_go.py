@@ -1,0 +1,63 @@
+"""submit and status say which broker and database a run went to, and when a default was used."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import redis
+
+from packsolve.queue.protocol import DEFAULT_BROKER_URL
+from tests.support.services import run_cli
+
+PACK = Path(__file__).resolve().parents[2] / "examples" / "packs" / "coins"
+
+
+@pytest.mark.redis
+def test_submit_and_status_name_the_broker_and_database_and_say_when_the_default_was_used(
+    tmp_path, broker, monkeypatch
+):
+    monkeypatch.delenv("PACKSOLVE_BROKER_URL", raising=False)
+    monkeypatch.delenv("PACKSOLVE_DATABASE_URL", raising=False)
+    try:
+        res = run_cli("submit", str(PACK), cwd=tmp_path)
+    finally:  # the default broker is the shared Redis's database 0: leave nothing of ours in it
+        queue = os.environ["PACKSOLVE_QUEUE"]
+        redis.Redis.from_url(DEFAULT_BROKER_URL).delete(queue, f"_kombu.binding.{queue}")
+    assert res.returncode == 0, res.stderr
+    assert f"broker {DEFAULT_BROKER_URL} (the default: PACKSOLVE_BROKER_URL is not set)" in res.stderr
+    database = tmp_path / "packsolve.db"
+    assert f"database {database} (the default: PACKSOLVE_DATABASE_URL is not set)" in res.stderr
+    res = run_cli("status", cwd=tmp_path)
+    assert f"database {database}" in res.stdout and f"broker {DEFAULT_BROKER_URL}" in res.stdout
+    p = json.loads(run_cli("status", "--format", "json", cwd=tmp_path).stdout)
+    assert (p["database"], p["broker"]) == (str(database), DEFAULT_BROKER_URL)
+
+
+@pytest.mark.redis
+def test_a_broker_password_is_hidden_and_a_url_without_a_scheme_is_named_as_a_broker_url(tmp_path, broker):
+    url = broker.replace("redis://", "redis://:s3cret@")
+    env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
+    res = run_cli("submit", str(PACK), "--broker-url", url, env=env)
+    assert "s3cret" not in res.stdout + res.stderr
+    res = run_cli("submit", str(PACK), "--broker-url", "redis//localhost:6379/0", env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "'redis//localhost:6379/0' is not a broker URL" in res.stderr and "redis://HOST" in res.stderr
+    assert "database URL" not in res.stderr
+
+
+def test_a_solve_refused_for_a_heuristic_typo_creates_no_database(tmp_path):
+    res = run_cli("solve", str(PACK), "--heuristic", "nope", cwd=tmp_path, env={"PACKSOLVE_DATABASE_URL": ""})
+    assert res.returncode == 2 and "no level in the pack has a heuristic 'nope'" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_hardest_across_all_runs_of_an_empty_database_says_no_runs_yet(tmp_path):
+    env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
+    run_cli("db", "upgrade", env=env)
+    res = run_cli("report", "hardest", "--all", env=env)
+    summary = run_cli("report", "summary", env=env)
+    assert "no runs yet" in summary.stderr + summary.stdout
+    assert (res.returncode, "no runs yet" in res.stderr + res.stdout) == (summary.returncode, True)
