@@ -1,0 +1,204 @@
+"""The pages that read: runs, a run, failures, hardest, compare, a level (each calls the report functions)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import Response
+
+from packsolve.db.models import Run
+from packsolve.db.runs import resolve_run
+from packsolve.db.session import session_scope
+from packsolve.errors import LevelNotFound, ReportError
+from packsolve.report.attempts_page import COLUMNS, AttemptQuery, attempts_page
+from packsolve.report.compare import compare_runs
+from packsolve.report.failures import failure_groups
+from packsolve.report.hardest import BY, hardest_in_run, hardest_overall
+from packsolve.report.live import run_workers
+from packsolve.report.progress import run_progress
+from packsolve.report.runs_list import run_rows
+from packsolve.report.show import level_report, picture
+from packsolve.report.summary import run_summary
+from packsolve.web.choices import heuristic_choices
+from packsolve.web.render import page
+
+# Runs listed on the first page; ?all=1 lists every one.
+RUNS_SHOWN = 50
+GOING = ("running", "sending", "unsent")
+_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+@contextmanager
+def db(request: Request) -> Iterator[Session]:
+    """Yield a session on the dashboard's database for one request."""
+    with session_scope(request.app.state.engine) as session:
+        yield session
+
+
+def whole(request: Request, name: str, default: int, low: int = 1, high: int = 10**9) -> int:
+    """Return the query parameter name as a whole number in [low, high]; ReportError saying what works."""
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise ReportError(f"{name}={raw!r}: give a whole number from {low} to {high}")
+    return int(raw)
+
+
+def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
+    rows = run_rows(session, None if everything else RUNS_SHOWN)
+    going = [r for r in rows if r["state"] in GOING]
+    for r in going:
+        p = run_progress(session, session.get(Run, r["run"]))  # type: ignore[arg-type]
+        r.update(rate_per_s=p["rate_per_s"], eta_s=p["eta_s"])
+    children: dict[int, list[int]] = {}
+    for r in rows:
+        if r["parent"] is not None:
+            children.setdefault(r["parent"], []).append(r["run"])
+    return {"rows": rows, "live": bool(going), "children": children}
+
+
+def runs_page(request: Request) -> Response:
+    """Every run, newest first, with progress; live while one is going."""
+    everything = request.query_params.get("all") == "1"
+    with db(request) as session:
+        context = _runs_context(session, everything)
+    return page(request, "runs.html", everything=everything, **context)
+
+
+def runs_live(request: Request) -> Response:
+    """The runs table alone, for the page's live updates."""
+    with db(request) as session:
+        context = _runs_context(session, request.query_params.get("all") == "1")
+    return page(request, "_runs_table.html", **context)
+
+
+def attempt_query(request: Request) -> AttemptQuery:
+    """Return the attempts table's query from the request's parameters (ReportError for a bad one)."""
+    p = request.query_params
+    return AttemptQuery(
+        kind=p.get("kind") or None, status=p.get("status") or None, heuristic=p.get("heuristic") or None,
+        worker=p.get("worker") or None, text=p.get("q") or None, sort=p.get("sort", "seq"),
+        descending=p.get("desc") == "1", page=whole(request, "page", 1),
+        per_page=whole(request, "per_page", 50, high=500),
+    ).check()  # fmt: skip
+
+
+def _live_context(session: Session, run: Run) -> dict[str, Any]:
+    progress = run_progress(session, run)
+    return {"progress": progress, "workers": run_workers(session, run.id), "done": progress["finished"]}
+
+
+def run_page(request: Request) -> Response:
+    """A run: its summary and kinds, workers, progress, and its attempts a page at a time."""
+    query = attempt_query(request)
+    with db(request) as session:
+        run = resolve_run(session, request.path_params["run"])
+        summary = run_summary(session, run)
+        table = attempts_page(session, run.id, query)
+        children = list(session.scalars(select(Run.id).where(Run.parent_id == run.id).order_by(Run.id)))
+        live = _live_context(session, run)
+    choices = {"kind": list(summary["kinds"]), "status": list(summary["counts"]),
+               "heuristic": summary["heuristics"], "worker": summary["worker_names"]}  # fmt: skip
+    return page(request, "run.html", run=summary, table=table, q=query, columns=list(COLUMNS),
+                choices=choices, children=children, **live)  # fmt: skip
+
+
+def run_live(request: Request) -> Response:
+    """The run's progress and workers alone, for the page's live updates."""
+    with db(request) as session:
+        run = resolve_run(session, request.path_params["run"])
+        live = _live_context(session, run)
+    return page(request, "_run_live.html", run={"run": run.id}, **live)
+
+
+def failures_page(request: Request) -> Response:
+    """`report failures` of a run, each group with its levels and a form to rerun it."""
+    with db(request) as session:
+        run = resolve_run(session, request.path_params["run"])
+        data = failure_groups(session, run, whole(request, "examples", 20, high=1000))
+        for g in data["groups"]:
+            g.update(_suggested(g["rerun"]))
+        choices = heuristic_choices(run, {k for g in data["groups"] for k in g["kinds"]})
+        mode = run.mode
+    return page(request, "failures.html", data=data, choices=choices, mode=mode)
+
+
+def _suggested(command: str) -> dict[str, str]:
+    """Return the --message and --time-limit of the rerun command `report failures` suggests ('' if none)."""
+    words = shlex.split(command) if command.startswith("packsolve rerun") else []
+
+    def value(option: str) -> str:
+        return words[words.index(option) + 1] if option in words[:-1] else ""
+
+    return {"fragment": value("--message"), "suggested_time_limit": value("--time-limit")}
+
+
+def hardest_page(request: Request) -> Response:
+    """`report hardest` of a run or across all runs, each level pictured."""
+    p = request.query_params
+    by = p.get("by", "par2")
+    if by not in BY:
+        raise ReportError(f"by={by!r}: rank by one of {', '.join(BY)}")
+    kind = p.get("kind") or None
+    top = whole(request, "top", 20, high=500)
+    with db(request) as session:
+        if p.get("run"):
+            run = resolve_run(session, p["run"])
+            rows, title = hardest_in_run(session, run, by, top, kind), f"hardest levels of run {run.id}"
+        else:
+            rows, title = hardest_overall(session, by, top, kind), "hardest levels across all runs"
+    # Nodes mean one thing within a kind only: ranked by nodes, levels are grouped by kind.
+    if by == "nodes":
+        rows = sorted(rows, key=lambda r: (r["kind"], r["rank"]))
+    return page(request, "hardest.html", rows=rows, title=title, by=by, kind=kind, top=top,
+                run=p.get("run", ""))  # fmt: skip
+
+
+def compare_page(request: Request) -> Response:
+    """`report compare` of two or more runs: warnings above, one row per level, the footer."""
+    p = request.query_params
+    refs = [r for r in re.split(r"[,\s]+", p.get("runs", "")) if r]
+    if len(refs) < 2:
+        raise ReportError("compare needs two or more runs: ?runs=ID,ID (ids or labels)")
+    with db(request) as session:
+        runs = [resolve_run(session, r) for r in refs]
+        if len({r.id for r in runs}) != len(runs):
+            raise ReportError("a run is named twice")
+        data = compare_runs(session, runs, p.get("differs") == "1", None, p.get("kind") or None)
+    shown = whole(request, "rows", 500, high=100_000)
+    return page(request, "compare.html", data=data, refs=",".join(refs), shown=shown,
+                differs=p.get("differs") == "1", kind=p.get("kind", ""))  # fmt: skip
+
+
+def _level(request: Request) -> dict[str, Any]:
+    ref = request.path_params["hash"]
+    if not _HASH.fullmatch(ref):
+        raise LevelNotFound(f"{ref[:80]!r} is not a level hash (64 hex digits, as the pages link them)")
+    with db(request) as session:
+        return level_report(session, ref)
+
+
+def level_page(request: Request) -> Response:
+    """A level: its picture with the best solution, and every attempt at it across runs."""
+    return page(request, "level.html", level=_level(request))
+
+
+def level_picture(request: Request) -> Response:
+    """The kind's SVG of a level (?solved=1: with its best solution), sandboxed: nothing in it runs."""
+    rep = _level(request)
+    best = rep["best"]
+    solution = best["solution"] if best and request.query_params.get("solved") == "1" else None
+    svg = picture(rep["kind"], rep["data"], solution, svg=True)
+    if svg is None:
+        raise LevelNotFound(f"kind {rep['kind']} draws no picture of this level")
+    # Shown through <img>, an SVG never runs scripts; opened on its own, the sandbox stops them too.
+    headers = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox"}
+    return Response(svg, media_type="image/svg+xml", headers=headers)
