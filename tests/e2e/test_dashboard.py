@@ -239,3 +239,26 @@ def test_a_non_loopback_bind_needs_a_token_and_then_every_request_carries_it(
         page.wait_for_selector("table.runs")
         page.goto(local + "runs/1")
         assert page.inner_text("#solved").endswith("of 8")
+
+
+def test_report_html_tables_sort_by_a_header_click_and_picture_the_hardest_levels(
+    page: Any, sqlite_url: str, tmp_path: Path, two_runs: tuple[int, int]
+) -> None:
+    a, b = two_runs
+    path = tmp_path / "report.html"
+    out = run_cli("report", "html", str(a), str(b), "-o", str(path), "--top", "2", "--max-pictures", "3",
+                  env={"PACKSOLVE_DATABASE_URL": sqlite_url})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    page.goto(path.as_uri())
+    hardest = cli_json(sqlite_url, "report", "hardest", "--run", str(a), "--top", "2")
+    captions = page.locator("#pictures ~ figure figcaption").all_inner_texts()
+    assert len(captions) == 3 and all(r["level"] in " ".join(captions) for r in hardest)
+    levels = page.locator("table.levels")
+    levels.locator("th", has_text="run 1 status").click()  # sorts by text
+    levels.locator("th:nth-child(4)").click()  # run 1's wall time: numbers, ascending
+    walls = [float(t) for t in levels.locator("tbody td:nth-child(4)").all_inner_texts() if t != "—"]
+    assert walls == sorted(walls) and len(walls) == 8
+    levels.locator("th:nth-child(4)").click()
+    walls = [float(t) for t in levels.locator("tbody td:nth-child(4)").all_inner_texts() if t != "—"]
+    assert walls == sorted(walls, reverse=True)
+    assert not page.errors

@@ -18,6 +18,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from packsolve.errors import LevelNotFound, PacksolveError, RunNotFound
+from packsolve.report.html import SORT_JS
 from packsolve.web import actions, pages, plots
 from packsolve.web.render import page
 from packsolve.web.security import COOKIE, HEADER, Guard
@@ -77,6 +78,10 @@ def _bug(request: Request, exc: Exception) -> Response:
     return page(request, "error.html", 500, message="internal error: the server's log has the details")
 
 
+def _sort_js(request: Request) -> Response:
+    return Response(SORT_JS, media_type="text/javascript")
+
+
 def create_app(
     engine: Engine, guard: Guard, read_only: bool = False, broker_url: str | None = None
 ) -> Starlette:
@@ -94,6 +99,7 @@ def create_app(
         Route("/levels/{hash}", pages.level_page),
         Route("/levels/{hash}/picture.svg", pages.level_picture),
         Route("/login", actions.login, methods=["GET", "POST"]),
+        Route("/static/sort.js", _sort_js),  # the report's own table sorter: one script for both
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     if not read_only:
