@@ -62,16 +62,26 @@ def _where(run_id: int, q: AttemptQuery) -> list[Any]:
     return where
 
 
-def attempts_page(session: Session, run_id: int, q: AttemptQuery) -> dict[str, Any]:
+def count_matching(session: Session, run_id: int, q: AttemptQuery) -> int:
+    """Return how many of the run's attempts pass q's filters."""
+    return int(
+        session.execute(select(func.count()).select_from(Attempt).where(*_where(run_id, q))).scalar_one()
+    )
+
+
+def attempts_page(
+    session: Session, run_id: int, q: AttemptQuery, matching: int | None = None
+) -> dict[str, Any]:
     """Return {rows, matching, page, pages} of the run's attempts; ReportError for a page past the last.
 
     Only the page's rows leave the database: sorting, filtering and counting
-    happen there, on the run's indexes, so a run of a million attempts pages as
-    fast as a small one.
+    happen there, on the run's indexes. matching, if known (a finished run's
+    count, kept), saves the count.
     """
     q.check()
     where = _where(run_id, q)
-    matching = session.execute(select(func.count()).select_from(Attempt).where(*where)).scalar_one()
+    if matching is None:
+        matching = count_matching(session, run_id, q)
     pages = max(1, -(-matching // q.per_page))
     if q.page > pages:
         raise ReportError(f"page {q.page} is past the last one ({pages}) of these {matching} attempt(s)")

@@ -6,18 +6,19 @@ import re
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import Response
 
-from packsolve.db.models import Run
+from packsolve.db.models import Attempt, Run
 from packsolve.db.runs import resolve_run
 from packsolve.db.session import session_scope
 from packsolve.errors import LevelNotFound, ReportError
-from packsolve.report.attempts_page import COLUMNS, AttemptQuery, attempts_page
+from packsolve.report.attempts_page import COLUMNS, AttemptQuery, attempts_page, count_matching
 from packsolve.report.compare import compare_runs
 from packsolve.report.failures import failure_groups
 from packsolve.report.hardest import BY, hardest_in_run, hardest_overall
@@ -26,6 +27,7 @@ from packsolve.report.progress import run_progress
 from packsolve.report.runs_list import run_rows
 from packsolve.report.show import level_report, picture
 from packsolve.report.summary import run_summary
+from packsolve.web.cache import FinishedRuns
 from packsolve.web.choices import heuristic_choices
 from packsolve.web.render import page
 
@@ -33,6 +35,9 @@ from packsolve.web.render import page
 RUNS_SHOWN = 50
 GOING = ("running", "sending", "unsent")
 _HASH = re.compile(r"[0-9a-f]{64}")
+# Compare holds every row of its runs in memory: beyond this many attempts it asks for a filter.
+COMPARE_MAX = 200_000
+KEPT = FinishedRuns()
 
 
 @contextmanager
@@ -53,6 +58,15 @@ def whole(request: Request, name: str, default: int, low: int = 1, high: int = 1
 
 
 def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
+    # While nothing runs, the list changes only with the runs table (a new run, a label, a delete):
+    # that small table is the key, and the counts over every attempt are not taken again.
+    marks = tuple(tuple(m) for m in session.execute(select(Run.id, Run.label, Run.state, Run.finished_at)))
+    if any(m[3] is None for m in marks):
+        return _runs_now(session, everything)
+    return KEPT.keep(("runs", everything, marks), lambda: _runs_now(session, everything))
+
+
+def _runs_now(session: Session, everything: bool) -> dict[str, Any]:
     rows = run_rows(session, None if everything else RUNS_SHOWN)
     going = [r for r in rows if r["state"] in GOING]
     for r in going:
@@ -91,7 +105,10 @@ def attempt_query(request: Request) -> AttemptQuery:
     ).check()  # fmt: skip
 
 
-def _live_context(session: Session, run: Run) -> dict[str, Any]:
+def _live_context(session: Session, run: Run, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return the live part of a run's page: progress and workers (a finished run's from its summary)."""
+    if run.finished_at is not None and summary is not None:
+        return {"progress": {"total": summary["total"], "done": summary["done"]}, "workers": [], "done": True}
     progress = run_progress(session, run)
     return {"progress": progress, "workers": run_workers(session, run.id), "done": progress["finished"]}
 
@@ -101,10 +118,12 @@ def run_page(request: Request) -> Response:
     query = attempt_query(request)
     with db(request) as session:
         run = resolve_run(session, request.path_params["run"])
-        summary = run_summary(session, run)
-        table = attempts_page(session, run.id, query)
+        summary = KEPT.get(run, "summary", lambda: run_summary(session, run))
+        filters = replace(query, sort="seq", descending=False, page=1)
+        matching = KEPT.get(run, ("count", filters), lambda: count_matching(session, run.id, filters))
+        table = attempts_page(session, run.id, query, matching)
         children = list(session.scalars(select(Run.id).where(Run.parent_id == run.id).order_by(Run.id)))
-        live = _live_context(session, run)
+        live = _live_context(session, run, summary)
     choices = {"kind": list(summary["kinds"]), "status": list(summary["counts"]),
                "heuristic": summary["heuristics"], "worker": summary["worker_names"]}  # fmt: skip
     return page(request, "run.html", run=summary, table=table, q=query, columns=list(COLUMNS),
@@ -123,12 +142,19 @@ def failures_page(request: Request) -> Response:
     """`report failures` of a run, each group with its levels and a form to rerun it."""
     with db(request) as session:
         run = resolve_run(session, request.path_params["run"])
-        data = failure_groups(session, run, whole(request, "examples", 20, high=1000))
-        for g in data["groups"]:
-            g.update(_suggested(g["rerun"]))
+        examples = whole(request, "examples", 20, high=1000)
+        data = KEPT.get(run, ("failures", examples), lambda: _failures(session, run, examples))
         choices = heuristic_choices(run, {k for g in data["groups"] for k in g["kinds"]})
         mode = run.mode
     return page(request, "failures.html", data=data, choices=choices, mode=mode)
+
+
+def _failures(session: Session, run: Run, examples: int) -> dict[str, Any]:
+    """Return `report failures`' groups, each with the --message and --time-limit its command suggests."""
+    data = failure_groups(session, run, examples)
+    for g in data["groups"]:
+        g.update(_suggested(g["rerun"]))
+    return data
 
 
 def _suggested(command: str) -> dict[str, str]:
@@ -172,7 +198,16 @@ def compare_page(request: Request) -> Response:
         runs = [resolve_run(session, r) for r in refs]
         if len({r.id for r in runs}) != len(runs):
             raise ReportError("a run is named twice")
-        data = compare_runs(session, runs, p.get("differs") == "1", None, p.get("kind") or None)
+        kind = p.get("kind") or None
+        of_kind = [Attempt.kind == kind] if kind else []
+        held = session.scalar(select(func.count()).where(Attempt.run_id.in_([r.id for r in runs]), *of_kind))
+        if held and held > COMPARE_MAX:
+            raise ReportError(
+                f"these runs hold {held:,} attempts{f' of kind {kind}' if kind else ''}: the page compares "
+                f"up to {COMPARE_MAX:,} at once; add &kind=KIND, or use `packsolve report compare` (its CSV "
+                "has every row)"
+            )
+        data = compare_runs(session, runs, p.get("differs") == "1", None, kind)
     shown = whole(request, "rows", 500, high=100_000)
     return page(request, "compare.html", data=data, refs=",".join(refs), shown=shown,
                 differs=p.get("differs") == "1", kind=p.get("kind", ""))  # fmt: skip
