@@ -81,6 +81,11 @@ class Attempt(Base):
         Index("ix_attempts_run_seq", "run_id", "seq"),
         Index("ix_attempts_status_deadline", "status", "deadline"),
         Index("ix_attempts_holder", "holder"),
+        # The dashboard's sorted pages of a run (migration 0011).
+        *(
+            Index(f"ix_attempts_run_{c}", "run_id", c)
+            for c in ("wall_s", "cpu_s", "nodes", "peak_rss_mb", "finished_at", "name", "kind", "worker")
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -86,9 +86,11 @@ def attempts_page(
     if q.page > pages:
         raise ReportError(f"page {q.page} is past the last one ({pages}) of these {matching} attempt(s)")
     column = COLUMNS[q.sort]
-    order: list[Any] = [column.desc().nulls_last() if q.descending else column.asc().nulls_last()]
-    if q.sort != "seq":
-        order.append(Attempt.seq)  # a stable order between equal values
+    # Each database's own place for NULLs (first going up in SQLite, last in PostgreSQL), so the
+    # order is its index's, read forwards or backwards; ties in the order the attempts were made.
+    order: list[Any] = (
+        [column.desc(), Attempt.id.desc()] if q.descending else [column.asc(), Attempt.id.asc()]
+    )
     shown = (Attempt.seq, Attempt.name, Attempt.level_hash, Attempt.kind, Attempt.heuristic, Attempt.status,
              Attempt.wall_s, Attempt.cpu_s, Attempt.nodes, Attempt.peak_rss_mb, Attempt.length,
              Attempt.worker, Attempt.tries, Attempt.finished_at, Attempt.message)  # fmt: skip

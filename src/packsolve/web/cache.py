@@ -7,6 +7,7 @@ it), a relabel or a cancel makes new figures; a run still going is never cached.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -14,6 +15,31 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 # Entries kept (summaries, counts, failure groups: a few kilobytes each).
 SIZE = 512
+
+
+class Recent:
+    """Values computed at most once per `ttl` seconds per key, shared by every page that asks.
+
+    Live pages poll every 2 s; what is slow to compute and changes slowly (rate,
+    ETA, workers) is read at most every few seconds, whatever the number of pages open.
+    """
+
+    def __init__(self, ttl: float) -> None:
+        self._ttl = ttl
+        self._entries: dict[Hashable, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        now = time.monotonic()
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and now - found[0] < self._ttl:
+                return found[1]  # type: ignore[no-any-return]
+        value = compute()
+        with self._lock:
+            self._entries = {k: v for k, v in self._entries.items() if now - v[0] < self._ttl}
+            self._entries[key] = (now, value)
+        return value
 
 
 class FinishedRuns:

@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from sqlalchemy import func, select
@@ -15,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from packsolve.db.models import Attempt, Run
-from packsolve.db.runs import resolve_run
+from packsolve.db.runs import resolve_run, status_counts
 from packsolve.db.session import session_scope
-from packsolve.errors import LevelNotFound, ReportError
+from packsolve.errors import LevelNotFound, ReportError, RunNotFound
 from packsolve.report.attempts_page import COLUMNS, AttemptQuery, attempts_page, count_matching
 from packsolve.report.compare import compare_runs
 from packsolve.report.failures import failure_groups
@@ -27,7 +28,7 @@ from packsolve.report.progress import run_progress
 from packsolve.report.runs_list import run_rows
 from packsolve.report.show import level_report, picture
 from packsolve.report.summary import run_summary
-from packsolve.web.cache import FinishedRuns
+from packsolve.web.cache import FinishedRuns, Recent
 from packsolve.web.choices import heuristic_choices
 from packsolve.web.render import page
 
@@ -38,6 +39,8 @@ _HASH = re.compile(r"[0-9a-f]{64}")
 # Compare holds every row of its runs in memory: beyond this many attempts it asks for a filter.
 COMPARE_MAX = 200_000
 KEPT = FinishedRuns()
+# Live figures slow to compute (rate, ETA, workers) are read at most this often, however many pages poll.
+RECENT = Recent(ttl=5.0)
 
 
 @contextmanager
@@ -58,25 +61,36 @@ def whole(request: Request, name: str, default: int, low: int = 1, high: int = 1
 
 
 def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
-    # While nothing runs, the list changes only with the runs table (a new run, a label, a delete):
-    # that small table is the key, and the counts over every attempt are not taken again.
-    marks = tuple(tuple(m) for m in session.execute(select(Run.id, Run.label, Run.state, Run.finished_at)))
-    if any(m[3] is None for m in marks):
-        return _runs_now(session, everything)
-    return KEPT.keep(("runs", everything, marks), lambda: _runs_now(session, everything))
-
-
-def _runs_now(session: Session, everything: bool) -> dict[str, Any]:
-    rows = run_rows(session, None if everything else RUNS_SHOWN)
-    going = [r for r in rows if r["state"] in GOING]
-    for r in going:
-        p = run_progress(session, session.get(Run, r["run"]))  # type: ignore[arg-type]
-        r.update(rate_per_s=p["rate_per_s"], eta_s=p["eta_s"])
+    """Return the runs list: finished runs' rows kept, going runs' read again (rate and ETA: every few s)."""
+    query = select(Run.id, Run.label, Run.state, Run.finished_at).order_by(Run.id.desc())
+    marks = session.execute(query if everything else query.limit(RUNS_SHOWN)).all()
+    going = [m.id for m in marks if m.finished_at is None]
+    fresh = {r["run"]: r for r in run_rows(session, ids=going)} if going else {}
+    rows = []
+    for m in marks:
+        if m.finished_at is None:
+            r = fresh[m.id]
+            p = RECENT.get(("progress", m.id), partial(_progress_of, session, m.id))
+            r.update(rate_per_s=p["rate_per_s"], eta_s=p["eta_s"])
+        else:
+            r = KEPT.keep(("row", *m), partial(_row_of, session, m.id))
+        rows.append(r)
     children: dict[int, list[int]] = {}
     for r in rows:
         if r["parent"] is not None:
             children.setdefault(r["parent"], []).append(r["run"])
     return {"rows": rows, "live": bool(going), "children": children}
+
+
+def _progress_of(session: Session, run_id: int) -> dict[str, Any]:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise RunNotFound(f"run {run_id} was deleted")
+    return run_progress(session, run)
+
+
+def _row_of(session: Session, run_id: int) -> dict[str, Any]:
+    return run_rows(session, ids=[run_id])[0]
 
 
 def runs_page(request: Request) -> Response:
@@ -106,11 +120,18 @@ def attempt_query(request: Request) -> AttemptQuery:
 
 
 def _live_context(session: Session, run: Run, summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Return the live part of a run's page: progress and workers (a finished run's from its summary)."""
+    """Return the live part of a run's page: progress and workers (a finished run's from its summary).
+
+    Counts are read each time (one indexed query); rate, ETA and workers at most every few seconds.
+    """
     if run.finished_at is not None and summary is not None:
         return {"progress": {"total": summary["total"], "done": summary["done"]}, "workers": [], "done": True}
-    progress = run_progress(session, run)
-    return {"progress": progress, "workers": run_workers(session, run.id), "done": progress["finished"]}
+    counts = status_counts(session, run.id)
+    slow = RECENT.get(("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id)))
+    progress = {**slow[0], "total": sum(counts.values()), "queued": counts.get("queued", 0),
+                "running": counts.get("running", 0), "chart_at": slow[0]["done"]}  # fmt: skip
+    progress["done"] = progress["total"] - progress["queued"] - progress["running"]
+    return {"progress": progress, "workers": slow[1], "done": run.finished_at is not None}
 
 
 def run_page(request: Request) -> Response:
