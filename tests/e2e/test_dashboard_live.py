@@ -62,7 +62,10 @@ def test_runs_page_follows_a_local_solve_to_100_percent_without_reloading(
             page.evaluate("window.__stayed = true")  # gone if the page were reloaded
             first = page.inner_text("tr[data-run='1'] .pct")
             assert first != "100 %", "the solve ended before the page could watch it"
-            shot(page, tmp_path, "dashboard-runs.png")
+            page.wait_for_function(
+                "() => !/^(0|100) %$/.test(document.querySelector(\"tr[data-run='1'] .pct\").textContent)"
+            )
+            shot(page, tmp_path, "dashboard-runs.png")  # on its way
             page.wait_for_function(
                 "() => document.querySelector(\"tr[data-run='1'] .pct\").textContent === '100 %'"
                 " && document.querySelector(\"tr[data-run='1']\").classList.contains('state-finished')",

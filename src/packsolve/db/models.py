@@ -83,8 +83,21 @@ class Attempt(Base):
         Index("ix_attempts_holder", "holder"),
         # The dashboard's sorted pages of a run (migration 0011).
         *(
-            Index(f"ix_attempts_run_{c}", "run_id", c)
-            for c in ("wall_s", "cpu_s", "nodes", "peak_rss_mb", "finished_at", "name", "kind", "worker")
+            Index(f"ix_attempts_sort_{c}", "run_id", c, "id")
+            for c in (
+                "name",
+                "kind",
+                "heuristic",
+                "status",
+                "wall_s",
+                "cpu_s",
+                "nodes",
+                "peak_rss_mb",
+                "length",
+                "worker",
+                "tries",
+                "finished_at",
+            )
         ),
     )
 

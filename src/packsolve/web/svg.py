@@ -122,7 +122,7 @@ class Chart:
         clip = f"plot{next(_CLIPS)}"
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="chart" '
-            f'role="img" aria-label="{escape(self.title)}">',
+            f'role="img" font-family="system-ui, sans-serif" aria-label="{escape(self.title)}">',
             f'<clipPath id="{clip}"><rect x="{LEFT}" y="{TOP}" width="{WIDTH - LEFT - RIGHT}" '
             f'height="{HEIGHT - TOP - BOTTOM}"/></clipPath>',
         ]

@@ -14,16 +14,18 @@ down_revision = "0008"
 branch_labels = None
 depends_on = None
 
-# (run_id, column): the first page of a run sorted by the column is read from the index, a page
-# of 50 rows whatever the size of the run. Sorting by status and by pack order had their index already.
-SORTED = ("wall_s", "cpu_s", "nodes", "peak_rss_mb", "finished_at", "name", "kind", "worker")
+# (run_id, column, id): a page of a run sorted by the column (ties in the order the attempts were
+# made) is read from the index, 50 rows whatever the size of the run; without id, a column of few
+# values (kind, status) would sort a whole group to find its first 50. Pack order had its index already.
+SORTED = ("name", "kind", "heuristic", "status", "wall_s", "cpu_s", "nodes", "peak_rss_mb", "length",
+          "worker", "tries", "finished_at")  # fmt: skip
 
 
 def upgrade() -> None:
     for column in SORTED:
-        op.create_index(f"ix_attempts_run_{column}", "attempts", ["run_id", column])
+        op.create_index(f"ix_attempts_sort_{column}", "attempts", ["run_id", column, "id"])
 
 
 def downgrade() -> None:
     for column in SORTED:
-        op.drop_index(f"ix_attempts_run_{column}", "attempts")
+        op.drop_index(f"ix_attempts_sort_{column}", "attempts")
