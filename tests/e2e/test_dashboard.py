@@ -262,3 +262,23 @@ def test_report_html_tables_sort_by_a_header_click_and_picture_the_hardest_level
     walls = [float(t) for t in levels.locator("tbody td:nth-child(4)").all_inner_texts() if t != "—"]
     assert walls == sorted(walls, reverse=True)
     assert not page.errors
+
+
+def test_failures_page_lists_report_failures_groups_with_a_rerun_form_per_kind(
+    page: Any, sqlite_url: str, tmp_path: Path, two_runs: tuple[int, int]
+) -> None:
+    a, _ = two_runs
+    data = cli_json(sqlite_url, "report", "failures", str(a))
+    with serving(sqlite_url, log_dir=tmp_path) as served:
+        page.goto(f"{served.url}runs/{a}/failures")
+        groups = page.locator("section.group h2").all_inner_texts()
+        kinds = [", ".join(f"{k} {n}" for k, n in g["kinds"].items()) for g in data["groups"]]
+        assert groups == [
+            f"{g['status']} × {g['count']} ({k})" for g, k in zip(data["groups"], kinds, strict=True)
+        ]
+        assert [t.removeprefix("CLI: ") for t in page.locator("section.group p.muted").all_inner_texts()] == [
+            g["rerun"] for g in data["groups"]
+        ]
+        # onestroke's heuristics offered, its default first as `packsolve kinds` lists them.
+        offered = page.locator("form.rerun select[name=heuristic]").first.locator("option").all_inner_texts()
+        assert {"plain", "warnsdorff", "prune"} <= set(offered)
