@@ -120,11 +120,14 @@ def attempt_query(request: Request) -> AttemptQuery:
 
 
 def _live_context(session: Session, run: Run, summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Return the live part of a run's page: progress and workers (a finished run's from its summary).
+    """Return the live part of a run's page: progress and workers (a finished run's: its counts only).
 
     Counts are read each time (one indexed query); rate, ETA and workers at most every few seconds.
     """
-    if run.finished_at is not None and summary is not None:
+    if run.finished_at is not None:
+        if summary is None:
+            counts = status_counts(session, run.id)
+            summary = {"total": sum(counts.values()), "done": sum(counts.values())}
         return {"progress": {"total": summary["total"], "done": summary["done"]}, "workers": [], "done": True}
     counts = status_counts(session, run.id)
     slow = RECENT.get(("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id)))
@@ -199,7 +202,10 @@ def hardest_page(request: Request) -> Response:
     with db(request) as session:
         if p.get("run"):
             run = resolve_run(session, p["run"])
-            rows, title = hardest_in_run(session, run, by, top, kind), f"hardest levels of run {run.id}"
+            rows = KEPT.get(
+                run, ("hardest", by, top, kind), partial(hardest_in_run, session, run, by, top, kind)
+            )
+            title = f"hardest levels of run {run.id}"
         else:
             rows, title = hardest_overall(session, by, top, kind), "hardest levels across all runs"
     # Nodes mean one thing within a kind only: ranked by nodes, levels are grouped by kind.
