@@ -120,15 +120,13 @@ def attempt_query(request: Request) -> AttemptQuery:
 
 
 def _live_context(session: Session, run: Run, summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Return the live part of a run's page: progress and workers (a finished run's: its counts only).
+    """Return the live part of a run's page: progress and workers (a finished run's: no query).
 
     Counts are read each time (one indexed query); rate, ETA and workers at most every few seconds.
     """
-    if run.finished_at is not None:
-        if summary is None:
-            counts = status_counts(session, run.id)
-            summary = {"total": sum(counts.values()), "done": sum(counts.values())}
-        return {"progress": {"total": summary["total"], "done": summary["done"]}, "workers": [], "done": True}
+    if run.finished_at is not None:  # nothing is pending in a finished run
+        total = summary["total"] if summary is not None else run.total
+        return {"progress": {"total": total, "done": total}, "workers": [], "done": True}
     counts = status_counts(session, run.id)
     slow = RECENT.get(("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id)))
     progress = {**slow[0], "total": sum(counts.values()), "queued": counts.get("queued", 0),
