@@ -11,6 +11,7 @@ from packsolve.cli.reports import report
 from packsolve.cli.results import export, show, status
 from packsolve.cli.run import cancel, rerun, resume, solve, submit
 from packsolve.cli.runs import runs
+from packsolve.cli.serve import serve
 from packsolve.cli.service import db, scheduler, worker
 
 
@@ -23,7 +24,7 @@ def cli() -> None:
 COMMANDS = (
     *(check, solve, submit, rerun, resume, cancel, runs),  # runs
     *(worker, scheduler, db),  # the distributed services
-    *(status, report, export, show),  # results
+    *(status, report, export, show, serve),  # results
     *(kinds, check_kind, generate),  # puzzle kinds
 )
 for command in COMMANDS:

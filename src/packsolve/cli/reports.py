@@ -221,8 +221,8 @@ def report_cactus(
 @click.option(
     "--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rows of the hardest table."
 )
-@click.option("--max-pictures", type=click.IntRange(min=0), default=300, show_default=True,
-              help="Levels pictured (SVG with the best solution), in pack order.")  # fmt: skip
+@click.option("--max-pictures", type=click.IntRange(min=0), default=40, show_default=True,
+              help="Levels pictured (SVG with the best solution), the hardest first.")  # fmt: skip
 @database_option
 @handle_errors
 def report_html(runs: tuple[str, ...], output: str, top: int, max_pictures: int, database_url: str | None):

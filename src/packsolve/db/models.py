@@ -82,6 +82,24 @@ class Attempt(Base):
         Index("ix_attempts_run_seq", "run_id", "seq"),
         Index("ix_attempts_status_deadline", "status", "deadline"),
         Index("ix_attempts_holder", "holder"),
+        # The dashboard's sorted pages of a run (migration 0011).
+        *(
+            Index(f"ix_attempts_sort_{c}", "run_id", c, "id")
+            for c in (
+                "name",
+                "kind",
+                "heuristic",
+                "status",
+                "wall_s",
+                "cpu_s",
+                "nodes",
+                "peak_rss_mb",
+                "length",
+                "worker",
+                "tries",
+                "finished_at",
+            )
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from datetime import UTC, datetime
 from html import escape
+from itertools import zip_longest
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -35,6 +38,8 @@ figure img{max-width:420px;border:1px solid #ddd}figcaption{max-width:420px;over
 .plots{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
 figure.plot{flex:1 1 560px;margin:0}figure.plot img{width:100%;max-width:100%;height:auto;border:0}
 figure.plot figcaption{max-width:none}
+th.sorts{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25B2"}
+th[aria-sort=descending]::after{content:" \\25BC"}
 """
 
 
@@ -56,8 +61,10 @@ def _td(value: Any, numeric: bool = False, cls: str | None = None) -> str:
 
 
 def _table(headers: list[str], rows: list[str], cls: str = "") -> str:
+    """Return a table; every one but the summary (a list of figures, not of rows) sorts by a header click."""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    classes = cls if cls == "summary" else f"{cls} sortable".strip()
+    return f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 SUMMARY_FIELDS = [
@@ -72,8 +79,12 @@ SUMMARY_FIELDS = [
 
 
 KIND_FIELDS = ("total", "solved", "decided", "wall_s_median", "cpu_s_total", "par2_s")
-# No script, no network: the page may only show its own inline styles and data: images.
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+# The small script that sorts a table by the header clicked; the dashboard serves the same file.
+SORT_JS = (Path(__file__).parent / "sort.js").read_text(encoding="utf-8")
+_SORT_HASH = base64.b64encode(hashlib.sha256(SORT_JS.encode("utf-8")).digest()).decode("ascii")
+# No network, and no script but the sorter (allowed by its hash: a script a level name smuggled in would
+# not match it): the page may only show its own inline styles and data: images.
+CSP = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{_SORT_HASH}'"
 
 
 def _summary_section(summaries: list[dict[str, Any]]) -> str:
@@ -122,7 +133,7 @@ def _best_solutions(session: Session, ids: list[int], hashes: list[str]) -> dict
 
 
 def html_report(session: Session, runs: list[Run], top: int = 20, max_pictures: int = 300) -> str:
-    """Return the whole report as one HTML document (no external files, no script)."""
+    """Return the whole report as one HTML document (no external files; no script but the table sorter)."""
     summaries = [run_summary(session, r) for r in runs]
     comparison = compare_runs(session, runs)
     parts = [f"<h1>packsolve report: {escape(', '.join(f'run {r.id}' for r in runs))}</h1>"]
@@ -148,9 +159,15 @@ def html_report(session: Session, runs: list[Run], top: int = 20, max_pictures: 
             "undecided levels at twice the time limit</figcaption></figure>"
         )
     parts.append(f'<div class="plots">{"".join(plots)}</div>')
-    # Pictures: the first max_pictures levels in pack order, each linked from the tables.
     rows = comparison["rows"]
-    pictured = {r["level_hash"]: f"lvl-{i}" for i, r in enumerate(rows[:max_pictures])}
+    hardest = {run.id: hardest_in_run(session, run, top=top) for run in runs}
+    # Pictures: the hardest levels (each run's, by rank), then others in pack order, up to max_pictures;
+    # a picture of every level would make the file megabytes for a big pack.
+    order = [r["level_hash"] for rank in zip_longest(*hardest.values()) for r in rank if r is not None]
+    order += [r["level_hash"] for r in rows]
+    chosen = list(dict.fromkeys(order))[:max_pictures]
+    pictured = {h: f"lvl-{i}" for i, h in enumerate(chosen)}
+    by_hash = {r["level_hash"]: r for r in rows}
 
     def level_cell(name: str, h: str) -> str:
         anchor = pictured.get(h)
@@ -162,7 +179,7 @@ def html_report(session: Session, runs: list[Run], top: int = 20, max_pictures: 
             "<tr>" + _td(r["rank"], True) + level_cell(r["level"], r["level_hash"]) + _td(r["kind"])
             + _td(r["status"], cls=r["status"]) + _td(r["wall_s"], True) + _td(r["nodes"], True)
             + _td(r["par2_s"], True) + _td(_message(r["message"], r["level"]), cls="msg") + "</tr>"
-            for r in hardest_in_run(session, run, top=top)
+            for r in hardest[run.id]
         ]  # fmt: skip
         heads = ["#", "level", "kind", "status", "wall (s)", "nodes", "PAR-2 (s)", "message"]
         parts.append(f"<h3>run {run.id}</h3>" + _table(heads, hrows, "hardest"))
@@ -192,13 +209,13 @@ def html_report(session: Session, runs: list[Run], top: int = 20, max_pictures: 
         foot.append(f"<li>{escape(line)}</li>")
     parts.append(f'<h2 id="levels">Levels</h2><ul>{"".join(foot)}</ul>{_table(heads, lrows, "levels")}')
     parts += [_merged_section(session, run, level_cell) for run in runs if merged_view_needed(session, run)]
-    parts.append(_pictures(session, [r.id for r in runs], rows[:max_pictures], pictured, len(rows)))
+    parts.append(_pictures(session, [r.id for r in runs], [by_hash[h] for h in chosen], pictured, len(rows)))
     body = "\n".join(parts)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>packsolve report {escape(', '.join(str(r.id) for r in runs))}</title>"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n"
+        f"<style>{STYLE}</style><script>{SORT_JS}</script></head><body>\n{body}\n</body></html>\n"
     )
 
 
@@ -212,7 +229,8 @@ def _pictures(session: Session, ids: list[int], rows: list[dict], anchors: dict[
     out = ['<h2 id="pictures">Pictures</h2>']
     if total > len(rows):
         out.append(
-            f"<p>the first {len(rows)} of {total} levels are pictured (raise --max-pictures for more)</p>"
+            f"<p>{len(rows)} of {total} levels are pictured, the hardest first (raise --max-pictures for "
+            "more; `packsolve serve` pictures every level on its page)</p>"
         )
     for r in rows:
         h = r["level_hash"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,10 +23,17 @@ def _aware(dt: datetime | None) -> datetime | None:
     return None if dt is None else (dt if dt.tzinfo else dt.replace(tzinfo=UTC))
 
 
-def run_rows(session: Session, limit: int | None = 20, now: datetime | None = None) -> list[dict[str, Any]]:
-    """Return one JSON-ready dict per run, newest first (the newest `limit`; None: all); [] if none."""
+def run_rows(
+    session: Session, limit: int | None = 20, now: datetime | None = None, ids: Sequence[int] | None = None
+) -> list[dict[str, Any]]:
+    """Return one JSON-ready dict per run, newest first (the newest `limit`; None: all); [] if none.
+
+    ids, if given, names the runs (limit is then ignored).
+    """
     now = now or datetime.now(UTC)
     query = select(Run).order_by(Run.id.desc())
+    if ids is not None:
+        query, limit = query.where(Run.id.in_(list(ids))), None
     runs = list(session.scalars(query.limit(limit) if limit else query))
     ids = [r.id for r in runs]
     counts: dict[int, dict[str, int]] = {i: {} for i in ids}

@@ -1,0 +1,109 @@
+"""A run's attempts one page at a time: sorted by any column, filtered, counted in the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt
+from packsolve.errors import ReportError
+from packsolve.report.export import iso
+from packsolve.report.metrics import rounded
+
+# The columns a page shows and may be sorted by (the user's name -> the column).
+COLUMNS = {
+    "seq": Attempt.seq, "level": Attempt.name, "kind": Attempt.kind, "heuristic": Attempt.heuristic,
+    "status": Attempt.status, "wall_s": Attempt.wall_s, "cpu_s": Attempt.cpu_s, "nodes": Attempt.nodes,
+    "peak_rss_mb": Attempt.peak_rss_mb, "length": Attempt.length, "worker": Attempt.worker,
+    "tries": Attempt.tries, "finished_at": Attempt.finished_at,
+}  # fmt: skip
+PER_PAGE = 50
+MAX_PER_PAGE = 500
+
+
+@dataclass(frozen=True)
+class AttemptQuery:
+    """What a page of attempts asks for: filters (None: any), the sort column and direction, the page."""
+
+    kind: str | None = None
+    status: str | None = None
+    heuristic: str | None = None
+    worker: str | None = None
+    text: str | None = None  # held in the level name or the message
+    sort: str = "seq"
+    descending: bool = False
+    page: int = 1
+    per_page: int = PER_PAGE
+
+    def check(self) -> AttemptQuery:
+        """Return self; raise ReportError saying what would work for a bad sort column, page or size."""
+        if self.sort not in COLUMNS:
+            raise ReportError(f"cannot sort by {self.sort!r}: sort by one of {', '.join(COLUMNS)}")
+        if self.page < 1:
+            raise ReportError(f"page {self.page} does not exist: pages count from 1")
+        if not 1 <= self.per_page <= MAX_PER_PAGE:
+            raise ReportError(f"{self.per_page} rows per page: ask for 1 to {MAX_PER_PAGE}")
+        return self
+
+
+def _where(run_id: int, q: AttemptQuery) -> list[Any]:
+    where: list[Any] = [Attempt.run_id == run_id]
+    for column, value in ((Attempt.kind, q.kind), (Attempt.status, q.status),
+                          (Attempt.heuristic, q.heuristic), (Attempt.worker, q.worker)):  # fmt: skip
+        if value:
+            where.append(column == value)
+    if q.text:
+        # LIKE's wildcards in the user's text are matched as themselves.
+        pattern = "%" + q.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where.append(or_(Attempt.name.like(pattern, escape="\\"), Attempt.message.like(pattern, escape="\\")))
+    return where
+
+
+def count_matching(session: Session, run_id: int, q: AttemptQuery) -> int:
+    """Return how many of the run's attempts pass q's filters."""
+    return int(
+        session.execute(select(func.count()).select_from(Attempt).where(*_where(run_id, q))).scalar_one()
+    )
+
+
+def attempts_page(
+    session: Session, run_id: int, q: AttemptQuery, matching: int | None = None
+) -> dict[str, Any]:
+    """Return {rows, matching, page, pages} of the run's attempts; ReportError for a page past the last.
+
+    Only the page's rows leave the database: sorting, filtering and counting
+    happen there, on the run's indexes. matching, if known (a finished run's
+    count, kept), saves the count.
+    """
+    q.check()
+    where = _where(run_id, q)
+    if matching is None:
+        matching = count_matching(session, run_id, q)
+    pages = max(1, -(-matching // q.per_page))
+    if q.page > pages:
+        raise ReportError(f"page {q.page} is past the last one ({pages}) of these {matching} attempt(s)")
+    column = COLUMNS[q.sort]
+    # Each database's own place for NULLs (first going up in SQLite, last in PostgreSQL), so the
+    # order is its index's, read forwards or backwards; ties in the order the attempts were made.
+    order: list[Any] = (
+        [column.desc(), Attempt.id.desc()] if q.descending else [column.asc(), Attempt.id.asc()]
+    )
+    shown = (Attempt.seq, Attempt.name, Attempt.level_hash, Attempt.kind, Attempt.heuristic, Attempt.status,
+             Attempt.wall_s, Attempt.cpu_s, Attempt.nodes, Attempt.peak_rss_mb, Attempt.length,
+             Attempt.worker, Attempt.tries, Attempt.finished_at, Attempt.message)  # fmt: skip
+    result = session.execute(
+        select(*shown).where(*where).order_by(*order).limit(q.per_page).offset((q.page - 1) * q.per_page)
+    )
+    rows = []
+    for r in result:
+        row = dict(r._mapping)
+        row["level"] = row.pop("name")
+        for key in ("wall_s", "cpu_s"):
+            row[key] = rounded(row[key])
+        row["peak_rss_mb"] = rounded(row["peak_rss_mb"], 1)
+        row["finished_at"] = iso(row["finished_at"])
+        rows.append(row)
+    return {"rows": rows, "matching": matching, "page": q.page, "pages": pages}

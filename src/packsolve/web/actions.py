@@ -1,0 +1,151 @@
+"""The actions: rerun, resume, cancel, label, delete (each POST with a CSRF token), and the login form.
+
+Each does what its CLI command does by the same code: rerun and resume run the
+command itself in a process of their own (a local pool outlives the request),
+cancel, label and delete call the functions their commands call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from packsolve import runs
+from packsolve.db.catalog import delete_run, relabel
+from packsolve.db.runs import resolve_run, status_counts
+from packsolve.errors import PlanError, ReportError
+from packsolve.request import check_label
+from packsolve.web.commands import run_command
+from packsolve.web.pages import db
+from packsolve.web.render import page
+from packsolve.web.security import COOKIE
+
+
+async def form(request: Request) -> dict[str, str]:
+    """Return a POSTed form's fields (the first value of each); ReportError without the CSRF token."""
+    body = (await request.body()).decode("utf-8", "replace")
+    fields = {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+    if not request.app.state.guard.csrf_matches(fields.get("csrf")):
+        raise ReportError("this form is stale or came from another site: reload the page and send it again")
+    return fields
+
+
+def _to_run(run_id: int | str) -> RedirectResponse:
+    return RedirectResponse(f"/runs/{quote(str(run_id))}", status_code=303)
+
+
+async def login(request: Request) -> Response:
+    """The token form: a right token sets the cookie every later request carries."""
+    guard = request.app.state.guard
+    if request.method == "GET":
+        return page(request, "login.html", wrong=False)
+    body = (await request.body()).decode("utf-8", "replace")
+    given = parse_qs(body).get("token", [""])[0]
+    if not guard.token_matches(given):
+        return page(request, "login.html", 401, wrong=True)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(COOKIE, guard.token, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")  # fmt: skip
+    return response
+
+
+async def rerun(request: Request) -> Response:
+    """Start `packsolve rerun` of a failure group with the heuristic chosen; go to the new run's page."""
+    fields = await form(request)
+    ref = request.path_params["run"]
+    args = ["rerun", ref, "--status", fields.get("status") or "timeout", "--quiet", "--format", "json"]
+    for option in ("kind", "message", "heuristic", "time_limit", "label"):
+        if fields.get(option):
+            args += [f"--{option.replace('_', '-')}", fields[option]]
+    child = await run_command(request.app.state, args, r"run (\d+): rerun of")
+    return _to_run(child)
+
+
+async def resume(request: Request) -> Response:
+    """Start `packsolve resume RUN`; back to its page."""
+    await form(request)
+    ref = request.path_params["run"]
+    await run_command(request.app.state, ["resume", ref, "--quiet"], r"^run (\S+): (?:resuming|sent)")
+    return _to_run(ref)
+
+
+def _cancel(request: Request, ref: str) -> Any:
+    return runs.cancel(request.app.state.engine, ref)
+
+
+async def cancel(request: Request) -> Response:
+    """Cancel a run as `packsolve cancel` does; back to its page."""
+    await form(request)
+    from starlette.concurrency import run_in_threadpool
+
+    done = await run_in_threadpool(_cancel, request, request.path_params["run"])
+    return _to_run(done.run_id)
+
+
+def _relabel(request: Request, ref: str, label: str, move: bool) -> int:
+    new = None if label in ("", "-") else check_label(label)
+    with db(request) as session:
+        run_id = resolve_run(session, ref).id
+        relabel(session, run_id, new, move)
+    return run_id
+
+
+async def label(request: Request) -> Response:
+    """Name a run (empty: no label) as `packsolve runs label` does; back to its page."""
+    fields = await form(request)
+    from starlette.concurrency import run_in_threadpool
+
+    run_id = await run_in_threadpool(
+        _relabel, request, request.path_params["run"], fields.get("label", ""), fields.get("move") == "1"
+    )
+    return _to_run(run_id)
+
+
+def _deletable(request: Request, ref: str) -> tuple[int, str]:
+    """Return the run's id and what deleting it removes; PlanError for a run still going (as the CLI)."""
+    with db(request) as session:
+        target = resolve_run(session, ref)
+        attempts = sum(status_counts(session, target.id).values())
+        if target.finished_at is None:
+            raise PlanError(f"run {target.id} is still going: cancel it first, then delete it")
+        what = (
+            f"run {target.id}"
+            + (f" ({target.label})" if target.label else "")
+            + f" and its {attempts} attempt(s)"
+        )
+        return target.id, what
+
+
+def _delete(request: Request, ref: str) -> str:
+    run_id, what = _deletable(request, ref)
+    with db(request) as session:
+        delete_run(session, run_id)
+    return what
+
+
+async def delete(request: Request) -> Response:
+    """GET: ask for confirmation (data is lost). POST with confirm=yes: delete as `packsolve runs delete`."""
+    from starlette.concurrency import run_in_threadpool
+
+    ref = request.path_params["run"]
+    if request.method == "GET":
+        run_id, what = await run_in_threadpool(_deletable, request, ref)
+        return page(request, "confirm.html", run_id=run_id, what=what)
+    fields = await form(request)
+    if fields.get("confirm") != "yes":
+        raise ReportError("deleting a run needs its confirmation: tick the box on the delete page")
+    what = await run_in_threadpool(_delete, request, ref)
+    return page(request, "deleted.html", what=what)
+
+
+ROUTES = [
+    Route("/runs/{run}/rerun", rerun, methods=["POST"]),
+    Route("/runs/{run}/resume", resume, methods=["POST"]),
+    Route("/runs/{run}/cancel", cancel, methods=["POST"]),
+    Route("/runs/{run}/label", label, methods=["POST"]),
+    Route("/runs/{run}/delete", delete, methods=["GET", "POST"]),
+]

@@ -1,0 +1,264 @@
+"""The pages that read: runs, a run, failures, hardest, compare, a level (each calls the report functions)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import Response
+
+from packsolve.db.models import Attempt, Run
+from packsolve.db.runs import resolve_run, status_counts
+from packsolve.db.session import session_scope
+from packsolve.errors import LevelNotFound, ReportError, RunNotFound
+from packsolve.report.attempts_page import COLUMNS, AttemptQuery, attempts_page, count_matching
+from packsolve.report.compare import compare_runs
+from packsolve.report.failures import failure_groups
+from packsolve.report.hardest import BY, hardest_in_run, hardest_overall
+from packsolve.report.live import run_workers
+from packsolve.report.progress import run_progress
+from packsolve.report.runs_list import run_rows
+from packsolve.report.show import level_report, picture
+from packsolve.report.summary import run_summary
+from packsolve.web.cache import FinishedRuns, Recent
+from packsolve.web.choices import heuristic_choices
+from packsolve.web.render import page
+
+# Runs listed on the first page; ?all=1 lists every one.
+RUNS_SHOWN = 50
+GOING = ("running", "sending", "unsent")
+_HASH = re.compile(r"[0-9a-f]{64}")
+# Compare holds every row of its runs in memory: beyond this many attempts it asks for a filter.
+COMPARE_MAX = 200_000
+KEPT = FinishedRuns()
+# Live figures slow to compute (rate, ETA, workers) are read at most this often, however many pages poll.
+RECENT = Recent(ttl=5.0)
+
+
+@contextmanager
+def db(request: Request) -> Iterator[Session]:
+    """Yield a session on the dashboard's database for one request."""
+    with session_scope(request.app.state.engine) as session:
+        yield session
+
+
+def whole(request: Request, name: str, default: int, low: int = 1, high: int = 10**9) -> int:
+    """Return the query parameter name as a whole number in [low, high]; ReportError saying what works."""
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise ReportError(f"{name}={raw!r}: give a whole number from {low} to {high}")
+    return int(raw)
+
+
+def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
+    """Return the runs list: finished runs' rows kept, going runs' read again (rate and ETA: every few s)."""
+    query = select(Run.id, Run.label, Run.state, Run.finished_at).order_by(Run.id.desc())
+    marks = session.execute(query if everything else query.limit(RUNS_SHOWN)).all()
+    going = [m.id for m in marks if m.finished_at is None]
+    fresh = {r["run"]: r for r in run_rows(session, ids=going)} if going else {}
+    rows = []
+    for m in marks:
+        if m.finished_at is None:
+            r = fresh[m.id]
+            p = RECENT.get(("progress", m.id), partial(_progress_of, session, m.id))
+            r.update(rate_per_s=p["rate_per_s"], eta_s=p["eta_s"])
+        else:
+            r = KEPT.keep(("row", *m), partial(_row_of, session, m.id))
+        rows.append(r)
+    children: dict[int, list[int]] = {}
+    for r in rows:
+        if r["parent"] is not None:
+            children.setdefault(r["parent"], []).append(r["run"])
+    return {"rows": rows, "live": bool(going), "children": children}
+
+
+def _progress_of(session: Session, run_id: int) -> dict[str, Any]:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise RunNotFound(f"run {run_id} was deleted")
+    return run_progress(session, run)
+
+
+def _row_of(session: Session, run_id: int) -> dict[str, Any]:
+    return run_rows(session, ids=[run_id])[0]
+
+
+def runs_page(request: Request) -> Response:
+    """Every run, newest first, with progress; live while one is going."""
+    everything = request.query_params.get("all") == "1"
+    with db(request) as session:
+        context = _runs_context(session, everything)
+    return page(request, "runs.html", everything=everything, **context)
+
+
+def runs_live(request: Request) -> Response:
+    """The runs table alone, for the page's live updates."""
+    with db(request) as session:
+        context = _runs_context(session, request.query_params.get("all") == "1")
+    return page(request, "_runs_table.html", **context)
+
+
+def attempt_query(request: Request) -> AttemptQuery:
+    """Return the attempts table's query from the request's parameters (ReportError for a bad one)."""
+    p = request.query_params
+    return AttemptQuery(
+        kind=p.get("kind") or None, status=p.get("status") or None, heuristic=p.get("heuristic") or None,
+        worker=p.get("worker") or None, text=p.get("q") or None, sort=p.get("sort", "seq"),
+        descending=p.get("desc") == "1", page=whole(request, "page", 1),
+        per_page=whole(request, "per_page", 50, high=500),
+    ).check()  # fmt: skip
+
+
+def _live_context(session: Session, run: Run, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return the live part of a run's page: progress and workers (a finished run's: no query).
+
+    Counts are read each time (one indexed query); rate, ETA and workers at most every few seconds.
+    """
+    if run.finished_at is not None:  # nothing is pending in a finished run
+        total = summary["total"] if summary is not None else run.total
+        return {"progress": {"total": total, "done": total}, "workers": [], "done": True}
+    counts = status_counts(session, run.id)
+    slow = RECENT.get(("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id)))
+    progress = {**slow[0], "total": sum(counts.values()), "queued": counts.get("queued", 0),
+                "running": counts.get("running", 0), "chart_at": slow[0]["done"]}  # fmt: skip
+    progress["done"] = progress["total"] - progress["queued"] - progress["running"]
+    return {"progress": progress, "workers": slow[1], "done": run.finished_at is not None}
+
+
+def run_page(request: Request) -> Response:
+    """A run: its summary and kinds, workers, progress, and its attempts a page at a time."""
+    query = attempt_query(request)
+    with db(request) as session:
+        run = resolve_run(session, request.path_params["run"])
+        summary = KEPT.get(run, "summary", lambda: run_summary(session, run))
+        filters = replace(query, sort="seq", descending=False, page=1)
+        matching = KEPT.get(run, ("count", filters), lambda: count_matching(session, run.id, filters))
+        table = attempts_page(session, run.id, query, matching)
+        children = list(session.scalars(select(Run.id).where(Run.parent_id == run.id).order_by(Run.id)))
+        live = _live_context(session, run, summary)
+    choices = {"kind": list(summary["kinds"]), "status": list(summary["counts"]),
+               "heuristic": summary["heuristics"], "worker": summary["worker_names"]}  # fmt: skip
+    return page(request, "run.html", run=summary, table=table, q=query, columns=list(COLUMNS),
+                choices=choices, children=children, **live)  # fmt: skip
+
+
+def run_live(request: Request) -> Response:
+    """The run's progress and workers alone, for the page's live updates."""
+    with db(request) as session:
+        run = resolve_run(session, request.path_params["run"])
+        live = _live_context(session, run)
+    return page(request, "_run_live.html", run={"run": run.id}, **live)
+
+
+def failures_page(request: Request) -> Response:
+    """`report failures` of a run, each group with its levels and a form to rerun it."""
+    with db(request) as session:
+        run = resolve_run(session, request.path_params["run"])
+        examples = whole(request, "examples", 20, high=1000)
+        data = KEPT.get(run, ("failures", examples), lambda: _failures(session, run, examples))
+        choices = heuristic_choices(run, {k for g in data["groups"] for k in g["kinds"]})
+        mode = run.mode
+    return page(request, "failures.html", data=data, choices=choices, mode=mode)
+
+
+def _failures(session: Session, run: Run, examples: int) -> dict[str, Any]:
+    """Return `report failures`' groups, each with the --message and --time-limit its command suggests."""
+    data = failure_groups(session, run, examples)
+    for g in data["groups"]:
+        g.update(_suggested(g["rerun"]))
+    return data
+
+
+def _suggested(command: str) -> dict[str, str]:
+    """Return the --message and --time-limit of the rerun command `report failures` suggests ('' if none)."""
+    words = shlex.split(command) if command.startswith("packsolve rerun") else []
+
+    def value(option: str) -> str:
+        return words[words.index(option) + 1] if option in words[:-1] else ""
+
+    return {"fragment": value("--message"), "suggested_time_limit": value("--time-limit")}
+
+
+def hardest_page(request: Request) -> Response:
+    """`report hardest` of a run or across all runs, each level pictured."""
+    p = request.query_params
+    by = p.get("by", "par2")
+    if by not in BY:
+        raise ReportError(f"by={by!r}: rank by one of {', '.join(BY)}")
+    kind = p.get("kind") or None
+    top = whole(request, "top", 20, high=500)
+    with db(request) as session:
+        if p.get("run"):
+            run = resolve_run(session, p["run"])
+            rows = KEPT.get(
+                run, ("hardest", by, top, kind), partial(hardest_in_run, session, run, by, top, kind)
+            )
+            title = f"hardest levels of run {run.id}"
+        else:
+            rows, title = hardest_overall(session, by, top, kind), "hardest levels across all runs"
+    # Nodes mean one thing within a kind only: ranked by nodes, levels are grouped by kind.
+    if by == "nodes":
+        rows = sorted(rows, key=lambda r: (r["kind"], r["rank"]))
+    return page(request, "hardest.html", rows=rows, title=title, by=by, kind=kind, top=top,
+                run=p.get("run", ""))  # fmt: skip
+
+
+def compare_page(request: Request) -> Response:
+    """`report compare` of two or more runs: warnings above, one row per level, the footer."""
+    p = request.query_params
+    refs = [r for r in re.split(r"[,\s]+", p.get("runs", "")) if r]
+    if len(refs) < 2:
+        raise ReportError("compare needs two or more runs: ?runs=ID,ID (ids or labels)")
+    with db(request) as session:
+        runs = [resolve_run(session, r) for r in refs]
+        if len({r.id for r in runs}) != len(runs):
+            raise ReportError("a run is named twice")
+        kind = p.get("kind") or None
+        of_kind = [Attempt.kind == kind] if kind else []
+        held = session.scalar(select(func.count()).where(Attempt.run_id.in_([r.id for r in runs]), *of_kind))
+        if held and held > COMPARE_MAX:
+            raise ReportError(
+                f"these runs hold {held:,} attempts{f' of kind {kind}' if kind else ''}: the page compares "
+                f"up to {COMPARE_MAX:,} at once; add &kind=KIND, or use `packsolve report compare` (its CSV "
+                "has every row)"
+            )
+        data = compare_runs(session, runs, p.get("differs") == "1", None, kind)
+    shown = whole(request, "rows", 500, high=100_000)
+    return page(request, "compare.html", data=data, refs=",".join(refs), shown=shown,
+                differs=p.get("differs") == "1", kind=p.get("kind", ""))  # fmt: skip
+
+
+def _level(request: Request) -> dict[str, Any]:
+    ref = request.path_params["hash"]
+    if not _HASH.fullmatch(ref):
+        raise LevelNotFound(f"{ref[:80]!r} is not a level hash (64 hex digits, as the pages link them)")
+    with db(request) as session:
+        return level_report(session, ref)
+
+
+def level_page(request: Request) -> Response:
+    """A level: its picture with the best solution, and every attempt at it across runs."""
+    return page(request, "level.html", level=_level(request))
+
+
+def level_picture(request: Request) -> Response:
+    """The kind's SVG of a level (?solved=1: with its best solution), sandboxed: nothing in it runs."""
+    rep = _level(request)
+    best = rep["best"]
+    solution = best["solution"] if best and request.query_params.get("solved") == "1" else None
+    svg = picture(rep["kind"], rep["data"], solution, svg=True)
+    if svg is None:
+        raise LevelNotFound(f"kind {rep['kind']} draws no picture of this level")
+    # Shown through <img>, an SVG never runs scripts; opened on its own, the sandbox stops them too.
+    headers = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox"}
+    return Response(svg, media_type="image/svg+xml", headers=headers)

@@ -1,0 +1,108 @@
+"""The plots page (cactus, scatter, time against size, memory) and a run's progress chart, as SVG."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from packsolve.db.runs import resolve_run
+from packsolve.errors import ReportError
+from packsolve.report.cactus import cactus_data, scatter_data
+from packsolve.report.difficulty import kinds_of, size_times
+from packsolve.report.live import final_over_time
+from packsolve.web.pages import db
+from packsolve.web.render import page
+from packsolve.web.svg import Chart, colour
+
+
+def _cactus(data: list[dict[str, Any]]) -> str:
+    times = [t for d in data for t in d["times"]]
+    chart = Chart.over(
+        times or [1.0],
+        [0, max((d["decided"] for d in data), default=1)],
+        ("time limit one would need (s, log)", "levels decided", "cactus"),
+        log_x=True,
+    )
+    for i, d in enumerate(data):
+        chart.line([(t, n) for n, t in enumerate(d["times"], 1)], i, d["label"], step=True)
+    return chart.svg()
+
+
+def _scatter(points: dict[str, Any], kinds: dict[str, str], order: list[str]) -> str:
+    values = [p["x"] for p in points["points"]] + [p["y"] for p in points["points"]]
+    chart = Chart.over(
+        values or [1.0],
+        values or [1.0],
+        (f"{points['x_label']}: PAR-2 s", f"{points['y_label']}: PAR-2 s", "scatter"),
+        log_x=True,
+        log_y=True,
+    )
+    chart.diagonal()
+    for p in points["points"]:
+        kind = kinds.get(p["level_hash"], "?")
+        name = f"{p['level']} ({kind}): {p['x_status']} {p['x']} s vs {p['y_status']} {p['y']} s"
+        chart.point(
+            p["x"], p["y"], order.index(kind) if kind in order else 0, name, f"/levels/{p['level_hash']}"
+        )
+    return chart.svg()
+
+
+def _sizes(rows: list[dict[str, Any]], order: list[str], y: str, y_name: str) -> str:
+    chart = Chart.over(
+        [r["size"] for r in rows], [r[y] or 0 for r in rows], ("level size", y_name, y_name), log_y=True
+    )
+    for r in rows:
+        name = f"{r['level']} ({r['kind']}, size {r['size']}): {r['status']}, {r[y]}"
+        chart.point(r["size"], r[y] or 0, order.index(r["kind"]), name, f"/levels/{r['level_hash']}")
+    return chart.svg()
+
+
+def plots_page(request: Request) -> Response:
+    """Plots of ?runs=ID,ID (default: the latest): cactus, scatter of the first two, size, memory."""
+    refs = [r for r in re.split(r"[,\s]+", request.query_params.get("runs", "")) if r] or ["latest"]
+    if len(refs) > 8:
+        raise ReportError("plot at most 8 runs at once")
+    with db(request) as session:
+        runs = [resolve_run(session, r) for r in refs]
+        cactus = cactus_data(session, runs)
+        points = scatter_data(session, runs[0], runs[1]) if len(runs) >= 2 else None
+        kinds = kinds_of(session, [p["level_hash"] for p in points["points"]]) if points else {}
+        sized = size_times(session, runs[-1])
+    order = sorted({*kinds.values(), *(r["kind"] for r in sized)})
+    charts = {
+        "cactus": _cactus(cactus),
+        "scatter": _scatter(points, kinds, order) if points else None,
+        "size": _sizes(sized, order, "wall_s", "wall s (log)") if sized else None,
+        "memory": _sizes([r for r in sized if r["peak_rss_mb"]], order, "peak_rss_mb", "peak RSS MB (log)")
+        if any(r["peak_rss_mb"] for r in sized)
+        else None,
+    }
+    legend = [(colour(i), d["label"], d["decided"]) for i, d in enumerate(cactus)]
+    return page(
+        request,
+        "plots.html",
+        charts=charts,
+        legend=legend,
+        refs=",".join(refs),
+        kinds=[(colour(i), k) for i, k in enumerate(order)],
+        last=runs[-1].id,
+    )
+
+
+def progress_svg(request: Request) -> Response:
+    """A run's levels final over time, as an SVG image."""
+    with db(request) as session:
+        run = resolve_run(session, request.path_params["run"])
+        points = final_over_time(session, run.id)
+        total = run.total
+    chart = Chart.over(
+        [p[0] for p in points] or [1.0],
+        [0, total or 1],
+        ("seconds since the first result", "levels final", "progress"),
+    )
+    if points:
+        chart.line(points, 0, f"run {run.id}")
+    return Response(chart.svg(), media_type="image/svg+xml")

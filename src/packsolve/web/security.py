@@ -1,0 +1,77 @@
+"""Who may use the dashboard: the loopback rule, the access token (cookie or header) and CSRF tokens."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packsolve.errors import OptionError
+
+COOKIE = "packsolve_token"
+HEADER = "x-packsolve-token"
+# A token shorter than this is guessable from the network.
+MIN_TOKEN = 16
+
+
+def is_loopback(host: str) -> bool:
+    """Return True if binding host serves this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def read_token(token: str | None, token_file: str | None) -> str | None:
+    """Return the access token from PACKSOLVE_SERVE_TOKEN's value or --token-file; OptionError if unusable."""
+    if token_file:
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise OptionError("--token-file", f"{token_file}: {exc.strerror}; name a readable file") from None
+    if token is None:
+        return None
+    token = token.strip()
+    if len(token) < MIN_TOKEN:
+        raise OptionError(
+            "--token-file" if token_file else "PACKSOLVE_SERVE_TOKEN",
+            f"a token of {len(token)} characters is guessable; use {MIN_TOKEN} or more "
+            "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)",
+        )
+    return token
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Raise OptionError if host is reachable from other machines and no token protects the dashboard."""
+    if token is None and not is_loopback(host):
+        raise OptionError(
+            "--host",
+            f"{host} is reachable from other machines: set PACKSOLVE_SERVE_TOKEN or --token-file to a secret "
+            "every request must carry, or bind 127.0.0.1",
+        )
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The server's secrets: the access token (None: loopback, open) and this process's CSRF token."""
+
+    token: str | None = None
+    csrf: str = field(default_factory=secrets.token_urlsafe)
+
+    def admits(self, cookie: str | None, header: str | None) -> bool:
+        """Return True if the request may see the dashboard (no token set, or it carries the token)."""
+        if self.token is None:
+            return True
+        return any(v is not None and hmac.compare_digest(v, self.token) for v in (cookie, header))
+
+    def token_matches(self, given: str) -> bool:
+        """Return True if given is the access token (the login form's check)."""
+        return self.token is not None and hmac.compare_digest(given.strip(), self.token)
+
+    def csrf_matches(self, given: str | None) -> bool:
+        """Return True if a form carried this process's CSRF token."""
+        return given is not None and hmac.compare_digest(given, self.csrf)
