@@ -17,7 +17,7 @@ from packsolve.puzzles.sliding import pdb as sliding_pdb
 from packsolve.puzzles.sliding.board import Board, neighbours, unsolvable_reason
 
 KIND = get_kind("sliding")
-OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb", "pdb-663"]
+OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb", "pdb-663", "pdb-6666"]
 # Seven of Korf's 100 fifteen-puzzle instances (R. E. Korf, AIJ 27, 1985) with their published optimal
 # lengths, pinned here; the whole set is read by benchmarks/sliding_korf100.py from ../shared/benchmarks.
 # id: (optimal length, tiles row by row, 0 the blank; goal 0 1 2 ... 15)
@@ -218,6 +218,25 @@ def test_weighted_solves_a_scrambled_24_puzzle(monkeypatch):
     assert KIND.verify(board, out.solution) is None
     manhattan = sum(abs(p // 5 - t // 5) + abs(p % 5 - t % 5) for p, t in enumerate(tiles) if t)
     assert len(out.solution) >= manhattan > 30
+
+
+def test_pdb_6666_indexes_its_compact_tables_as_pdb_does_its_sparse_ones(monkeypatch):
+    """pdb-6666's ranked tables over a small split (the real one is 510 MB): pdb's tree, node for node."""
+    groups = tuple(tuple(range(i, i + 3)) for i in range(1, 25, 3))
+    monkeypatch.setitem(sliding_pdb.PARTITIONS, 5, groups)
+    monkeypatch.setitem(sliding_pdb.RANKED_PARTITIONS, 5, groups)
+    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    rng = random.Random(5)
+    tiles, blank, last, near = list(range(25)), 0, -1, neighbours(5)
+    for _ in range(24):  # a walk that never steps straight back
+        p = rng.choice([q for q in near[blank] if q != last])
+        tiles[blank], tiles[p] = tiles[p], 0
+        last, blank = blank, p
+    board, ranked = solve(tiles, "pdb-6666")
+    _, sparse = solve(tiles, "pdb")
+    assert ranked.status is Status.SOLVED and KIND.verify(board, ranked.solution) is None
+    assert len(ranked.solution) == len(sparse.solution) == 24
+    assert ranked.nodes == sparse.nodes == 778
 
 
 def test_verify_rejects_illegal_and_unfinished_move_lists():

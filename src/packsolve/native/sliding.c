@@ -30,8 +30,10 @@ typedef struct {
     int tr[MAXC];       /* transpose of a position; also of a tile, since tile t's home is t */
     /* linear conflict per row and column */
     int lc_row[5], lc_col[5];
-    /* pattern databases */
-    int ngroups, reflect;
+    /* pattern databases; ranked tables are indexed as packsolve.native.pattern_db.rank does */
+    int ngroups, reflect, ranked;
+    int gk[MAXGROUPS];
+    int gpos[MAXGROUPS][MAXGROUPS], rgpos[MAXGROUPS][MAXGROUPS]; /* tile positions by group, slot */
     const uint8_t *tab[MAXGROUPS];
     int group_of[MAXC], slot_of[MAXC];
     uint64_t pw[MAXGROUPS + 1];
@@ -102,6 +104,18 @@ static int pdb_h(const Search *s) {
     return h;
 }
 
+/* The compact index of a group's placement: positions in the mixed radix nn, nn-1, ..., each
+ * counted among the cells the earlier tiles left free (as pattern_db.c builds its tables). */
+static inline uint64_t placement_rank(const Search *s, const int *pos, int k) {
+    uint64_t r = 0;
+    for (int i = 0; i < k; i++) {
+        int p = pos[i], below = 0;
+        for (int j = 0; j < i; j++) below += pos[j] < p; /* no popcount: a library call without -mpopcnt */
+        r = r * (uint64_t)(s->nn - i) + (uint64_t)(p - below);
+    }
+    return r;
+}
+
 static void pdb_init_index(Search *s) {
     memset(s->idx, 0, sizeof s->idx);
     memset(s->ridx, 0, sizeof s->ridx);
@@ -111,13 +125,28 @@ static void pdb_init_index(Search *s) {
         s->idx[s->group_of[t]] += (uint64_t)p * s->pw[s->slot_of[t]];
         int rt = s->tr[t], rp = s->tr[p];
         s->ridx[s->group_of[rt]] += (uint64_t)rp * s->pw[s->slot_of[rt]];
+        s->gpos[s->group_of[t]][s->slot_of[t]] = p;
+        s->rgpos[s->group_of[rt]][s->slot_of[rt]] = rp;
+    }
+    if (s->ranked) {
+        for (int g = 0; g < s->ngroups; g++) {
+            s->idx[g] = placement_rank(s, s->gpos[g], s->gk[g]);
+            s->ridx[g] = placement_rank(s, s->rgpos[g], s->gk[g]);
+        }
     }
 }
 
 static inline void pdb_move(Search *s, int t, int from, int to) {
-    s->idx[s->group_of[t]] += ((int64_t)to - from) * (int64_t)s->pw[s->slot_of[t]];
-    int rt = s->tr[t];
-    s->ridx[s->group_of[rt]] += ((int64_t)s->tr[to] - s->tr[from]) * (int64_t)s->pw[s->slot_of[rt]];
+    int g = s->group_of[t], rt = s->tr[t], rg = s->group_of[rt];
+    if (s->ranked) {
+        s->gpos[g][s->slot_of[t]] = to;
+        s->idx[g] = placement_rank(s, s->gpos[g], s->gk[g]);
+        s->rgpos[rg][s->slot_of[rt]] = s->tr[to];
+        s->ridx[rg] = placement_rank(s, s->rgpos[rg], s->gk[rg]);
+        return;
+    }
+    s->idx[g] += ((int64_t)to - from) * (int64_t)s->pw[s->slot_of[t]];
+    s->ridx[rg] += ((int64_t)s->tr[to] - s->tr[from]) * (int64_t)s->pw[s->slot_of[rt]];
 }
 
 /* Heuristic after tile t moved from `from` to `to` (board already updated); h0 is the old value. */
@@ -244,14 +273,14 @@ static int read_board(Search *s, PyObject *tiles) {
 
 static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"tiles", "n", "mode", "wnum", "wden", "node_limit", "deadline",
-                             "tables", "groups", "reflect", NULL};
+                             "tables", "groups", "reflect", "ranked", NULL};
     PyObject *tiles, *tables = Py_None, *groups = Py_None;
-    int n, mode, reflect = 1;
+    int n, mode, reflect = 1, ranked = 0;
     long wnum = 1, wden = 1;
     unsigned long long node_limit = 0;
     double deadline = 0.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oii|llKdOOp", kwlist, &tiles, &n, &mode, &wnum, &wden,
-                                     &node_limit, &deadline, &tables, &groups, &reflect))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oii|llKdOOpp", kwlist, &tiles, &n, &mode, &wnum, &wden,
+                                     &node_limit, &deadline, &tables, &groups, &reflect, &ranked))
         return NULL;
     if (n < 2 || n > 5 || mode < 0 || mode > 2 || wnum < 1 || wden < 1) {
         PyErr_SetString(PyExc_ValueError, "bad n, mode or weight");
@@ -267,6 +296,7 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
     s->node_limit = node_limit;
     s->deadline = deadline;
     s->reflect = reflect;
+    s->ranked = ranked;
     setup_geometry(s);
     PyObject *result = NULL;
     Py_buffer views[MAXGROUPS];
@@ -288,6 +318,7 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
             }
             int k = (int)PyTuple_GET_SIZE(grp);
             if (k > maxk) maxk = k;
+            s->gk[g] = k;
             for (int i = 0; i < k; i++) {
                 long t = PyLong_AsLong(PyTuple_GET_ITEM(grp, i));
                 if (t < 1 || t >= s->nn || covered[t]) {
@@ -310,7 +341,12 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
             PyObject *grp = PyTuple_GET_ITEM(groups, g);
             if (PyObject_GetBuffer(PyTuple_GET_ITEM(tables, g), &views[g], PyBUF_SIMPLE) < 0) goto done;
             nviews++;
-            if ((uint64_t)views[g].len != s->pw[PyTuple_GET_SIZE(grp)]) {
+            uint64_t want = s->pw[PyTuple_GET_SIZE(grp)];
+            if (ranked) {
+                want = 1;
+                for (int i = 0; i < s->gk[g]; i++) want *= (uint64_t)(s->nn - i);
+            }
+            if ((uint64_t)views[g].len != want) {
                 PyErr_SetString(PyExc_ValueError, "a pattern table has the wrong size for its group");
                 goto done;
             }
@@ -515,7 +551,7 @@ static PyObject *py_build_pdb(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"ida_star", (PyCFunction)(void (*)(void))py_ida_star, METH_VARARGS | METH_KEYWORDS,
      "ida_star(tiles, n, mode, wnum=1, wden=1, node_limit=0, deadline=0.0, tables=None, groups=None, "
-     "reflect=True) -> (status, moves or None, nodes, iterations); status 0 solved, 1 node limit, "
+     "reflect=True, ranked=False) -> (status, moves or None, nodes, iterations); status 0 solved, 1 node limit, "
      "2 time limit, 3 depth limit."},
     {"build_pdb", py_build_pdb, METH_VARARGS,
      "build_pdb(n, group) -> bytes: fewest moves of the group's tiles to home them, indexed by "
