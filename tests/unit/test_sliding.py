@@ -239,6 +239,22 @@ def test_pdb_6666_indexes_its_compact_tables_as_pdb_does_its_sparse_ones(monkeyp
     assert ranked.nodes == sparse.nodes == 778
 
 
+def test_a_turned_group_reads_its_twins_table_as_if_it_had_its_own(monkeypatch):
+    """Korf's economy on 4x4: tiles 13-12-9-8 are 2-3-6-7 turned twice; their answers and trees are pdb's."""
+    groups = ((1, 4, 5), (2, 3, 6, 7), (13, 12, 9, 8), (10, 11, 14, 15))
+    monkeypatch.setitem(sliding_pdb.PARTITIONS, 4, groups)
+    monkeypatch.setitem(sliding_pdb.RANKED_PARTITIONS, 4, groups)
+    monkeypatch.setitem(sliding_pdb.TURNED, (13, 12, 9, 8), ((2, 3, 6, 7), 2))
+    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    for length, tiles in _korf([55, 79]):
+        board, turned = solve(tiles, "pdb-6666")
+        _, sparse = solve(tiles, "pdb")
+        assert KIND.verify(board, turned.solution) is None and len(turned.solution) == length
+        assert turned.nodes == sparse.nodes
+    db = sliding_pdb.load(4, ranked=True)
+    assert bytes(db.tables[1]) == bytes(db.tables[2]) and db.maps is not None and db.maps[2] == bytes(range(15, -1, -1))
+
+
 def test_verify_rejects_illegal_and_unfinished_move_lists():
     board = KIND.parse({"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]})
     assert "not next to the blank" in KIND.verify(board, [7])

@@ -34,6 +34,9 @@ typedef struct {
     int ngroups, reflect, ranked;
     int gk[MAXGROUPS];
     int gpos[MAXGROUPS][MAXGROUPS], rgpos[MAXGROUPS][MAXGROUPS]; /* tile positions by group, slot */
+    /* a board symmetry per group: it reads its table at the turned positions (another group's
+     * table, turned, serves it); identity unless given */
+    uint8_t cmap[MAXGROUPS][MAXC];
     const uint8_t *tab[MAXGROUPS];
     int group_of[MAXC], slot_of[MAXC];
     uint64_t pw[MAXGROUPS + 1];
@@ -125,8 +128,8 @@ static void pdb_init_index(Search *s) {
         s->idx[s->group_of[t]] += (uint64_t)p * s->pw[s->slot_of[t]];
         int rt = s->tr[t], rp = s->tr[p];
         s->ridx[s->group_of[rt]] += (uint64_t)rp * s->pw[s->slot_of[rt]];
-        s->gpos[s->group_of[t]][s->slot_of[t]] = p;
-        s->rgpos[s->group_of[rt]][s->slot_of[rt]] = rp;
+        s->gpos[s->group_of[t]][s->slot_of[t]] = s->cmap[s->group_of[t]][p];
+        s->rgpos[s->group_of[rt]][s->slot_of[rt]] = s->cmap[s->group_of[rt]][rp];
     }
     if (s->ranked) {
         for (int g = 0; g < s->ngroups; g++) {
@@ -139,9 +142,9 @@ static void pdb_init_index(Search *s) {
 static inline void pdb_move(Search *s, int t, int from, int to) {
     int g = s->group_of[t], rt = s->tr[t], rg = s->group_of[rt];
     if (s->ranked) {
-        s->gpos[g][s->slot_of[t]] = to;
+        s->gpos[g][s->slot_of[t]] = s->cmap[g][to];
         s->idx[g] = placement_rank(s, s->gpos[g], s->gk[g]);
-        s->rgpos[rg][s->slot_of[rt]] = s->tr[to];
+        s->rgpos[rg][s->slot_of[rt]] = s->cmap[rg][s->tr[to]];
         s->ridx[rg] = placement_rank(s, s->rgpos[rg], s->gk[rg]);
         return;
     }
@@ -271,16 +274,48 @@ static int read_board(Search *s, PyObject *tiles) {
     return 0;
 }
 
+/* Read the groups' board symmetries (None, or one permutation of 0..nn-1 per group, None for
+ * identity); -1 with an exception set. Only ranked tables are read through them. */
+static int read_maps(Search *s, PyObject *maps) {
+    for (int g = 0; g < MAXGROUPS; g++)
+        for (int p = 0; p < MAXC; p++) s->cmap[g][p] = (uint8_t)p;
+    if (maps == Py_None) return 0;
+    if (!PyTuple_Check(maps) || PyTuple_GET_SIZE(maps) != s->ngroups || !s->ranked) {
+        PyErr_SetString(PyExc_ValueError, "maps must be a tuple with one entry per group (ranked tables only)");
+        return -1;
+    }
+    for (int g = 0; g < s->ngroups; g++) {
+        PyObject *m = PyTuple_GET_ITEM(maps, g);
+        if (m == Py_None) continue;
+        Py_buffer view;
+        if (PyObject_GetBuffer(m, &view, PyBUF_SIMPLE) < 0) return -1;
+        int ok = view.len == s->nn, seen = 0;
+        for (int p = 0; ok && p < s->nn; p++) {
+            int q = ((const uint8_t *)view.buf)[p];
+            ok = q < s->nn && !(seen >> q & 1);
+            seen |= 1 << q;
+            s->cmap[g][p] = (uint8_t)q;
+        }
+        PyBuffer_Release(&view);
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "each map must be a permutation of the n*n cells");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"tiles", "n", "mode", "wnum", "wden", "node_limit", "deadline",
-                             "tables", "groups", "reflect", "ranked", NULL};
-    PyObject *tiles, *tables = Py_None, *groups = Py_None;
+                             "tables", "groups", "reflect", "ranked", "maps", NULL};
+    PyObject *tiles, *tables = Py_None, *groups = Py_None, *maps = Py_None;
     int n, mode, reflect = 1, ranked = 0;
     long wnum = 1, wden = 1;
     unsigned long long node_limit = 0;
     double deadline = 0.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oii|llKdOOpp", kwlist, &tiles, &n, &mode, &wnum, &wden,
-                                     &node_limit, &deadline, &tables, &groups, &reflect, &ranked))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oii|llKdOOppO", kwlist, &tiles, &n, &mode, &wnum, &wden,
+                                     &node_limit, &deadline, &tables, &groups, &reflect, &ranked,
+                                     &maps))
         return NULL;
     if (n < 2 || n > 5 || mode < 0 || mode > 2 || wnum < 1 || wden < 1) {
         PyErr_SetString(PyExc_ValueError, "bad n, mode or weight");
@@ -335,6 +370,7 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
                 PyErr_SetString(PyExc_ValueError, "groups must cover every tile");
                 goto done;
             }
+        if (read_maps(s, maps) < 0) goto done;
         s->pw[0] = 1;
         for (int i = 1; i <= MAXGROUPS; i++) s->pw[i] = s->pw[i - 1] * (uint64_t)s->nn;
         for (int g = 0; g < s->ngroups; g++) {
@@ -551,7 +587,7 @@ static PyObject *py_build_pdb(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"ida_star", (PyCFunction)(void (*)(void))py_ida_star, METH_VARARGS | METH_KEYWORDS,
      "ida_star(tiles, n, mode, wnum=1, wden=1, node_limit=0, deadline=0.0, tables=None, groups=None, "
-     "reflect=True, ranked=False) -> (status, moves or None, nodes, iterations); status 0 solved, 1 node limit, "
+     "reflect=True, ranked=False, maps=None) -> (status, moves or None, nodes, iterations); status 0 solved, 1 node limit, "
      "2 time limit, 3 depth limit."},
     {"build_pdb", py_build_pdb, METH_VARARGS,
      "build_pdb(n, group) -> bytes: fewest moves of the group's tiles to home them, indexed by "

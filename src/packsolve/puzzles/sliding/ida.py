@@ -55,14 +55,14 @@ def ida_star(
     """
     tables: tuple[object, ...] | None = None
     groups = None
-    ranked = False
+    ranked, maps = False, None
     if mode in (PDB, PDB_STRONG, PDB_6666):
         # Imported on use: were the package to import pdb, `python -m packsolve.puzzles.sliding.pdb`
         # would find it already imported and run a second copy of it.
         from packsolve.puzzles.sliding import pdb
 
         db = pdb.load(board.n, strong=mode == PDB_STRONG, ranked=mode == PDB_6666)
-        tables, groups, ranked = db.tables, db.groups, db.ranked
+        tables, groups, ranked, maps = db.tables, db.groups, db.ranked, db.maps
         mode = PDB
     limits = []
     if budget.node_limit is not None:
@@ -84,6 +84,7 @@ def ida_star(
         tables,
         groups,
         ranked=ranked,
+        maps=maps,
     )
     if status == _SOLVED:
         # The answer is in hand: count the work without letting a limit passed meanwhile discard it.

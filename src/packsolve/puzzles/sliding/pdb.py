@@ -52,10 +52,18 @@ STRONG_PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
     4: ((1, 2, 3), (4, 5, 8, 9, 12, 13), (6, 7, 10, 11, 14, 15)),
 }
 # The `pdb-6666` heuristic: Korf & Felner's 6-6-6-6 split of the 24-puzzle, with compact (ranked)
-# tables of 25!/19! = 127,512,000 bytes each (510 MB for the four, on disk and mapped), built by
-# packsolve.native.pattern_db in minutes (about 1.3 GB of bitmaps while one is built).
+# tables of 25!/19! = 127,512,000 bytes each (two of them, 255 MB on disk and mapped: see TURNED),
+# built by packsolve.native.pattern_db in minutes (about 1.2 GB of bitmaps while one is built).
 RANKED_PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
-    5: ((1, 2, 5, 6, 7, 12), (3, 4, 8, 9, 13, 14), (10, 11, 15, 16, 20, 21), (17, 18, 19, 22, 23, 24)),
+    5: ((1, 2, 5, 6, 7, 12), (3, 4, 8, 9, 13, 14), (21, 20, 16, 15, 11, 10), (19, 24, 18, 23, 17, 22)),
+}
+# Korf's economy: a table ignores the blank, so a group whose tiles' homes are another group's
+# turned by quarter turns reads that group's table at the turned positions. The 2x3 blocks of
+# 10-21 and 17-24 are the block of 3-14 turned twice and once (tiles listed in matching order):
+# two tables of 127.5 MB serve the four groups.
+TURNED: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {
+    (21, 20, 16, 15, 11, 10): ((3, 4, 8, 9, 13, 14), 2),
+    (19, 24, 18, 23, 17, 22): ((3, 4, 8, 9, 13, 14), 1),
 }
 
 
@@ -68,6 +76,7 @@ class PatternDatabase:
     tables: tuple[object, ...]
     build_s: float
     ranked: bool = False
+    maps: tuple[bytes | None, ...] | None = None
 
 
 def cache_dir() -> Path:
@@ -83,6 +92,14 @@ def cache_dir() -> Path:
 def table_path(n: int, group: tuple[int, ...], ranked: bool = False) -> Path:
     name = "-".join(str(t) for t in group) + ("-ranked" if ranked else "")
     return cache_dir() / f"sliding-pdb-v{FORMAT_VERSION}-{n}x{n}-{name}.bin"
+
+
+def quarter_turns(n: int, turns: int) -> bytes:
+    """Return where each cell goes when the board turns clockwise by quarter turns: (r, c) -> (n-1-c, r)."""
+    cells = list(range(n * n))
+    for _ in range(turns % 4):
+        cells = [(n - 1 - p % n) * n + p // n for p in cells]
+    return bytes(cells)
 
 
 def table_size(n: int, group: tuple[int, ...], ranked: bool = False) -> int:
@@ -180,12 +197,18 @@ def load(n: int, strong: bool = False, ranked: bool = False) -> PatternDatabase:
             groups = RANKED_PARTITIONS[n]
         else:
             groups = STRONG_PARTITIONS[n] if strong and n in STRONG_PARTITIONS else PARTITIONS[n]
-        tables, total = [], 0.0
+        tables, maps, total = [], [], 0.0
         for group in groups:
-            table, seconds = ensure_table(n, group, ranked)
+            source, turns = TURNED.get(group, (group, 0)) if ranked else (group, 0)
+            turn = quarter_turns(n, turns)
+            if [turn[t] for t in group] != list(source):
+                raise ValueError(f"tiles {group} do not turn onto {source}")
+            table, seconds = ensure_table(n, source, ranked)
             tables.append(table)
+            maps.append(turn if turns else None)
             total += seconds
-        _LOADED[key] = PatternDatabase(n, groups, tuple(tables), total, ranked)
+        turned = tuple(maps) if any(maps) else None
+        _LOADED[key] = PatternDatabase(n, groups, tuple(tables), total, ranked, turned)
     return _LOADED[key]
 
 
