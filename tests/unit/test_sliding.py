@@ -252,7 +252,8 @@ def test_a_turned_group_reads_its_twins_table_as_if_it_had_its_own(monkeypatch):
         assert KIND.verify(board, turned.solution) is None and len(turned.solution) == length
         assert turned.nodes == sparse.nodes
     db = sliding_pdb.load(4, ranked=True)
-    assert bytes(db.tables[1]) == bytes(db.tables[2]) and db.maps is not None and db.maps[2] == bytes(range(15, -1, -1))
+    assert bytes(db.tables[1]) == bytes(db.tables[2])
+    assert db.maps is not None and db.maps[2] == bytes(range(15, -1, -1))
 
 
 def test_verify_rejects_illegal_and_unfinished_move_lists():
