@@ -10,10 +10,11 @@ Both sides count solutions up to two over a whole set with the loop in C: packso
 ``band-triads`` through ``packsolve.native.sudoku_bands.count_batch`` (one call per pass, timed
 around the call), tdoku through its own ``run_benchmark`` (``-r0``: the set as it is, in file
 order; ``-n``: one pass is the set; tdoku times its passes itself and reports microseconds per
-puzzle). The two alternate, round after round, and each keeps its best round, the machine being
-shared. Every packsolve answer is checked with the kind's ``verify``; tdoku's solution counts are
-checked, puzzle by puzzle, against packsolve's through ``libtdoku_shared.so`` (outside the clock).
-``propagate``'s C loop is timed too, one C call per puzzle from Python, for the record.
+puzzle). Each side repeats passes for the same number of seconds and reports the mean pass; the
+two alternate, round after round, and each keeps its best round, the machine being shared.
+Every packsolve answer is checked with the kind's ``verify``; tdoku's solution counts are checked,
+puzzle by puzzle, against packsolve's through ``libtdoku_shared.so`` (outside the clock).
+``propagate``'s C loop is timed too (one pass, a C call per puzzle from Python), for the record.
 Writes benchmarks/results/sudoku_tdoku.md.
 """
 
@@ -94,10 +95,15 @@ def tdoku_counts(library: Path, grids: list[str]) -> list[int]:
     return [solve(grid.encode(), 2, 0, out, ctypes.byref(guesses)) for grid in grids]
 
 
-def time_bands(data: bytes) -> float:
-    t0 = time.perf_counter()
-    sudoku_bands.count_batch(data, 2)
-    return time.perf_counter() - t0
+def time_bands(data: bytes, seconds: float) -> float:
+    """Return the mean time of one pass over the set, passes repeated for at least seconds (as tdoku's)."""
+    passes, t0 = 0, time.perf_counter()
+    while True:
+        sudoku_bands.count_batch(data, 2)
+        passes += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return elapsed / passes
 
 
 def time_propagate(cells: list[bytes]) -> float:
@@ -133,7 +139,7 @@ def measure(name: str, build: Path, rounds: int, seconds: int) -> Row:
         bands = prop = tdoku = float("inf")
         guesses = 0.0
         for _ in range(rounds):
-            bands = min(bands, min(time_bands(data) for _ in range(3)))
+            bands = min(bands, time_bands(data, seconds))
             prop = min(prop, time_propagate(cells))
             t, guesses = time_tdoku(build / "run_benchmark", path, len(grids), seconds)
             tdoku = min(tdoku, t)
@@ -184,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     lines += [
         "",
-        f"Best of {args.rounds} alternating rounds each (band-triads: best of 3 passes a round; tdoku: "
-        f"its run_benchmark, {args.seconds} s of passes a round, 1 s warm-up). Every band-triads answer "
+        f"Best of {args.rounds} alternating rounds; in a round each side repeats passes over the set for "
+        f"{args.seconds} s and gives the mean pass (tdoku: its run_benchmark, after a 1 s warm-up). "
+        "Every band-triads answer "
         "passed `verify`; tdoku's solution counts (up to 2) equal band-triads' on every puzzle.",
     ]
     out = Path(args.out)
