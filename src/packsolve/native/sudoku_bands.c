@@ -36,6 +36,7 @@ typedef struct {
     uint32_t f[27];      /* f[digit * 3 + band] */
     uint32_t open[3];    /* cells not placed yet, per band */
     uint32_t changed;    /* digit-bands to revisit, bit digit * 3 + band */
+    uint32_t cols[9];    /* per digit: the columns of each band holding it when its stack triads last held */
 } State;
 
 
@@ -91,13 +92,19 @@ static inline uint32_t band_triad(uint32_t f) {
     return f & SEG_CELLS[TRIAD[occ]];
 }
 
-/* The same for the three stacks of digit d: columns matched one to one with the bands' boxes.
- * Returns 0 on a contradiction. */
-static inline int stack_triads(uint32_t *f) {
-    uint32_t col[3], keep[3] = {0, 0, 0};
-    for (int b = 0; b < 3; b++) col[b] = (f[b] | f[b] >> 9 | f[b] >> 18) & 0x1FF;
+/* The columns of each band that hold a cell of f (band b's nine at bits 9b..9b+8). */
+static inline uint32_t columns(const uint32_t *f) {
+    uint32_t c = 0;
+    for (int b = 0; b < 3; b++) c |= ((f[b] | f[b] >> 9 | f[b] >> 18) & 0x1FF) << (b * 9);
+    return c;
+}
+
+/* The same for the three stacks of digit d, whose columns are cols: columns matched one to one
+ * with the bands' boxes. Returns 0 on a contradiction. */
+static inline int stack_triads(uint32_t *f, uint32_t cols) {
+    uint32_t keep[3] = {0, 0, 0};
     for (int t = 0; t < 9; t += 3) {
-        unsigned occ = (col[0] >> t & 7) | (col[1] >> t & 7) << 3 | (col[2] >> t & 7) << 6;
+        unsigned occ = (cols >> t & 7) | (cols >> (9 + t) & 7) << 3 | (cols >> (18 + t) & 7) << 6;
         unsigned k = TRIAD[occ];
         if (!k) return 0;
         for (int b = 0; b < 3; b++) keep[b] |= (k >> (b * 3) & 7) << t;
@@ -119,8 +126,15 @@ static int settle_bands(State *s) {
             f[0] = g0;
             f[1] = g1;
             f[2] = g2;
-            if (!stack_triads(f)) return 0;
-            if (f[0] == g0 && f[1] == g1 && f[2] == g2) break;
+            /* the stack triads read only the columns: the same columns as when they last held
+             * change nothing */
+            uint32_t cols = columns(f);
+            if (cols == s->cols[d]) break;
+            if (!stack_triads(f, cols)) return 0;
+            if (f[0] == g0 && f[1] == g1 && f[2] == g2) {
+                s->cols[d] = cols;
+                break;
+            }
         }
         /* rows (band * 3 + row) left with one cell that is not placed yet: hidden singles */
         unsigned rows = 0;
@@ -244,6 +258,7 @@ static void search(const State *s, Search *x) {
 static int start(State *s, const uint8_t *grid) {
     for (int i = 0; i < 27; i++) s->f[i] = BAND;
     for (int b = 0; b < 3; b++) s->open[b] = BAND;
+    for (int d = 0; d < 9; d++) s->cols[d] = 0;
     s->changed = 0;
     for (int cell = 0; cell < 81; cell++) {
         if (!grid[cell]) continue;
