@@ -153,10 +153,19 @@ static inline void pdb_move(Search *s, int t, int from, int to) {
 }
 
 /* Heuristic after tile t moved from `from` to `to` (board already updated); h0 is the old value. */
-static inline int h_after(Search *s, int h0, int t, int from, int to) {
+static inline int h_after(Search *s, int h0, int t, int from, int to, long child_g_cost) {
     if (s->mode == H_PDB) {
         pdb_move(s, t, from, to);
-        return pdb_h(s);
+        int h = pdb_sum(s, s->idx);
+        /* The reflected tables cost another cache miss: skip them when the regular value alone
+         * prunes the child and cannot lower the next bound (Korf's order), which leaves the
+         * search exactly as it was. */
+        long f = child_g_cost + (long)h * s->wnum;
+        if (s->reflect && (f <= s->bound || f < s->next_bound)) {
+            int r = pdb_sum(s, s->ridx);
+            if (r > h) h = r;
+        }
+        return h;
     }
     int h = h0 + s->md[t][to] - s->md[t][from];
     if (s->mode == H_LINEAR_CONFLICT) {
@@ -234,7 +243,7 @@ static int dfs(Search *s, int g, int h, int prev_blank) {
         s->board[b] = (uint8_t)t;
         s->board[p] = 0;
         s->blank = p;
-        int nh = h_after(s, h, t, p, b);
+        int nh = h_after(s, h, t, p, b, (long)(g + 1) * s->wden);
         s->path[g] = t;
         int r = dfs(s, g + 1, nh, b);
         s->board[p] = (uint8_t)t;
