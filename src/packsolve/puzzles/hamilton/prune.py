@@ -42,8 +42,10 @@ __all__ = [
 ]
 
 # Node cap of the first run (at least 4 nodes per vertex), and how many doubling restarts
-# run before the search also splits on the end vertex.
-RESTART_CAP, RESTARTS_BEFORE_ENDS = 1000, 2
+# run before the search also splits on the end vertex. One: a level the first run cannot settle
+# is hard, and the ends' root checks refute most impossible ones at once (on the hardest levels
+# found, a second restart first cost 2,000 more nodes on every level it touched and settled none).
+RESTART_CAP, RESTARTS_BEFORE_ENDS = 1000, 1
 
 _native: Any
 try:  # the C accelerator; absent in a source tree that was never built
