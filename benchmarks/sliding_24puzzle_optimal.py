@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import sys
 import time
@@ -97,11 +98,54 @@ def report(records: list[dict], out: Path, build: str) -> None:
     out.write_text("\n".join(lines) + "\n")
 
 
+def random_walks(count: int, moves: int, seed: int, limit: float) -> list[str]:
+    """Solve random-walk 5x5 boards with pdb (six 4-tile tables) and pdb-6666; return table rows.
+
+    Both are optimal, so their lengths must agree; the node counts show what the bigger tables buy.
+    """
+    kind = get_kind("sliding")
+    rng = random.Random(seed)
+    rows = [
+        "| board | pdb-6666 length | nodes | CPU s | pdb (4-tile) length | nodes | CPU s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for k in range(count):
+        tiles, blank, last = list(range(25)), 0, -1
+        for _ in range(moves):  # a walk that never steps straight back
+            p = rng.choice(
+                [q for q in (blank - 5, blank + 5, blank - 1, blank + 1) if _next(blank, q) and q != last]
+            )
+            tiles[blank], tiles[p] = tiles[p], 0
+            last, blank = blank, p
+        board = kind.parse({"tiles": tiles})
+        cells = [f"walk-{k + 1}"]
+        lengths = []
+        for heuristic in ("pdb-6666", "pdb"):
+            cpu0 = time.process_time()
+            out = kind.solvers[heuristic](board, Budget(limit))
+            cpu = time.process_time() - cpu0
+            ok = out.solution is not None and kind.verify(board, out.solution) is None
+            lengths.append(len(out.solution) if ok else None)
+            cells += [str(lengths[-1] if ok else out.status.value), f"{out.nodes:,}", f"{cpu:.2f}"]
+        if None not in lengths and lengths[0] != lengths[1]:
+            raise SystemExit(f"walk {k + 1}: optimal lengths differ {lengths}")
+        rows.append("| " + " | ".join(cells) + " |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _next(p: int, q: int) -> bool:
+    """Return whether cells p and q of the 5x5 board are neighbours."""
+    return 0 <= q < 25 and (abs(p - q) == 5 or (abs(p - q) == 1 and p // 5 == q // 5))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ids", default="", help="instance ids in the order to run (default all)")
     ap.add_argument("--time-limit", type=float, default=600.0, help="wall seconds per board")
     ap.add_argument("--out", type=Path, default=RESULTS / "sliding_24puzzle_optimal.md")
+    ap.add_argument("--walks", type=int, default=0, help="solve this many random-walk boards instead")
+    ap.add_argument("--walk-moves", type=int, default=60)
     args = ap.parse_args()
     instances = {i.ident: i for i in read_korf(KORF_FELNER50)}
     order = args.ids.split(",") if args.ids else list(instances)
@@ -114,6 +158,12 @@ def main() -> None:
         f"{db.build_s:.1f} s of it building), peak RSS {peak_mb:.0f} MB"
     )
     print(build, flush=True)
+    if args.walks:
+        rows = random_walks(args.walks, args.walk_moves, 24, args.time_limit)
+        out = args.out.with_name("sliding_24puzzle_walks.md")
+        head = f"# Random {args.walk_moves}-move walks on 5x5, pdb-6666 against pdb\n\nTables: {build}.\n\n"
+        out.write_text(head + "\n".join(rows) + "\n")
+        return
     raw = args.out.with_suffix(".jsonl")
     for ident in order:
         record = attempt(instances[ident], args.time_limit)
