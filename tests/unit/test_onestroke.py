@@ -330,6 +330,18 @@ def test_two_vertex_cut_parity_confines_the_end_and_refutes_the_level():
     assert allowed is not None and all(r <= 3 and c >= 8 for r, c in (cells[v] for v in allowed))
 
 
+@pytest.mark.skipif(_native is None, reason="C extension not built")
+@pytest.mark.parametrize("grid", [STAIRCASE, POCKET, "HUNTED_19"])
+def test_two_vertex_cut_parity_in_c_allows_the_ends_python_allows(grid):
+    p, _ = problem(KIND.parse({"grid": HUNTED_19 if grid == "HUNTED_19" else grid}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    python = hamilton_prune._two_cut_ends(p, colour, Budget())
+    c = hamilton_prune._allowed_ends(p, colour, Budget(), native=True)
+    assert c == python
+    if grid == STAIRCASE:
+        assert c is not None  # the test confines the end there
+
+
 # An impossible level the pruned search cannot refute in seconds; CP-SAT's relaxation can.
 HUNTED_19 = [
     "....................",

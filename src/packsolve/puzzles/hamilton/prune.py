@@ -142,7 +142,7 @@ def pruned_search(
         if end_cap == 1 and ends and colour is not None:
             # The root checks were cheap; the cut test costs O(n (n + m)), so it only
             # filters the ends that survived them.
-            allowed = _two_cut_ends(p, colour, budget)
+            allowed = _allowed_ends(p, colour, budget, native)
             ends = ends if allowed is None else [v for v in ends if v in allowed]
         if not ends:
             return None  # every possible end refuted
@@ -152,6 +152,25 @@ def pruned_search(
         end_cap = 64 if end_cap == 1 else end_cap * 2
         cap = max(cap, end_cap * len(ends))  # about as many nodes as the end searches get
         q = _shuffled(p, rng)
+
+
+def _allowed_ends(p: HamiltonProblem, colour: list[int], budget: Budget, native: bool) -> set[int] | None:
+    """Return the vertices the 2-vertex-cut parity test allows to end the path (None: all), in C if built."""
+    if not native or _native is None:
+        return _two_cut_ends(p, colour, budget)
+    offsets, flat = _flat(p)
+    allowed = _native.two_cut_ends(offsets, flat, p.start, colour)
+    return None if allowed is None else set(allowed)
+
+
+def _flat(p: HamiltonProblem) -> tuple[list[int], list[int]]:
+    """Return p's adjacency as (offsets, neighbours), the form the C module reads."""
+    offsets = [0]
+    flat: list[int] = []
+    for nbrs in p.adj:
+        flat.extend(nbrs)
+        offsets.append(len(flat))
+    return offsets, flat
 
 
 def _two_cut_ends(p: HamiltonProblem, colour: list[int], budget: Budget) -> set[int] | None:
@@ -266,11 +285,7 @@ def _native_run(
     node_limit: int,
     time_limit: float,
 ) -> Run:
-    offsets = [0]
-    flat: list[int] = []
-    for nbrs in p.adj:
-        flat.extend(nbrs)
-        offsets.append(len(flat))
+    offsets, flat = _flat(p)
     end = -1 if p.end is None else p.end
     assert _native is not None
     return _native.search(
