@@ -153,7 +153,8 @@ def main() -> None:
     db = sliding_pdb.load(5, ranked=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     build = (
-        f"{len(db.groups)} groups on {len({id(t) for t in db.tables})} tables, loaded in "
+        f"{len(db.groups)} groups on {len({sliding_pdb.TURNED.get(g, (g, 0))[0] for g in db.groups})} tables "
+        f"({sliding_pdb.table_size(5, db.groups[0], ranked=True):,} bytes each), loaded in "
         f"{time.perf_counter() - start:.1f} s wall ({time.process_time() - cpu0:.1f} s CPU; "
         f"{db.build_s:.1f} s of it building), peak RSS {peak_mb:.0f} MB"
     )
