@@ -14,6 +14,8 @@ setup(
         Extension(
             f"packsolve.native.{c.stem}",
             sources=[str(c)],
+            # shared headers (sudoku_common.h): a change rebuilds the modules, and the sdist carries them
+            depends=[str(h) for h in sorted(NATIVE.glob("*.h"))],
             extra_compile_args=["-O3", "-std=c11"],
         )
         for c in sorted(NATIVE.glob("*.c"))

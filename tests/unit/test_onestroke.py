@@ -15,6 +15,7 @@ from packsolve.puzzles.hamilton import prune as hamilton_prune
 from packsolve.puzzles.hamilton.cpsat import cpsat_available
 from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first
 from packsolve.puzzles.hamilton.prune import PRUNE_ALL, PRUNE_DEGREE, PRUNE_FORCED, _native, pruned_search
+from packsolve.puzzles.onestroke import kind as onestroke
 from packsolve.puzzles.onestroke.generate import generate, move_start, parse_size
 from packsolve.puzzles.onestroke.kind import problem
 
@@ -329,6 +330,18 @@ def test_two_vertex_cut_parity_confines_the_end_and_refutes_the_level():
     assert allowed is not None and all(r <= 3 and c >= 8 for r, c in (cells[v] for v in allowed))
 
 
+@pytest.mark.skipif(_native is None, reason="C extension not built")
+@pytest.mark.parametrize("grid", [STAIRCASE, POCKET, "HUNTED_19"])
+def test_two_vertex_cut_parity_in_c_allows_the_ends_python_allows(grid):
+    p, _ = problem(KIND.parse({"grid": HUNTED_19 if grid == "HUNTED_19" else grid}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    python = hamilton_prune._two_cut_ends(p, colour, Budget())
+    c = hamilton_prune._allowed_ends(p, colour, Budget(), native=True)
+    assert c == python
+    if grid == STAIRCASE:
+        assert c is not None  # the test confines the end there
+
+
 # An impossible level the pruned search cannot refute in seconds; CP-SAT's relaxation can.
 HUNTED_19 = [
     "....................",
@@ -361,6 +374,16 @@ def test_portfolio_hands_what_prune_cannot_settle_to_cpsat_within_the_limit():
     out = KIND.solvers["portfolio"](grid, Budget(time_limit=4))
     assert out.status is Status.NO_SOLUTION and "CP-SAT" in out.message
     assert out.nodes > 1000  # the pruned search's nodes count too
+
+
+@pytest.mark.skipif(not cpsat_available(), reason="OR-Tools not installed")
+def test_portfolio_hands_over_after_its_nodes_per_cell_not_a_share_of_the_clock():
+    grid = KIND.parse({"grid": HUNTED_19})
+    cap = onestroke.PRUNE_NODES_PER_CELL * len(grid.cells())
+    # a limit whose quarter the pruned search cannot spend before its node cap on any machine
+    out = KIND.solvers["portfolio"](grid, Budget(time_limit=3600))
+    assert out.status is Status.NO_SOLUTION and f"within {cap:,} nodes" in out.message
+    assert out.nodes > cap
 
 
 def test_portfolio_is_the_pruned_search_on_levels_it_settles():

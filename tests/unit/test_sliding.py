@@ -17,7 +17,7 @@ from packsolve.puzzles.sliding import pdb as sliding_pdb
 from packsolve.puzzles.sliding.board import Board, neighbours, unsolvable_reason
 
 KIND = get_kind("sliding")
-OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb", "pdb-663"]
+OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb", "pdb-663", "pdb-6666"]
 # Seven of Korf's 100 fifteen-puzzle instances (R. E. Korf, AIJ 27, 1985) with their published optimal
 # lengths, pinned here; the whole set is read by benchmarks/sliding_korf100.py from ../shared/benchmarks.
 # id: (optimal length, tiles row by row, 0 the blank; goal 0 1 2 ... 15)
@@ -218,6 +218,42 @@ def test_weighted_solves_a_scrambled_24_puzzle(monkeypatch):
     assert KIND.verify(board, out.solution) is None
     manhattan = sum(abs(p // 5 - t // 5) + abs(p % 5 - t % 5) for p, t in enumerate(tiles) if t)
     assert len(out.solution) >= manhattan > 30
+
+
+def test_pdb_6666_indexes_its_compact_tables_as_pdb_does_its_sparse_ones(monkeypatch):
+    """pdb-6666's ranked tables over a small split (the real one is 510 MB): pdb's tree, node for node."""
+    groups = tuple(tuple(range(i, i + 3)) for i in range(1, 25, 3))
+    monkeypatch.setitem(sliding_pdb.PARTITIONS, 5, groups)
+    monkeypatch.setitem(sliding_pdb.RANKED_PARTITIONS, 5, groups)
+    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    rng = random.Random(5)
+    tiles, blank, last, near = list(range(25)), 0, -1, neighbours(5)
+    for _ in range(24):  # a walk that never steps straight back
+        p = rng.choice([q for q in near[blank] if q != last])
+        tiles[blank], tiles[p] = tiles[p], 0
+        last, blank = blank, p
+    board, ranked = solve(tiles, "pdb-6666")
+    _, sparse = solve(tiles, "pdb")
+    assert ranked.status is Status.SOLVED and KIND.verify(board, ranked.solution) is None
+    assert len(ranked.solution) == len(sparse.solution) == 24
+    assert ranked.nodes == sparse.nodes == 778
+
+
+def test_a_turned_group_reads_its_twins_table_as_if_it_had_its_own(monkeypatch):
+    """Korf's economy on 4x4: tiles 13-12-9-8 are 2-3-6-7 turned twice; their answers and trees are pdb's."""
+    groups = ((1, 4, 5), (2, 3, 6, 7), (13, 12, 9, 8), (10, 11, 14, 15))
+    monkeypatch.setitem(sliding_pdb.PARTITIONS, 4, groups)
+    monkeypatch.setitem(sliding_pdb.RANKED_PARTITIONS, 4, groups)
+    monkeypatch.setitem(sliding_pdb.TURNED, (13, 12, 9, 8), ((2, 3, 6, 7), 2))
+    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    for length, tiles in _korf([55, 79]):
+        board, turned = solve(tiles, "pdb-6666")
+        _, sparse = solve(tiles, "pdb")
+        assert KIND.verify(board, turned.solution) is None and len(turned.solution) == length
+        assert turned.nodes == sparse.nodes
+    db = sliding_pdb.load(4, ranked=True)
+    assert bytes(db.tables[1]) == bytes(db.tables[2])
+    assert db.maps is not None and db.maps[2] == bytes(range(15, -1, -1))
 
 
 def test_verify_rejects_illegal_and_unfinished_move_lists():

@@ -106,3 +106,43 @@ def test_an_unwritable_cache_still_gives_the_table(tmp_path, monkeypatch):
     table, built = sliding_pdb.ensure_table(3, GROUP)
     assert built > 0
     assert bytes(table) == native.build_pdb(3, GROUP)
+
+
+# -- compact (ranked) tables: Korf & Felner's 6-6-6-6 uses them; tests build small groups only ----
+
+
+def test_ranked_table_equals_an_independent_zero_one_bfs():
+    from packsolve.native import pattern_db
+
+    table = pattern_db.build(3, GROUP)
+    truth = _abstract_distances(3, GROUP)
+    assert len(table) == 9 * 8 * 7 * 6 == len(truth)
+    assert sorted(pattern_db.rank(3, pos) for pos in truth) == list(range(len(table)))
+    for pos, d in truth.items():
+        assert table[pattern_db.rank(3, pos)] == d
+
+
+def test_ranked_builder_rejects_bad_groups():
+    from packsolve.native import pattern_db
+
+    for n, group in ((6, (1,)), (3, (1, 1)), (3, (0, 1)), (3, (1, 9)), (3, tuple(range(1, 10)))):
+        with pytest.raises(ValueError):
+            pattern_db.build(n, group)
+    with pytest.raises(ValueError):
+        pattern_db.rank(3, (2, 2))
+
+
+def test_ranked_tables_are_cached_under_their_own_name(monkeypatch):
+    monkeypatch.setitem(sliding_pdb.RANKED_PARTITIONS, 3, ((1, 2, 3, 4), (5, 6, 7, 8)))
+    db = sliding_pdb.load(3, ranked=True)
+    assert db.ranked and [len(t) for t in db.tables] == [3024, 3024]
+    assert sliding_pdb.table_path(3, GROUP, ranked=True).stat().st_size == 3024
+    assert not sliding_pdb.table_path(3, GROUP).exists()
+    # sizes without a ranked split fall back to the usual tables
+    assert not sliding_pdb.load(4, ranked=True).ranked
+
+
+def test_the_6666_split_partitions_the_24_puzzle_into_four_six_tile_groups():
+    groups = sliding_pdb.RANKED_PARTITIONS[5]
+    assert sorted(t for g in groups for t in g) == list(range(1, 25)) and {len(g) for g in groups} == {6}
+    assert sliding_pdb.table_size(5, groups[0], ranked=True) == 127_512_000

@@ -18,7 +18,8 @@ from packsolve.puzzles.sudoku.kind import parse, parse_line, read_lines
 from packsolve.puzzles.sudoku.search import first_empty_dfs, native_search, propagation_search
 
 KIND = get_kind("sudoku")
-HEURISTICS = ("plain", "propagate", "dlx")
+HEURISTICS = ("plain", "propagate", "band-triads", "dlx")
+STRONG = ("propagate", "band-triads", "dlx")
 
 # The write-up's sample (Arto Inkala's "world's hardest sudoku") and its published solution.
 SEED = "800000000003600000070090200050007000000045700000100030001000068008500010090000400"
@@ -110,7 +111,7 @@ def test_plain_reproduces_the_write_up_sample_answer():
     assert budget.nodes == 49_559
 
 
-@pytest.mark.parametrize("heuristic", ["propagate", "dlx"])
+@pytest.mark.parametrize("heuristic", STRONG)
 def test_strong_heuristics_solve_the_sample_and_prove_it_unique(heuristic):
     level, out = solve(heuristic, SEED)
     assert out.status == Status.SOLVED and out.solution == SEED_SOLUTION
@@ -131,7 +132,7 @@ def test_every_heuristic_tells_unique_ambiguous_and_impossible_apart(heuristic):
     assert out.status == Status.NO_SOLUTION and out.solution is None and "exhausted" in out.message
 
 
-@pytest.mark.parametrize("heuristic", ["propagate", "dlx"])
+@pytest.mark.parametrize("heuristic", STRONG)
 def test_strong_heuristics_prove_a_hard_puzzle_has_no_solution(heuristic):
     _, out = solve(heuristic, NO_SOLUTION, time_limit=30)
     assert out.status == Status.NO_SOLUTION and out.solution is None
@@ -188,7 +189,7 @@ def _transform(grid: str, rnd: random.Random) -> str:
 def test_symmetric_variants_of_hard_puzzles_are_solved_and_verified(seed, base):
     grid = _transform(base.replace("0", "."), random.Random(seed))
     level = parse({"grid": grid})
-    for heuristic in ("propagate", "dlx"):
+    for heuristic in STRONG:
         out = KIND.solvers[heuristic](level, Budget(time_limit=30))
         assert out.status == Status.SOLVED and out.message == "unique solution"
         assert KIND.verify(level, out.solution) is None
@@ -240,14 +241,43 @@ def test_generator_is_reproducible_and_makes_unique_puzzles():
 def test_default_falls_back_to_python_without_the_c_accelerator(monkeypatch):
     import packsolve.puzzles.sudoku.kind as sudoku
 
-    monkeypatch.setattr(sudoku, "native_search", lambda cells, budget, cap: None)
-    level, out = solve("propagate", HARDEST_1)
-    assert out.status == Status.SOLVED and out.message == "unique solution (pure-Python fallback)"
-    assert KIND.verify(level, out.solution) is None
+    monkeypatch.setattr(sudoku, "native_search", lambda cells, budget, cap, module="sudoku": None)
+    for heuristic in ("propagate", "band-triads"):
+        level, out = solve(heuristic, HARDEST_1)
+        assert out.status == Status.SOLVED and out.message == "unique solution (pure-Python fallback)"
+        assert KIND.verify(level, out.solution) is None
 
 
-def test_c_search_stops_at_the_deadline_and_the_node_cap():
-    native = pytest.importorskip("packsolve.native.sudoku")
+@pytest.mark.parametrize(
+    ("grid", "nodes"),
+    [(SEED, 54), (TOP95_1, 1), (HARDEST_1, 1), (NO_SOLUTION, 235), (THREE_SOLUTIONS, 5), (EASY, 1)],
+)
+def test_band_triads_expand_as_many_nodes_as_propagate(grid, nodes):
+    # Both apply singles and locked candidates to a fixpoint and branch on the first two-candidate
+    # cell, so their trees are the same; the pinned counts catch a change in either.
+    pytest.importorskip("packsolve.native.sudoku")
+    pytest.importorskip("packsolve.native.sudoku_bands")
+    assert [solve(h, grid)[1].nodes for h in ("propagate", "band-triads")] == [nodes, nodes]
+
+
+def test_band_batch_counts_agree_with_one_grid_at_a_time():
+    bands = pytest.importorskip("packsolve.native.sudoku_bands")
+    grids = [SEED, THREE_SOLUTIONS, NO_SOLUTION, EASY]
+    cells = [bytes(parse({"grid": g}).cells) for g in grids]
+    counts, solutions, nodes = bands.count_batch(b"".join(cells), 2)
+    singly = [bands.count(c, 2, -1, -1.0) for c in cells]
+    assert list(counts) == [s[1] for s in singly] == [1, 2, 0, 1]
+    assert nodes == sum(s[3] for s in singly) == 54 + 5 + 235 + 1
+    assert solutions[:81].decode() == SEED_SOLUTION and solutions[162:243] == b"0" * 81
+    with pytest.raises(ValueError):
+        bands.count_batch(b"\x00" * 80, 2)
+    with pytest.raises(ValueError):
+        bands.count(b"\x0a" + b"\x00" * 80, 2, -1, -1.0)
+
+
+@pytest.mark.parametrize("module", ["sudoku", "sudoku_bands"])
+def test_c_search_stops_at_the_deadline_and_the_node_cap(module):
+    native = pytest.importorskip(f"packsolve.native.{module}")
     import time
 
     # counting a million solutions of the empty grid takes far longer than 20 ms

@@ -489,6 +489,35 @@ static int *int_array(PyObject *seq, Py_ssize_t *len, const char *what) {
     return a;
 }
 
+/* Read a graph in compressed adjacency form and check it (start and end, -1 for none, in range);
+ * 0 with an exception set and nothing allocated. */
+static int read_graph(PyObject *off_o, PyObject *nb_o, int start, int end, int **off, int **nb, int *n,
+                      Py_ssize_t *nnb) {
+    Py_ssize_t noff;
+    *off = int_array(off_o, &noff, "offsets must be a sequence of ints");
+    if (!*off) return 0;
+    *nb = int_array(nb_o, nnb, "neighbours must be a sequence of ints");
+    if (!*nb) {
+        PyMem_Free(*off);
+        return 0;
+    }
+    *n = (int)noff - 1;
+    const char *bad = NULL;
+    if (*n < 1 || start < 0 || start >= *n || end >= *n || (*off)[0] != 0 || (*off)[*n] != *nnb)
+        bad = "bad graph: offsets, neighbours, start or end out of range";
+    for (int v = 0; !bad && v < *n; v++)
+        if ((*off)[v + 1] < (*off)[v]) bad = "offsets must not decrease";
+    for (Py_ssize_t k = 0; !bad && k < *nnb; k++)
+        if ((*nb)[k] < 0 || (*nb)[k] >= *n) bad = "neighbour out of range";
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, bad);
+        PyMem_Free(*off);
+        PyMem_Free(*nb);
+        return 0;
+    }
+    return 1;
+}
+
 static PyObject *search(PyObject *self, PyObject *args) {
     PyObject *off_o, *nb_o, *colour_o;
     int start, end, closed, order, prune;
@@ -499,33 +528,12 @@ static PyObject *search(PyObject *self, PyObject *args) {
         return NULL;
     Search s;
     memset(&s, 0, sizeof s);
-    Py_ssize_t noff, nnb;
-    s.off = int_array(off_o, &noff, "offsets must be a sequence of ints");
-    if (!s.off) return NULL;
-    s.nb = int_array(nb_o, &nnb, "neighbours must be a sequence of ints");
-    if (!s.nb) {
-        PyMem_Free(s.off);
-        return NULL;
-    }
-    s.n = (int)noff - 1;
+    Py_ssize_t nnb;
+    if (!read_graph(off_o, nb_o, start, end, &s.off, &s.nb, &s.n, &nnb)) return NULL;
     PyObject *result = NULL;
     int n = s.n;
-    if (n < 1 || start < 0 || start >= n || end >= n || s.off[0] != 0 || s.off[n] != nnb) {
-        PyErr_SetString(PyExc_ValueError, "bad graph: offsets, neighbours, start or end out of range");
-        goto done_arrays;
-    }
-    for (int v = 0; v < n; v++) {
-        if (s.off[v + 1] < s.off[v]) {
-            PyErr_SetString(PyExc_ValueError, "offsets must not decrease");
-            goto done_arrays;
-        }
+    for (int v = 0; v < n; v++)
         if (s.off[v + 1] - s.off[v] > s.maxdeg) s.maxdeg = s.off[v + 1] - s.off[v];
-    }
-    for (Py_ssize_t k = 0; k < nnb; k++)
-        if (s.nb[k] < 0 || s.nb[k] >= n) {
-            PyErr_SetString(PyExc_ValueError, "neighbour out of range");
-            goto done_arrays;
-        }
     if (s.maxdeg == 0) s.maxdeg = 1;
     s.start = start;
     s.end = end;
@@ -621,9 +629,118 @@ done_all:
     PyMem_Free(s.mark);
     PyMem_Free(s.ef);
     PyMem_Free(s.work);
-done_arrays:
     PyMem_Free(s.off);
     PyMem_Free(s.nb);
+    return result;
+}
+
+/* The vertices that may end a Hamiltonian path from start by the 2-vertex-cut parity test, as
+ * packsolve.puzzles.hamilton.prune._two_cut_ends (its twin in Python, which explains the test):
+ * for every vertex a, a DFS of G - a from start finds the pieces hanging on one more vertex b; a
+ * piece whose colour counts a path from a to b through it cannot have (or that hangs on b alone)
+ * must hold the end. Returns a list of the vertices allowed, or None when the test allows all. */
+static PyObject *two_cut_ends(PyObject *self, PyObject *args) {
+    PyObject *off_o, *nb_o, *colour_o;
+    int start;
+    if (!PyArg_ParseTuple(args, "OOiO", &off_o, &nb_o, &start, &colour_o)) return NULL;
+    int *off, *nb, n;
+    Py_ssize_t nnb, ncol;
+    if (!read_graph(off_o, nb_o, start, -1, &off, &nb, &n, &nnb)) return NULL;
+    int *colour = int_array(colour_o, &ncol, "colour must be a sequence of ints");
+    PyObject *result = NULL;
+    int *buf = colour && ncol == n ? PyMem_Malloc(sizeof(int) * 12 * (size_t)n) : NULL;
+    if (!buf) {
+        if (colour && ncol != n) PyErr_SetString(PyExc_ValueError, "colour must hold one 0/1 per vertex");
+        else if (colour) PyErr_NoMemory();
+        goto done;
+    }
+    int *disc = buf, *low = buf + n, *parent = buf + 2 * n, *it = buf + 3 * n, *stack = buf + 4 * n;
+    int *order = buf + 5 * n, *c0 = buf + 6 * n, *c1 = buf + 7 * n, *hb = buf + 8 * n, *hc = buf + 9 * n;
+    int *allowed = buf + 10 * n, *mark = buf + 11 * n;
+    int restricted = 0;
+    for (int v = 0; v < n; v++) {
+        allowed[v] = 1;
+        mark[v] = -1;
+    }
+    for (int a = 0; a < n; a++) {
+        if (a == start) continue;
+        for (int v = 0; v < n; v++) disc[v] = -1;
+        disc[a] = -2; /* removed */
+        int nord = 0, top = 0, nh = 0;
+        disc[start] = low[start] = 0;
+        parent[start] = -1;
+        order[nord++] = start;
+        c0[start] = colour[start] == 0;
+        c1[start] = colour[start] == 1;
+        stack[top++] = start;
+        it[start] = off[start];
+        while (top) {
+            int v = stack[top - 1];
+            if (it[v] < off[v + 1]) {
+                int w = nb[it[v]++];
+                if (disc[w] == -1) {
+                    disc[w] = low[w] = nord;
+                    parent[w] = v;
+                    order[nord++] = w;
+                    c0[w] = colour[w] == 0;
+                    c1[w] = colour[w] == 1;
+                    it[w] = off[w];
+                    stack[top++] = w;
+                } else if (disc[w] >= 0 && w != parent[v] && disc[w] < low[v]) {
+                    low[v] = disc[w];
+                }
+                continue;
+            }
+            top--;
+            int q = parent[v];
+            if (q >= 0) {
+                if (low[v] < low[q]) low[q] = low[v];
+                c0[q] += c0[v];
+                c1[q] += c1[v];
+                if (q != start && low[v] >= disc[q]) {
+                    hb[nh] = q;
+                    hc[nh++] = v;
+                }
+            }
+        }
+        if (nord != n - 1) continue; /* a is a cut vertex itself: the other tests cover it */
+        for (int i = 0; i < nh; i++) {
+            int b = hb[i], c = hc[i], first = disc[c], size = c0[c] + c1[c], touches = 0;
+            for (int j = first; j < first + size && !touches; j++) {
+                int v = order[j];
+                for (int k = off[v]; k < off[v + 1]; k++) touches |= nb[k] == a;
+            }
+            if (touches) {
+                int n0 = c0[c] + (colour[a] == 0) + (colour[b] == 0);
+                int n1 = c1[c] + (colour[a] == 1) + (colour[b] == 1);
+                if (segment_ok(colour[a], colour[b], n0, n1)) continue;
+            }
+            /* the end lies in the piece: keep only its vertices */
+            int stamp = a * n + i;
+            for (int j = first; j < first + size; j++) mark[order[j]] = stamp;
+            for (int v = 0; v < n; v++) allowed[v] = allowed[v] && mark[v] == stamp;
+            restricted = 1;
+        }
+    }
+    if (!restricted) {
+        result = Py_NewRef(Py_None);
+    } else if ((result = PyList_New(0)) != NULL) {
+        for (int v = 0; v < n; v++) {
+            if (!allowed[v]) continue;
+            PyObject *x = PyLong_FromLong(v);
+            if (!x || PyList_Append(result, x) < 0) {
+                Py_XDECREF(x);
+                Py_CLEAR(result);
+                break;
+            }
+            Py_DECREF(x);
+        }
+    }
+done:
+    PyMem_Free(buf);
+    PyMem_Free(colour);
+    PyMem_Free(off);
+    PyMem_Free(nb);
     return result;
 }
 
@@ -631,6 +748,9 @@ static PyMethodDef methods[] = {
     {"search", search, METH_VARARGS,
      "search(offsets, neighbours, start, end, closed, colour, order, prune, node_limit, time_limit)"
      " -> (status, path or None, nodes); status 0 found, 1 none exists, 2 node limit, 3 time limit."},
+    {"two_cut_ends", two_cut_ends, METH_VARARGS,
+     "two_cut_ends(offsets, neighbours, start, colour) -> list of the vertices that may end a path "
+     "from start by the 2-vertex-cut parity test, or None when it allows all."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -30,8 +30,13 @@ typedef struct {
     int tr[MAXC];       /* transpose of a position; also of a tile, since tile t's home is t */
     /* linear conflict per row and column */
     int lc_row[5], lc_col[5];
-    /* pattern databases */
-    int ngroups, reflect;
+    /* pattern databases; ranked tables are indexed as packsolve.native.pattern_db.rank does */
+    int ngroups, reflect, ranked;
+    int gk[MAXGROUPS];
+    int gpos[MAXGROUPS][MAXGROUPS], rgpos[MAXGROUPS][MAXGROUPS]; /* tile positions by group, slot */
+    /* a board symmetry per group: it reads its table at the turned positions (another group's
+     * table, turned, serves it); identity unless given */
+    uint8_t cmap[MAXGROUPS][MAXC];
     const uint8_t *tab[MAXGROUPS];
     int group_of[MAXC], slot_of[MAXC];
     uint64_t pw[MAXGROUPS + 1];
@@ -102,6 +107,18 @@ static int pdb_h(const Search *s) {
     return h;
 }
 
+/* The compact index of a group's placement: positions in the mixed radix nn, nn-1, ..., each
+ * counted among the cells the earlier tiles left free (as pattern_db.c builds its tables). */
+static inline uint64_t placement_rank(const Search *s, const int *pos, int k) {
+    uint64_t r = 0;
+    for (int i = 0; i < k; i++) {
+        int p = pos[i], below = 0;
+        for (int j = 0; j < i; j++) below += pos[j] < p; /* no popcount: a library call without -mpopcnt */
+        r = r * (uint64_t)(s->nn - i) + (uint64_t)(p - below);
+    }
+    return r;
+}
+
 static void pdb_init_index(Search *s) {
     memset(s->idx, 0, sizeof s->idx);
     memset(s->ridx, 0, sizeof s->ridx);
@@ -111,20 +128,44 @@ static void pdb_init_index(Search *s) {
         s->idx[s->group_of[t]] += (uint64_t)p * s->pw[s->slot_of[t]];
         int rt = s->tr[t], rp = s->tr[p];
         s->ridx[s->group_of[rt]] += (uint64_t)rp * s->pw[s->slot_of[rt]];
+        s->gpos[s->group_of[t]][s->slot_of[t]] = s->cmap[s->group_of[t]][p];
+        s->rgpos[s->group_of[rt]][s->slot_of[rt]] = s->cmap[s->group_of[rt]][rp];
+    }
+    if (s->ranked) {
+        for (int g = 0; g < s->ngroups; g++) {
+            s->idx[g] = placement_rank(s, s->gpos[g], s->gk[g]);
+            s->ridx[g] = placement_rank(s, s->rgpos[g], s->gk[g]);
+        }
     }
 }
 
 static inline void pdb_move(Search *s, int t, int from, int to) {
-    s->idx[s->group_of[t]] += ((int64_t)to - from) * (int64_t)s->pw[s->slot_of[t]];
-    int rt = s->tr[t];
-    s->ridx[s->group_of[rt]] += ((int64_t)s->tr[to] - s->tr[from]) * (int64_t)s->pw[s->slot_of[rt]];
+    int g = s->group_of[t], rt = s->tr[t], rg = s->group_of[rt];
+    if (s->ranked) {
+        s->gpos[g][s->slot_of[t]] = s->cmap[g][to];
+        s->idx[g] = placement_rank(s, s->gpos[g], s->gk[g]);
+        s->rgpos[rg][s->slot_of[rt]] = s->cmap[rg][s->tr[to]];
+        s->ridx[rg] = placement_rank(s, s->rgpos[rg], s->gk[rg]);
+        return;
+    }
+    s->idx[g] += ((int64_t)to - from) * (int64_t)s->pw[s->slot_of[t]];
+    s->ridx[rg] += ((int64_t)s->tr[to] - s->tr[from]) * (int64_t)s->pw[s->slot_of[rt]];
 }
 
 /* Heuristic after tile t moved from `from` to `to` (board already updated); h0 is the old value. */
-static inline int h_after(Search *s, int h0, int t, int from, int to) {
+static inline int h_after(Search *s, int h0, int t, int from, int to, long child_g_cost) {
     if (s->mode == H_PDB) {
         pdb_move(s, t, from, to);
-        return pdb_h(s);
+        int h = pdb_sum(s, s->idx);
+        /* The reflected tables cost another cache miss: skip them when the regular value alone
+         * prunes the child and cannot lower the next bound (Korf's order), which leaves the
+         * search exactly as it was. */
+        long f = child_g_cost + (long)h * s->wnum;
+        if (s->reflect && (f <= s->bound || f < s->next_bound)) {
+            int r = pdb_sum(s, s->ridx);
+            if (r > h) h = r;
+        }
+        return h;
     }
     int h = h0 + s->md[t][to] - s->md[t][from];
     if (s->mode == H_LINEAR_CONFLICT) {
@@ -202,7 +243,7 @@ static int dfs(Search *s, int g, int h, int prev_blank) {
         s->board[b] = (uint8_t)t;
         s->board[p] = 0;
         s->blank = p;
-        int nh = h_after(s, h, t, p, b);
+        int nh = h_after(s, h, t, p, b, (long)(g + 1) * s->wden);
         s->path[g] = t;
         int r = dfs(s, g + 1, nh, b);
         s->board[p] = (uint8_t)t;
@@ -242,16 +283,48 @@ static int read_board(Search *s, PyObject *tiles) {
     return 0;
 }
 
+/* Read the groups' board symmetries (None, or one permutation of 0..nn-1 per group, None for
+ * identity); -1 with an exception set. Only ranked tables are read through them. */
+static int read_maps(Search *s, PyObject *maps) {
+    for (int g = 0; g < MAXGROUPS; g++)
+        for (int p = 0; p < MAXC; p++) s->cmap[g][p] = (uint8_t)p;
+    if (maps == Py_None) return 0;
+    if (!PyTuple_Check(maps) || PyTuple_GET_SIZE(maps) != s->ngroups || !s->ranked) {
+        PyErr_SetString(PyExc_ValueError, "maps must be a tuple with one entry per group (ranked tables only)");
+        return -1;
+    }
+    for (int g = 0; g < s->ngroups; g++) {
+        PyObject *m = PyTuple_GET_ITEM(maps, g);
+        if (m == Py_None) continue;
+        Py_buffer view;
+        if (PyObject_GetBuffer(m, &view, PyBUF_SIMPLE) < 0) return -1;
+        int ok = view.len == s->nn, seen = 0;
+        for (int p = 0; ok && p < s->nn; p++) {
+            int q = ((const uint8_t *)view.buf)[p];
+            ok = q < s->nn && !(seen >> q & 1);
+            seen |= 1 << q;
+            s->cmap[g][p] = (uint8_t)q;
+        }
+        PyBuffer_Release(&view);
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "each map must be a permutation of the n*n cells");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"tiles", "n", "mode", "wnum", "wden", "node_limit", "deadline",
-                             "tables", "groups", "reflect", NULL};
-    PyObject *tiles, *tables = Py_None, *groups = Py_None;
-    int n, mode, reflect = 1;
+                             "tables", "groups", "reflect", "ranked", "maps", NULL};
+    PyObject *tiles, *tables = Py_None, *groups = Py_None, *maps = Py_None;
+    int n, mode, reflect = 1, ranked = 0;
     long wnum = 1, wden = 1;
     unsigned long long node_limit = 0;
     double deadline = 0.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oii|llKdOOp", kwlist, &tiles, &n, &mode, &wnum, &wden,
-                                     &node_limit, &deadline, &tables, &groups, &reflect))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oii|llKdOOppO", kwlist, &tiles, &n, &mode, &wnum, &wden,
+                                     &node_limit, &deadline, &tables, &groups, &reflect, &ranked,
+                                     &maps))
         return NULL;
     if (n < 2 || n > 5 || mode < 0 || mode > 2 || wnum < 1 || wden < 1) {
         PyErr_SetString(PyExc_ValueError, "bad n, mode or weight");
@@ -267,6 +340,7 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
     s->node_limit = node_limit;
     s->deadline = deadline;
     s->reflect = reflect;
+    s->ranked = ranked;
     setup_geometry(s);
     PyObject *result = NULL;
     Py_buffer views[MAXGROUPS];
@@ -288,6 +362,7 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
             }
             int k = (int)PyTuple_GET_SIZE(grp);
             if (k > maxk) maxk = k;
+            s->gk[g] = k;
             for (int i = 0; i < k; i++) {
                 long t = PyLong_AsLong(PyTuple_GET_ITEM(grp, i));
                 if (t < 1 || t >= s->nn || covered[t]) {
@@ -304,13 +379,19 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
                 PyErr_SetString(PyExc_ValueError, "groups must cover every tile");
                 goto done;
             }
+        if (read_maps(s, maps) < 0) goto done;
         s->pw[0] = 1;
         for (int i = 1; i <= MAXGROUPS; i++) s->pw[i] = s->pw[i - 1] * (uint64_t)s->nn;
         for (int g = 0; g < s->ngroups; g++) {
             PyObject *grp = PyTuple_GET_ITEM(groups, g);
             if (PyObject_GetBuffer(PyTuple_GET_ITEM(tables, g), &views[g], PyBUF_SIMPLE) < 0) goto done;
             nviews++;
-            if ((uint64_t)views[g].len != s->pw[PyTuple_GET_SIZE(grp)]) {
+            uint64_t want = s->pw[PyTuple_GET_SIZE(grp)];
+            if (ranked) {
+                want = 1;
+                for (int i = 0; i < s->gk[g]; i++) want *= (uint64_t)(s->nn - i);
+            }
+            if ((uint64_t)views[g].len != want) {
                 PyErr_SetString(PyExc_ValueError, "a pattern table has the wrong size for its group");
                 goto done;
             }
@@ -515,7 +596,7 @@ static PyObject *py_build_pdb(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"ida_star", (PyCFunction)(void (*)(void))py_ida_star, METH_VARARGS | METH_KEYWORDS,
      "ida_star(tiles, n, mode, wnum=1, wden=1, node_limit=0, deadline=0.0, tables=None, groups=None, "
-     "reflect=True) -> (status, moves or None, nodes, iterations); status 0 solved, 1 node limit, "
+     "reflect=True, ranked=False, maps=None) -> (status, moves or None, nodes, iterations); status 0 solved, 1 node limit, "
      "2 time limit, 3 depth limit."},
     {"build_pdb", py_build_pdb, METH_VARARGS,
      "build_pdb(n, group) -> bytes: fewest moves of the group's tiles to home them, indexed by "

@@ -15,11 +15,7 @@
  * (a digit confined to one line of a box, or one box of a line) when singles
  * stall; search branches on a cell with the fewest candidates.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
-#include <time.h>
+#include "sudoku_common.h"
 
 #define ALL 0x1FF
 
@@ -33,15 +29,6 @@ typedef struct {
     int left;          /* cells not yet fixed */
 } State;
 
-typedef struct {
-    long long nodes;
-    long long node_limit;
-    double deadline;
-    int max_solutions;
-    int count;
-    int stop;
-    uint8_t solution[81];
-} Search;
 
 static void init_tables(void) {
     for (int i = 0; i < 81; i++) {
@@ -225,22 +212,9 @@ static int propagate(State *s, uint8_t *queue, int *qn) {
     }
 }
 
-static double monotonic(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void search(const State *s, Search *x) {
-    x->nodes++;
-    if (x->node_limit >= 0 && x->nodes > x->node_limit) {
-        x->stop = 1;
-        return;
-    }
-    if (x->deadline >= 0 && (x->nodes & 1023) == 0 && monotonic() >= x->deadline) {
-        x->stop = 2;
-        return;
-    }
+    if (out_of_budget(x)) return;
     if (!s->left) {
         if (x->count == 0) {
             for (int i = 0; i < 81; i++) x->solution[i] = (uint8_t)__builtin_ctz(s->cand[i]) + 1;
@@ -294,41 +268,13 @@ static int start(State *s, const uint8_t *grid) {
 }
 
 static PyObject *count(PyObject *self, PyObject *args) {
-    Py_buffer buf;
-    int max_solutions;
-    long long node_limit;
-    double deadline;
-    if (!PyArg_ParseTuple(args, "y*iLd", &buf, &max_solutions, &node_limit, &deadline)) return NULL;
-    if (buf.len != 81) {
-        PyBuffer_Release(&buf);
-        PyErr_SetString(PyExc_ValueError, "grid must be 81 bytes");
-        return NULL;
-    }
     uint8_t grid[81];
-    memcpy(grid, buf.buf, 81);
-    PyBuffer_Release(&buf);
-    for (int i = 0; i < 81; i++) {
-        if (grid[i] > 9) {
-            PyErr_SetString(PyExc_ValueError, "grid bytes must be 0..9");
-            return NULL;
-        }
-    }
-    Search x = {0};
-    x.node_limit = node_limit;
-    x.deadline = deadline;
-    x.max_solutions = max_solutions < 1 ? 1 : max_solutions;
+    Search x;
+    if (!count_args(args, grid, &x)) return NULL;
     State s;
     if (start(&s, grid)) search(&s, &x);
     else x.nodes = 1; /* the root was expanded and refuted by propagation */
-    PyObject *solution;
-    if (x.count) {
-        char digits[81];
-        for (int i = 0; i < 81; i++) digits[i] = (char)('0' + x.solution[i]);
-        solution = PyUnicode_FromStringAndSize(digits, 81);
-    } else {
-        solution = Py_NewRef(Py_None);
-    }
-    return Py_BuildValue("iiNL", x.stop, x.count, solution, x.nodes);
+    return count_result(&x);
 }
 
 static PyMethodDef methods[] = {

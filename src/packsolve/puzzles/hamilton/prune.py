@@ -42,8 +42,10 @@ __all__ = [
 ]
 
 # Node cap of the first run (at least 4 nodes per vertex), and how many doubling restarts
-# run before the search also splits on the end vertex.
-RESTART_CAP, RESTARTS_BEFORE_ENDS = 1000, 2
+# run before the search also splits on the end vertex. One: a level the first run cannot settle
+# is hard, and the ends' root checks refute most impossible ones at once (on the hardest levels
+# found, a second restart first cost 2,000 more nodes on every level it touched and settled none).
+RESTART_CAP, RESTARTS_BEFORE_ENDS = 1000, 1
 
 _native: Any
 try:  # the C accelerator; absent in a source tree that was never built
@@ -140,7 +142,7 @@ def pruned_search(
         if end_cap == 1 and ends and colour is not None:
             # The root checks were cheap; the cut test costs O(n (n + m)), so it only
             # filters the ends that survived them.
-            allowed = _two_cut_ends(p, colour, budget)
+            allowed = _allowed_ends(p, colour, budget, native)
             ends = ends if allowed is None else [v for v in ends if v in allowed]
         if not ends:
             return None  # every possible end refuted
@@ -150,6 +152,25 @@ def pruned_search(
         end_cap = 64 if end_cap == 1 else end_cap * 2
         cap = max(cap, end_cap * len(ends))  # about as many nodes as the end searches get
         q = _shuffled(p, rng)
+
+
+def _allowed_ends(p: HamiltonProblem, colour: list[int], budget: Budget, native: bool) -> set[int] | None:
+    """Return the vertices the 2-vertex-cut parity test allows to end the path (None: all), in C if built."""
+    if not native or _native is None:
+        return _two_cut_ends(p, colour, budget)
+    offsets, flat = _flat(p)
+    allowed = _native.two_cut_ends(offsets, flat, p.start, colour)
+    return None if allowed is None else set(allowed)
+
+
+def _flat(p: HamiltonProblem) -> tuple[list[int], list[int]]:
+    """Return p's adjacency as (offsets, neighbours), the form the C module reads."""
+    offsets = [0]
+    flat: list[int] = []
+    for nbrs in p.adj:
+        flat.extend(nbrs)
+        offsets.append(len(flat))
+    return offsets, flat
 
 
 def _two_cut_ends(p: HamiltonProblem, colour: list[int], budget: Budget) -> set[int] | None:
@@ -264,11 +285,7 @@ def _native_run(
     node_limit: int,
     time_limit: float,
 ) -> Run:
-    offsets = [0]
-    flat: list[int] = []
-    for nbrs in p.adj:
-        flat.extend(nbrs)
-        offsets.append(len(flat))
+    offsets, flat = _flat(p)
     end = -1 if p.end is None else p.end
     assert _native is not None
     return _native.search(

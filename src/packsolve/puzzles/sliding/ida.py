@@ -10,8 +10,9 @@ from packsolve.api import Budget, BudgetExhausted
 from packsolve.puzzles.sliding.board import Board
 
 MANHATTAN, LINEAR_CONFLICT, PDB = 0, 1, 2
-# Not a C mode: PDB over the stronger split of the pdb module's STRONG_PARTITIONS.
-PDB_STRONG = 3
+# Not C modes: PDB over the stronger split of the pdb module's STRONG_PARTITIONS, and over its
+# RANKED_PARTITIONS (Korf & Felner's 6-6-6-6 on 5x5, compact tables).
+PDB_STRONG, PDB_6666 = 3, 4
 _SOLVED, _NODE_LIMIT, _TIME_LIMIT, _DEPTH = 0, 1, 2, 3
 
 # Weighted IDA* runs these weights in turn, keeping the shortest answer: the
@@ -54,13 +55,14 @@ def ida_star(
     """
     tables: tuple[object, ...] | None = None
     groups = None
-    if mode in (PDB, PDB_STRONG):
+    ranked, maps = False, None
+    if mode in (PDB, PDB_STRONG, PDB_6666):
         # Imported on use: were the package to import pdb, `python -m packsolve.puzzles.sliding.pdb`
         # would find it already imported and run a second copy of it.
         from packsolve.puzzles.sliding import pdb
 
-        db = pdb.load(board.n, strong=mode == PDB_STRONG)
-        tables, groups = db.tables, db.groups
+        db = pdb.load(board.n, strong=mode == PDB_STRONG, ranked=mode == PDB_6666)
+        tables, groups, ranked, maps = db.tables, db.groups, db.ranked, db.maps
         mode = PDB
     limits = []
     if budget.node_limit is not None:
@@ -81,6 +83,8 @@ def ida_star(
         deadline,
         tables,
         groups,
+        ranked=ranked,
+        maps=maps,
     )
     if status == _SOLVED:
         # The answer is in hand: count the work without letting a limit passed meanwhile discard it.

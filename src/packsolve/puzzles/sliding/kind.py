@@ -158,6 +158,7 @@ KIND = PuzzleKind(
         "linear-conflict": _optimal(_ida(ida.LINEAR_CONFLICT)),
         "pdb": _optimal(_ida(ida.PDB)),
         "pdb-663": _optimal(_ida(ida.PDB_STRONG)),
+        "pdb-6666": _optimal(_ida(ida.PDB_6666)),
         "weighted": solver(_weighted),
     },
     default="pdb",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib
+import math
 import mmap
 import os
 import tempfile
@@ -50,6 +51,20 @@ PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
 STRONG_PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
     4: ((1, 2, 3), (4, 5, 8, 9, 12, 13), (6, 7, 10, 11, 14, 15)),
 }
+# The `pdb-6666` heuristic: Korf & Felner's 6-6-6-6 split of the 24-puzzle, with compact (ranked)
+# tables of 25!/19! = 127,512,000 bytes each (two of them, 255 MB on disk and mapped: see TURNED),
+# built by packsolve.native.pattern_db in minutes (about 1.2 GB of bitmaps while one is built).
+RANKED_PARTITIONS: dict[int, tuple[tuple[int, ...], ...]] = {
+    5: ((1, 2, 5, 6, 7, 12), (3, 4, 8, 9, 13, 14), (21, 20, 16, 15, 11, 10), (19, 24, 18, 23, 17, 22)),
+}
+# Korf's economy: a table ignores the blank, so a group whose tiles' homes are another group's
+# turned by quarter turns reads that group's table at the turned positions. The 2x3 blocks of
+# 10-21 and 17-24 are the block of 3-14 turned twice and once (tiles listed in matching order):
+# two tables of 127.5 MB serve the four groups.
+TURNED: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {
+    (21, 20, 16, 15, 11, 10): ((3, 4, 8, 9, 13, 14), 2),
+    (19, 24, 18, 23, 17, 22): ((3, 4, 8, 9, 13, 14), 1),
+}
 
 
 @dataclass(frozen=True)
@@ -60,6 +75,8 @@ class PatternDatabase:
     groups: tuple[tuple[int, ...], ...]
     tables: tuple[object, ...]
     build_s: float
+    ranked: bool = False
+    maps: tuple[bytes | None, ...] | None = None
 
 
 def cache_dir() -> Path:
@@ -72,12 +89,23 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("packsolve"))
 
 
-def table_path(n: int, group: tuple[int, ...]) -> Path:
-    name = "-".join(str(t) for t in group)
+def table_path(n: int, group: tuple[int, ...], ranked: bool = False) -> Path:
+    name = "-".join(str(t) for t in group) + ("-ranked" if ranked else "")
     return cache_dir() / f"sliding-pdb-v{FORMAT_VERSION}-{n}x{n}-{name}.bin"
 
 
-def table_size(n: int, group: tuple[int, ...]) -> int:
+def quarter_turns(n: int, turns: int) -> bytes:
+    """Return where each cell goes when the board turns clockwise by quarter turns: (r, c) -> (n-1-c, r)."""
+    cells = list(range(n * n))
+    for _ in range(turns % 4):
+        cells = [(n - 1 - p % n) * n + p // n for p in cells]
+    return bytes(cells)
+
+
+def table_size(n: int, group: tuple[int, ...], ranked: bool = False) -> int:
+    """Return the entries of a group's table: (n*n)**k sparse, or n*n!/(n*n-k)! ranked."""
+    if ranked:
+        return math.perm(n * n, len(group))
     return (n * n) ** len(group)
 
 
@@ -117,22 +145,24 @@ def _map(path: Path, size: int) -> mmap.mmap | None:
         return None
 
 
-def _build(n: int, group: tuple[int, ...]) -> tuple[bytes, float]:
+def _build(n: int, group: tuple[int, ...], ranked: bool = False) -> tuple[bytes, float]:
     # Imported here so reading cached tables never needs the compiled module.
-    native = importlib.import_module("packsolve.native.sliding")
     start = time.perf_counter()
-    data = native.build_pdb(n, group)
+    if ranked:
+        data = importlib.import_module("packsolve.native.pattern_db").build(n, group)
+    else:
+        data = importlib.import_module("packsolve.native.sliding").build_pdb(n, group)
     return data, time.perf_counter() - start
 
 
-def ensure_table(n: int, group: tuple[int, ...]) -> tuple[mmap.mmap | bytes, float]:
+def ensure_table(n: int, group: tuple[int, ...], ranked: bool = False) -> tuple[mmap.mmap | bytes, float]:
     """Return the mapped table of a group, building and caching it first if needed; and build seconds.
 
     If the cache directory cannot be written, the table is built in memory
     for this process only (and rebuilt by the next one).
     """
-    path = table_path(n, group)
-    size = table_size(n, group)
+    path = table_path(n, group, ranked)
+    size = table_size(n, group, ranked)
     table = _map(path, size)
     if table is not None:
         return table, 0.0
@@ -141,45 +171,56 @@ def ensure_table(n: int, group: tuple[int, ...]) -> tuple[mmap.mmap | bytes, flo
             table = _map(path, size)  # another process may have built it while we waited
             if table is not None:
                 return table, 0.0
-            data, elapsed = _build(n, group)
+            data, elapsed = _build(n, group, ranked)
             _write_atomically(path, data)
     except OSError:
-        return _build(n, group)
+        return _build(n, group, ranked)
     table = _map(path, size)
     if table is None:
         return data, elapsed
     return table, elapsed
 
 
-_LOADED: dict[tuple[int, bool], PatternDatabase] = {}
+_LOADED: dict[tuple[int, bool, bool], PatternDatabase] = {}
 
 
-def load(n: int, strong: bool = False) -> PatternDatabase:
+def load(n: int, strong: bool = False, ranked: bool = False) -> PatternDatabase:
     """Return the pattern database for N x N boards, built on first use; KeyError for an unknown N.
 
-    strong picks STRONG_PARTITIONS where one exists for N (else the usual split).
+    strong picks STRONG_PARTITIONS, ranked RANKED_PARTITIONS, where one exists
+    for N (else the usual split).
     """
-    key = (n, strong)
+    ranked = ranked and n in RANKED_PARTITIONS
+    key = (n, strong, ranked)
     if key not in _LOADED:
-        groups = STRONG_PARTITIONS[n] if strong and n in STRONG_PARTITIONS else PARTITIONS[n]
-        tables, total = [], 0.0
+        if ranked:
+            groups = RANKED_PARTITIONS[n]
+        else:
+            groups = STRONG_PARTITIONS[n] if strong and n in STRONG_PARTITIONS else PARTITIONS[n]
+        tables, maps, total = [], [], 0.0
         for group in groups:
-            table, seconds = ensure_table(n, group)
+            source, turns = TURNED.get(group, (group, 0)) if ranked else (group, 0)
+            turn = quarter_turns(n, turns)
+            if [turn[t] for t in group] != list(source):
+                raise ValueError(f"tiles {group} do not turn onto {source}")
+            table, seconds = ensure_table(n, source, ranked)
             tables.append(table)
+            maps.append(turn if turns else None)
             total += seconds
-        _LOADED[key] = PatternDatabase(n, groups, tuple(tables), total)
+        turned = tuple(maps) if any(maps) else None
+        _LOADED[key] = PatternDatabase(n, groups, tuple(tables), total, ranked, turned)
     return _LOADED[key]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build (or check) the cached tables: `python -m packsolve.puzzles.sliding.pdb [--strong] [N...]`."""
+    """Build (or check) cached tables: `python -m packsolve.puzzles.sliding.pdb [--strong|--6666] [N...]`."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
-    strong = "--strong" in args
-    sizes = [int(a) for a in args if a != "--strong"] or [4]
+    strong, ranked = "--strong" in args, "--6666" in args
+    sizes = [int(a) for a in args if not a.startswith("--")] or [4]
     for n in sizes:
-        db = load(n, strong)
+        db = load(n, strong, ranked)
         where = table_path(n, db.groups[0]).parent
         split = "-".join(str(len(g)) for g in db.groups)
         print(f"{n}x{n} ({split}): tables in {where} ({db.build_s:.1f} s spent building)")

@@ -2,8 +2,10 @@
 
 Heuristics: ``plain`` (the write-up's first-empty-cell DFS), ``propagate``
 (bitset candidates, naked/hidden singles and locked candidates, most
-constrained cell first; C accelerated, the default) and ``dlx`` (Knuth's
-Algorithm X with dancing links). Every heuristic counts solutions up to two,
+constrained cell first; C accelerated, the default), ``band-triads``
+(each digit's cells as bit-parallel 27-bit bands, with the row-box and
+column-box matchings of every band and stack kept as "triads"; C) and
+``dlx`` (Knuth's Algorithm X with dancing links). Every heuristic counts solutions up to two,
 so an ambiguous puzzle is reported as such.
 """
 
@@ -145,16 +147,27 @@ def solve_plain(level: Sudoku, budget: Budget) -> Outcome:
     return _checked(level) or _outcome(first_empty_dfs(level.cells, budget, COUNT_CAP))
 
 
-@solver
-def solve_propagate(level: Sudoku, budget: Budget) -> Outcome:
-    """Return the bitset propagation outcome: C accelerator, or the pure-Python search without it."""
-    result = native_search(level.cells, budget, COUNT_CAP)
+def _native_outcome(level: Sudoku, budget: Budget, module: str) -> Outcome:
+    """Return the outcome of the C search packsolve.native.<module>, or the pure-Python search without it."""
+    result = native_search(level.cells, budget, COUNT_CAP, module)
     if result is None:
         if (early := _checked(level)) is not None:
             return early
         return _outcome(propagation_search(level.cells, budget, COUNT_CAP), " (pure-Python fallback)")
     # The C search refutes clashing givens at once; the clash check runs only then, for its message.
     return (_checked(level) if result.count == 0 else None) or _outcome(result)
+
+
+@solver
+def solve_propagate(level: Sudoku, budget: Budget) -> Outcome:
+    """Return the bitset propagation outcome: C accelerator, or the pure-Python search without it."""
+    return _native_outcome(level, budget, "sudoku")
+
+
+@solver
+def solve_band_triads(level: Sudoku, budget: Budget) -> Outcome:
+    """Return the outcome of the bit-parallel band search (C), or the pure-Python search without it."""
+    return _native_outcome(level, budget, "sudoku_bands")
 
 
 @solver
@@ -244,7 +257,12 @@ KIND = PuzzleKind(
     name="sudoku",
     parse=parse,
     canonical=canonical,
-    solvers={"plain": solve_plain, "propagate": solve_propagate, "dlx": solve_dlx},
+    solvers={
+        "plain": solve_plain,
+        "propagate": solve_propagate,
+        "band-triads": solve_band_triads,
+        "dlx": solve_dlx,
+    },
     default="propagate",
     verify=verify,
     render=render,

@@ -201,10 +201,14 @@ def propagation_search(
     return Count(count, found[0] if found else None)
 
 
-def native_search(cells: list[int], budget: Budget, cap: int = 2) -> Count | None:
-    """Count solutions with the C accelerator; None when the extension is not built."""
+def native_search(cells: list[int], budget: Budget, cap: int = 2, module: str = "sudoku") -> Count | None:
+    """Count solutions with the C search packsolve.native.<module>; None when it is not built.
+
+    ``sudoku`` is the per-cell bitset search of ``propagate``; ``sudoku_bands``
+    the bit-parallel digit bands with row-box triads of ``band-triads``.
+    """
     try:
-        native = importlib.import_module("packsolve.native.sudoku")
+        native = importlib.import_module(f"packsolve.native.{module}")
     except ImportError:
         return None
     node_cap = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)

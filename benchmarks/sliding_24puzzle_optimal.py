@@ -1,0 +1,183 @@
+"""Korf & Felner's 50 twenty-four-puzzles solved optimally by `pdb-6666` (IDA*, 6-6-6-6 tables).
+
+Usage: nice python benchmarks/sliding_24puzzle_optimal.py [--ids 1,5,...] [--time-limit 600]
+Appends one JSON line per instance to benchmarks/results/sliding_24puzzle_optimal.jsonl as it
+finishes (a long run can be stopped at any time) and rewrites sliding_24puzzle_optimal.md from
+all the lines. The two 127.5 MB tables are built first (or read from the cache) and timed apart.
+Every answer is checked with the kind's verify and its length against the published optimum; a
+board not solved within the limit gets a projected time from its published node count (where
+one is known) and the node rate of the attempts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sliding_common import KORF_FELNER50, RESULTS, Instance, read_korf  # noqa: E402
+
+from packsolve.budget import Budget  # noqa: E402
+from packsolve.puzzles import get_kind  # noqa: E402
+from packsolve.puzzles.sliding import pdb as sliding_pdb  # noqa: E402
+
+# Published node counts for the first ten (Korf & Taylor's) instances with a 6-6-6-6 database:
+# https://domslee.com/2021/11/25/solving-the-24-puzzle (nodes *generated*, last iteration left
+# out). Korf & Felner's own per-instance table (AIJ 134, 2002) is not available here.
+PUBLISHED_GENERATED = {
+    "1": 3_949_323_558,
+    "2": 373_302_608_938,
+    "3": 68_097_975_369,
+    "4": 75_528_769_943,
+    "5": 6_508_216_548,
+    "6": 127_858_033_287,
+    "7": 330_453_737_334,
+    "8": 74_382_671_211,
+    "9": 492_114_567_189,
+    "10": 10_172_974_643_392,
+}
+
+
+def attempt(inst: Instance, limit: float) -> dict[str, object]:
+    """Solve one board with pdb-6666 under a wall-clock limit; return its record."""
+    kind = get_kind("sliding")
+    board = kind.parse({"tiles": list(inst.tiles)})
+    cpu0, start = time.process_time(), time.perf_counter()
+    out = kind.solvers["pdb-6666"](board, Budget(limit))
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
+    ok = out.solution is not None and kind.verify(board, out.solution) is None
+    length = len(out.solution) if ok else None
+    return {
+        "id": inst.ident,
+        "optimal": inst.optimal,
+        "status": out.status.value,
+        "length": length,
+        "verified": ok,
+        "nodes": out.nodes,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "load": round(os.getloadavg()[0], 1),
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def report(records: list[dict], out: Path, build: str) -> None:
+    rate_nodes = sum(int(r["nodes"]) for r in records)
+    rate_cpu = sum(float(r["cpu_s"]) for r in records)
+    rate = rate_nodes / rate_cpu if rate_cpu else 0.0
+    lines = [
+        "# Korf & Felner's 24-puzzles, optimal by `pdb-6666`",
+        "",
+        f"Tables: {build}. Node rate over these attempts: {rate / 1e6:.2f} M nodes per CPU second.",
+        "",
+        "| id | published optimum | status | length | verified | nodes | wall s | CPU s | M nodes / CPU s "
+        "| load | published nodes generated | projected CPU s at our rate |",
+        "| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in records:
+        published = PUBLISHED_GENERATED.get(str(r["id"]))
+        node_rate = int(r["nodes"]) / float(r["cpu_s"]) / 1e6 if float(r["cpu_s"]) else 0.0
+        projected = f"{published / rate:,.0f}" if published and rate and r["status"] != "solved" else "-"
+        lines.append(
+            f"| {r['id']} | {r['optimal']} | {r['status']} | {r['length'] or '-'} | {r['verified']} | "
+            f"{int(r['nodes']):,} | {r['wall_s']} | {r['cpu_s']} | {node_rate:.2f} | {r['load']} | "
+            f"{f'{published:,}' if published else '-'} | {projected} |"
+        )
+    lines += [
+        "",
+        "Nodes are states expanded (the published counts are states generated, about twice as many "
+        "in the 24-puzzle, and come from another program). Solved = the answer passes `verify` and "
+        "its length equals the published optimum.",
+    ]
+    out.write_text("\n".join(lines) + "\n")
+
+
+def random_walks(count: int, moves: int, seed: int, limit: float) -> list[str]:
+    """Solve random-walk 5x5 boards with pdb (six 4-tile tables) and pdb-6666; return table rows.
+
+    Both are optimal, so their lengths must agree; the node counts show what the bigger tables buy.
+    """
+    kind = get_kind("sliding")
+    rng = random.Random(seed)
+    rows = [
+        "| board | pdb-6666 length | nodes | CPU s | pdb (4-tile) length | nodes | CPU s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for k in range(count):
+        tiles, blank, last = list(range(25)), 0, -1
+        for _ in range(moves):  # a walk that never steps straight back
+            p = rng.choice(
+                [q for q in (blank - 5, blank + 5, blank - 1, blank + 1) if _next(blank, q) and q != last]
+            )
+            tiles[blank], tiles[p] = tiles[p], 0
+            last, blank = blank, p
+        board = kind.parse({"tiles": tiles})
+        cells = [f"walk-{k + 1}"]
+        lengths = []
+        for heuristic in ("pdb-6666", "pdb"):
+            cpu0 = time.process_time()
+            out = kind.solvers[heuristic](board, Budget(limit))
+            cpu = time.process_time() - cpu0
+            ok = out.solution is not None and kind.verify(board, out.solution) is None
+            lengths.append(len(out.solution) if ok else None)
+            cells += [str(lengths[-1] if ok else out.status.value), f"{out.nodes:,}", f"{cpu:.2f}"]
+        if None not in lengths and lengths[0] != lengths[1]:
+            raise SystemExit(f"walk {k + 1}: optimal lengths differ {lengths}")
+        rows.append("| " + " | ".join(cells) + " |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _next(p: int, q: int) -> bool:
+    """Return whether cells p and q of the 5x5 board are neighbours."""
+    return 0 <= q < 25 and (abs(p - q) == 5 or (abs(p - q) == 1 and p // 5 == q // 5))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ids", default="", help="instance ids in the order to run (default all)")
+    ap.add_argument("--time-limit", type=float, default=600.0, help="wall seconds per board")
+    ap.add_argument("--out", type=Path, default=RESULTS / "sliding_24puzzle_optimal.md")
+    ap.add_argument("--walks", type=int, default=0, help="solve this many random-walk boards instead")
+    ap.add_argument("--walk-moves", type=int, default=60)
+    args = ap.parse_args()
+    instances = {i.ident: i for i in read_korf(KORF_FELNER50)}
+    order = args.ids.split(",") if args.ids else list(instances)
+    start, cpu0 = time.perf_counter(), time.process_time()
+    db = sliding_pdb.load(5, ranked=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    build = (
+        f"{len(db.groups)} groups on {len({sliding_pdb.TURNED.get(g, (g, 0))[0] for g in db.groups})} tables "
+        f"({sliding_pdb.table_size(5, db.groups[0], ranked=True):,} bytes each), loaded in "
+        f"{time.perf_counter() - start:.1f} s wall ({time.process_time() - cpu0:.1f} s CPU; "
+        f"{db.build_s:.1f} s of it building), peak RSS {peak_mb:.0f} MB"
+    )
+    print(build, flush=True)
+    if args.walks:
+        rows = random_walks(args.walks, args.walk_moves, 24, args.time_limit)
+        out = args.out.with_name("sliding_24puzzle_walks.md")
+        head = f"# Random {args.walk_moves}-move walks on 5x5, pdb-6666 against pdb\n\nTables: {build}.\n\n"
+        out.write_text(head + "\n".join(rows) + "\n")
+        return
+    raw = args.out.with_suffix(".jsonl")
+    for ident in order:
+        record = attempt(instances[ident], args.time_limit)
+        if record["status"] == "solved" and record["length"] != record["optimal"]:
+            raise SystemExit(
+                f"#{ident}: length {record['length']} differs from the optimum {record['optimal']}"
+            )
+        print(json.dumps(record), flush=True)
+        with raw.open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        records = [json.loads(line) for line in raw.read_text().splitlines() if line.strip()]
+        report(records, args.out, build)
+
+
+if __name__ == "__main__":
+    main()
