@@ -32,6 +32,7 @@ class Request:
     max_file_bytes: int = DEFAULT_MAX_BYTES
     move_label: bool = False  # take the label from the run that has it
     solvers: Mapping[str, ExternalSolver] = field(default_factory=dict)  # declared external programs
+    follow_links: bool = False  # read links that lead out of the pack (--follow-links)
 
 
 def limits_from_options(time_limit: float | None, node_limit: int | None, memory_limit: int | None) -> Limits:

@@ -192,7 +192,9 @@ def start_local(
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
     jobs = check_jobs(jobs)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+    plan = plan_run(
+        paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers, request.follow_links
+    )
     carried = Carried()
     extra: dict[str, Any] = {"paths": list(paths)}
     if skip_solved:
@@ -335,7 +337,9 @@ def start_distributed(
     """Check the limits and the broker, plan paths, create a distributed run and send it."""
     check_distributed(request.limits, chunk_size)
     check_broker(app)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+    plan = plan_run(
+        paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers, request.follow_links
+    )
     run = create(engine, plan, request, "distributed", argv, extra={"paths": list(paths)})
     return run, send(engine, app, run, chunk_size)
 

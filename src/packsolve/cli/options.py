@@ -60,6 +60,13 @@ def solvers_option(fn: Callable) -> Callable:
     )(fn)
 
 
+def follow_links_option(fn: Callable) -> Callable:
+    return click.option(
+        "--follow-links", is_flag=True,
+        help="Read level files through links that lead out of the pack (refused by default).",
+    )(fn)  # fmt: skip
+
+
 def run_options(fn: Callable) -> Callable:
     """Options shared by every command that plans a run from level files (solve, submit, check).
 
@@ -96,7 +103,7 @@ def run_options(fn: Callable) -> Callable:
     ]  # fmt: skip
     for d in reversed(decorators):
         fn = d(fn)
-    return solvers_option(fn)
+    return solvers_option(follow_links_option(fn))
 
 
 def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
@@ -113,7 +120,7 @@ def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
         opts["kind"], opts["heuristic"], opts["time_limit"], opts["node_limit"], opts["memory_limit"],
         opts["label"], opts["max_file_mb"], max_tries, opts["move_label"],
     )  # fmt: skip
-    return replace(request, solvers=load_solvers(opts["solvers_file"]))
+    return replace(request, solvers=load_solvers(opts["solvers_file"]), follow_links=opts["follow_links"])
 
 
 def handle_errors(fn: Callable) -> Callable:

@@ -14,6 +14,7 @@ from packsolve.cli.options import (
     database_option,
     emit,
     err_console,
+    follow_links_option,
     format_of,
     format_option,
     handle_errors,
@@ -112,9 +113,10 @@ def export(run: str, fmt: str | None, output: str, database_url: str | None):
 @click.command()
 @click.argument("level")
 @format_option
+@follow_links_option
 @database_option
 @handle_errors
-def show(level: str, fmt: str, database_url: str | None):
+def show(level: str, fmt: str, follow_links: bool, database_url: str | None):
     """Show LEVEL (a level file, PATH:LINE, a name from a report, or a hash or its prefix).
 
     Draws it with its best known solution and lists every attempt at it across runs.
@@ -123,7 +125,7 @@ def show(level: str, fmt: str, database_url: str | None):
     from packsolve.report.show import level_report, render_level
 
     with session_scope(read_engine(database_url)) as session:
-        rep = level_report(session, level)
+        rep = level_report(session, level, follow_links)
     if fmt == "csv":
         emit(rep["history"], fmt, lambda r: r)
     elif fmt == "json":
