@@ -80,6 +80,20 @@ PROGRAMS = {
         time.sleep(600)
         """
     ),
+    # Leaves a child running, kills the solver process that started it (kill -9 $PPID), then sleeps:
+    # it writes its level file's path and both pids beside itself first.
+    "parricide.sh": textwrap.dedent(
+        """\
+        #!/bin/sh
+        here=$(dirname "$0")
+        sleep 600 &
+        echo "$$ $!" > "$here/parricide.pids.tmp"
+        echo "$PACKSOLVE_LEVEL" > "$here/parricide.level"
+        mv "$here/parricide.pids.tmp" "$here/parricide.pid"
+        kill -9 $PPID
+        exec sleep 600
+        """
+    ),
     # Burns CPU in a child process, waits for it, then answers: CPU time counts the children.
     "cpu_children.py": PY
     + SOLVE
@@ -118,6 +132,15 @@ C_PROGRAMS = {
         """
     ),
 }
+
+
+def alive(pid: int) -> bool:
+    """Return whether process pid runs: a zombie has ended (a subreaper test process may not reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def write_programs(directory: Path) -> Path:
