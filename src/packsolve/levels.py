@@ -272,7 +272,7 @@ def read_bytes(path: Path, max_bytes: int, inside: Path | None = None) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
             if total > max_bytes:
-                raise _too_big("more", max_bytes)
+                raise _too_big(f"more than {max_bytes} bytes", max_bytes)
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -285,7 +285,7 @@ def _check_regular(mode: int) -> None:
 
 def _too_big(size: str, max_bytes: int) -> LevelError:
     cap = f"the {max_bytes}-byte cap ({max_bytes / 2**20:g} MB)"
-    return LevelError(f"file is {size}, more than {cap}; --max-file-mb raises it")
+    return LevelError(f"file is {size}, above {cap}; --max-file-mb raises it")
 
 
 def read_text(name: str, text: str, suffix: str, kind: str | None = None) -> Iterator[Level]:

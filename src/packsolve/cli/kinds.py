@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from packsolve.cli.options import emit, err_console, format_option, handle_errors, output_file
+from packsolve.bounds import COUNT, TIME_LIMIT_S
+from packsolve.cli.options import emit, err_console, format_option, handle_errors, output_file, within
 
 
 @click.command()
@@ -95,7 +96,11 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
     help="JSON or JSONL file of levels to check on [default: the kind's examples].",
 )
 @click.option(
-    "--time-limit", type=float, default=10.0, show_default=True, help="Seconds per heuristic per level."
+    "--time-limit",
+    type=within(TIME_LIMIT_S),
+    default=10.0,
+    show_default=True,
+    help="Seconds per heuristic per level.",
 )
 @format_option
 @handle_errors
@@ -182,7 +187,7 @@ def _size_form(kind: Any) -> str:
 )
 @click.argument("kind")
 @click.option("--size", required=True, help="Size of the levels; what it means depends on KIND (see above).")
-@click.option("--count", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--count", type=within(COUNT, low=1), default=10, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False), default="-", help="JSONL file [default: stdout]."

@@ -14,6 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from packsolve.bounds import Range
 from packsolve.errors import OptionError, PacksolveError
 from packsolve.levels import DEFAULT_MAX_BYTES
 
@@ -21,6 +22,24 @@ err_console = Console(stderr=True)
 out_console = Console()
 
 DEFAULT_TIME_LIMIT = 60.0
+
+
+class _IntRange(click.IntRange):
+    def _describe_range(self) -> str:
+        return f"{self.min} to {self.max}"
+
+
+class _FloatRange(click.FloatRange):
+    def _describe_range(self) -> str:
+        return str(Range(self.min, self.max, real=True))
+
+
+def within(span: Range, low: float | None = None) -> click.ParamType:
+    """Return the click type of a number in span (from low if given): out of it, one line giving the range."""
+    start = span.low if low is None else low
+    if span.real:
+        return _FloatRange(start, span.high)
+    return _IntRange(int(start), int(span.high))
 
 
 def database_option(fn: Callable) -> Callable:

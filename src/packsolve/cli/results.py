@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from packsolve.bounds import TIME_LIMIT_S
 from packsolve.cli.options import (
     database_option,
     emit,
@@ -21,13 +22,14 @@ from packsolve.cli.options import (
     out_console,
     output_file,
     read_engine,
+    within,
 )
 
 
 @click.command()
 @click.argument("run", required=False)
 @click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
-@click.option("--interval", type=float, default=2.0, show_default=True)
+@click.option("--interval", type=within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
 @format_option
 @database_option
 @handle_errors

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from packsolve.bounds import COUNT, TIME_LIMIT_S
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.options import (
     broker_option,
@@ -19,6 +20,7 @@ from packsolve.cli.options import (
     run_options,
     run_request,
     solvers_option,
+    within,
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
 
@@ -28,7 +30,7 @@ RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 def progress_options(fn: Any) -> Any:
     """Options of every command that solves locally: quiet, and how often to print progress to a log."""
     fn = click.option(
-        "--progress-every", type=click.FloatRange(min=0.1), default=DEFAULT_EVERY_S, show_default=True,
+        "--progress-every", type=within(TIME_LIMIT_S, low=0.1), default=DEFAULT_EVERY_S, show_default=True,
         help="Seconds between progress lines when stderr is not a terminal (a log).",
     )(fn)  # fmt: skip
     return click.option("--quiet", "-q", is_flag=True, help="No progress bar or lines.")(fn)
@@ -101,7 +103,7 @@ def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str
 )
 @click.option(
     "--chunk-size",
-    type=click.IntRange(min=0),
+    type=within(COUNT),
     default=0,
     help="Levels per task (0: chosen from past times of the kind, else level sizes) [default: 0].",
 )

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from packsolve import bounds
 from packsolve.execution import AttemptSpec, Limits
 
 TASK_NAME = "packsolve.attempt"
@@ -103,14 +104,43 @@ def encode(
 
 
 def decode(payload: Any) -> Task:
-    """Return the Task of a message body; raise ValueError if it is not one of ours."""
+    """Return the Task of a message body; raise ValueError if it is not one of ours.
+
+    Every number in it must lie in what the database stores (bounds): the message says the range.
+    """
     try:
-        items = tuple((str(item["level"]), AttemptSpec.from_json(item["spec"])) for item in payload["items"])
+        items = tuple(
+            (str(item["level"]), AttemptSpec.from_json(_bounded(item["spec"]))) for item in payload["items"]
+        )
         deployment = payload.get("deployment")
-        max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
-        return Task(int(payload["run"]), max_tries, items, None if deployment is None else str(deployment))
+        max_tries = _number(payload, "max_tries", bounds.MAX_TRIES, DEFAULT_MAX_TRIES)
+        run_id = _number(payload, "run", bounds.RUN_ID)
+        return Task(run_id, max_tries, items, None if deployment is None else str(deployment))
     except (TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"not a packsolve task: {type(exc).__name__}: {exc}") from None
+
+
+_LIMIT_RANGES = (
+    ("time_limit", bounds.TIME_LIMIT_S),
+    ("node_limit", bounds.NODE_LIMIT),
+    ("memory_limit_mb", bounds.MEMORY_LIMIT_MB),
+)
+
+
+def _bounded(spec: Any) -> Any:
+    """Return spec if its limits are None or within their ranges; raise ValueError naming one that is not."""
+    for name, span in _LIMIT_RANGES:
+        if spec.get(name) is not None:
+            _number(spec, name, span)
+    return spec
+
+
+def _number(fields: Any, name: str, span: bounds.Range, default: Any = None) -> Any:
+    """Return fields[name] (default if absent and given) if a number within span; raise ValueError if not."""
+    value = fields[name] if default is None else fields.get(name, default)
+    if not span.holds(value):
+        raise ValueError(f"not a packsolve task: {name} {value!r} is not a number from {span}")
+    return value
 
 
 def decode_message(raw: Any) -> Task | None:
