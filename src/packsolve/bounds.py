@@ -31,10 +31,10 @@ class Range:
         return math.isfinite(value) and self.low <= value <= self.high
 
     def __str__(self) -> str:
-        return f"{_shown(self.low)} to {_shown(self.high)}"
+        return f"{shown(self.low)} to {shown(self.high)}"
 
 
-def _shown(x: float) -> str:
+def shown(x: float) -> str:
     """Return x as written by a person: whole numbers in full (2147483647, not 2.14748e+09)."""
     return str(int(x)) if x == int(x) else f"{x:g}"
 

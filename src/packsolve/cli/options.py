@@ -14,7 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from packsolve.bounds import Range
+from packsolve.bounds import Range, shown
 from packsolve.errors import OptionError, PacksolveError
 from packsolve.levels import DEFAULT_MAX_BYTES
 
@@ -31,7 +31,7 @@ class _IntRange(click.IntRange):
 
 class _FloatRange(click.FloatRange):
     def _describe_range(self) -> str:
-        return str(Range(self.min, self.max, real=True))
+        return f"{shown(self.min or 0)} to {shown(self.max or 0)}"  # within() gives both
 
 
 def within(span: Range, low: float | None = None) -> click.ParamType:

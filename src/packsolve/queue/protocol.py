@@ -12,9 +12,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from packsolve import bounds
 from packsolve.execution import AttemptSpec, Limits
@@ -46,6 +48,40 @@ def queue_name() -> str:
 def broker_url(url: str | None = None) -> str:
     """Return the broker URL: the argument, else PACKSOLVE_BROKER_URL, else local Redis."""
     return url or os.environ.get("PACKSOLVE_BROKER_URL") or DEFAULT_BROKER_URL
+
+
+def broker_tls(url: str) -> tuple[str, dict[str, Any] | None]:
+    """Return the broker URL to connect with and Celery's broker_use_ssl for it (None: none needed).
+
+    TLS settings travel in the URL's query, by kombu's names: ssl_ca_certs (the CA bundle the
+    server's certificate must chain to; default: the system's), ssl_certfile and ssl_keyfile (a
+    client certificate), ssl_cert_reqs (required, the default; none turns checking off).
+    rediss:// keeps them in the URL, which kombu and redis-py read, with ssl_cert_reqs=required
+    added when absent (kombu would not check the certificate). amqps:// takes them out (kombu
+    would hand them on to py-amqp under names it does not know) and returns them as py-amqp's
+    options, the host name checked too.
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = dict(query)
+    if parts.scheme == "rediss":
+        if "ssl_cert_reqs" not in given:
+            url = urlunsplit(
+                parts._replace(query="&".join(filter(None, [parts.query, "ssl_cert_reqs=required"])))
+            )
+        return url, None
+    if parts.scheme != "amqps":
+        return url, None
+    checked = given.get("ssl_cert_reqs", "required").lower() not in ("none", "cert_none")
+    options: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED if checked else ssl.CERT_NONE}
+    if checked:
+        options["server_hostname"] = parts.hostname
+        options["ca_certs"] = given.get("ssl_ca_certs") or ssl.get_default_verify_paths().cafile
+    for name in ("certfile", "keyfile"):
+        if given.get(f"ssl_{name}"):
+            options[name] = given[f"ssl_{name}"]
+    rest = [(k, v) for k, v in query if not k.startswith("ssl_")]
+    return urlunsplit(parts._replace(query=urlencode(rest))), options
 
 
 def visibility_timeout() -> int:
