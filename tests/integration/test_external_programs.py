@@ -262,6 +262,9 @@ def test_a_program_and_its_escaped_grandchild_die_when_the_process_running_it_is
         while alive(grandchild):
             assert time.monotonic() < deadline, f"process {grandchild} outlived the killed worker"
             time.sleep(0.05)
+        # The solver process, the one left to clean up, removed the level's directory too.
+        level_dir = os.path.dirname((pids / "escaper.level").read_text())
+        assert not os.path.exists(level_dir), f"{level_dir} was left behind"
     finally:
         driver.kill()
         driver.wait(10)

@@ -65,11 +65,14 @@ PROGRAMS = {
         print(json.dumps(solve(level)))
         """
     ),
-    # Leaves a grandchild that escapes its process group (setsid, double fork), then sleeps past the limit.
+    # Leaves a grandchild that escapes its process group (setsid, double fork), then sleeps past the limit;
+    # writes its level file's path beside itself first.
     "escaper.py": PY
     + textwrap.dedent(
         """
         pidfile = os.path.join(os.path.dirname(os.path.abspath(__file__)), "escaper.pid")
+        with open(pidfile.replace(".pid", ".level"), "w") as f:
+            f.write(os.environ["PACKSOLVE_LEVEL"])
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:

@@ -10,6 +10,7 @@ the protocol (answer.py). The kind's ``verify`` then judges the answer like any 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -136,7 +137,9 @@ class ProgramJob:
             env = self._environment(level_file)
             stdin = data if self.program.solver.stdin else None
             try:
-                raw = spawn.run(argv, self.program.cwd, env, stdin, self.limits)
+                # Told to die mid-program (its worker was killed), the solver child removes the folder itself.
+                remove = functools.partial(shutil.rmtree, folder, ignore_errors=True)
+                raw = spawn.run(argv, self.program.cwd, env, stdin, self.limits, remove)
             except OSError as exc:  # exec refused it: no interpreter line, a directory, no permission
                 return Outcome(Status.ERROR, message=f"cannot start {argv[0]}: {exc.strerror or exc}")
             return answer.outcome_of(raw, self.limits)

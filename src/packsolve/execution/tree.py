@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -96,17 +96,20 @@ def _orphan_since(pid: int, session: int, since: int) -> bool:
 
 
 @contextlib.contextmanager
-def killed_with_this_process(group: int) -> Iterator[None]:
-    """While a program runs: if this solver child is told to die, kill the program's tree first.
+def killed_with_this_process(group: int, then: Callable[[], None] | None = None) -> Iterator[None]:
+    """While a program runs: if this solver child is told to die, kill the program's tree, then call then.
 
     A solver child dies with the process that forked it (PR_SET_PDEATHSIG, SIGKILL). While it
     watches a program, the signal is SIGTERM instead, whose handler kills the program's process
-    group and every adopted descendant before leaving: a worker killed -9 leaves nothing running.
+    group and every adopted descendant, and calls then (which removes the level's directory),
+    before leaving: a worker killed -9 leaves nothing running and nothing behind.
     """
     previous = signal.getsignal(signal.SIGTERM)
 
     def leave(signum: int, frame: object) -> None:
         kill_tree(group, {})
+        if then is not None:
+            then()
         os._exit(1)
 
     signal.signal(signal.SIGTERM, leave)
