@@ -90,6 +90,9 @@ def test_a_worker_runs_a_run_over_a_tls_broker_and_writes_to_postgres_over_verif
         assert res.returncode == 0, res.stderr
         run_id = int(res.stdout.strip().splitlines()[-1])
         wait_for_run(database, run_id, timeout=120)
+        # The scheduler asks the broker over TLS too (Redis: its unacknowledged tasks).
+        reconciled = run_cli("scheduler", "--once", env=env, timeout=120)
+        assert reconciled.returncode == 0 and "broker not asked" not in reconciled.stderr, reconciled.stderr
     finally:
         worker.stop()
     exported = run_cli("export", str(run_id), env=env)
