@@ -44,7 +44,9 @@ def check_pack(
     submit's would); None reads none. Nothing is written anywhere.
     """
     processes = check_jobs(jobs)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+    plan = plan_run(
+        paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers, request.follow_links
+    )
     per_kind: dict[str, dict[str, Any]] = {}
     invalid = []
     for p in plan.attempts:

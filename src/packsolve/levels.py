@@ -6,6 +6,9 @@ import functools
 import hashlib
 import json
 import os
+import re
+import stat
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +20,10 @@ from packsolve.puzzles import KINDS, get_kind
 
 # Files larger than this are refused as one invalid level instead of being read.
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+# An invalid level's message is cut to this: a hostile file must not fill a report with one token.
+MESSAGE_CHARS = 300
+# What a kind's parser (or a plug-in's) may raise on malformed input: that level's invalid, never a crash.
+PARSE_FAILURES = (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, RecursionError)
 JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
@@ -90,7 +97,7 @@ def make_level(name: str, raw: Any, kind: str | None = None) -> Level:
         return invalid_level(name, raw, str(exc), kind)
     except RecursionError:
         return invalid_level(name, raw, "level JSON is nested too deeply", kind)
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+    except PARSE_FAILURES as exc:
         # A parser that let a malformed field through still must not crash the pack.
         return invalid_level(name, raw, f"malformed level ({type(exc).__name__}: {exc})", kind)
 
@@ -107,6 +114,8 @@ def invalid_level(name: str, raw: Any, message: str, kind: str | None = None) ->
         kind_name = "unknown"
     digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
     excerpt = text if len(text) <= 2000 else text[:2000] + "…"
+    if len(message) > MESSAGE_CHARS:
+        message = message[:MESSAGE_CHARS] + "…"
     return Level(name, kind_name[:64], {"raw": excerpt}, digest, 0, f"{name}: {message}")
 
 
@@ -115,28 +124,33 @@ def read_levels(
     kind: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     skipped: list[SkippedFile] | None = None,
+    follow_links: bool = False,
 ) -> Iterator[Level]:
     """Yield every level under paths in order: files as given, directories sorted recursively.
 
     In directories, hidden files and directories are passed over; files of no
-    level format and empty files are passed over too and, if skipped is given,
-    appended to it with the reason. A path that does not exist yields an invalid level.
+    level format, empty files and what is not a regular file (a FIFO, a device, a
+    socket) are passed over too and, if skipped is given, appended to it with the
+    reason. A path that does not exist yields an invalid level, and so does a link
+    that leads out of its pack (the directory given, or a named file's directory)
+    unless follow_links.
     """
     for path in paths:
         p = Path(path)
         if p.is_dir():
+            root = p.resolve()
             for f in _files_under(p):
                 reason = _skip_reason(f)
                 if reason is None:
-                    yield from read_file(f, kind, max_bytes)
+                    yield from read_file(f, kind, max_bytes, None if follow_links else root)
                 elif skipped is not None:
                     skipped.append(SkippedFile(str(f), reason))
-        elif p.exists():
+        elif p.exists() or p.is_symlink():
             if p.is_file() and _is_empty(p):
                 if skipped is not None:
                     skipped.append(SkippedFile(str(p), "empty"))
                 continue
-            yield from read_file(p, kind, max_bytes)
+            yield from read_file(p, kind, max_bytes, None if follow_links else p.absolute().parent.resolve())
         else:
             yield invalid_level(str(p), str(p), "no such file or directory", kind)
 
@@ -153,28 +167,54 @@ def is_level_file(path: Path) -> bool:
 
 
 def _files_under(root: Path) -> list[Path]:
-    """Return the files under root, sorted, leaving out hidden ones and those in hidden directories."""
+    """Return the files under root, sorted, leaving out hidden ones and those in hidden directories.
+
+    Links to directories are not descended (a link may loop); FIFOs, devices and sockets are
+    returned, for _skip_reason to say why they are not read.
+    """
     files = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         files += [Path(dirpath, f) for f in filenames if not f.startswith(".")]
-    return sorted(f for f in files if f.is_file())
+    return sorted(files)
 
 
 def _skip_reason(path: Path) -> str | None:
     """Return why a file in a pack directory is not read (None: it is read)."""
     if not is_level_file(path):
         return f"not a level file ({path.suffix or 'no extension'})"
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a link to nothing" if path.is_symlink() else None  # else read_file says what is wrong
+    if not stat.S_ISREG(mode):
+        return f"{file_type(mode)}, not a regular file"
     if _is_empty(path):
         return "empty"
     return None
 
 
+def file_type(mode: int) -> str:
+    """Return what a file of this st_mode is, in words ('a FIFO', 'a character device')."""
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "a regular file" if stat.S_ISREG(mode) else "a special file"
+
+
 def _is_empty(path: Path) -> bool:
-    """Return True if the file holds nothing but white space (small files only are read to tell)."""
+    """Return True if the regular file holds nothing but white space (small files only are read to tell)."""
     try:
-        size = path.stat().st_size
-        return size == 0 or (size < 4096 and not path.read_bytes().strip())
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        return st.st_size == 0 or (st.st_size < 4096 and not path.read_bytes().strip())
     except OSError:
         return False
 
@@ -185,19 +225,20 @@ def level_suffixes() -> dict[str, str]:
     return {suffix: name for name, k in KINDS.items() for suffix in k.formats}
 
 
-def read_file(path: Path, kind: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Level]:
-    """Yield the levels of one file; unreadable content yields invalid Levels, never raises."""
+def read_file(
+    path: Path, kind: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES, inside: Path | None = None
+) -> Iterator[Level]:
+    """Yield the levels of one file; unreadable content yields invalid Levels, never raises.
+
+    With inside, a file whose real path (links followed) is not under that directory is refused.
+    """
     name = str(path)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            message = (
-                f"file is {size} bytes ({size / 2**20:.1f} MB), above the {max_bytes}-byte cap "
-                f"({max_bytes / 2**20:g} MB); --max-file-mb raises it"
-            )
-            yield invalid_level(name, name, message, kind)
-            return
-        text = path.read_bytes().decode("utf-8")
+        data = read_bytes(path, max_bytes, inside)
+        text = data.decode("utf-8")
+    except LevelError as exc:
+        yield invalid_level(name, name, exc.message, kind)
+        return
     except UnicodeDecodeError as exc:
         yield invalid_level(name, name, f"not UTF-8 text (byte {exc.start})", kind)
         return
@@ -205,6 +246,46 @@ def read_file(path: Path, kind: str | None = None, max_bytes: int = DEFAULT_MAX_
         yield invalid_level(name, name, f"cannot read: {exc.strerror}", kind)
         return
     yield from read_text(name, text, path.suffix.lower(), kind)
+
+
+def read_bytes(path: Path, max_bytes: int, inside: Path | None = None) -> bytes:
+    """Return the bytes of the regular file path, at most max_bytes; raise LevelError or OSError if not.
+
+    The cap holds while reading, whatever the file's size says (a /proc file says 0, a file
+    may grow); what is not a regular file is refused before it is opened, and again once
+    open (it may have been swapped), so a FIFO never blocks and a device is never read.
+    """
+    real = Path(os.path.realpath(path))
+    if inside is not None and not real.is_relative_to(inside):
+        raise LevelError(f"a link to a file outside the pack ({inside}): pass --follow-links to read it")
+    _check_regular(os.stat(real).st_mode)
+    # O_NONBLOCK: should a FIFO be swapped in after the check, opening it does not wait for a writer.
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(real, flags)
+    try:
+        st = os.fstat(fd)
+        _check_regular(st.st_mode)
+        if st.st_size > max_bytes:
+            raise _too_big(f"{st.st_size} bytes ({st.st_size / 2**20:.1f} MB)", max_bytes)
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise _too_big(f"more than {max_bytes} bytes", max_bytes)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _check_regular(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise LevelError(f"{file_type(mode)}, not a regular file: only regular files are read as levels")
+
+
+def _too_big(size: str, max_bytes: int) -> LevelError:
+    cap = f"the {max_bytes}-byte cap ({max_bytes / 2**20:g} MB)"
+    return LevelError(f"file is {size}, above {cap}; --max-file-mb raises it")
 
 
 def read_text(name: str, text: str, suffix: str, kind: str | None = None) -> Iterator[Level]:
@@ -276,6 +357,16 @@ def _decode(decoder: json.JSONDecoder, text: str, i: int) -> tuple[Any, int]:
         return decoder.raw_decode(text, i)
     except json.JSONDecodeError as exc:
         raise LevelError(exc.msg, exc.lineno, exc.colno) from None
+    except ValueError:
+        raise _long_number(text, i) from None
+
+
+def _long_number(text: str, start: int = 0) -> LevelError:
+    """Return the error of a JSON number longer than Python converts (the only other ValueError of json)."""
+    limit = sys.get_int_max_str_digits()
+    message = f"a number of more than {limit} digits, more than a level may hold"
+    found = re.compile(rf"\d{{{limit + 1},}}").search(text, start)
+    return _position_error(text, found.start(), message) if found else LevelError(message)
 
 
 def _skip_ws(text: str, i: int) -> int:
@@ -306,6 +397,10 @@ def _read_jsonl(name: str, text: str, kind: str | None) -> Iterator[Level]:
         except json.JSONDecodeError as exc:
             yield invalid_level(where, line, f"bad JSON at column {exc.colno}: {exc.msg}", kind)
             continue
+        except ValueError:
+            long = _long_number(line)
+            yield invalid_level(where, line, f"bad JSON at column {long.column}: {long.message}", kind)
+            continue
         except RecursionError:
             yield invalid_level(where, line, "JSON is nested too deeply", kind)
             continue
@@ -322,6 +417,9 @@ def _read_format(name: str, text: str, format_kind: str, suffix: str) -> Iterato
         entries = list(reader(text))
     except LevelError as exc:
         yield invalid_level(name, text, str(exc), format_kind)
+        return
+    except PARSE_FAILURES as exc:  # a reader (a plug-in's, say) that let malformed text through
+        yield invalid_level(name, text, f"malformed file ({type(exc).__name__}: {exc})", format_kind)
         return
     if not entries:
         yield invalid_level(name, text, f"no {format_kind} level found in the file", format_kind)

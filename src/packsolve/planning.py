@@ -28,6 +28,7 @@ from packsolve.levels import (
     DEFAULT_MAX_BYTES,
     Level,
     SkippedFile,
+    file_type,
     is_level_file,
     level_file_suffixes,
     read_levels,
@@ -105,6 +106,9 @@ def check_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         if not p.exists():
             where = "" if p.is_absolute() else f" (looked in {Path.cwd()})"
             raise PlanError(f"{path} does not exist{where}: give a pack directory or level files")
+        if not p.is_dir() and not p.is_file():
+            what = file_type(p.stat().st_mode)
+            raise PlanError(f"{path} is {what}, not a regular file: give a pack directory or level files")
         if p.is_file() and not is_level_file(p):
             suffixes = ", ".join(level_file_suffixes())
             raise PlanError(f"{path} is not a level file: level files end in {suffixes} (or give a folder)")
@@ -118,12 +122,14 @@ def plan_run(
     heuristic: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     solvers: Solvers | None = None,
+    follow_links: bool = False,
 ) -> Plan:
     """Read every level under paths once (first name wins) and resolve the heuristic per kind.
 
-    With kind, levels of other kinds are left out (counted in the plan's
-    reading). Raise PlanError when nothing can be run: a path that does not
-    exist, no level found, an unknown kind, or a heuristic that none of the pack's kinds has.
+    With kind, levels of other kinds are left out (counted in the plan's reading);
+    links out of the pack are read only with follow_links. Raise PlanError when nothing
+    can be run: a path that does not exist, no level found, an unknown kind, or a
+    heuristic that none of the pack's kinds has.
     """
     if kind is not None and kind not in KINDS:
         raise OptionError("--kind", f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
@@ -133,7 +139,7 @@ def plan_run(
     duplicates: list[tuple[str, str]] = []
     skipped: list[SkippedFile] = []
     other_kinds: Counter[str] = Counter()
-    for level in read_levels(given, kind=kind, max_bytes=max_bytes, skipped=skipped):
+    for level in read_levels(given, kind, max_bytes, skipped, follow_links):
         if kind is not None and level.kind != kind:
             other_kinds[level.kind] += 1
             continue

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from packsolve import bounds
 from packsolve.errors import OptionError
 from packsolve.execution import Limits
 from packsolve.levels import DEFAULT_MAX_BYTES
@@ -32,22 +33,35 @@ class Request:
     max_file_bytes: int = DEFAULT_MAX_BYTES
     move_label: bool = False  # take the label from the run that has it
     solvers: Mapping[str, ExternalSolver] = field(default_factory=dict)  # declared external programs
+    follow_links: bool = False  # read links that lead out of the pack (--follow-links)
 
 
 def limits_from_options(time_limit: float | None, node_limit: int | None, memory_limit: int | None) -> Limits:
     """Return the Limits of these option values (time None or 0: none); raise OptionError if one is bad.
 
     The one check of limits for solve, submit, rerun and check: a negative or
-    non-finite time, or a node or memory limit below 1, is refused, never read as no limit.
+    non-finite time, or a node or memory limit below 1, is refused, never read as no limit;
+    so is one past what the database stores (bounds).
     """
     if time_limit is not None and (not math.isfinite(time_limit) or time_limit < 0):
         raise OptionError(
             "--time-limit", f"{time_limit:g} is not a number of seconds; give one > 0, or 0 for none"
         )
-    for name, value in (("--node-limit", node_limit), ("--memory-limit", memory_limit)):
+    _check_at_most("--time-limit", time_limit, bounds.TIME_LIMIT_S)
+    for name, value, span in (
+        ("--node-limit", node_limit, bounds.NODE_LIMIT),
+        ("--memory-limit", memory_limit, bounds.MEMORY_LIMIT_MB),
+    ):
         if value is not None and value <= 0:
             raise OptionError(name, f"{value} is not a limit; give a whole number of at least 1")
+        _check_at_most(name, value, span)
     return Limits(time_limit or None, node_limit, memory_limit)
+
+
+def _check_at_most(option: str, value: float | None, span: bounds.Range) -> None:
+    """Raise OptionError giving span if value is above it (one below has a message of its own)."""
+    if value is not None and value > span.high:
+        raise OptionError(option, f"{value:g} is more than can be stored; give {span}")
 
 
 def check_jobs(jobs: int | None) -> int:
@@ -58,6 +72,7 @@ def check_jobs(jobs: int | None) -> int:
         raise OptionError(
             "--jobs", f"{jobs} processes cannot run anything; give at least 1 (default: one per core)"
         )
+    _check_at_most("--jobs", jobs, bounds.PROCESSES)
     return jobs
 
 
@@ -72,6 +87,7 @@ def check_max_tries(max_tries: int | None) -> int | None:
     """Return max_tries (None: the default); raise OptionError below 1."""
     if max_tries is not None and max_tries < 1:
         raise OptionError("--max-tries", f"{max_tries}: a task needs at least 1 delivery to run")
+    _check_at_most("--max-tries", max_tries, bounds.MAX_TRIES)
     return max_tries
 
 

@@ -194,7 +194,7 @@ def start_local(
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
     jobs = check_jobs(jobs)
-    plan = plan or plan_local(paths, request)
+    plan = plan or plan_paths(paths, request)
     carried = Carried()
     extra: dict[str, Any] = {"paths": list(paths)}
     if skip_solved:
@@ -204,9 +204,11 @@ def start_local(
     return run, jobs
 
 
-def plan_local(paths: Sequence[str], request: Request) -> Plan:
-    """Return the plan of a local run of paths; PlanError (before any database is touched) if none."""
-    return plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+def plan_paths(paths: Sequence[str], request: Request) -> Plan:
+    """Return the plan of a run of paths; PlanError (before any database is touched) if none."""
+    return plan_run(
+        paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers, request.follow_links
+    )
 
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
@@ -348,7 +350,7 @@ def start_distributed(
     """Check the limits and the broker, plan paths, create a distributed run and send it."""
     check_distributed(request.limits, chunk_size)
     check_broker(app)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+    plan = plan_paths(paths, request)
     extra = {"paths": list(paths), "broker": shown_broker(app.conf.broker_url)}  # status names it
     run = create(engine, plan, request, "distributed", argv, extra=extra)
     return run, send(engine, app, run, chunk_size)

@@ -13,12 +13,13 @@ import hashlib
 import json
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
 from packsolve.db.runs import status_counts
 from packsolve.db.session import get_engine, session_scope
-from tests.support.programs import PROGRAMS, toml_for, write_programs
+from tests.support.programs import PROGRAMS, alive, toml_for, write_programs
 from tests.support.services import run_cli, wait_for_run
 
 LEVELS = [
@@ -218,3 +219,29 @@ def test_misbehaving_programs_end_in_the_right_status_on_a_worker_that_goes_on(
                 assert f.read().split(")")[-1].split()[0] == "Z", f"{leftover}: process {pid} still runs"
         except FileNotFoundError:
             pass
+
+
+def test_a_program_that_kills_its_solver_process_on_a_worker_dies_with_its_attempt(
+    tmp_path, broker, sqlite_url, start_worker
+):
+    """kill -9 $PPID in a worker: the pool process ends the program and removes its level directory."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    directory = write_programs(tmp_path / "programs")
+    toml = str(toml_for(directory))
+    worker = start_worker(broker, sqlite_url, "w1@test", cwd=directory)
+    pack = str(write_pack(tmp_path, LEVELS[:1]))
+    run_id = submit(env, pack, "--solvers", toml, "--heuristic", "parricide", "--time-limit", "60")
+    wait_for_run(sqlite_url, run_id, timeout=60)  # well before the time limit: nothing waits for it
+    [record] = export(env, run_id)
+    assert record["status"] == "error" and "SIGKILL" in record["message"], record
+    deadline = time.monotonic() + 10
+    left = [int(p) for p in (directory / "parricide.pid").read_text().split()]
+    while any(alive(p) for p in left):
+        assert time.monotonic() < deadline, f"processes {left} outlived their attempt"
+        time.sleep(0.1)
+    level_dir = (directory / "parricide.level").read_text().strip().rsplit("/", 1)[0]
+    assert not Path(level_dir).exists(), f"{level_dir} was left behind"
+    # The worker goes on: the next run is solved.
+    again = submit(env, pack, "--solvers", toml, "--heuristic", "correct", "--time-limit", "10")
+    wait_for_run(sqlite_url, again, timeout=60)
+    assert [r["status"] for r in export(env, again)] == ["solved"] and worker.proc.poll() is None

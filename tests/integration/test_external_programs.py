@@ -16,7 +16,7 @@ from packsolve.execution import AttemptSpec, Limits, execute_attempts
 from packsolve.levels import make_level
 from packsolve.outcome import Status
 from packsolve.solvers import ExternalSolver, load_solvers
-from tests.support.programs import toml_for, write_programs
+from tests.support.programs import alive, toml_for, write_programs
 
 SOLVABLE = make_level("a", {"kind": "coins", "notes": [9, 1, 6, 3], "target": 10}).data
 IMPOSSIBLE = make_level("b", {"kind": "coins", "notes": [4, 6, 10, 20], "target": 33}).data
@@ -47,14 +47,6 @@ def attempt(programs, name, level=SOLVABLE, **limits):
 def run_one(spec):
     [outcome] = list(execute_attempts([spec]))
     return outcome
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_a_correct_program_is_solved_with_its_answer_verified_and_its_nodes_kept(programs):
@@ -128,6 +120,25 @@ def test_a_grandchild_that_escapes_its_process_group_is_killed_at_the_limit(prog
     assert out.status is Status.TIMEOUT and time.monotonic() - started < 4
     pid = int((pids / "escaper.pid").read_text())
     assert not alive(pid)
+
+
+def test_a_program_that_kills_its_solver_process_dies_with_its_attempt_and_leaves_no_level_file(
+    programs, pids
+):
+    """kill -9 $PPID must not free a program from its limits, nor leave its level directory behind."""
+    started = time.monotonic()
+    out = run_one(attempt(programs, "parricide", time_limit=30.0))
+    assert out.status is Status.ERROR and time.monotonic() - started < 20, out
+    level_dir = os.path.dirname((pids / "parricide.level").read_text().strip())
+    assert level_dir.startswith(("/dev/shm/", "/tmp/"))
+    left = [int(p) for p in (pids / "parricide.pid").read_text().split()]
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in left) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in left if alive(p)], "the program outlived its attempt"
+    assert not os.path.exists(level_dir), f"{level_dir} was left behind"
+    # The process running attempts goes on: the next one is solved.
+    assert run_one(attempt(programs, "correct")).status is Status.SOLVED
 
 
 def test_the_node_limit_holds_where_the_program_reports_nodes(programs):
@@ -260,6 +271,9 @@ def test_a_program_and_its_escaped_grandchild_die_when_the_process_running_it_is
         while alive(grandchild):
             assert time.monotonic() < deadline, f"process {grandchild} outlived the killed worker"
             time.sleep(0.05)
+        # The solver process, the one left to clean up, removed the level's directory too.
+        level_dir = os.path.dirname((pids / "escaper.level").read_text())
+        assert not os.path.exists(level_dir), f"{level_dir} was left behind"
     finally:
         driver.kill()
         driver.wait(10)

@@ -183,6 +183,27 @@ class PostgresServer:
             conn.execute(sql)
 
 
+def rabbit_env(directory: Path, node: str) -> dict[str, str]:
+    """Return the environment of a RabbitMQ node of our own: its name, and everything under directory.
+
+    Writes directory's empty rabbitmq-env.conf and enabled_plugins; rabbitmq.conf is the caller's.
+    """
+    (directory / "rabbitmq-env.conf").write_text("")
+    (directory / "enabled_plugins").write_text("[].\n")
+    return {
+        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        "HOME": str(directory),  # the Erlang cookie: ours, not the machine node's
+        "LANG": "C.UTF-8",
+        "RABBITMQ_CONF_ENV_FILE": str(directory / "rabbitmq-env.conf"),
+        "RABBITMQ_CONFIG_FILE": str(directory / "rabbitmq.conf"),
+        "RABBITMQ_NODENAME": node,
+        "RABBITMQ_MNESIA_BASE": str(directory / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(directory / "log"),
+        "RABBITMQ_ENABLED_PLUGINS_FILE": str(directory / "enabled_plugins"),
+        "RABBITMQ_PID_FILE": str(directory / "rabbit.pid"),
+    }
+
+
 class RabbitNode:
     """A RabbitMQ node of our own: node name, mnesia, logs and Erlang cookie under the state directory.
 
@@ -202,20 +223,7 @@ class RabbitNode:
             # The disk is shared with the whole machine: do not stop publishers over its free space.
             "disk_free_limit.absolute = 1MB\n"
         )
-        (self.dir / "rabbitmq-env.conf").write_text("")
-        (self.dir / "enabled_plugins").write_text("[].\n")
-        self.env = {
-            "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
-            "HOME": str(self.dir),  # the Erlang cookie: ours, not the machine node's
-            "LANG": "C.UTF-8",
-            "RABBITMQ_CONF_ENV_FILE": str(self.dir / "rabbitmq-env.conf"),
-            "RABBITMQ_CONFIG_FILE": str(self.dir / "rabbitmq.conf"),
-            "RABBITMQ_NODENAME": self.NODE,
-            "RABBITMQ_MNESIA_BASE": str(self.dir / "mnesia"),
-            "RABBITMQ_LOG_BASE": str(self.dir / "log"),
-            "RABBITMQ_ENABLED_PLUGINS_FILE": str(self.dir / "enabled_plugins"),
-            "RABBITMQ_PID_FILE": str(self.dir / "rabbit.pid"),
-        }
+        self.env = rabbit_env(self.dir, self.NODE)
         self.proc = host.popen(
             [str(RABBITMQ_SBIN / "rabbitmq-server")], self.dir / "server.log", env=self.env, cwd=self.dir
         )

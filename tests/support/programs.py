@@ -65,11 +65,14 @@ PROGRAMS = {
         print(json.dumps(solve(level)))
         """
     ),
-    # Leaves a grandchild that escapes its process group (setsid, double fork), then sleeps past the limit.
+    # Leaves a grandchild that escapes its process group (setsid, double fork), then sleeps past the limit;
+    # writes its level file's path beside itself first.
     "escaper.py": PY
     + textwrap.dedent(
         """
         pidfile = os.path.join(os.path.dirname(os.path.abspath(__file__)), "escaper.pid")
+        with open(pidfile.replace(".pid", ".level"), "w") as f:
+            f.write(os.environ["PACKSOLVE_LEVEL"])
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
@@ -78,6 +81,20 @@ PROGRAMS = {
                 time.sleep(600)
             os._exit(0)
         time.sleep(600)
+        """
+    ),
+    # Leaves a child running, kills the solver process that started it (kill -9 $PPID), then sleeps:
+    # it writes its level file's path and both pids beside itself first.
+    "parricide.sh": textwrap.dedent(
+        """\
+        #!/bin/sh
+        here=$(dirname "$0")
+        sleep 600 &
+        echo "$$ $!" > "$here/parricide.pids.tmp"
+        echo "$PACKSOLVE_LEVEL" > "$here/parricide.level"
+        mv "$here/parricide.pids.tmp" "$here/parricide.pid"
+        kill -9 $PPID
+        exec sleep 600
         """
     ),
     # Burns CPU in a child process, waits for it, then answers: CPU time counts the children.
@@ -118,6 +135,15 @@ C_PROGRAMS = {
         """
     ),
 }
+
+
+def alive(pid: int) -> bool:
+    """Return whether process pid runs: a zombie has ended (a subreaper test process may not reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def write_programs(directory: Path) -> Path:

@@ -17,6 +17,7 @@ from packsolve.execution import AttemptSpec, Limits, execute_attempts, execute_c
 from packsolve.execution.child import RETIRE_GROWTH_MB
 from packsolve.execution.supervisor import ABANDON_GRACE_S
 from packsolve.outcome import Outcome, Status
+from tests.support.programs import alive
 
 _HOARD: list[bytearray] = []
 
@@ -239,15 +240,12 @@ def test_a_solver_child_busy_in_a_job_dies_with_the_process_that_forked_it():
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         child = int(proc.stdout.readline())
-        os.kill(child, 0)  # alive while its parent is
+        assert alive(child)  # alive while its parent is
         proc.kill()  # -9: no atexit, no chance to stop it
         proc.wait(10)
         deadline = time.monotonic() + 5
-        while True:
-            try:
-                os.kill(child, 0)
-            except ProcessLookupError:
-                break
+        # A zombie has ended: this test process, a subreaper once it ran attempts, adopts it unreaped.
+        while alive(child):
             assert time.monotonic() < deadline, "the solver child outlived its parent"
             time.sleep(0.05)
     finally:

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from packsolve.bounds import COUNT
 from packsolve.cli.options import (
     database_option,
     emit,
@@ -13,6 +14,7 @@ from packsolve.cli.options import (
     handle_errors,
     run_options,
     run_request,
+    within,
 )
 
 
@@ -22,9 +24,7 @@ from packsolve.cli.options import (
 @click.option(
     "--jobs", "-j", type=int, default=None, help="Processes solve would use [default: one per core]."
 )
-@click.option(
-    "--chunk-size", type=click.IntRange(min=0), default=0, help="Levels per task, as submit's (0: chosen)."
-)
+@click.option("--chunk-size", type=within(COUNT), default=0, help="Levels per task, as submit's (0: chosen).")
 @format_option
 @database_option
 @handle_errors

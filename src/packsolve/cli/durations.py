@@ -8,28 +8,35 @@ from typing import Any
 
 import click
 
+from packsolve.bounds import Range
+
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-# A sign is read so that the options' range checks, not this type, say what a negative limit breaks.
-_DURATION = re.compile(r"^\s*(-?(?:\d+(?:\.\d*)?|\.\d+))\s*(ms|s|m|h)?\s*$")
+# A sign and an exponent are read so that the range check, not the syntax, says what is wrong with -1 or 1e300.
+_DURATION = re.compile(r"^\s*(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|s|m|h)?\s*$")
 
 
 class Duration(click.ParamType):
-    """A click type for a duration: a number of seconds, or one with a unit; returns seconds (float).
-
-    Range checks (at least 0, below the broker's visibility timeout) stay with the options.
-    """
+    """A click type for a duration in a range: a number of seconds, or one with a unit; returns seconds."""
 
     name = "duration"
+
+    def __init__(self, span: Range) -> None:
+        self.span = span
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         """Return value in seconds; fail with one line saying what a duration looks like."""
         if isinstance(value, int | float):
-            return float(value)
-        match = _DURATION.match(str(value))
-        seconds = float(match.group(1)) * UNITS[match.group(2) or "s"] if match else math.nan
+            seconds = float(value)
+        else:
+            match = _DURATION.match(str(value))
+            seconds = float(match.group(1)) * UNITS[match.group(2) or "s"] if match else math.nan
         if not math.isfinite(seconds):
             self.fail(f"{value!r} is not a duration: write seconds (2.5) or 500ms, 2s, 1m, 1h", param, ctx)
+        if not self.span.holds(seconds):
+            self.fail(f"{value!r} is not in the range {self.span} seconds.", param, ctx)
         return seconds
 
 
-DURATION = Duration()
+def duration_within(span: Range) -> Duration:
+    """Return the click type of a duration in span: out of it, one line giving the range."""
+    return Duration(span)

@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
-from packsolve.cli.durations import DURATION
-from packsolve.cli.options import emit, err_console, format_option, handle_errors, output_file
+from packsolve.bounds import COUNT, TIME_LIMIT_S
+from packsolve.cli.durations import duration_within
+from packsolve.cli.options import emit, err_console, format_option, handle_errors, output_file, within
 
 
 @click.command()
@@ -96,7 +97,11 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
     help="JSON or JSONL file of levels to check on [default: the kind's examples].",
 )
 @click.option(
-    "--time-limit", type=DURATION, default=10.0, show_default=True, help="Seconds per heuristic per level."
+    "--time-limit",
+    type=duration_within(TIME_LIMIT_S),
+    default=10.0,
+    show_default=True,
+    help="Seconds per heuristic per level (2.5, 500ms, 2s, 1m, 1h).",
 )
 @format_option
 @handle_errors
@@ -183,7 +188,7 @@ def _size_form(kind: Any) -> str:
 )
 @click.argument("kind")
 @click.option("--size", required=True, help="Size of the levels; what it means depends on KIND (see above).")
-@click.option("--count", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--count", type=within(COUNT, low=1), default=10, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False), default="-", help="JSONL file [default: stdout]."

@@ -14,7 +14,8 @@ from typing import Any
 import click
 from rich.console import Console
 
-from packsolve.cli.durations import DURATION
+from packsolve.bounds import Range, shown
+from packsolve.cli.durations import duration_within
 from packsolve.errors import OptionError, PacksolveError
 from packsolve.levels import DEFAULT_MAX_BYTES
 
@@ -22,6 +23,24 @@ err_console = Console(stderr=True)
 out_console = Console()
 
 DEFAULT_TIME_LIMIT = 60.0
+
+
+class _IntRange(click.IntRange):
+    def _describe_range(self) -> str:
+        return f"{self.min} to {self.max}"
+
+
+class _FloatRange(click.FloatRange):
+    def _describe_range(self) -> str:
+        return f"{shown(self.min or 0)} to {shown(self.max or 0)}"  # within() gives both
+
+
+def within(span: Range, low: float | None = None) -> click.ParamType:
+    """Return the click type of a number in span (from low if given): out of it, one line giving the range."""
+    start = span.low if low is None else low
+    if span.real:
+        return _FloatRange(start, span.high)
+    return _IntRange(int(start), int(span.high))
 
 
 def database_option(fn: Callable) -> Callable:
@@ -79,6 +98,13 @@ def solvers_option(fn: Callable) -> Callable:
     )(fn)
 
 
+def follow_links_option(fn: Callable) -> Callable:
+    return click.option(
+        "--follow-links", is_flag=True,
+        help="Read level files through links that lead out of the pack (refused by default).",
+    )(fn)  # fmt: skip
+
+
 def run_options(fn: Callable) -> Callable:
     """Options shared by every command that plans a run from level files (solve, submit, check).
 
@@ -93,7 +119,7 @@ def run_options(fn: Callable) -> Callable:
             "every kind that has it, or per kind: sudoku=dlx,sliding=idastar.",
         ),
         click.option(
-            "--time-limit", type=DURATION, default=DEFAULT_TIME_LIMIT, show_default=True,
+            "--time-limit", type=duration_within(TIME_LIMIT_S), default=DEFAULT_TIME_LIMIT, show_default=True,
             help="Wall time per level: seconds, or 500ms, 2s, 1m, 1h (0: no limit); the solver is stopped, "
             "then killed soon after.",
         ),
@@ -116,7 +142,7 @@ def run_options(fn: Callable) -> Callable:
     ]  # fmt: skip
     for d in reversed(decorators):
         fn = d(fn)
-    return solvers_option(fn)
+    return solvers_option(follow_links_option(fn))
 
 
 def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
@@ -133,7 +159,7 @@ def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
         opts["kind"], opts["heuristic"], opts["time_limit"], opts["node_limit"], opts["memory_limit"],
         opts["label"], opts["max_file_mb"], max_tries, opts["move_label"],
     )  # fmt: skip
-    return replace(request, solvers=load_solvers(opts["solvers_file"]))
+    return replace(request, solvers=load_solvers(opts["solvers_file"]), follow_links=opts["follow_links"])
 
 
 def handle_errors(fn: Callable) -> Callable:

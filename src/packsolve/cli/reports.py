@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from packsolve.bounds import COUNT
 from packsolve.cli.options import (
     database_option,
     emit,
@@ -16,6 +17,7 @@ from packsolve.cli.options import (
     output_file,
     print_summary,
     read_engine,
+    within,
 )
 from packsolve.errors import OptionError, ReportError
 
@@ -56,9 +58,7 @@ def report_summary(run: str | None, with_reruns: bool, fmt: str, database_url: s
 
 @report.command("failures")
 @click.argument("run", required=False)
-@click.option(
-    "--examples", type=click.IntRange(min=0), default=3, show_default=True, help="Levels named per group."
-)
+@click.option("--examples", type=within(COUNT), default=3, show_default=True, help="Levels named per group.")
 @format_option
 @database_option
 @handle_errors
@@ -91,7 +91,7 @@ def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
 @click.option("--all", "all_runs", is_flag=True, help="Across every run: each level (content hash) once.")
 @click.option("--kind", default=None, help="Only levels of this kind.")
 @click.option("--by", type=click.Choice(["par2", "time", "nodes"]), default="par2", show_default=True)
-@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--top", type=within(COUNT, low=1), default=20, show_default=True)
 @format_option
 @database_option
 @handle_errors
@@ -219,9 +219,9 @@ def report_cactus(
 @click.argument("runs", nargs=-1)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default="report.html", show_default=True)
 @click.option(
-    "--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rows of the hardest table."
+    "--top", type=within(COUNT, low=1), default=20, show_default=True, help="Rows of the hardest table."
 )
-@click.option("--max-pictures", type=click.IntRange(min=0), default=40, show_default=True,
+@click.option("--max-pictures", type=within(COUNT), default=40, show_default=True,
               help="Levels pictured (SVG with the best solution), the hardest first.")  # fmt: skip
 @database_option
 @handle_errors

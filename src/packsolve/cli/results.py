@@ -10,10 +10,12 @@ from typing import Any
 
 import click
 
+from packsolve.bounds import TIME_LIMIT_S
 from packsolve.cli.options import (
     database_option,
     emit,
     err_console,
+    follow_links_option,
     format_of,
     format_option,
     handle_errors,
@@ -21,13 +23,14 @@ from packsolve.cli.options import (
     output_file,
     read_engine,
     warn_without_task_key,
+    within,
 )
 
 
 @click.command()
 @click.argument("run", required=False)
 @click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
-@click.option("--interval", type=float, default=2.0, show_default=True)
+@click.option("--interval", type=within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
 @format_option
 @database_option
 @handle_errors
@@ -137,9 +140,10 @@ def export(run: str, fmt: str | None, output: str, database_url: str | None):
 @click.command()
 @click.argument("level")
 @format_option
+@follow_links_option
 @database_option
 @handle_errors
-def show(level: str, fmt: str, database_url: str | None):
+def show(level: str, fmt: str, follow_links: bool, database_url: str | None):
     """Show LEVEL (a level file, PATH:LINE, a name from a report, or a hash or its prefix).
 
     Draws it with its best known solution and lists every attempt at it across runs.
@@ -148,7 +152,7 @@ def show(level: str, fmt: str, database_url: str | None):
     from packsolve.report.show import level_report, render_level
 
     with session_scope(read_engine(database_url)) as session:
-        rep = level_report(session, level)
+        rep = level_report(session, level, follow_links)
     if fmt == "csv":
         emit(rep["history"], fmt, lambda r: r)
     elif fmt == "json":

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from packsolve.cli.durations import DURATION
+from packsolve.bounds import COUNT, TIME_LIMIT_S
+from packsolve.cli.durations import duration_within
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.options import (
     broker_option,
@@ -22,6 +23,7 @@ from packsolve.cli.options import (
     run_options,
     run_request,
     solvers_option,
+    within,
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
 
@@ -31,7 +33,7 @@ RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 def progress_options(fn: Any) -> Any:
     """Options of every command that solves locally: quiet, and how often to print progress to a log."""
     fn = click.option(
-        "--progress-every", type=click.FloatRange(min=0.1), default=DEFAULT_EVERY_S, show_default=True,
+        "--progress-every", type=within(TIME_LIMIT_S, low=0.1), default=DEFAULT_EVERY_S, show_default=True,
         help="Seconds between progress lines when stderr is not a terminal (a log).",
     )(fn)  # fmt: skip
     return click.option("--quiet", "-q", is_flag=True, help="No progress bar or lines.")(fn)
@@ -66,7 +68,7 @@ def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bo
     request = run_request(opts)
     check_jobs(jobs)  # before the database is touched: a typo costs nothing
     check_paths(paths)
-    plan = runs.plan_local(paths, request)  # a heuristic typo is refused before a database is made
+    plan = runs.plan_paths(paths, request)  # a heuristic typo is refused before a database is made
     engine = get_engine(database_url)
     try:
         run, jobs = runs.start_local(engine, paths, request, jobs, sys.argv[1:], skip_solved, plan)
@@ -105,7 +107,7 @@ def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str
 )
 @click.option(
     "--chunk-size",
-    type=click.IntRange(min=0),
+    type=within(COUNT),
     default=0,
     help="Levels per task (0: chosen from past times of the kind, else level sizes) [default: 0].",
 )
@@ -159,7 +161,7 @@ def submit(
 )
 @click.option(
     "--time-limit",
-    type=DURATION,
+    type=duration_within(TIME_LIMIT_S),
     default=None,
     help="Wall time per level (seconds, or 500ms, 2s, 1m, 1h), 0: none [default: parent's].",
 )

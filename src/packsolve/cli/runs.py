@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from packsolve.bounds import COUNT
 from packsolve.cli.options import (
     database_option,
     emit,
@@ -13,12 +14,13 @@ from packsolve.cli.options import (
     format_option,
     handle_errors,
     read_engine,
+    within,
 )
 from packsolve.errors import PlanError
 
 
 @click.group(invoke_without_command=True)
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Newest runs shown.")
+@click.option("--limit", type=within(COUNT, low=1), default=20, show_default=True, help="Newest runs shown.")
 @click.option("--all", "all_runs", is_flag=True, help="Every run.")
 @format_option
 @database_option

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from packsolve.bounds import COUNT, TIME_LIMIT_S, WHOLE_SECONDS
 from packsolve.cli.options import (
     broker_option,
     database_option,
@@ -16,6 +17,7 @@ from packsolve.cli.options import (
     handle_errors,
     solvers_option,
     warn_without_task_key,
+    within,
 )
 from packsolve.errors import BrokerError
 
@@ -24,7 +26,7 @@ from packsolve.errors import BrokerError
 @click.option(
     "--concurrency",
     "-c",
-    type=int,
+    type=within(COUNT),
     default=None,
     envvar="PACKSOLVE_CONCURRENCY",
     show_envvar=True,
@@ -35,7 +37,8 @@ from packsolve.errors import BrokerError
 )
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @click.option(
-    "--visibility-timeout", type=int, default=None, envvar="PACKSOLVE_VISIBILITY_TIMEOUT", show_envvar=True,
+    "--visibility-timeout", type=within(WHOLE_SECONDS), default=None, envvar="PACKSOLVE_VISIBILITY_TIMEOUT",
+    show_envvar=True,
     help="Seconds before Redis redelivers a task [default: 43200]; submitters must see the same value.",
 )  # fmt: skip
 @solvers_option
@@ -77,9 +80,11 @@ def worker(concurrency, hostname, loglevel, visibility_timeout, solvers_file, da
 
 @click.command()
 @click.option("--once", is_flag=True, help="One reconcile pass, then exit (for cron or after an incident).")
-@click.option("--interval", type=float, default=30.0, show_default=True, help="Seconds between passes.")
 @click.option(
-    "--grace", type=float, default=60.0, show_default=True,
+    "--interval", type=within(TIME_LIMIT_S), default=30.0, show_default=True, help="Seconds between passes."
+)
+@click.option(
+    "--grace", type=within(TIME_LIMIT_S), default=60.0, show_default=True,
     help="Seconds past its deadline (claim + hard limit) before a running attempt is taken back "
     "whoever holds it; also the longest wait before an empty queue counts as lost tasks.",
 )  # fmt: skip

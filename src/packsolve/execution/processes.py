@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from packsolve.execution import wire
+from packsolve.execution import programs, tree, wire
 from packsolve.execution.child import serve
 from packsolve.execution.spec import Job
 
@@ -81,7 +81,12 @@ def keep_for_next_batch(child: Child) -> None:
 
 
 def fork(jobs: Sequence[Job], keep: bool) -> Child:
-    """Fork a child that runs jobs (from its copy of memory); kept ones then wait for more."""
+    """Fork a child that runs jobs (from its copy of memory); kept ones then wait for more.
+
+    This process becomes a subreaper first: should the child die mid-job (a program it ran
+    killed it, say), what that job started is adopted here and ended by clean_up_after.
+    """
+    tree.become_subreaper()
     down_r, down_w = os.pipe() if keep else (-1, -1)
     up_r, up_w = os.pipe()
     parent = os.getpid()
@@ -92,6 +97,16 @@ def fork(jobs: Sequence[Job], keep: bool) -> Child:
     if keep:
         os.close(down_r)
     return Child(pid, down_w, up_r)
+
+
+def clean_up_after(pid: int, job_began: float) -> None:
+    """After solver child pid ended mid-job (begun at job_began, monotonic): end and remove what it left.
+
+    The processes its job started were adopted by this process (see fork); its level
+    directories are named by its pid.
+    """
+    tree.kill_adopted(tree.boot_ticks(job_began) - 1)
+    programs.remove_level_dirs(pid)
 
 
 def _forget_kept_child() -> None:

@@ -10,6 +10,7 @@ the protocol (answer.py). The kind's ``verify`` then judges the answer like any 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -101,6 +102,21 @@ def _level_dir() -> str | None:
     return None
 
 
+def _level_prefix(pid: int) -> str:
+    # Named by the solver child that makes it: should that child die, its parent finds what it left.
+    return f"packsolve-level-{pid}-"
+
+
+def remove_level_dirs(pid: int) -> None:
+    """Remove the level directories solver child pid made and did not remove (it died mid-attempt)."""
+    folder = _level_dir() or tempfile.gettempdir()
+    prefix = _level_prefix(pid)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
 @dataclass(frozen=True)
 class ProgramJob:
     """One attempt of an external solver, as a solver child runs it: called with the attempt's Budget."""
@@ -111,7 +127,7 @@ class ProgramJob:
 
     def __call__(self, budget: Budget) -> Outcome:
         """Run the program on the level under the limits; return its Outcome (unverified), never raise."""
-        folder = tempfile.mkdtemp(prefix="packsolve-level-", dir=_level_dir())
+        folder = tempfile.mkdtemp(prefix=_level_prefix(os.getpid()), dir=_level_dir())
         try:
             level_file = os.path.join(folder, "level.json")
             data = self.level_json.encode()
@@ -121,7 +137,9 @@ class ProgramJob:
             env = self._environment(level_file)
             stdin = data if self.program.solver.stdin else None
             try:
-                raw = spawn.run(argv, self.program.cwd, env, stdin, self.limits)
+                # Told to die mid-program (its worker was killed), the solver child removes the folder itself.
+                remove = functools.partial(shutil.rmtree, folder, ignore_errors=True)
+                raw = spawn.run(argv, self.program.cwd, env, stdin, self.limits, remove)
             except OSError as exc:  # exec refused it: no interpreter line, a directory, no permission
                 return Outcome(Status.ERROR, message=f"cannot start {argv[0]}: {exc.strerror or exc}")
             return answer.outcome_of(raw, self.limits)

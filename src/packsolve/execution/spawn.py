@@ -19,6 +19,7 @@ import resource
 import selectors
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from packsolve.execution import tree
@@ -58,8 +59,18 @@ class RawRun:
     oom_kills: int = 0  # the kernel's out-of-memory kills on this machine while it ran
 
 
-def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, limits: Limits) -> RawRun:
-    """Run argv under limits and return how it ended; raise OSError if it cannot be started."""
+def run(
+    argv: list[str],
+    cwd: str,
+    env: dict[str, str],
+    stdin: bytes | None,
+    limits: Limits,
+    leaving: Callable[[], None] | None = None,
+) -> RawRun:
+    """Run argv under limits and return how it ended; raise OSError if it cannot be started.
+
+    leaving is called should this process be told to die while the program runs (after its tree is killed).
+    """
     tree.become_subreaper()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     oom_before = tree.oom_kills()
@@ -81,7 +92,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, lim
     reaped: dict[int, int] = {}
     try:
         _limit(proc.pid, limits)
-        with tree.killed_with_this_process(proc.pid):
+        with tree.killed_with_this_process(proc.pid, leaving):
             _watch(proc, stdin, limits, started, result)
         # The program has exited or is to be stopped: nothing it left behind may outlive the attempt.
         if result.exited:

@@ -201,12 +201,18 @@ class _Watch:
             self.reaped = os.wait4(self.child.pid, 0)
 
     def _release(self) -> None:
-        """Close the pipes of a reaped child; kill and reap one that was not (leave no orphan)."""
+        """Close the pipes of a reaped child; kill and reap one that was not (leave no orphan).
+
+        A child that ended mid-job may have left that job's processes and level directory:
+        they are ended and removed here, whatever ended the child.
+        """
         if self.current is not None:
             if self.reaped is None:
                 self.current.discard()
             else:
                 self.current.close()
+            if self.done < len(self.jobs):
+                processes.clean_up_after(self.child.pid, self.mark)
 
     def _ending_of_death(self) -> JobResult | None:
         """Return the ending of the job a dead or killed child was running; None if it left after a memout."""

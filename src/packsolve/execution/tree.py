@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -43,18 +43,73 @@ def become_subreaper() -> bool:
     return _subreaper
 
 
+def _not_yet_subreaper() -> None:
+    """In a forked child: the kernel does not pass the subreaper mark on, so neither may this flag."""
+    global _subreaper
+    _subreaper = False
+
+
+os.register_at_fork(after_in_child=_not_yet_subreaper)
+
+
+def boot_ticks(monotonic_s: float) -> int:
+    """Return the moment monotonic_s (a time.monotonic()) in clock ticks since boot, as /proc dates them."""
+    since_boot = time.clock_gettime(time.CLOCK_BOOTTIME) - (time.monotonic() - monotonic_s)
+    return int(since_boot * os.sysconf("SC_CLK_TCK"))
+
+
+def kill_adopted(since: int) -> list[int]:
+    """SIGKILL and reap the orphans this subreaper adopted that started at or after since (boot ticks).
+
+    An orphan is a child of this process in another session: a solver child stays in this
+    process's session, a program starts a session of its own, and no process can move into
+    another session. Only those started since the dead solver child's job began are taken,
+    so no earlier child of this process (a server a test started, say) is touched. Return
+    the pids killed; what their descendants leave behind is adopted and killed on the next round.
+    """
+    session = os.getsid(0)
+    killed: list[int] = []
+    deadline = time.monotonic() + KILL_PATIENCE_S
+    while time.monotonic() < deadline:
+        orphans = [p for p in children(os.getpid()) if _orphan_since(p, session, since)]
+        if not orphans:
+            break
+        for p in orphans:
+            for q in (p, *descendants(p)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(q, signal.SIGKILL)
+        for p in orphans:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(p, 0)
+        killed += orphans
+    return killed
+
+
+def _orphan_since(pid: int, session: int, since: int) -> bool:
+    """Return whether child pid is in another session than session and started at or after since."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[3]) != session and int(fields[19]) >= since
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 @contextlib.contextmanager
-def killed_with_this_process(group: int) -> Iterator[None]:
-    """While a program runs: if this solver child is told to die, kill the program's tree first.
+def killed_with_this_process(group: int, then: Callable[[], None] | None = None) -> Iterator[None]:
+    """While a program runs: if this solver child is told to die, kill the program's tree, then call then.
 
     A solver child dies with the process that forked it (PR_SET_PDEATHSIG, SIGKILL). While it
     watches a program, the signal is SIGTERM instead, whose handler kills the program's process
-    group and every adopted descendant before leaving: a worker killed -9 leaves nothing running.
+    group and every adopted descendant, and calls then (which removes the level's directory),
+    before leaving: a worker killed -9 leaves nothing running and nothing behind.
     """
     previous = signal.getsignal(signal.SIGTERM)
 
     def leave(signum: int, frame: object) -> None:
         kill_tree(group, {})
+        if then is not None:
+            then()
         os._exit(1)
 
     signal.signal(signal.SIGTERM, leave)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from packsolve.queue.protocol import broker_url, queue_name, visibility_timeout
+from packsolve.queue.protocol import broker_tls, broker_url, queue_name, visibility_timeout
 
 
 def make_app(broker: str | None = None) -> Celery:
@@ -12,8 +12,11 @@ def make_app(broker: str | None = None) -> Celery:
 
     Senders use it as it is (send_task by name); `packsolve worker` registers the task on it.
     """
-    app = Celery("packsolve", broker=broker_url(broker))
+    url, tls = broker_tls(broker_url(broker))
+    app = Celery("packsolve", broker=url)
     app.conf.update(
+        # rediss:// and amqps://: the certificate is checked (see broker_tls for the URL's settings).
+        broker_use_ssl=tls,
         # JSON only: pickle would execute code from anyone who can write to the queue.
         task_serializer="json",
         accept_content=["json"],

@@ -15,11 +15,13 @@ import hmac
 import json
 import os
 import re
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from packsolve import bounds
 from packsolve.errors import OptionError
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import canonical_json
@@ -95,6 +97,40 @@ def task_keys() -> TaskKeys:
     current = os.environ.get("PACKSOLVE_TASK_KEY") or None
     old = [k.strip() for k in (os.environ.get("PACKSOLVE_TASK_KEYS_OLD") or "").split(",")]
     return TaskKeys(current.encode() if current else None, tuple(k.encode() for k in old if k))
+
+
+def broker_tls(url: str) -> tuple[str, dict[str, Any] | None]:
+    """Return the broker URL to connect with and Celery's broker_use_ssl for it (None: none needed).
+
+    TLS settings travel in the URL's query, by kombu's names: ssl_ca_certs (the CA bundle the
+    server's certificate must chain to; default: the system's), ssl_certfile and ssl_keyfile (a
+    client certificate), ssl_cert_reqs (required, the default; none turns checking off).
+    rediss:// keeps them in the URL, which kombu and redis-py read, with ssl_cert_reqs=required
+    added when absent (kombu would not check the certificate). amqps:// takes them out (kombu
+    would hand them on to py-amqp under names it does not know) and returns them as py-amqp's
+    options, the host name checked too.
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = dict(query)
+    if parts.scheme == "rediss":
+        if "ssl_cert_reqs" not in given:
+            url = urlunsplit(
+                parts._replace(query="&".join(filter(None, [parts.query, "ssl_cert_reqs=required"])))
+            )
+        return url, None
+    if parts.scheme != "amqps":
+        return url, None
+    checked = given.get("ssl_cert_reqs", "required").lower() not in ("none", "cert_none")
+    options: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED if checked else ssl.CERT_NONE}
+    if checked:
+        options["server_hostname"] = parts.hostname
+        options["ca_certs"] = given.get("ssl_ca_certs") or ssl.get_default_verify_paths().cafile
+    for name in ("certfile", "keyfile"):
+        if given.get(f"ssl_{name}"):
+            options[name] = given[f"ssl_{name}"]
+    rest = [(k, v) for k, v in query if not k.startswith("ssl_")]
+    return urlunsplit(parts._replace(query=urlencode(rest))), options
 
 
 def visibility_timeout() -> int:
@@ -199,14 +235,43 @@ def signature_problem(payload: Any, keys: TaskKeys) -> str | None:
 
 
 def decode(payload: Any) -> Task:
-    """Return the Task of a message body; raise ValueError if it is not one of ours."""
+    """Return the Task of a message body; raise ValueError if it is not one of ours.
+
+    Every number in it must lie in what the database stores (bounds): the message says the range.
+    """
     try:
-        items = tuple((str(item["level"]), AttemptSpec.from_json(item["spec"])) for item in payload["items"])
+        items = tuple(
+            (str(item["level"]), AttemptSpec.from_json(_bounded(item["spec"]))) for item in payload["items"]
+        )
         deployment = payload.get("deployment")
-        max_tries = int(payload.get("max_tries", DEFAULT_MAX_TRIES))
-        return Task(int(payload["run"]), max_tries, items, None if deployment is None else str(deployment))
+        max_tries = _number(payload, "max_tries", bounds.MAX_TRIES, DEFAULT_MAX_TRIES)
+        run_id = _number(payload, "run", bounds.RUN_ID)
+        return Task(run_id, max_tries, items, None if deployment is None else str(deployment))
     except (TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"not a packsolve task: {type(exc).__name__}: {exc}") from None
+
+
+_LIMIT_RANGES = (
+    ("time_limit", bounds.TIME_LIMIT_S),
+    ("node_limit", bounds.NODE_LIMIT),
+    ("memory_limit_mb", bounds.MEMORY_LIMIT_MB),
+)
+
+
+def _bounded(spec: Any) -> Any:
+    """Return spec if its limits are None or within their ranges; raise ValueError naming one that is not."""
+    for name, span in _LIMIT_RANGES:
+        if spec.get(name) is not None:
+            _number(spec, name, span)
+    return spec
+
+
+def _number(fields: Any, name: str, span: bounds.Range, default: Any = None) -> Any:
+    """Return fields[name] (default if absent and given) if a number within span; raise ValueError if not."""
+    value = fields[name] if default is None else fields.get(name, default)
+    if not span.holds(value):
+        raise ValueError(f"not a packsolve task: {name} {value!r} is not a number from {span}")
+    return value
 
 
 def decode_message(raw: Any) -> Task | None:

@@ -19,7 +19,7 @@ from packsolve.report.text import short_message
 _HEX = re.compile(r"[0-9a-f]{4,64}")
 
 
-def _from_file(ref: str) -> list[tuple[str, str]]:
+def _from_file(ref: str, follow_links: bool = False) -> list[tuple[str, str]]:
     """Return (name, hash) of the levels of the file ref names ('PATH' or 'PATH:LINE'), [] if none."""
     from packsolve.levels import read_levels
 
@@ -28,19 +28,22 @@ def _from_file(ref: str) -> list[tuple[str, str]]:
         path, line = ref.rsplit(":", 1)
     if not Path(path).is_file():
         return []
-    levels = [(lv.name, lv.hash) for lv in read_levels([path])]
+    levels = [(lv.name, lv.hash) for lv in read_levels([path], follow_links=follow_links)]
     if line is not None:
         levels = [(n, h) for n, h in levels if n.endswith(f":{line}")]
     return levels
 
 
-def find_level(session: Session, ref: str) -> tuple[LevelRow | None, dict[str, Any] | None]:
+def find_level(
+    session: Session, ref: str, follow_links: bool = False
+) -> tuple[LevelRow | None, dict[str, Any] | None]:
     """Return (the level's row or None, the level read from a file or None); raise LevelNotFound if none.
 
     ref is tried as a level file (PATH or PATH:LINE), a hash or unique hash
-    prefix (4+ hex digits), then a level name as recorded in runs.
+    prefix (4+ hex digits), then a level name as recorded in runs. A file linked from outside its
+    directory is read only with follow_links.
     """
-    found = _from_file(ref)
+    found = _from_file(ref, follow_links)
     if len(found) > 1:
         names = ", ".join(n for n, _ in found[:5])
         raise LevelNotFound(f"{ref} holds {len(found)} levels; name one as PATH:LINE ({names}, ...)")
@@ -64,11 +67,11 @@ def find_level(session: Session, ref: str) -> tuple[LevelRow | None, dict[str, A
     return row, None
 
 
-def level_report(session: Session, ref: str) -> dict[str, Any]:
+def level_report(session: Session, ref: str, follow_links: bool = False) -> dict[str, Any]:
     """Return the level, its best known solution and every attempt at it, as a JSON-ready dict."""
     from packsolve.levels import read_levels
 
-    row, read = find_level(session, ref)
+    row, read = find_level(session, ref, follow_links)
     history = []
     if row is not None:
         q = (
@@ -97,7 +100,8 @@ def level_report(session: Session, ref: str) -> dict[str, Any]:
         data, kind, h, name = json.loads(row.data), row.kind, row.hash, row.name
     else:
         assert read is not None
-        level = next(lv for lv in read_levels([read["path"].rsplit(":", 1)[0]]) if lv.hash == read["hash"])
+        file = read["path"].rsplit(":", 1)[0]
+        level = next(lv for lv in read_levels([file], follow_links=follow_links) if lv.hash == read["hash"])
         data, kind, h, name = dict(level.data), level.kind, level.hash, level.name
     return {
         "level": name,

@@ -1,0 +1,51 @@
+"""The ranges numbers from outside (options, task fields) must lie in: what the database can store.
+
+An Integer column holds a 32-bit signed integer, a BigInteger column a 64-bit one (PostgreSQL
+refuses more, SQLite stores up to 64 bits): a value past them must be refused where it comes
+in, in one line giving the range, never by the database's driver mid-run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+INT32_MAX = 2**31 - 1  # an Integer column
+INT64_MAX = 2**63 - 1  # a BigInteger column
+
+
+@dataclass(frozen=True)
+class Range:
+    """A closed range of numbers; whole numbers only unless real."""
+
+    low: float
+    high: float
+    real: bool = False
+
+    def holds(self, value: object) -> bool:
+        """Return whether value is a number of this range (a bool is not a number here)."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if not self.real and not isinstance(value, int):
+            return False
+        return math.isfinite(value) and self.low <= value <= self.high
+
+    def __str__(self) -> str:
+        return f"{shown(self.low)} to {shown(self.high)}"
+
+
+def shown(x: float) -> str:
+    """Return x as written by a person: whole numbers in full (2147483647, not 2.14748e+09)."""
+    return str(int(x)) if x == int(x) else f"{x:g}"
+
+
+# Seconds: stored as a float, but also handed to RLIMIT_CPU and to Celery's limits, which take
+# whole seconds of a C integer. 2**31 - 1 seconds is 68 years.
+TIME_LIMIT_S = Range(0, INT32_MAX, real=True)
+WHOLE_SECONDS = Range(1, INT32_MAX)  # the broker's visibility timeout
+NODE_LIMIT = Range(1, INT64_MAX)
+MEMORY_LIMIT_MB = Range(1, INT32_MAX)
+MAX_TRIES = Range(1, INT32_MAX)
+PROCESSES = Range(1, INT32_MAX)
+RUN_ID = Range(1, INT32_MAX)
+COUNT = Range(0, INT32_MAX)  # rows, levels per task, pictures: an SQL LIMIT or a column
