@@ -146,10 +146,27 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
     claims = _claims(engine)
     lease = _lease(engine, hostname)
     run_id = task.run_id
-    max_tries = task.max_tries
     items = list(task.items)
     buffer = _results(engine)
-    note_programs_run(engine, run_id, hostname, [spec for _, spec in items], with_db_retry)  # provenance
+    lease.else_runs = buffer.held
+    # Before any claim: a renewal never gives back what this task is about to claim.
+    lease.own(run_id, [h for h, _ in items])
+    try:
+        note_programs_run(engine, run_id, hostname, [spec for _, spec in items], with_db_retry)  # provenance
+        _run_items(task, hostname, redelivered, claims, lease, buffer)
+    finally:
+        # What this task still holds and does not run (it failed midway: the database was down too
+        # long) goes back at the lease's next tick, not when the lease lapses: it renews.
+        lease.disown()
+
+
+def _run_items(
+    task: Task, hostname: str, redelivered: bool, claims: ClaimConnection, lease: Lease, buffer: ResultBuffer
+) -> None:
+    """Claim, run and record the task's attempts group by group (see run_task)."""
+    run_id = task.run_id
+    max_tries = task.max_tries
+    items = list(task.items)
     tokens: dict[str, int] = {}
     pos = 0
     group_size = 1
@@ -180,6 +197,7 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
             return verdicts
 
         started = time.monotonic()
+        successor: dict[str, str] = {}
         done: Iterable[tuple[tuple[str, AttemptSpec], Outcome, bool]]
         tiny = _PACE.get((group[0][1].kind, group[0][1].heuristic), 1e9) < TINY_S
         if len(group) == 1 and not waiting and tiny:
@@ -198,6 +216,9 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
                     runnable, execute_attempts([spec for _, spec in runnable]), strict=True
                 )
             )
+            # Each attempt of the group starts when the one before it ends: its try is counted with
+            # that one's result (db.attempts.Result.next_started), never before it starts.
+            successor = {a: b for (a, _), (b, _) in zip(runnable, runnable[1:], strict=False)}
         count = 0
         since = started
         for (h, spec), outcome, claimed in done:
@@ -206,11 +227,13 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
             outcome = _without_freezes(lease, spec, outcome, since, now)
             since = time.monotonic()
             _PACE[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
-            finished = utcnow()
+            finished = utcnow() + timedelta(seconds=lease.offset_s)  # stamped in the server's clock
             length = solution_length(spec.kind, outcome)
             began = finished - timedelta(seconds=outcome.stats.wall_s)
             token = tokens.get(h) if claimed else None
-            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed, token))
+            after = successor.get(h)
+            then = (after, tokens[after]) if after is not None and after in tokens else None
+            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed, token, then))
             if outcome.stats.wall_s >= FLUSH_EVERY_S:
                 buffer.flush()  # batching pays for tiny attempts only; a long one's result goes now
         if count:
@@ -244,16 +267,32 @@ def _without_freezes(lease: Lease, spec: AttemptSpec, outcome: Outcome, start: f
 
 def _lease(engine: Any, hostname: str) -> Lease:
     """Return this process's lease for engine, taking it (and starting its renewals) the first time."""
-    found = _LEASES.get(os.getpid())
-    if found is None or found.engine is not engine:
-        if found is not None:
-            found.retire()
-        found = _LEASES[os.getpid()] = Lease(engine, ClaimConnection(engine), hostname, with_db_retry)
-        found.start()
-    return found
+    with _LEASE_LOCK:
+        found = _LEASES.get(os.getpid())
+        if found is None or found.engine is not engine:
+            if found is not None:
+                found.retire()
+            found = Lease(engine, ClaimConnection(engine), hostname, with_db_retry)
+            found.start()
+            _LEASES[os.getpid()] = found
+        return found
 
 
 _LEASES: dict[int, Lease] = {}
+_LEASE_LOCK = threading.Lock()
+
+
+def take_lease_early(hostname: str) -> None:
+    """Take this pool process's lease from a thread (at process start: a worker waiting for its first
+    task is live too); if the database is away, the first task takes it."""
+
+    def take() -> None:
+        try:
+            _lease(get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False), hostname)
+        except Exception as exc:
+            log.warning("taking this process's lease at start failed (its first task takes it): %s", exc)
+
+    threading.Thread(target=take, name="packsolve-lease-start", daemon=True).start()
 
 
 def retire_lease() -> None:
@@ -344,8 +383,14 @@ class ResultBuffer:
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.results: list[Result] = []
+        self.writing: list[Result] = []  # taken out of results by a flush that has not committed yet
         self.lock = threading.Lock()
         self.timer: threading.Timer | None = None
+
+    def held(self) -> set[tuple[int, str]]:
+        """Return the (run id, level hash) of the claimed attempts whose results are not written yet."""
+        with self.lock:
+            return {(r.run_id, r.level_hash) for r in (*self.results, *self.writing) if r.claimed}
 
     def add(self, result: Result) -> None:
         with self.lock:
@@ -365,6 +410,7 @@ class ResultBuffer:
         with self.lock:
             self.timer = None
             done, self.results = self.results, []
+            self.writing = self.writing + done
         if not done:
             return
         try:
@@ -373,8 +419,13 @@ class ResultBuffer:
             log.exception("writing results failed; they stay buffered and are tried again")
             with self.lock:
                 self.results[:0] = done
+                failed = {id(r) for r in done}
+                self.writing = [r for r in self.writing if id(r) not in failed]
                 self._arm()
             return
+        written = {id(r) for r in done}
+        with self.lock:
+            self.writing = [r for r in self.writing if id(r) not in written]
         # In a fresh transaction: two workers committing a run's last results at once each see
         # the other's row still pending inside their own, and neither would stamp the run.
         for run_id in sorted({r.run_id for r in done}):

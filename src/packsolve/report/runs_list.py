@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
 from packsolve.db.tables import PENDING_VALUES
+from packsolve.db.workers import db_now
 from packsolve.report.export import iso
 from packsolve.report.metrics import SUCCESS_VALUES
 from packsolve.report.progress import duration
@@ -23,7 +24,7 @@ def _aware(dt: datetime | None) -> datetime | None:
 
 def run_rows(session: Session, limit: int | None = 20, now: datetime | None = None) -> list[dict[str, Any]]:
     """Return one JSON-ready dict per run, newest first (the newest `limit`; None: all); [] if none."""
-    now = now or datetime.now(UTC)
+    now = now or db_now(session)  # the database server's clock: runs were stamped in it
     query = select(Run).order_by(Run.id.desc())
     runs = list(session.scalars(query.limit(limit) if limit else query))
     ids = [r.id for r in runs]
