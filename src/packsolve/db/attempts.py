@@ -153,6 +153,7 @@ def claim_many(
     hard_s: float | None = None,
     holder: str | None = None,
     tokens: dict[str, int] | None = None,
+    start_first: bool = True,
 ) -> dict[str, str]:
     """Claim attempts that will run one after the other, in order; return {hash: verdict}.
 
@@ -162,8 +163,9 @@ def claim_many(
     process (its lease); tokens, if given, receives each claimed hash's fencing
     token, which its result must carry (Result.token). A claim this holder
     already has (a retry whose first answer was lost) is read back, with its
-    token. The first attempt claimed counts a try (it starts now); each later
-    one counts its own when it starts (Result.next_started). An attempt started
+    token. The first attempt claimed counts a try (it starts now; with
+    start_first=False the caller counts it with start()); each later one counts
+    its own when it starts (Result.next_started). An attempt started
     max_tries times (its workers keep dying) becomes ``lost`` instead of
     running again. hard_s (the hard limit) sets the deadline after which the
     scheduler presumes the worker dead: the k-th claimed attempt cannot start
@@ -204,7 +206,7 @@ def claim_many(
     if tokens is not None:
         tokens.update(claimed)
     first = next((h for h in hashes if h in claimed), None)
-    if first is not None and first not in started:
+    if start_first and first is not None and first not in started:
         # The first of a group starts now: its try counts.
         start(connection, [(run_id, first, claimed[first])])
     if {"lost", "cancelled"} & set(verdicts.values()):

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, PendingRollbackError
 
-from packsolve.db.attempts import Result, claim_many, hold, record, stale_of
+from packsolve.db.attempts import Result, claim_many, hold, record, stale_of, start
 from packsolve.db.models import utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
@@ -184,14 +184,19 @@ def _run_items(
             hard: float | None = hard,
             waiting: list[str] = waiting,
         ) -> dict:
-            verdicts = claim_many(connection, run_id, hashes, hostname, max_tries, hard, lease.name, tokens)
+            claim = functools.partial(
+                claim_many, connection, run_id, worker=hostname, max_tries=max_tries, hard_s=hard,
+                holder=lease.name, tokens=tokens, start_first=False,
+            )  # fmt: skip
+            verdicts = claim(hashes)
             skipped = [h for h in hashes if verdicts[h] == "skip"]
             if redelivered and skipped and retire_dead_siblings(connection, run_id, skipped, lease.host):
                 # Redelivered because a pool process of this worker died: its lease would only
                 # lapse in a while, and its claims are this worker's to take over now.
-                verdicts.update(
-                    claim_many(connection, run_id, skipped, hostname, max_tries, hard, lease.name, tokens)
-                )
+                verdicts.update(claim(skipped))
+            first = next((h for h in hashes if verdicts[h] == "run"), None)
+            if first is not None and len(hashes) > 1:  # a lone claim counted its try itself
+                start(connection, [(run_id, first, tokens[first])])  # it runs now: its try counts
             if waiting:
                 hold(connection, run_id, waiting, lease.name)
             return verdicts
