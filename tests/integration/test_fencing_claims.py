@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from packsolve.db.attempts import Result, claim_many, record
+from packsolve.db.attempts import Result, claim_many, record, start
 from packsolve.db.models import Attempt, Run, Worker, utcnow
 from packsolve.db.reconcile import stale_attempts, take_stale
 from packsolve.db.runs import RunOptions, cancel_pending, create_run, mark_sent
@@ -131,10 +131,10 @@ def test_only_an_attempt_that_started_counts_a_try_when_its_worker_dies_holding_
     with engine.begin() as c:
         verdicts = claim_many(c, run_id, [h1, h2, h3, h4], "a@host", 1, 10, "a@host/1", tokens)
     assert set(verdicts.values()) == {"run"}
-    # h1 ran, and with its result the start of h2 is written; then the worker dies in h2.
+    # h1 ran; when it ended h2 started (its start is written); then the worker dies in h2.
     with engine.begin() as c:
-        done = Result(run_id, h1, SOLVED, 3, "a@host", token=tokens[h1], next_started=(h2, tokens[h2]))
-        assert record(c, [done]) == 1
+        start(c, [(run_id, h2, tokens[h2])])
+        assert record(c, [Result(run_id, h1, SOLVED, 3, "a@host", token=tokens[h1])]) == 1
     assert [rows(engine, run_id)[h].tries for h in (h1, h2, h3, h4)] == [1, 1, 0, 0]
     lease(engine, "a@host/1", -1)
     taken = {t.level_hash: t.lost for t in reconcile_db(engine, max_tries=1)}

@@ -165,7 +165,7 @@ def claim_many(
     already has (a retry whose first answer was lost) is read back, with its
     token. The first attempt claimed counts a try (it starts now; with
     start_first=False the caller counts it with start()); each later one counts
-    its own when it starts (Result.next_started). An attempt started
+    its own when it starts (the caller's start()). An attempt started
     max_tries times (its workers keep dying) becomes ``lost`` instead of
     running again. hard_s (the hard limit) sets the deadline after which the
     scheduler presumes the worker dead: the k-th claimed attempt cannot start
@@ -293,9 +293,6 @@ class Result:
     # The fencing token of the claim (claim_many's tokens): the result lands only while the
     # attempt is running under that very claim. None: the local pool, whose run is its own.
     token: int | None = None
-    # The attempt of the same group that started when this one ended (level hash, token): its try
-    # is counted with this result's write.
-    next_started: tuple[str, int] | None = None
 
 
 # A result's claim: None (local pool), 0 (never claimed), else the claim's fencing token.
@@ -318,8 +315,7 @@ _RECORD = (
         started_at=func.coalesce(
             bindparam("b_started", type_=ATTEMPTS.c.started_at.type), ATTEMPTS.c.started_at
         ),
-        # A claimed attempt whose start was not counted yet (its group's previous result is in
-        # this same write, or was lost with its worker) counts it now.
+        # A claimed attempt whose start was not counted (its start() failed) counts it now.
         tries=ATTEMPTS.c.tries
         + bindparam("b_tries", type_=ATTEMPTS.c.tries.type)
         + case((and_(_TOKEN > 0, ATTEMPTS.c.started_at.is_(None)), 1), else_=0),
@@ -363,8 +359,6 @@ def record(db: Session | Connection, results: Iterable[Result], finish: bool = T
         )
     if not rows:
         return 0
-    # The starts first: an attempt recorded in this same write then finds its try counted.
-    start(db, [(r.run_id, *r.next_started) for r in results if r.next_started is not None])
     stmt = _RECORD
     written = 0
     for i in range(0, len(rows), BATCH):

@@ -221,8 +221,9 @@ def _run_items(
                     runnable, execute_attempts([spec for _, spec in runnable]), strict=True
                 )
             )
-            # Each attempt of the group starts when the one before it ends: its try is counted with
-            # that one's result (db.attempts.Result.next_started), never before it starts.
+            # Each attempt of the group starts when the one before it ends: its try is counted then
+            # (one statement), never before it starts, so a worker dying mid-group charges no
+            # attempt that never started, and one that kills its worker is charged.
             successor = {a: b for (a, _), (b, _) in zip(runnable, runnable[1:], strict=False)}
         count = 0
         since = started
@@ -237,8 +238,10 @@ def _run_items(
             began = finished - timedelta(seconds=outcome.stats.wall_s)
             token = tokens.get(h) if claimed else None
             after = successor.get(h)
-            then = (after, tokens[after]) if after is not None and after in tokens else None
-            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed, token, then))
+            if after is not None:
+                starts = [(run_id, after, tokens[after])]
+                with_db_retry(claims, functools.partial(start, starts=starts))
+            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed, token))
             if outcome.stats.wall_s >= FLUSH_EVERY_S:
                 buffer.flush()  # batching pays for tiny attempts only; a long one's result goes now
         if count:
