@@ -80,7 +80,7 @@ def test_only_attempts_that_started_count_a_try_when_a_worker_dies_holding_a_gro
         "CHAOS_STARTED": str(started),
     }  # fmt: skip
     victim = start_worker(any_broker.url, pg_url, "victim@test", env=env)
-    pack = write_pack(tmp_path, levels, ms=40)
+    pack = write_pack(tmp_path, levels, ms=20)
     run_id = submit(
         env, str(pack), "--time-limit", "5", "--max-tries", "1", "--heuristic", "chaos=mark",
         "--chunk-size", str(levels),
@@ -88,12 +88,12 @@ def test_only_attempts_that_started_count_a_try_when_a_worker_dies_holding_a_gro
     # Groups form once the first attempt has set the pace: kill the worker in the middle of one.
     assert wait_until(lambda: final_count(pg_url, run_id) >= 4, 60, every=0.05)
     assert wait_until(
-        lambda: sum(a.status == "running" for a in attempts(pg_url, run_id)) >= 3, 30, every=0.01
+        lambda: sum(a.status == "running" for a in attempts(pg_url, run_id)) >= 2, 30, every=0.01
     )
     os.killpg(victim.proc.pid, signal.SIGKILL)
     victim.proc.wait(10)
     held = [a for a in attempts(pg_url, run_id) if a.status == "running"]
-    assert len(held) > 2, "the worker died holding no group: nothing to judge"
+    assert len(held) >= 2, "the worker died holding no group: nothing to judge"
     with scheduler_loop(env):
         start_worker(any_broker.url, pg_url, "heir@test", env=env)
         wait_for_run(pg_url, run_id, timeout=90)
