@@ -74,13 +74,13 @@ def test_only_attempts_that_started_count_a_try_when_a_worker_dies_holding_a_gro
     that never started `lost`, "started 1 times"."""
     started = tmp_path / "started"
     started.touch()
-    levels = 60
+    levels = 150
     env = {
         "PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": any_broker.url, "PACKSOLVE_LEASE_TTL": "2",
         "CHAOS_STARTED": str(started),
     }  # fmt: skip
     victim = start_worker(any_broker.url, pg_url, "victim@test", env=env)
-    pack = write_pack(tmp_path, levels, ms=20)
+    pack = write_pack(tmp_path, levels, ms=40)
     run_id = submit(
         env, str(pack), "--time-limit", "5", "--max-tries", "1", "--heuristic", "chaos=mark",
         "--chunk-size", str(levels),
