@@ -102,7 +102,9 @@ def test_only_attempts_that_started_count_a_try_when_a_worker_dies_holding_a_gro
     lost = [r for r in records if r["status"] == "lost"]
     never_started = [r["level"] for r in lost if int(r["level"].rsplit(":", 1)[1]) - 1 not in ran]
     assert never_started == [], f"lost though never started: {never_started}"
-    assert len(lost) <= 3 and {r["status"] for r in records} <= {"solved", "lost"}
+    # Lost, and rightly: the attempt it died in and those whose results were still in its buffer
+    # (written within FLUSH_EVERY_S, 0.25 s: a few 40 ms attempts).
+    assert len(lost) <= 10 and {r["status"] for r in records} <= {"solved", "lost"}
 
 
 def test_a_database_connection_dropped_during_submit_leaves_an_unsent_run_to_resume(
