@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from packsolve.db.catalog import claim_label
 from packsolve.db.history import settled_before
@@ -37,8 +37,8 @@ from packsolve.db.runs import (
 )
 from packsolve.db.session import redact, session_scope
 from packsolve.db.workers import deployment_id
-from packsolve.errors import BrokerError, OptionError, PlanError
-from packsolve.execution import Limits
+from packsolve.errors import BrokerError, DatabaseError, OptionError, PlanError
+from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import Level
 from packsolve.localpool import Stopped, run_local
 from packsolve.outcome import Outcome, Status
@@ -112,6 +112,10 @@ class Sent:
 
 class SendFailed(BrokerError):
     """A submit (or resume) could not send every task: the run is kept, marked unsent."""
+
+
+class SendFailedDatabase(DatabaseError):
+    """A submit (or resume) lost its database while sending: the run is kept, marked unsent."""
 
 
 class Interrupted(Exception):
@@ -357,28 +361,60 @@ def start_distributed(
 
 
 def send(engine: Engine, app: Any, run: NewRun, chunk_size: int = 0) -> Sent:
-    """Enqueue the run's pending attempts hardest first in tasks of chunk_size (0: chosen); mark them sent."""
-    with session_scope(engine) as session:
-        # Longest expected first: the overnight makespan is set by the hardest levels started last.
-        specs = hardest_first(session, run.id, run.specs, run.sizes or None)
-        chunk_size = chunk_size or choose_chunk_size(session, specs)
-        deployment = deployment_id(session)
+    """Enqueue the run's pending attempts hardest first in tasks of chunk_size (0: chosen); mark them sent.
+
+    If the broker or the database fails meanwhile, the run stays, unsent (the
+    scheduler leaves it alone, `runs` shows it), and SendFailed (or
+    SendFailedDatabase) says how to resume or delete it: never half-sent and
+    silently run later, never `sending` for good.
+    """
+    try:
+        with session_scope(engine) as session:
+            # Longest expected first: the overnight makespan is set by the hardest levels started last.
+            specs = hardest_first(session, run.id, run.specs, run.sizes or None)
+            chunk_size = chunk_size or choose_chunk_size(session, specs)
+            deployment = deployment_id(session)
+    except SQLAlchemyError as exc:
+        raise _unsent(engine, run.id, exc, database=True) from None
     started = time.monotonic()
     try:
         tasks = enqueue(app, run.id, specs, run.max_tries, chunk_size, deployment) if specs else 0
     except Exception as exc:
-        # The run stays, unsent: the scheduler leaves it alone, `runs` shows it, and the user
-        # resumes or deletes it. Never half-sent and silently run later.
-        why = "".join(redact(str(exc)).splitlines()[:1]) or type(exc).__name__
+        raise _unsent(engine, run.id, exc, database=False) from None
+    try:
         with session_scope(engine) as session:
-            mark_unsent(session, run.id, why)
-        raise SendFailed(
-            f"run {run.id} was not sent in full ({why}): it waits, unsent; once the broker is back, "
-            f"`packsolve resume {run.id}` sends it, or `packsolve runs delete {run.id}` removes it"
-        ) from None
-    with session_scope(engine) as session:
-        mark_sent(session, run.id)  # from here the scheduler looks after the run
+            mark_sent(session, run.id)  # from here the scheduler looks after the run
+    except SQLAlchemyError as exc:
+        raise _unsent(engine, run.id, exc, database=True) from None
     return Sent(tasks, chunk_size, time.monotonic() - started)
+
+
+# How long a submit whose database dropped tries to record the run unsent before it gives up.
+UNSENT_PATIENCE_S = 30.0
+
+
+def _unsent(engine: Engine, run_id: int, exc: Exception, database: bool) -> BrokerError | DatabaseError:
+    """Record the run unsent with the reason (retrying while the database is away); return what to raise."""
+    first = "".join(redact(str(getattr(exc, "orig", None) or exc)).splitlines()[:1]) or type(exc).__name__
+    why = f"the database connection was lost: {first}" if database else first
+    deadline = time.monotonic() + UNSENT_PATIENCE_S
+    recorded = False
+    while not recorded:
+        try:
+            with session_scope(engine) as session:
+                mark_unsent(session, run_id, why)
+            recorded = True
+        except SQLAlchemyError:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+    back = "the database" if database else "the broker"
+    shown = "it waits, unsent" if recorded else "`packsolve runs` shows it `sending` until then"
+    message = (
+        f"run {run_id} was not sent in full ({why}): {shown}; once {back} is back, "
+        f"`packsolve resume {run_id}` sends it, or `packsolve runs delete {run_id}` removes it"
+    )
+    return SendFailedDatabase(message) if database else SendFailed(message)
 
 
 def start_rerun(

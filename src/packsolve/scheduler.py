@@ -54,21 +54,28 @@ def reconcile(
 ) -> Reconciled:
     """Take back attempts whose worker or task was lost, mark those past the cap lost, finish runs.
 
-    Decided from the database (db.reconcile.stale_attempts): claims and chunks
-    whose holder's lease lapsed, whatever their time limit; any claim past its
-    deadline plus grace_s, whoever holds it; and, only while the
-    broker's queue is empty (asked twice, RESULT_SETTLE_S apart), queued
-    attempts sent over SEND_SETTLE_S ago that no live worker holds. Runs whose
-    submit has not finished sending are left alone. Every change is a guarded
-    update (the row must still be as it was read), so two schedulers at once
-    take an attempt at most once between them. If the broker cannot be asked,
-    only lost workers' and overdue claims are taken back. Also deletes Redis's
-    unacknowledged tasks of this deployment whose work is done or sent again.
+    Decided from the database (db.reconcile.stale_attempts). First, at once:
+    claims and chunks whose holder's lease lapsed (or that a live worker gave
+    back: it does not run them), whatever their time limit, and any claim past
+    its deadline plus grace_s, whoever holds it. Then, only while the broker's
+    queue is empty (asked twice, RESULT_SETTLE_S apart), queued attempts sent
+    over SEND_SETTLE_S ago that no live worker holds. Runs whose submit has not
+    finished sending are left alone. Every change is a guarded update (the row
+    must still be as it was read), made in short transactions of TAKE_BATCH
+    attempts, so two schedulers at once take an attempt at most once between
+    them, and one frozen mid-pass holds few rows, for at most the server's idle
+    transaction timeout. If the broker cannot be asked, only lost workers' and
+    overdue claims are taken back. Also deletes Redis's unacknowledged tasks of
+    this deployment whose work is done or sent again.
     """
     done = Reconciled()
     with session_scope(engine) as session:
         now = db_now(session)
+        deployment = deployment_id(session)
         candidates = stale_attempts(session, now, now - timedelta(seconds=grace_s))
+    # Lost workers first: the bound from a worker's death to the requeue is its lease plus one
+    # interval, not plus the broker's settle wait below.
+    _take_back(engine, app, candidates, default_max_tries, deployment, done)
     orphans_before = now - timedelta(seconds=min(grace_s, SEND_SETTLE_S))
     try:
         if queue_depth(app) == 0:
@@ -77,30 +84,10 @@ def reconcile(
             if any(c.status == Status.QUEUED.value for c in orphans):
                 time.sleep(RESULT_SETTLE_S)
                 if queue_depth(app) == 0:
-                    candidates = orphans  # a superset of the first query's
+                    # Those taken above changed since: their guarded updates take nothing twice.
+                    _take_back(engine, app, orphans, default_max_tries, deployment, done)
     except BrokerUnreadable as exc:
         done.broker_error = str(exc)
-    batches: list[tuple[int, list[Spec], int, int]] = []
-    with session_scope(engine) as session:
-        deployment = deployment_id(session)
-        taken = take_stale(session, candidates, default_max_tries)
-        done.lost = sum(1 for t in taken if t.lost)
-        done.cancelled = sum(1 for t in taken if t.cancelled)
-        by_run: dict[int, list[str]] = {}
-        for t in taken:
-            if not (t.lost or t.cancelled):
-                by_run.setdefault(t.run_id, []).append(t.level_hash)
-        for run_id, hashes in by_run.items():
-            run = session.get(Run, run_id)
-            assert run is not None
-            specs = stored_specs(session, run, hashes)
-            chunk = choose_chunk_size(session, specs)
-            batches.append((run_id, specs, run.max_tries or default_max_tries, chunk))
-    # Sent after the commit: a crash in between leaves the attempts queued with no task, which
-    # the next pass finds (the queue empty, they are orphans) and sends again.
-    for run_id, specs, max_tries, chunk in batches:
-        enqueue(app, run_id, specs, max_tries, chunk, deployment)
-        done.requeued += len(specs)
     try:
         done.forgotten = _forget_settled(engine, broker, app.conf.task_default_queue, deployment)
     except BrokerUnreadable as exc:
@@ -110,6 +97,43 @@ def reconcile(
             done.finished += finish_run_if_done(session, run_id)
         forget_old(session, now)
     return done
+
+
+# Attempts taken back per transaction: a scheduler frozen or cut off mid-pass holds at most these
+# rows locked, and only until the server ends its idle transaction (db.session.SERVICE_*).
+TAKE_BATCH = 200
+
+
+def _take_back(
+    engine: Engine,
+    app: Any,
+    candidates: list[Any],
+    default_max_tries: int,
+    deployment: str,
+    done: Reconciled,
+) -> None:
+    """Take the candidates in short transactions, then send again those requeued (adds to done)."""
+    for i in range(0, len(candidates), TAKE_BATCH):
+        batches: list[tuple[int, list[Spec], int, int]] = []
+        with session_scope(engine) as session:
+            taken = take_stale(session, candidates[i : i + TAKE_BATCH], default_max_tries)
+            done.lost += sum(1 for t in taken if t.lost)
+            done.cancelled += sum(1 for t in taken if t.cancelled)
+            by_run: dict[int, list[str]] = {}
+            for t in taken:
+                if not (t.lost or t.cancelled):
+                    by_run.setdefault(t.run_id, []).append(t.level_hash)
+            for run_id, hashes in by_run.items():
+                run = session.get(Run, run_id)
+                assert run is not None
+                specs = stored_specs(session, run, hashes)
+                chunk = choose_chunk_size(session, specs)
+                batches.append((run_id, specs, run.max_tries or default_max_tries, chunk))
+        # Sent after the commit: a crash in between leaves the attempts queued with no task, which
+        # the next pass finds (the queue empty, they are orphans) and sends again.
+        for run_id, specs, max_tries, chunk in batches:
+            enqueue(app, run_id, specs, max_tries, chunk, deployment)
+            done.requeued += len(specs)
 
 
 def _forget_settled(engine: Engine, broker: str, queue: str, deployment: str) -> int:
@@ -135,9 +159,11 @@ def run_scheduler(
     report: Any,
     on_error: Any = None,
 ) -> Reconciled:
-    """Reconcile every interval_s seconds (once: a single pass); report(Reconciled) after each pass.
+    """Start a reconcile pass every interval_s seconds (once: a single pass); report(Reconciled) after each.
 
-    In the loop a pass that fails on the database or the broker (restarted,
+    Passes start interval_s apart whatever each takes (a pass longer than that
+    is followed at once by the next), so a lapsed lease is seen within one
+    interval. In the loop a pass that fails on the database or the broker (restarted,
     connections killed) is reported to on_error and retried next interval: the
     scheduler must outlive the incidents it repairs. With once, the error is raised.
     """
@@ -146,6 +172,7 @@ def run_scheduler(
     from sqlalchemy.exc import SQLAlchemyError
 
     while True:
+        began = time.monotonic()
         try:
             result = reconcile(engine, app, broker, grace_s)
         except (SQLAlchemyError, BrokerError, RedisError, OSError) as exc:
@@ -157,4 +184,4 @@ def run_scheduler(
             report(result)
             if once:
                 return result
-        time.sleep(interval_s)
+        time.sleep(max(0.0, began + interval_s - time.monotonic()))

@@ -66,6 +66,10 @@ def start_worker(
 
     It runs only the programs declared (and built-in heuristics of installed kinds).
     """
+    from celery.utils.nodenames import default_nodename
+
+    global _HOSTNAME
+    _HOSTNAME = default_nodename(hostname)  # the node name Celery uses; its pool processes inherit it
     argv = [
         "worker",
         f"--loglevel={loglevel}",
@@ -92,9 +96,15 @@ def _flush_results(**_: Any) -> None:
     consumer.retire_lease()
 
 
+_HOSTNAME: str | None = None
+
+
 @signals.worker_process_init.connect
 def _fresh_engines(**_: Any) -> None:
-    """Forget engines inherited from the parent: a pooled connection must never cross a fork."""
+    """Forget engines inherited from the parent (a pooled connection must never cross a fork), then
+    take this pool process's lease, so `status` sees a live worker before it has any task."""
     from packsolve.db.session import forget_engines
 
     forget_engines()
+    if _HOSTNAME is not None:
+        consumer.take_lease_early(_HOSTNAME)

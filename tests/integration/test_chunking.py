@@ -112,11 +112,13 @@ def test_claims_of_a_chunk_get_staggered_deadlines_and_report_skips(sqlite_url):
         first_two = claim_many(connection, run_id, hashes[:2], "w1", 3, hard_s=10)
         assert first_two == {hashes[0]: "run", hashes[1]: "run"}
         verdicts = claim_many(connection, run_id, hashes, "w2", 1, hard_s=10)
-    # Already tried once under a cap of one: the first two are lost, the third runs.
-    assert verdicts == {hashes[0]: "lost", hashes[1]: "lost", hashes[2]: "run"}
+    # Under a cap of one: the first started once, so it is lost; the second was claimed with it but
+    # never started (issue 23: no try counted), so it runs, as does the third.
+    assert verdicts == {hashes[0]: "lost", hashes[1]: "run", hashes[2]: "run"}
     with session_scope(engine) as s:
         rows = {a.level_hash: a for a in s.query(Attempt).filter(Attempt.run_id == run_id)}
-    gap = (rows[hashes[1]].deadline - rows[hashes[0]].deadline).total_seconds()
+    assert [rows[h].tries for h in hashes] == [1, 1, 0]  # the first claimed of a group starts at once
+    gap = (rows[hashes[2]].deadline - rows[hashes[1]].deadline).total_seconds()
     assert 9.9 < gap < 10.1  # the second of a chunk cannot start before the first is done or killed
 
 

@@ -81,7 +81,7 @@ def test_a_task_delivered_too_often_becomes_lost(db_url):
         verdicts = [claim_many(s.connection(), run_id, [h], f"w{i}", max_tries=2)[h] for i in range(3)]
         assert verdicts == ["run", "run", "lost"]
         row = s.scalars(select(Attempt).where(Attempt.run_id == run_id)).one()
-        assert row.status == "lost" and row.tries == 2 and "delivered 2 times" in row.message
+        assert row.status == "lost" and row.tries == 2 and "started 2 times" in row.message
         assert s.get(Run, run_id).finished_at is not None
 
 

@@ -84,7 +84,7 @@ def test_a_stale_claims_result_is_refused_and_the_current_claims_result_lands(en
     with engine.begin() as c:
         assert record(c, [stale]) == 0
         assert [why for _, why in stale_of(c, [stale])] == [
-            f"its claim (token {tokens_a[h]}) is stale: now running, try {tokens_b[h]} (b@host/2)"
+            f"its claim (token {tokens_a[h]}) is stale: now running, claim {tokens_b[h]} (b@host/2)"
         ]
     assert row(engine, run_id, h).status == "running"
     with engine.begin() as c:

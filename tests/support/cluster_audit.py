@@ -62,7 +62,7 @@ BEGIN
     ELSIF NEW.status = 'queued' AND OLD.status = 'running' THEN
         ev := 'requeue';
     ELSIF NEW.status = 'running' AND (OLD.status <> 'running' OR NEW.worker IS DISTINCT FROM OLD.worker
-                                      OR NEW.tries <> OLD.tries) THEN
+                                      OR NEW.claims <> OLD.claims) THEN
         ev := 'claim';
     ELSE
         ev := 'other';

@@ -95,7 +95,7 @@ def scheduler(once: bool, interval: float, grace: float, database_url: str | Non
     """Reconcile distributed runs: requeue attempts whose worker or task was lost, finish runs.
 
     Every worker process keeps a lease (PACKSOLVE_LEASE_TTL seconds, default
-    30, renewed every third of it). An attempt it claimed, or holds in its
+    30, renewed every quarter of it). An attempt it claimed, or holds in its
     chunk, is requeued once that lease has lapsed, whatever the time limit:
     within the lease plus one --interval of the worker's death. Queued attempts
     are sent again when the broker's queue is empty yet they were sent over
@@ -152,7 +152,7 @@ def _engine_when_reachable(database_url: str | None, once: bool, interval: float
 
     while True:
         try:
-            return get_engine(database_url)
+            return get_engine(database_url, service=True)
         except OperationalError as exc:  # the scheduler must outlive the incidents it repairs
             if once:
                 raise

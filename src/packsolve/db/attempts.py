@@ -6,68 +6,126 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, Integer, and_, bindparam, case, exists, func, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Integer,
+    Interval,
+    Table,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.expression import BindParameter
 
-from packsolve.db.models import utcnow
+from packsolve.db.models import Run, utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
 from packsolve.db.workers import WORKERS
 from packsolve.outcome import Outcome, Status
 
 # The claim and the record run once per attempt, tiny ones included: their statements are built
-# once, so SQLAlchemy compiles each shape once and reuses it; no expanding IN parameter in the
-# one-attempt claim, whose SQL text would otherwise be rebuilt at every execution.
+# once per dialect, so SQLAlchemy compiles each shape once and reuses it; no expanding IN parameter
+# in the one-attempt claim, whose SQL text would otherwise be rebuilt at every execution.
 _PENDING_LITERALS = [literal(v) for v in PENDING_VALUES]
 _QUEUED = literal(Status.QUEUED.value)
 _RUNNING = literal(Status.RUNNING.value)
-
-# A running attempt may be claimed again only if its holder's lease has lapsed (or it has no
-# holder: claimed by a worker of an earlier version); a live holder's claim is never taken over.
-_HOLDER_ALIVE = exists().where(
-    WORKERS.c.name == ATTEMPTS.c.holder,
-    WORKERS.c.lease_until > bindparam("c_now", type_=WORKERS.c.lease_until.type),
-)
-_CLAIMABLE = or_(ATTEMPTS.c.status == _QUEUED, and_(ATTEMPTS.c.status == _RUNNING, ~_HOLDER_ALIVE))
+RUNS = cast(Table, Run.__table__)
+_CANCELLED_RUN = exists().where(RUNS.c.id == ATTEMPTS.c.run_id, RUNS.c.state == "cancelled")
 
 
-def _claim_stmt(one: bool) -> Any:
-    """Return the claim's UPDATE for one level hash (c_hash) or a list of them (c_hashes).
+@dataclass(frozen=True)
+class _Statements:
+    """The worker's claim statements for one dialect (the time in them is the database's)."""
 
-    It returns each claimed hash with its fencing token: the try count after this claim.
-    """
-    match = (
-        ATTEMPTS.c.level_hash == bindparam("c_hash")
-        if one
-        else ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True))
-    )
-    return (
-        update(ATTEMPTS)
-        .where(ATTEMPTS.c.run_id == bindparam("c_run"), match)
-        .where(_CLAIMABLE, ATTEMPTS.c.tries < bindparam("c_max"))
-        .values(
-            status=Status.RUNNING.value,
-            worker=bindparam("c_worker"),
-            holder=bindparam("c_holder"),
-            started_at=bindparam("c_now"),
-            tries=ATTEMPTS.c.tries + 1,
+    claim_one: Any
+    claim_many: Any
+    lose: Any
+    cancel: Any
+    start: Any
+    now: Any  # the server's now() on PostgreSQL; a parameter (c_now, this machine's clock) on SQLite
+
+
+def _statements(postgresql: bool) -> _Statements:
+    """Return the claim statements, time from the server on PostgreSQL (built once per dialect)."""
+    found = _BUILT.get(postgresql)
+    if found is not None:
+        return found
+    now: Any = func.now() if postgresql else bindparam("c_now", type_=ATTEMPTS.c.started_at.type)
+    # A running attempt may be claimed again only if its holder's lease has lapsed (or it has no
+    # holder: claimed by a worker of an earlier version); a live holder's claim is never taken over.
+    alive = exists().where(WORKERS.c.name == ATTEMPTS.c.holder, WORKERS.c.lease_until > now)
+    claimable = or_(ATTEMPTS.c.status == _QUEUED, and_(ATTEMPTS.c.status == _RUNNING, ~alive))
+
+    def claim(one: bool, starts: bool) -> Any:
+        # It returns each claimed hash with its fencing token: the claim count after this claim.
+        return (
+            update(ATTEMPTS)
+            .where(ATTEMPTS.c.run_id == bindparam("c_run"), _match(one))
+            .where(claimable, ATTEMPTS.c.tries < bindparam("c_max"), ~_CANCELLED_RUN)
+            .values(
+                status=Status.RUNNING.value,
+                worker=bindparam("c_worker"),
+                holder=bindparam("c_holder"),
+                claims=ATTEMPTS.c.claims + 1,
+                # A lone claim starts at once: its try counts now. A group's members count theirs
+                # when they start (see start), so a worker dying in a group charges no member
+                # that never started.
+                started_at=now if starts else None,
+                tries=ATTEMPTS.c.tries + (1 if starts else 0),
+            )
+            .returning(ATTEMPTS.c.level_hash, ATTEMPTS.c.claims)
         )
-        .returning(ATTEMPTS.c.level_hash, ATTEMPTS.c.tries)
+
+    mine = and_(ATTEMPTS.c.status == _RUNNING, ATTEMPTS.c.holder == bindparam("c_holder"))
+    running = ATTEMPTS.c.status == _RUNNING
+    built = _BUILT[postgresql] = _Statements(
+        # The deadline: c_hard after the server's now() on PostgreSQL; c_deadline, computed here, on SQLite.
+        claim_one=claim(one=True, starts=True).values(
+            deadline=now + bindparam("c_hard", type_=Interval())
+            if postgresql
+            else bindparam("c_deadline", type_=ATTEMPTS.c.deadline.type)
+        ),
+        claim_many=claim(one=False, starts=False),
+        lose=update(ATTEMPTS)
+        .where(ATTEMPTS.c.run_id == bindparam("c_run"), _match(False))
+        .where(claimable, ATTEMPTS.c.tries >= bindparam("c_max"), ~_CANCELLED_RUN)
+        .values(status=Status.LOST.value, finished_at=now, message=bindparam("c_message"), deadline=None)
+        .returning(ATTEMPTS.c.level_hash),
+        cancel=update(ATTEMPTS)
+        .where(ATTEMPTS.c.run_id == bindparam("c_run"), _match(False))
+        .where(or_(claimable, mine), _CANCELLED_RUN)
+        .values(
+            status=Status.CANCELLED.value,
+            finished_at=now,
+            deadline=None,
+            message="cancelled by the user; its task came again after the cancel",
+        )  # fmt: skip
+        .returning(ATTEMPTS.c.level_hash),
+        start=update(ATTEMPTS)
+        .where(ATTEMPTS.c.run_id == bindparam("c_run"), ATTEMPTS.c.level_hash == bindparam("c_hash"))
+        .where(running, ATTEMPTS.c.claims == bindparam("c_token"), ATTEMPTS.c.started_at.is_(None))
+        .values(tries=ATTEMPTS.c.tries + 1, started_at=now),
+        now=now,
     )
+    return built
 
 
-_CLAIM_ONE = _claim_stmt(one=True).values(deadline=bindparam("c_deadline", type_=ATTEMPTS.c.deadline.type))
-_CLAIM_MANY = _claim_stmt(one=False)
-_LOSE = (
-    update(ATTEMPTS)
-    .where(ATTEMPTS.c.run_id == bindparam("c_run"))
-    .where(ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True)))
-    .where(_CLAIMABLE, ATTEMPTS.c.tries >= bindparam("c_max"))
-    .values(status=Status.LOST.value, finished_at=bindparam("c_now"), message=bindparam("c_message"))
-    .returning(ATTEMPTS.c.level_hash)
-)
+def _match(one: bool) -> Any:
+    if one:
+        return ATTEMPTS.c.level_hash == bindparam("c_hash")
+    return ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True))
+
+
+_BUILT: dict[bool, _Statements] = {}
 # The rest of a chunk waits for this worker process: queued, held (the scheduler leaves it be
 # while the holder's lease lasts, and takes it back once it has lapsed).
 _HOLD = (
@@ -95,58 +153,127 @@ def claim_many(
     hard_s: float | None = None,
     holder: str | None = None,
     tokens: dict[str, int] | None = None,
+    start_first: bool = True,
 ) -> dict[str, str]:
-    """Claim attempts that will run one after the other, in two statements; return {hash: verdict}.
+    """Claim attempts that will run one after the other, in order; return {hash: verdict}.
 
-    A verdict is 'run' (now running for this worker), 'skip' (final, cancelled,
-    or held by another worker whose lease is alive) or 'lost'. holder names the
-    worker process (its lease); tokens, if given, receives each claimed hash's
-    fencing token, which its result must carry (Result.token). Each claim counts
-    a try; a task redelivered once too often (its workers keep dying) makes the
-    attempt ``lost`` instead of running
-    again. hard_s (the hard limit) sets the deadline after which the scheduler
-    presumes the worker dead: the k-th claimed attempt cannot start later than k
-    hard limits from now (each before it is killed at its hard limit), so its
-    deadline is set that far ahead, and the scheduler never takes a queued-up
-    one for a dead worker's.
+    A verdict is 'run' (now running for this worker), 'skip' (final, or held
+    by another worker whose lease is alive), 'cancelled' (its run was
+    cancelled: the attempt is now too) or 'lost'. holder names the worker
+    process (its lease); tokens, if given, receives each claimed hash's fencing
+    token, which its result must carry (Result.token). A claim this holder
+    already has (a retry whose first answer was lost) is read back, with its
+    token. The first attempt claimed counts a try (it starts now; with
+    start_first=False the caller counts it with start()); each later one counts
+    its own when it starts (the caller's start()). An attempt started
+    max_tries times (its workers keep dying) becomes ``lost`` instead of
+    running again. hard_s (the hard limit) sets the deadline after which the
+    scheduler presumes the worker dead: the k-th claimed attempt cannot start
+    later than k hard limits from now (each before it is killed at its hard
+    limit), so its deadline is set that far ahead, and the scheduler never
+    takes a queued-up one for a dead worker's. Times are the database server's.
     """
     hashes = list(dict.fromkeys(level_hashes))
     verdicts = dict.fromkeys(hashes, "skip")
+    st = _statements(connection.dialect.name == "postgresql")
     now = utcnow()
+    claimed: dict[str, int] = {}
+    started: set[str] = set()  # claimed alone: started, its try counted by the claim
     for i in range(0, len(hashes), BATCH):
         chunk = hashes[i : i + BATCH]
         params: dict[str, Any] = {
             "c_run": run_id, "c_max": max_tries, "c_worker": worker, "c_now": now, "c_holder": holder,
         }  # fmt: skip
-        if len(chunk) == 1:
-            stmt = _CLAIM_ONE
+        if len(hashes) == 1:
+            stmt = st.claim_one
             params["c_hash"] = chunk[0]
+            params["c_hard"] = None if hard_s is None else timedelta(seconds=hard_s)
             params["c_deadline"] = None if hard_s is None else now + timedelta(seconds=hard_s)
+            started.add(chunk[0])
         else:
             params["c_hashes"] = chunk
             deadline: Any = None
             if hard_s is not None:
-                steps = {h: now + timedelta(seconds=hard_s * (k + 1)) for k, h in enumerate(chunk)}
+                steps = {h: _deadline(st, now, hard_s * (i + k + 1)) for k, h in enumerate(chunk)}
                 deadline = case(steps, value=ATTEMPTS.c.level_hash)
-            stmt = _CLAIM_MANY.values(deadline=deadline)
-        claimed: dict[str, int] = {h: t for h, t in connection.execute(stmt, params)}
-        verdicts.update(dict.fromkeys(claimed, "run"))
-        if tokens is not None:
-            tokens.update(claimed)
-        rest = [h for h in chunk if verdicts[h] != "run"]
-        if not rest:
-            continue
+            stmt = st.claim_many.values(deadline=deadline)
+        got = {h: t for h, t in connection.execute(stmt, params)}
+        claimed.update(got)
+        rest = [h for h in chunk if h not in got]
+        if rest:
+            claimed.update(_the_rest(connection, st, run_id, rest, holder, max_tries, now, verdicts))
+    verdicts.update(dict.fromkeys(claimed, "run"))
+    if tokens is not None:
+        tokens.update(claimed)
+    first = next((h for h in hashes if h in claimed), None)
+    if start_first and first is not None and first not in started:
+        # The first of a group starts now: its try counts.
+        start(connection, [(run_id, first, claimed[first])])
+    if {"lost", "cancelled"} & set(verdicts.values()):
+        finish_run_if_done(connection, run_id)
+    return verdicts
+
+
+def _deadline(st: _Statements, now: datetime, hard_s: float) -> Any:
+    """Return the deadline hard_s after the claim: in the server's clock on PostgreSQL."""
+    return (
+        now + timedelta(seconds=hard_s)
+        if isinstance(st.now, BindParameter)
+        else st.now + timedelta(seconds=hard_s)
+    )
+
+
+def start(db: Session | Connection, starts: Sequence[tuple[int, str, int]]) -> None:
+    """Count the try of each claimed attempt (run id, level hash, token) that started; once each.
+
+    An attempt no longer running under that claim is left alone.
+    """
+    if not starts:
+        return
+    bind = db.get_bind() if isinstance(db, Session) else db
+    st = _statements(bind.dialect.name == "postgresql")
+    now = utcnow()
+    rows = [{"c_run": r, "c_hash": h, "c_token": t, "c_now": now} for r, h, t in starts]
+    db.execute(st.start, rows[0] if len(rows) == 1 else rows)
+
+
+def _the_rest(
+    connection: Connection,
+    st: _Statements,
+    run_id: int,
+    rest: list[str],
+    holder: str | None,
+    max_tries: int,
+    now: datetime,
+    verdicts: dict[str, str],
+) -> dict[str, int]:
+    """Settle the hashes a claim did not take: cancel those of a cancelled run, read back those this
+    holder already has (return them with their tokens), mark lost those past the cap."""
+    params: dict[str, Any] = {"c_run": run_id, "c_hashes": rest, "c_now": now, "c_holder": holder}
+    cancelled = connection.scalars(st.cancel, params).all()
+    verdicts.update(dict.fromkeys(cancelled, "cancelled"))
+    mine: dict[str, int] = {}
+    if holder is not None:
+        rows = connection.execute(
+            select(ATTEMPTS.c.level_hash, ATTEMPTS.c.claims).where(
+                ATTEMPTS.c.run_id == run_id,
+                ATTEMPTS.c.level_hash.in_(rest),
+                ATTEMPTS.c.status == Status.RUNNING.value,
+                ATTEMPTS.c.holder == holder,
+            )
+        )
+        mine = {h: t for h, t in rows}
+    left = [h for h in rest if h not in mine and h not in cancelled]
+    if left:
         message = (
-            f"attempt lost: its task was delivered {max_tries} times and never finished "
+            f"attempt lost: started {max_tries} times and never finished "
             "(workers died or were killed while running it)"
         )
         lost = connection.scalars(
-            _LOSE, {"c_run": run_id, "c_hashes": rest, "c_now": now, "c_message": message, "c_max": max_tries}
+            st.lose, {**params, "c_hashes": left, "c_message": message, "c_max": max_tries}
         )
         verdicts.update(dict.fromkeys(lost.all(), "lost"))
-    if "lost" in verdicts.values():
-        finish_run_if_done(connection, run_id)
-    return verdicts
+    return mine
 
 
 @dataclass(frozen=True)
@@ -180,7 +307,7 @@ _RECORD = (
             # Literals, not a plain in_(): an expanding IN parameter cannot go through executemany.
             and_(_TOKEN.is_(None), ATTEMPTS.c.status.in_(_PENDING_LITERALS)),
             and_(_TOKEN == 0, ATTEMPTS.c.status == _QUEUED),
-            and_(_TOKEN > 0, ATTEMPTS.c.status == _RUNNING, ATTEMPTS.c.tries == _TOKEN),
+            and_(_TOKEN > 0, ATTEMPTS.c.status == _RUNNING, ATTEMPTS.c.claims == _TOKEN),
         )
     )
     .values(
@@ -188,7 +315,10 @@ _RECORD = (
         started_at=func.coalesce(
             bindparam("b_started", type_=ATTEMPTS.c.started_at.type), ATTEMPTS.c.started_at
         ),
-        tries=ATTEMPTS.c.tries + bindparam("b_tries", type_=ATTEMPTS.c.tries.type),
+        # A claimed attempt whose start was not counted (its start() failed) counts it now.
+        tries=ATTEMPTS.c.tries
+        + bindparam("b_tries", type_=ATTEMPTS.c.tries.type)
+        + case((and_(_TOKEN > 0, ATTEMPTS.c.started_at.is_(None)), 1), else_=0),
     )
 )
 
@@ -205,6 +335,7 @@ def record(db: Session | Connection, results: Iterable[Result], finish: bool = T
     """
     now = utcnow()
     rows: list[dict[str, Any]] = []
+    results = list(results)
     for r in results:
         o = r.outcome
         rows.append(
@@ -256,13 +387,13 @@ def stale_of(connection: Connection, results: Sequence[Result]) -> list[tuple[Re
         if not r.claimed or r.token is None:
             continue
         row = connection.execute(
-            select(ATTEMPTS.c.status, ATTEMPTS.c.tries, ATTEMPTS.c.holder).where(
+            select(ATTEMPTS.c.status, ATTEMPTS.c.claims, ATTEMPTS.c.holder).where(
                 ATTEMPTS.c.run_id == r.run_id, ATTEMPTS.c.level_hash == r.level_hash
             )
         ).first()
-        if row is None or (row.tries == r.token and row.status not in _TAKEN_BACK):
+        if row is None or (row.claims == r.token and row.status not in _TAKEN_BACK):
             continue
         out.append(
-            (r, f"its claim (token {r.token}) is stale: now {row.status}, try {row.tries} ({row.holder})")
+            (r, f"its claim (token {r.token}) is stale: now {row.status}, claim {row.claims} ({row.holder})")
         )
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import (
     BigInteger,
@@ -19,8 +19,17 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 def utcnow() -> datetime:
-    """Return the current time, timezone-aware in UTC (what every timestamp column stores)."""
-    return datetime.now(UTC)
+    """Return this machine's current time, timezone-aware in UTC (what every timestamp column stores).
+
+    The one clock packsolve reads. Decisions between machines never use it: on PostgreSQL they use
+    the database server's clock (db.workers.db_now, now() in statements); SQLite serves one machine.
+    """
+    return datetime.now(UTC) + CLOCK_OFFSET
+
+
+# A test hook, never set by packsolve itself: tests set it in a process they start
+# (tests/support/skewed_clock.py) to play a machine whose clock is off.
+CLOCK_OFFSET = timedelta(0)
 
 
 class Base(DeclarativeBase):
@@ -127,8 +136,11 @@ class Attempt(Base):
     deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # The worker process (workers.name) whose claim this is: a running attempt, or a queued one
-    # waiting in the chunk that process is working through. Its claim's fencing token is tries.
+    # waiting in the chunk that process is working through.
     holder: Mapped[str | None] = mapped_column(String(255))
+    # Claims made so far: each claim's fencing token (a result lands only under the claim it was run
+    # for). tries counts only the claims whose attempt started.
+    claims: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Worker(Base):

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, LevelRow, Run, utcnow
+from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import BATCH, PENDING_VALUES, rowcount
-from packsolve.db.workers import lapsed_holders
+from packsolve.db.workers import lapsed_holders, now_sql
 from packsolve.outcome import Status
 
 
@@ -26,6 +26,7 @@ class StaleAttempt:
     level_hash: str
     status: str
     tries: int
+    claims: int
     requeues: int
     worker: str | None
     max_tries: int | None
@@ -43,7 +44,7 @@ class Taken:
 
 
 _COLUMNS = (
-    Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries,
+    Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries, Attempt.claims,
     Attempt.requeues, Attempt.worker, Run.max_tries, Run.state,
 )  # fmt: skip
 
@@ -88,15 +89,16 @@ def stale_attempts(
             .where(Run.finished_at.is_(None), Run.mode == "distributed", Run.sent_at.is_not(None))
             .where(condition)
         )
-        found.update((row[0], StaleAttempt(*row)) for row in rows)
+        found.update((row[0], StaleAttempt(*cast(tuple[Any, ...], row))) for row in rows)
     return sorted(found.values(), key=lambda c: (c.run_id, c.id))
 
 
 def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max_tries: int) -> list[Taken]:
     """Requeue each candidate (queued again, requeues + 1) or mark it lost or cancelled; return those taken.
 
-    An attempt started max_tries times is lost; one that never started is never
-    lost for the broker's sake (a restarted broker costs a requeue, not a try).
+    An attempt started max_tries times is lost; one that never started (queued,
+    or claimed in a group its worker died before reaching) is never lost: a
+    restarted broker or a dead worker costs it a requeue, not a try.
     An attempt of a cancelled run is cancelled, not run again. Each update only
     applies if the row is still as read, so of two schedulers only one takes an
     attempt; a worker that reported meanwhile wins too. On PostgreSQL rows
@@ -117,7 +119,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
                 )
             )
         candidates = [c for c in candidates if c.id in locked]
-    now = utcnow()
+    now = now_sql(session)
     taken: list[Taken] = []
     for c in candidates:
         cap = c.max_tries or default_max_tries
@@ -150,7 +152,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
         res = session.execute(
             update(Attempt)
             .where(Attempt.id == c.id, Attempt.status == c.status)
-            .where(Attempt.tries == c.tries, Attempt.requeues == c.requeues)
+            .where(Attempt.tries == c.tries, Attempt.claims == c.claims, Attempt.requeues == c.requeues)
             .values(**values)
         )
         if rowcount(res):

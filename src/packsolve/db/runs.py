@@ -13,9 +13,10 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from packsolve import __version__
-from packsolve.db.models import Attempt, LevelRow, Run, utcnow
+from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.db.session import shown_database
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
+from packsolve.db.workers import db_now, now_sql
 from packsolve.errors import RunNotFound
 from packsolve.levels import Level, canonical_json
 from packsolve.outcome import Status
@@ -54,8 +55,9 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
     """Create the run, its levels and one attempt row per level; return the run id.
 
     Invalid levels are final from the start (status ``invalid``, message kept).
+    Stamped in the database server's clock.
     """
-    now = utcnow()
+    now = db_now(session)
     run = Run(
         label=options.label,
         parent_id=options.parent_id,
@@ -198,7 +200,7 @@ def mark_sent(session: Session, run_id: int) -> None:
     One row, not one per attempt: an attempt's own queued_at is set only when
     the scheduler sends it again; until then the run's sent_at is its send time.
     """
-    session.execute(update(Run).where(Run.id == run_id).values(sent_at=utcnow(), send_error=None))
+    session.execute(update(Run).where(Run.id == run_id).values(sent_at=now_sql(session), send_error=None))
 
 
 def mark_unsent(session: Session, run_id: int, why: str) -> None:
@@ -278,7 +280,7 @@ def cancel_pending(session: Session, run_id: int, message: str = "cancelled") ->
     res = session.execute(
         update(Attempt)
         .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED.value)
-        .values(status=Status.CANCELLED.value, finished_at=utcnow(), message=message)
+        .values(status=Status.CANCELLED.value, finished_at=now_sql(session), message=message)
     )
     session.execute(update(Run).where(Run.id == run_id).values(state="cancelled"))
     finish_run_if_done(session, run_id)
@@ -294,6 +296,8 @@ def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
     res = db.execute(
         update(Run)
         .where(Run.id == run_id, Run.finished_at.is_(None), ~pending)
-        .values(finished_at=utcnow(), state=case((Run.state == "cancelled", "cancelled"), else_="finished"))
+        .values(
+            finished_at=now_sql(db), state=case((Run.state == "cancelled", "cancelled"), else_="finished")
+        )
     )
     return bool(rowcount(res))

@@ -83,20 +83,25 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-_engines: dict[tuple[int, str, bool], Engine] = {}
+_engines: dict[tuple[int, str, bool, bool], Engine] = {}
 
 
 def get_engine(
-    url: str | None = None, migrate: bool = True, pre_ping: bool = True, create: bool = True
+    url: str | None = None,
+    migrate: bool = True,
+    pre_ping: bool = True,
+    create: bool = True,
+    service: bool = False,
 ) -> Engine:
     """Return this process's engine for url (one per process: engines must not cross a fork).
 
     pre_ping=False is for callers that retry a transaction on a dropped connection
-    themselves (the worker): it saves a round trip per transaction, and on
-    PostgreSQL its sessions may not sit idle inside a transaction (see
-    WORKER_IDLE_IN_TRANSACTION_MS). create=False
-    is for commands that only read: they raise NoDatabase rather than create an
-    SQLite file that does not exist. A URL that cannot work raises DatabaseUrlError.
+    themselves (the worker): it saves a round trip per transaction. service=True
+    (the scheduler; the worker's engines always) bounds on PostgreSQL how long a
+    session may sit idle inside a transaction or wait for a lock (SERVICE_*).
+    create=False is for commands that only read: they raise NoDatabase rather
+    than create an SQLite file that does not exist. A URL that cannot work
+    raises DatabaseUrlError.
     """
     url = database_url(url)
     checked_url(url)
@@ -106,10 +111,11 @@ def get_engine(
             f"no database at {path}: nothing has been solved with it yet; run `packsolve solve PACK` "
             f"here first, or point {FROM_WHERE} at your results"
         )
-    key = (os.getpid(), url, pre_ping)
+    service = service or not pre_ping
+    key = (os.getpid(), url, pre_ping, service)
     engine = _engines.get(key)
     if engine is None:
-        engine = make_engine(url, pre_ping)
+        engine = make_engine(url, pre_ping, service)
         if migrate:
             from packsolve.db.migrate import upgrade
 
@@ -124,15 +130,21 @@ def forget_engines() -> None:
     _engines.clear()
 
 
-# A worker never pauses inside a transaction (each is a few statements sent back to back). One frozen
-# or cut off between UPDATE and COMMIT would hold its rows locked, and the scheduler (which skips
-# locked rows) could not take them back: the server ends such a session after this long instead.
-WORKER_IDLE_IN_TRANSACTION_MS = 5000
+# Workers and schedulers never pause inside a transaction (each is a few statements sent back to
+# back). One frozen (SIGSTOP) or cut off between a statement and COMMIT would hold its rows locked,
+# and another scheduler (which skips locked rows) could not take them back: the server ends such a
+# session after this long instead, and a statement of theirs waits at most this long for a lock.
+SERVICE_IDLE_IN_TRANSACTION_MS = 5000
+SERVICE_LOCK_TIMEOUT_MS = 5000
+# Every connection to PostgreSQL has TCP keepalives: a peer gone without a word (a machine lost, a
+# cable cut) is noticed in about idle + interval × count seconds, not the system's two hours.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
 
 
-def make_engine(url: str, pre_ping: bool = True) -> Engine:
+def make_engine(url: str, pre_ping: bool = True, service: bool = False) -> Engine:
     """Return a new engine; SQLite gets WAL and a busy timeout so several writers can share it.
 
+    service: bound idle transactions and lock waits on PostgreSQL (see get_engine).
     Raise DatabaseUrlError for a URL that cannot work (no scheme, another database, a driver not installed).
     """
     parsed = checked_url(url)
@@ -153,12 +165,15 @@ def make_engine(url: str, pre_ping: bool = True) -> Engine:
 
         return engine
     # pre_ping replaces connections the server dropped (restarts, pg_terminate_backend).
-    options: dict[str, object] = {}
-    if not pre_ping:
-        options["connect_args"] = {
-            "options": f"-c idle_in_transaction_session_timeout={WORKER_IDLE_IN_TRANSACTION_MS}"
-        }
-    return _create(url, pool_pre_ping=pre_ping, pool_size=5, max_overflow=5, pool_recycle=1800, **options)
+    connect_args: dict[str, object] = dict(KEEPALIVES)
+    if service:
+        connect_args["options"] = (
+            f"-c idle_in_transaction_session_timeout={SERVICE_IDLE_IN_TRANSACTION_MS} "
+            f"-c lock_timeout={SERVICE_LOCK_TIMEOUT_MS}"
+        )
+    return _create(
+        url, pool_pre_ping=pre_ping, pool_size=5, max_overflow=5, pool_recycle=1800, connect_args=connect_args
+    )
 
 
 def _create(url: str, **options: object) -> Engine:

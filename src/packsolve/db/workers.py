@@ -14,51 +14,105 @@ machine, whose clock it uses.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, Table, delete, exists, func, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Deployment, Worker, utcnow
-from packsolve.db.tables import PENDING_VALUES, rowcount
+from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
 
 WORKERS = cast(Table, Worker.__table__)
 # A lease lapsed this long ago whose holder holds nothing pending is forgotten.
 FORGET_AFTER = timedelta(days=1)
+# The holder of attempts a live worker process gave back (it does not run them: its task failed,
+# or its claim's answer was lost and another delivery ran them): no lease has this name, so the
+# scheduler takes them back on its next pass, as a lapsed holder's.
+RELEASED = "(released)"
+
+
+def _on_postgresql(db: Session | Connection) -> bool:
+    dialect = db.get_bind().dialect if isinstance(db, Session) else db.dialect
+    return bool(dialect.name == "postgresql")
 
 
 def db_now(db: Session | Connection) -> datetime:
     """Return the database server's current time (UTC, aware); this machine's clock on SQLite."""
-    dialect = db.get_bind().dialect if isinstance(db, Session) else db.dialect
-    if dialect.name == "postgresql":
+    if _on_postgresql(db):
         return cast(datetime, db.execute(select(func.now())).scalar_one())
     return utcnow()
 
 
-def renew(connection: Connection, name: str, host: str, ttl_s: float, offers: dict[str, Any]) -> None:
-    """Extend name's lease to ttl_s from now, creating it the first time.
+def now_sql(db: Session | Connection) -> Any:
+    """Return "now" to write in a statement: the server's now() on PostgreSQL, this machine's on SQLite."""
+    return func.now() if _on_postgresql(db) else utcnow()
 
-    One UPDATE in the common case: on a slow link a renewal costs one round
-    trip, so a lease of a few seconds still holds over a 400 ms round trip.
+
+def renew(
+    connection: Connection,
+    name: str,
+    host: str,
+    ttl_s: float,
+    offers: dict[str, Any],
+    runs: Callable[[], set[tuple[int, str]]] | None = None,
+) -> datetime:
+    """Extend name's lease to ttl_s from now, creating it the first time; return the server's time.
+
+    With runs (what the process works on now, as (run id, level hash)): the
+    attempts the database says name holds that are not among them are given
+    back (holder RELEASED), for the scheduler to take back on its next pass. On
+    a slow link a renewal costs two round trips (one for the lease and the
+    server's time, one to read what name holds), so a lease of a few seconds
+    still holds over a 400 ms round trip.
     """
-    if connection.dialect.name == "postgresql":
+    if _on_postgresql(connection):
         until: Any = func.now() + timedelta(seconds=ttl_s)
         now: Any = func.now()
     else:
         now = utcnow()
         until = now + timedelta(seconds=ttl_s)
     res = connection.execute(
-        update(WORKERS).where(WORKERS.c.name == name).values(renewed_at=now, lease_until=until)
+        update(WORKERS)
+        .where(WORKERS.c.name == name)
+        .values(renewed_at=now, lease_until=until)
+        .returning(WORKERS.c.renewed_at)
     )
-    if rowcount(res) == 0:
-        connection.execute(
+    stamp = res.scalar()
+    if stamp is None:
+        res = connection.execute(
             insert(WORKERS).values(
                 name=name, host=host, started_at=now, renewed_at=now, lease_until=until,
                 offers=json.dumps(offers, sort_keys=True),
-            )
+            ).returning(WORKERS.c.renewed_at)
         )  # fmt: skip
+        stamp = res.scalar_one()
+    if runs is not None:
+        _release_unrun(connection, name, runs())
+    return _aware(stamp)
+
+
+def _release_unrun(connection: Connection, name: str, running: set[tuple[int, str]]) -> int:
+    """Give back (holder RELEASED) the pending attempts name holds and does not run; return how many."""
+    held = connection.execute(
+        select(ATTEMPTS.c.id, ATTEMPTS.c.run_id, ATTEMPTS.c.level_hash).where(
+            ATTEMPTS.c.holder == name, ATTEMPTS.c.status.in_(PENDING_VALUES)
+        )
+    )
+    unrun = [i for i, run_id, level_hash in held if (run_id, level_hash) not in running]
+    released = 0
+    for k in range(0, len(unrun), BATCH):
+        released += rowcount(
+            connection.execute(
+                update(ATTEMPTS)
+                .where(ATTEMPTS.c.id.in_(unrun[k : k + BATCH]), ATTEMPTS.c.holder == name)
+                .where(ATTEMPTS.c.status.in_(PENDING_VALUES))
+                .values(holder=RELEASED)
+            )
+        )
+    return released
 
 
 def retire(connection: Connection, name: str) -> None:
@@ -78,8 +132,8 @@ def holders_of(connection: Connection, run_id: int, level_hashes: list[str]) -> 
 
 
 def lapsed_holders(now: datetime) -> Any:
-    """Return a SELECT of the names whose lease ended before now (to use in an IN clause)."""
-    return select(WORKERS.c.name).where(WORKERS.c.lease_until < now)
+    """Return a SELECT of the names whose lease ended before now (to use in an IN clause), RELEASED too."""
+    return select(WORKERS.c.name).where(WORKERS.c.lease_until < now).union(select(literal(RELEASED)))
 
 
 @dataclass(frozen=True)

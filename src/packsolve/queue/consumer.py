@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, PendingRollbackError
 
-from packsolve.db.attempts import Result, claim_many, hold, record, stale_of
+from packsolve.db.attempts import Result, claim_many, hold, record, stale_of, start
 from packsolve.db.models import utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine
@@ -74,13 +74,32 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
     engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
     claims = _claims(engine)
     run_id = task.run_id
-    max_tries = task.max_tries
+    # Only what the database knows, as it knows it (run, level, heuristic, limits): nothing else runs.
     items = matching(claims, task, with_db_retry)
     if not items:
         return
+    task = replace(task, items=tuple(items))
     lease = _lease(engine, hostname)
     buffer = _results(engine)
-    note_programs_run(engine, run_id, hostname, [spec for _, spec in items], with_db_retry)  # provenance
+    lease.else_runs = buffer.held
+    # Before any claim: a renewal never gives back what this task is about to claim.
+    lease.own(run_id, [h for h, _ in items])
+    try:
+        note_programs_run(engine, run_id, hostname, [spec for _, spec in items], with_db_retry)  # provenance
+        _run_items(task, hostname, redelivered, claims, lease, buffer)
+    finally:
+        # What this task still holds and does not run (it failed midway: the database was down too
+        # long) goes back at the lease's next tick, not when the lease lapses: it renews.
+        lease.disown()
+
+
+def _run_items(
+    task: Task, hostname: str, redelivered: bool, claims: ClaimConnection, lease: Lease, buffer: ResultBuffer
+) -> None:
+    """Claim, run and record the task's attempts group by group (see run_task)."""
+    run_id = task.run_id
+    max_tries = task.max_tries
+    items = list(task.items)
     tokens: dict[str, int] = {}
     pos = 0
     group_size = 1
@@ -98,19 +117,25 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
             hard: float | None = hard,
             waiting: list[str] = waiting,
         ) -> dict:
-            verdicts = claim_many(connection, run_id, hashes, hostname, max_tries, hard, lease.name, tokens)
+            claim = functools.partial(
+                claim_many, connection, run_id, worker=hostname, max_tries=max_tries, hard_s=hard,
+                holder=lease.name, tokens=tokens, start_first=False,
+            )  # fmt: skip
+            verdicts = claim(hashes)
             skipped = [h for h in hashes if verdicts[h] == "skip"]
             if redelivered and skipped and retire_dead_siblings(connection, run_id, skipped, lease.host):
                 # Redelivered because a pool process of this worker died: its lease would only
                 # lapse in a while, and its claims are this worker's to take over now.
-                verdicts.update(
-                    claim_many(connection, run_id, skipped, hostname, max_tries, hard, lease.name, tokens)
-                )
+                verdicts.update(claim(skipped))
+            first = next((h for h in hashes if verdicts[h] == "run"), None)
+            if first is not None and len(hashes) > 1:  # a lone claim counted its try itself
+                start(connection, [(run_id, first, tokens[first])])  # it runs now: its try counts
             if waiting:
                 hold(connection, run_id, waiting, lease.name)
             return verdicts
 
         started = time.monotonic()
+        successor: dict[str, str] = {}
         done: Iterable[tuple[tuple[str, AttemptSpec], Outcome, bool]]
         tiny = _PACE.get((group[0][1].kind, group[0][1].heuristic), 1e9) < TINY_S
         if len(group) == 1 and not waiting and tiny:
@@ -129,6 +154,10 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
                     runnable, execute_attempts([spec for _, spec in runnable]), strict=True
                 )
             )
+            # Each attempt of the group starts when the one before it ends: its try is counted then
+            # (one statement), never before it starts, so a worker dying mid-group charges no
+            # attempt that never started, and one that kills its worker is charged.
+            successor = {a: b for (a, _), (b, _) in zip(runnable, runnable[1:], strict=False)}
         count = 0
         since = started
         for (h, spec), outcome, claimed in done:
@@ -137,10 +166,14 @@ def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
             outcome = _without_freezes(lease, spec, outcome, since, now)
             since = time.monotonic()
             _PACE[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
-            finished = utcnow()
+            finished = utcnow() + timedelta(seconds=lease.offset_s)  # stamped in the server's clock
             length = solution_length(spec.kind, outcome)
             began = finished - timedelta(seconds=outcome.stats.wall_s)
             token = tokens.get(h) if claimed else None
+            after = successor.get(h)
+            if after is not None:
+                starts = [(run_id, after, tokens[after])]
+                with_db_retry(claims, functools.partial(start, starts=starts))
             buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed, token))
             if outcome.stats.wall_s >= FLUSH_EVERY_S:
                 buffer.flush()  # batching pays for tiny attempts only; a long one's result goes now
@@ -175,16 +208,32 @@ def _without_freezes(lease: Lease, spec: AttemptSpec, outcome: Outcome, start: f
 
 def _lease(engine: Any, hostname: str) -> Lease:
     """Return this process's lease for engine, taking it (and starting its renewals) the first time."""
-    found = _LEASES.get(os.getpid())
-    if found is None or found.engine is not engine:
-        if found is not None:
-            found.retire()
-        found = _LEASES[os.getpid()] = Lease(engine, ClaimConnection(engine), hostname, with_db_retry)
-        found.start()
-    return found
+    with _LEASE_LOCK:
+        found = _LEASES.get(os.getpid())
+        if found is None or found.engine is not engine:
+            if found is not None:
+                found.retire()
+            found = Lease(engine, ClaimConnection(engine), hostname, with_db_retry)
+            found.start()
+            _LEASES[os.getpid()] = found
+        return found
 
 
 _LEASES: dict[int, Lease] = {}
+_LEASE_LOCK = threading.Lock()
+
+
+def take_lease_early(hostname: str) -> None:
+    """Take this pool process's lease from a thread (at process start: a worker waiting for its first
+    task is live too); if the database is away, the first task takes it."""
+
+    def take() -> None:
+        try:
+            _lease(get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False), hostname)
+        except Exception as exc:
+            log.warning("taking this process's lease at start failed (its first task takes it): %s", exc)
+
+    threading.Thread(target=take, name="packsolve-lease-start", daemon=True).start()
 
 
 def retire_lease() -> None:
@@ -275,8 +324,14 @@ class ResultBuffer:
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.results: list[Result] = []
+        self.writing: list[Result] = []  # taken out of results by a flush that has not committed yet
         self.lock = threading.Lock()
         self.timer: threading.Timer | None = None
+
+    def held(self) -> set[tuple[int, str]]:
+        """Return the (run id, level hash) of the claimed attempts whose results are not written yet."""
+        with self.lock:
+            return {(r.run_id, r.level_hash) for r in (*self.results, *self.writing) if r.claimed}
 
     def add(self, result: Result) -> None:
         with self.lock:
@@ -296,6 +351,7 @@ class ResultBuffer:
         with self.lock:
             self.timer = None
             done, self.results = self.results, []
+            self.writing = self.writing + done
         if not done:
             return
         try:
@@ -304,8 +360,13 @@ class ResultBuffer:
             log.exception("writing results failed; they stay buffered and are tried again")
             with self.lock:
                 self.results[:0] = done
+                failed = {id(r) for r in done}
+                self.writing = [r for r in self.writing if id(r) not in failed]
                 self._arm()
             return
+        written = {id(r) for r in done}
+        with self.lock:
+            self.writing = [r for r in self.writing if id(r) not in written]
         # In a fresh transaction: two workers committing a run's last results at once each see
         # the other's row still pending inside their own, and neither would stamp the run.
         for run_id in sorted({r.run_id for r in done}):

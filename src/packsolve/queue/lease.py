@@ -2,9 +2,12 @@
 
 The lease (db.workers) says the process is alive: while it lies ahead, the
 attempts it claimed are its own. A thread renews it RENEWALS_PER_TTL times per
-time to live. The same thread ticks every TICK_S; a tick that comes FROZEN_GAP_S late
-means the whole process was stopped (SIGSTOP, a suspended VM, a machine
-swapping to death): that stretch is not the solver's time, and an attempt that
+time to live, and each renewal says what the process runs: the claims and holds
+the database has for it that it does not run (a task that failed midway, a
+claim whose answer was lost) are given back at once for the scheduler to take.
+The same thread ticks every TICK_S; a tick that comes FROZEN_GAP_S late means
+the whole process was stopped (SIGSTOP, a suspended VM, a machine swapping to
+death): that stretch is not the solver's time, and an attempt that
 ran over it is measured without it (frozen_during).
 """
 
@@ -60,6 +63,14 @@ class Lease:
         self.frozen: list[tuple[float, float]] = []  # (monotonic start, end) of each stretch stopped
         self._lock = threading.Lock()
         self._renewed: float | None = None  # monotonic start of the last renewal that went through
+        # What the process runs: its task's attempts (own), and what else_runs returns (its results
+        # not yet written). Held while a renewal reads it and gives back the rest, and while a task
+        # says what it runs, so a claim made meanwhile is never given back.
+        self._running: set[tuple[int, str]] = set()
+        self._runs_lock = threading.Lock()
+        self.else_runs: Any = set
+        self._release = threading.Event()  # a task ended: give back what it left at the next tick
+        self.offset_s = 0.0  # the database server's clock minus this machine's, as of the last renewal
 
     def start(self) -> None:
         """Take the lease now (before the first claim), then keep it alive from a thread."""
@@ -70,14 +81,34 @@ class Lease:
         self._thread = threading.Thread(target=self._loop, name="packsolve-lease", daemon=True)
         self._thread.start()
 
+    def own(self, run_id: int, level_hashes: list[str]) -> None:
+        """Say that the process now runs these attempts of a run (a task's), and nothing else of a task."""
+        with self._runs_lock:
+            self._running = {(run_id, h) for h in level_hashes}
+
+    def disown(self) -> None:
+        """Say that the task ended: what it still holds and does not run goes back at the next tick."""
+        with self._runs_lock:
+            self._running = set()
+        self._release.set()
+
+    def _runs(self) -> set[tuple[int, str]]:
+        return self._running | set(self.else_runs())
+
     def renew(self) -> None:
-        """Renew the lease once (one round trip); log if it had lapsed (claims made before may be stale)."""
+        """Renew the lease once and give back what the process does not run; log if it had lapsed."""
         began = time.monotonic()
+        from packsolve.db.models import utcnow
 
         def work(connection: Any) -> None:
-            workers.renew(connection, self.name, self.host, self.ttl_s, self._offers)
+            asked = utcnow()
+            server = workers.renew(connection, self.name, self.host, self.ttl_s, self._offers, self._runs)
+            self.offset_s = (
+                (server - asked).total_seconds() if connection.dialect.name == "postgresql" else 0.0
+            )
 
-        self._retry(self._conn, work, self.ttl_s)
+        with self._runs_lock:
+            self._retry(self._conn, work, self.ttl_s)
         if self._renewed is not None and began - self._renewed > self.ttl_s:
             log.warning(
                 "lease of %s had lapsed for %.1f s (frozen or cut off): its claims may have been taken "
@@ -98,7 +129,8 @@ class Lease:
                     del self.frozen[:-100]  # only recent stretches matter
                 log.warning("this worker process was frozen for %.1f s", now - last - TICK_S)
             last = now
-            if now >= next_renewal:
+            if now >= next_renewal or self._release.is_set():
+                self._release.clear()
                 # Counted from when this renewal starts, not ends: a slow one does not delay the next.
                 next_renewal = now + self.ttl_s / RENEWALS_PER_TTL
                 try:

@@ -33,7 +33,7 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
     attempts now (distributed); before any attempt finished it falls back to
     the rate, and it is None when nothing has finished yet.
     """
-    now = now or datetime.now(UTC)
+    now = now or db_now(session)  # the database server's clock: the attempts were stamped in it
     counts = status_counts(session, run.id)
     total = sum(counts.values())
     queued, running = counts.get(Status.QUEUED.value, 0), counts.get(Status.RUNNING.value, 0)
@@ -58,8 +58,11 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
     parallel = max(1, run.concurrency or running or busy_workers or 1)
     rate = done / elapsed if elapsed > 0 and done else 0.0
     remaining = queued + running
+    serving = _serving(session, run, remaining)
     if not remaining:
         eta, method = 0.0, "done"
+    elif serving and not serving["live_workers"]:
+        eta, method = None, "no worker"  # nobody runs them: no time can be promised
     elif med is not None:
         eta, method = math.ceil(remaining / parallel) * med, "median"
     elif rate:
@@ -88,7 +91,7 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
         "parallel": parallel,
         "eta_s": None if eta is None else round(eta, 1),
         "eta_method": method,
-        **_serving(session, run, remaining),
+        **serving,
     }
 
 
@@ -152,6 +155,8 @@ def render_progress(p: dict[str, Any]) -> Any:
     for status_name, n in sorted(p["counts"].items()):
         t.add_row(status_name, str(n))
     state = p["state"] if p["state"] == "cancelled" or not p["finished"] else "finished"
+    if p.get("eta_method") == "no worker":
+        state = "waiting"  # not "running": no live worker runs its levels
     med = "—" if p["median_wall_s"] is None else f"{p['median_wall_s']:.3f} s"
     share = f" ({100 * p['done'] // p['total']}%)" if p["total"] else ""
     # Two short lines, not one long one: rate and ETA must stay in view on an 80-column terminal.

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from packsolve.db.local_runs import solver_alive
 from packsolve.db.models import Attempt, Run
 from packsolve.db.tables import PENDING_VALUES
+from packsolve.db.workers import db_now
 from packsolve.report.export import iso
 from packsolve.report.metrics import SUCCESS_VALUES
 from packsolve.report.progress import duration
@@ -30,7 +31,7 @@ def run_rows(
 
     ids, if given, names the runs (limit is then ignored).
     """
-    now = now or datetime.now(UTC)
+    now = now or db_now(session)  # the database server's clock: runs were stamped in it
     query = select(Run).order_by(Run.id.desc())
     if ids is not None:
         query, limit = query.where(Run.id.in_(list(ids))), None

@@ -6,6 +6,7 @@ Level: {"kind": "chaos", "id": N, "ms": M}. Heuristics:
   deep  - recurses without bound           -> error (RecursionError)
   deaf  - ignores its budget, never ends   -> timeout at the hard kill
   segv  - the solver process dies of SIGSEGV -> error
+  mark  - as sleep, after appending the level's id to the file named by CHAOS_STARTED (which started)
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ def sleep(level: dict[str, int], budget: Budget) -> Outcome:
         budget.check_clock()
         time.sleep(0.005)
     return solved([level["ms"]])
+
+
+@solver
+def mark(level: dict[str, int], budget: Budget) -> Outcome:
+    with open(os.environ["CHAOS_STARTED"], "a") as f:
+        f.write(f"{level['id']}\n")
+    return sleep(level, budget)
 
 
 @solver
@@ -81,7 +89,7 @@ KIND = PuzzleKind(
     name="chaos",
     parse=parse,
     canonical=lambda level: dict(level),
-    solvers={"sleep": sleep, "hog": hog, "deep": deep, "deaf": deaf, "segv": segv},
+    solvers={"sleep": sleep, "hog": hog, "deep": deep, "deaf": deaf, "segv": segv, "mark": mark},
     default="sleep",
     verify=verify,
     render=lambda level, solution=None: f"chaos {level}",

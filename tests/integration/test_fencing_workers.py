@@ -1,0 +1,135 @@
+"""Issue 23, items 9-12 and 15 with real workers on both brokers: a claim's answer lost, the database
+down past the workers' patience mid-chunk, tries counted only for attempts that started, and a submit
+whose database connection drops.
+
+The database is reached through tests/support/pgproxy.py, a TCP proxy the test cuts.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from sqlalchemy import select
+
+from packsolve.db.models import Run
+from packsolve.db.session import get_engine, session_scope
+from tests.support.chaos_pack import export_records, write_pack
+from tests.support.fencing import attempts, final_count, scheduler_loop, submit, wait_until
+from tests.support.pgproxy import PgProxy
+from tests.support.services import child_env, packsolve_cmd, run_cli, wait_for_run
+
+pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.usefixtures("chaos_env")]
+
+
+def test_a_claim_whose_answer_was_lost_is_run_by_its_retry(tmp_path, any_broker, pg_url, start_worker):
+    """Item 9: the claim commits, the connection is cut before its answer; with no time limit the
+    attempt used to stay `running` forever (its retry skipped its own live claim)."""
+    with PgProxy(pg_url) as proxy:
+        env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": any_broker.url}
+        worker = start_worker(any_broker.url, proxy.url, "w1@test")
+        proxy.lose_answer_after(b"UPDATE attempts", b"RETURNING")
+        run_id = submit(env, str(write_pack(tmp_path, 1, ms=300)), "--time-limit", "0")
+        assert wait_until(lambda: proxy.answers_lost == 1, 30)
+        wait_for_run(pg_url, run_id, timeout=30)
+        (a,) = attempts(pg_url, run_id)
+        assert (a.status, a.tries) == ("solved", 1)
+        assert "database write failed" in worker.log()  # the answer was lost, and the claim retried
+
+
+def test_the_database_down_past_the_workers_patience_mid_chunk_strands_no_level(
+    tmp_path, any_broker, pg_url, start_worker
+):
+    """Item 10: the task gives up after DB_RETRY_S; the rest of its chunk, held by a process whose lease
+    renews once the database is back, used to stay queued for good. Now that renewal gives it back."""
+    from packsolve.queue.consumer import DB_RETRY_S
+
+    levels = 40
+    with PgProxy(pg_url) as proxy:
+        env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": any_broker.url}
+        # A lease longer than the outage: the process is alive all along, as a worker whose database
+        # was down is; only its renewals can tell what it no longer runs.
+        proxied = {**env, "PACKSOLVE_DATABASE_URL": proxy.url, "PACKSOLVE_LEASE_TTL": "400"}
+        start_worker(any_broker.url, proxy.url, "w1@test", env={"PACKSOLVE_LEASE_TTL": "400"})
+        # Short levels: their results are written from the buffer's thread, so the outage meets the
+        # task in its next claim, which gives up after DB_RETRY_S.
+        pack = write_pack(tmp_path, levels, ms=100)
+        run_id = submit(env, str(pack), "--time-limit", "5", "--chunk-size", str(levels))
+        with scheduler_loop(proxied):
+            assert wait_until(lambda: final_count(pg_url, run_id) >= 5, 60, every=0.05)
+            proxy.down()
+            time.sleep(DB_RETRY_S + 10)
+            proxy.up()
+            wait_for_run(pg_url, run_id, timeout=90)
+    assert {(a.status) for a in attempts(pg_url, run_id)} == {"solved"}
+
+
+def test_only_attempts_that_started_count_a_try_when_a_worker_dies_holding_a_group(
+    tmp_path, any_broker, pg_url, start_worker
+):
+    """Item 12: with --max-tries 1, a worker killed mid-group used to leave every level of its group
+    that never started `lost`, "started 1 times"."""
+    started = tmp_path / "started"
+    started.touch()
+    levels = 150
+    env = {
+        "PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": any_broker.url, "PACKSOLVE_LEASE_TTL": "2",
+        "CHAOS_STARTED": str(started),
+    }  # fmt: skip
+    victim = start_worker(any_broker.url, pg_url, "victim@test", env=env)
+    pack = write_pack(tmp_path, levels, ms=40)
+    run_id = submit(
+        env, str(pack), "--time-limit", "5", "--max-tries", "1", "--heuristic", "chaos=mark",
+        "--chunk-size", str(levels),
+    )  # fmt: skip
+    # Groups form once the first attempt has set the pace: kill the worker in the middle of one.
+    assert wait_until(lambda: final_count(pg_url, run_id) >= 4, 60, every=0.05)
+    assert wait_until(
+        lambda: sum(a.status == "running" for a in attempts(pg_url, run_id)) >= 2, 30, every=0.01
+    )
+    os.killpg(victim.proc.pid, signal.SIGKILL)
+    victim.proc.wait(10)
+    held = [a for a in attempts(pg_url, run_id) if a.status == "running"]
+    assert len(held) >= 2, "the worker died holding no group: nothing to judge"
+    with scheduler_loop(env):
+        start_worker(any_broker.url, pg_url, "heir@test", env=env)
+        wait_for_run(pg_url, run_id, timeout=90)
+    ran = {int(line) for line in started.read_text().split()}
+    records = export_records(pg_url, run_id)
+    lost = [r for r in records if r["status"] == "lost"]
+    never_started = [r["level"] for r in lost if int(r["level"].rsplit(":", 1)[1]) - 1 not in ran]
+    assert never_started == [], f"lost though never started: {never_started}"
+    # Lost, and rightly: the attempt it died in and those whose results were still in its buffer
+    # (written within FLUSH_EVERY_S, 0.25 s: a few 40 ms attempts).
+    assert len(lost) <= 10 and {r["status"] for r in records} <= {"solved", "lost"}
+
+
+def test_a_database_connection_dropped_during_submit_leaves_an_unsent_run_to_resume(
+    tmp_path, any_broker, pg_url
+):
+    """Item 15: the run used to stay `sending` forever, and the message named neither it nor `resume`."""
+    with PgProxy(pg_url) as proxy:
+        env = {"PACKSOLVE_DATABASE_URL": proxy.url, "PACKSOLVE_BROKER_URL": any_broker.url}
+        pack = write_pack(tmp_path, 3000, ms=1)
+        proc = subprocess.Popen(
+            packsolve_cmd("submit", str(pack), "--chunk-size", "1", "--time-limit", "5"),
+            env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        # Cut the database as the last tasks go out, for a few seconds.
+        assert wait_until(lambda: any_broker.depth() >= 2700, 120, every=0.02)
+        proxy.down()
+        time.sleep(8)
+        proxy.up()
+        out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, (out, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    with session_scope(get_engine(pg_url)) as s:
+        run = s.scalars(select(Run)).one()
+    assert f"run {run.id}" in err and f"packsolve resume {run.id}" in err, err
+    listing = run_cli("runs", env={**env, "PACKSOLVE_DATABASE_URL": pg_url})
+    assert "unsent" in listing.stdout and "sending" not in listing.stdout, listing.stdout
+    res = run_cli("resume", str(run.id), env={**env, "PACKSOLVE_DATABASE_URL": pg_url})
+    assert res.returncode == 0, res.stderr

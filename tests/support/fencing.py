@@ -1,0 +1,95 @@
+"""Helpers for the fencing tests (issue 23): a broker of the test's own on Redis or RabbitMQ, a scheduler
+loop, and reading a run's attempts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+import redis
+from sqlalchemy import select
+
+from packsolve.db.models import Attempt
+from packsolve.db.session import get_engine, session_scope
+from tests.support.services import (
+    amqp_depth,
+    child_env,
+    packsolve_cmd,
+    purge_amqp_queue,
+    rabbitmq_vhost,
+    run_cli,
+)
+
+
+def _queue() -> str:
+    return os.environ.get("PACKSOLVE_QUEUE") or "packsolve"
+
+
+class Broker:
+    """A broker URL of this test's own, how many tasks wait in its queue, and how to lose them."""
+
+    def __init__(self, url: str, kind: str) -> None:
+        self.url, self.kind = url, kind
+
+    def depth(self) -> int:
+        if self.kind == "redis":
+            return int(redis.Redis.from_url(self.url).llen(_queue()))
+        return amqp_depth(self.url, _queue())
+
+    def lose(self) -> None:
+        if self.kind == "redis":
+            redis.Redis.from_url(self.url).delete(_queue())
+        else:
+            purge_amqp_queue(self.url, _queue())
+
+
+@pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
+def any_broker(request) -> Iterator[Broker]:
+    """Redis (a queue of this test's own) or a RabbitMQ vhost of this test's own."""
+    if request.param == "redis":
+        yield Broker(request.getfixturevalue("broker"), "redis")
+    else:
+        request.getfixturevalue("broker")  # a queue name of this test's own, on either broker
+        with rabbitmq_vhost() as url:
+            yield Broker(url, "rabbitmq")
+
+
+def submit(env: dict[str, str], *args: str) -> int:
+    res = run_cli("submit", *args, env=env)
+    assert res.returncode == 0, res.stderr
+    return int(res.stdout.strip().splitlines()[-1])
+
+
+@contextmanager
+def scheduler_loop(env: dict[str, str], grace: float = 1, interval: float = 1) -> Iterator[subprocess.Popen]:
+    proc = subprocess.Popen(
+        packsolve_cmd("scheduler", "--grace", str(grace), "--interval", str(interval)),
+        env=child_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def attempts(db: str, run_id: int) -> list[Attempt]:
+    with session_scope(get_engine(db)) as s:
+        return list(s.scalars(select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.seq)))
+
+
+def final_count(db: str, run_id: int) -> int:
+    return sum(1 for a in attempts(db, run_id) if a.status not in ("queued", "running"))
+
+
+def wait_until(check: Callable[[], object], timeout: float, every: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(every)
+    return check()
