@@ -12,9 +12,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
+import redis
 from click.testing import CliRunner
 
 from packsolve.cli import cli
@@ -217,6 +219,8 @@ def test_compose_up_solves_packs_from_the_host_and_the_cli_container(compose_up,
 
     # A held-in pack from the host, through the published ports; one task per level.
     held_in = ROOT / "examples" / "packs" / "sudoku" / "hard.sdk"
+    broker = redis.Redis.from_url(stack.broker_url)
+    calls_before, started = redis_calls(broker), time.monotonic()
     host_run = stack.submit(held_in, "--time-limit", "60", "--chunk-size", "1")
     # A pack of levels that each take 0.4 s through `docker-compose run --rm cli` (packs under PACKS_DIR):
     # long enough that all three workers take a share.
@@ -230,6 +234,9 @@ def test_compose_up_solves_packs_from_the_host_and_the_cli_container(compose_up,
             f"run {run_id} did not finish: {stack.logs('worker')[-3000:]}"
         )
 
+    # The broker's load, for the capacity model in docs/cluster.md (Flower's events included).
+    redis_per_task = (redis_calls(broker) - calls_before) / (count_levels(held_in) + 36)
+    busy_s = time.monotonic() - started
     levels = {host_run: count_levels(held_in), cli_run: 36}
     for run_id, n in levels.items():
         rows = stack.sql(
@@ -247,7 +254,9 @@ def test_compose_up_solves_packs_from_the_host_and_the_cli_container(compose_up,
     assert flower_get(stack, "/api/workers", None) == 401
     assert flower_get(stack, "/api/workers", (user, "packsolve")) == 401
     timings = ", ".join(f"{k} {v:.0f} s" for k, v in stack.timings.items())
-    print(f"compose bring-up: {timings}")
+    print(
+        f"compose bring-up: {timings}; Redis: {redis_per_task:.0f} commands per 1-level task ({busy_s:.0f} s)"
+    )
 
 
 def count_levels(pack: Path) -> int:
@@ -257,3 +266,9 @@ def count_levels(pack: Path) -> int:
     first = res.stdout.splitlines()[0]
     assert first.endswith("level(s) would run (nothing was created)"), first
     return int(first.split()[0])
+
+
+def redis_calls(broker: redis.Redis) -> int:
+    """Return the commands Redis has executed since it started (INFO commandstats)."""
+    stats = broker.info("commandstats")
+    return sum(int(v["calls"]) for v in stats.values())

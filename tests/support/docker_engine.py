@@ -11,6 +11,7 @@ ip_forward it changed are put back; rules others added meanwhile are left alone.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -228,6 +229,39 @@ class _HostState:
         return problems
 
 
+def _sweep_stale() -> None:
+    """Stop a dockerd of an earlier run that died without cleaning up (its pidfile is still there).
+
+    Under the lock nobody else runs one, so the bridge, links and DOCKER chains left are its own.
+    """
+    pidfile = RUN_DIR / "dockerd.pid"
+    if not pidfile.exists():
+        return
+    with contextlib.suppress(ValueError, ProcessLookupError, OSError):
+        pid = int(pidfile.read_text().strip())
+        if Path(f"/proc/{pid}/comm").read_text().strip() != "dockerd":
+            raise ProcessLookupError(pid)  # the pid was reused: nothing of ours to stop
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(300):
+            os.kill(pid, 0)  # ProcessLookupError once it is gone
+            time.sleep(0.2)
+    shutil.rmtree(RUN_DIR / "exec", ignore_errors=True)
+    pidfile.unlink(missing_ok=True)
+    for name in _links():
+        if name == "docker0" or name.startswith(("br-", "veth")):
+            subprocess.run(["ip", "link", "delete", name], capture_output=True, check=False)
+    for table in TABLES:
+        for rule in _rules(table):
+            if rule.startswith("-A ") and re.search(r"DOCKER|docker0|br-", rule):
+                args = shlex.split(rule)
+                args[0] = "-D"
+                subprocess.run(["iptables", "-t", table, *args], capture_output=True, check=False)
+        chains = [r.split()[1] for r in _rules(table) if r.startswith("-N DOCKER")]
+        for flag in ("-F", "-X"):
+            for chain in chains:
+                subprocess.run(["iptables", "-t", table, flag, chain], capture_output=True, check=False)
+
+
 def _missing_tools() -> list[str]:
     return [t for t in TOOLS if shutil.which(t) is None]
 
@@ -259,6 +293,7 @@ def docker_engine() -> Iterator[Engine]:
     # One engine per machine: the bridge, the chains and the cache are shared names.
     with open(CACHE / "engine.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        _sweep_stale()
         state = _HostState.now()
         # Forwarding on before dockerd starts, so it leaves the FORWARD policy as it is.
         Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
