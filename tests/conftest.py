@@ -19,6 +19,7 @@ from tests.support.chaos_pack import chaos_env  # noqa: F401  (a fixture, for ev
 from tests.support.cluster import _netns_cluster_session, netns_cluster  # noqa: F401  (fixtures)
 from tests.support.dashboard import browser, page  # noqa: F401  (fixtures: headless Chromium, a page in it)
 from tests.support.fencing import any_broker  # noqa: F401  (a fixture: Redis or RabbitMQ of the test's own)
+from tests.support.compose_stack import compose_up, docker  # noqa: F401  (fixtures)
 from tests.support.plugins import install  # noqa: F401  (a fixture: distributions put on sys.path)
 from tests.support.services import Worker, postgres_database, redis_server
 
@@ -29,6 +30,8 @@ FIXTURE_MARKS = {
     "start_worker": "redis",
     "pg_url": "postgres",
     "compose": "compose",
+    "docker": "compose",
+    "compose_up": "compose",
     "netns_cluster": "netns",
 }
 # Tests parametrized over databases reach pg_url through request.getfixturevalue, which
@@ -51,6 +54,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # One machine has room for one cluster of namespaces (its addresses and names are fixed):
             # under pytest-xdist (make test), every netns test runs in the same worker, one at a time.
             item.add_marker(pytest.mark.xdist_group("netns"))
+        elif "docker" in names:
+            # One Docker engine per machine (its socket, bridge and cache are fixed): one test process.
+            item.add_marker(pytest.mark.xdist_group("compose"))
 
 
 def _require_mark(request: pytest.FixtureRequest, mark: str) -> None:

@@ -1,0 +1,365 @@
+"""How far one PostgreSQL carries: N simulated worker processes on the real claim/record/lease/reconcile code.
+
+    python benchmarks/capacity.py [--workers 1,4,16,64] [--solve-ms 0,10,1000] [--chunks 1,default]
+                                  [--seconds 20]
+
+A PostgreSQL 15 instance of its own (initdb in a temporary directory, pg_stat_statements loaded,
+fsync and synchronous commits on, as a production server), a fresh database per measurement, and a
+redis-server of its own holding the run's real task messages (so the scheduler sees a busy queue,
+as in a cluster, and never resends them). Each simulated worker process is a thread with what a
+pool process of `packsolve worker` has: its own claim connection (queue.consumer.ClaimConnection),
+its own lease renewed by the real Lease thread (default time to live, 30 s), and its own result
+buffer (queue.consumer.ResultBuffer, flushed as a worker flushes). It takes chunks as run_task does
+(packsolve.queue.consumer): claims through db.attempts.claim_many (the first claim of a chunk holds
+the rest), a lone tiny attempt unclaimed as the worker runs it, groups of about GROUP_S; its
+"solver" sleeps the fixed time. One scheduler runs the real reconcile pass every 30 s. Chunks are
+handed out from an in-process queue (the Redis messages stay queued): the database's side is what is
+measured, not the broker's.
+
+For each (chunk, solve time, N) it prints attempts/s, SQL statements and WAL bytes per attempt
+(pg_stat_statements; pg_current_wal_lsn), lease renewals per worker-second, the database's CPU
+(all the instance's processes, as a share of the machine's cores) and the driver's own CPU share,
+so a driver-bound point is seen as such. Default chunking: tasks of about half a second of work,
+as submit chooses (at most MAX_GROUP levels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from reconcile_pass import free_port, seed, start_redis  # noqa: E402
+from sqlalchemy import create_engine, text  # noqa: E402
+
+from packsolve.db.attempts import Result, claim_many, hold  # noqa: E402
+from packsolve.db.models import utcnow  # noqa: E402
+from packsolve.db.session import forget_engines, get_engine, make_engine, session_scope  # noqa: E402
+from packsolve.db.workers import deployment_id  # noqa: E402
+from packsolve.outcome import Outcome, SearchStats, Status  # noqa: E402
+from packsolve.queue.app import make_app  # noqa: E402
+from packsolve.queue.consumer import (  # noqa: E402
+    FLUSH_EVERY_S,
+    GROUP_S,
+    MAX_GROUP,
+    TINY_S,
+    ClaimConnection,
+    ResultBuffer,
+    with_db_retry,
+)
+from packsolve.queue.lease import Lease  # noqa: E402
+from packsolve.queue.producer import enqueue  # noqa: E402
+from packsolve.scheduler import reconcile  # noqa: E402
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+SCHEDULER_INTERVAL_S = 30.0
+WARMUP_S = 3.0
+
+
+@contextmanager
+def postgres_instance() -> Iterator[tuple[str, subprocess.Popen]]:
+    """Yield (server URL base, postmaster) of a PostgreSQL of its own, run as the postgres user."""
+    workdir = Path(tempfile.mkdtemp(prefix="packsolve-capacity-pg-"))
+    shutil.chown(workdir, "postgres", "postgres")
+    data, port = workdir / "data", free_port()
+    as_postgres = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+    subprocess.run(
+        [*as_postgres, str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
+         "-E", "UTF8", "--locale", "C"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    proc = subprocess.Popen(
+        [*as_postgres, str(PG_BIN / "postgres"), "-D", str(data), "-c", f"port={port}",
+         "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={workdir}",
+         "-c", "max_connections=1000", "-c", "shared_buffers=256MB",
+         "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all"],
+        stdout=subprocess.DEVNULL, stderr=(workdir / "postgres.log").open("w"),
+    )  # fmt: skip
+    base = f"postgresql+psycopg://postgres@127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            ok = subprocess.run([str(PG_BIN / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)])
+            if ok.returncode == 0:
+                break
+            time.sleep(0.1)
+        admin = create_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")
+        with admin.connect() as c:
+            c.execute(text("CREATE EXTENSION pg_stat_statements"))
+        admin.dispose()
+        yield base, proc
+    finally:
+        proc.send_signal(signal.SIGINT)  # fast shutdown: connections left open do not hold it up
+        proc.wait(60)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def instance_cpu_s(postmaster: subprocess.Popen) -> float:
+    """Return the CPU seconds (user + system) the instance's processes have used so far, exited ones too."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    pids = [postmaster.pid]
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        pid, ppid = map(int, line.split())
+        children.setdefault(ppid, []).append(pid)
+    total = 0.0
+    while pids:
+        pid = pids.pop()
+        pids.extend(children.get(pid, []))
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        if pid == postmaster.pid:  # backends that have exited: their time is the postmaster's cutime, cstime
+            total += (int(fields[13]) + int(fields[14])) / ticks
+    return total
+
+
+class SimWorker(threading.Thread):
+    """One worker pool process, as run_task drives the database: claims, holds, results, a lease."""
+
+    def __init__(
+        self, i: int, engine, run_id: int, chunks: queue.Queue, solve_s: float, stop: threading.Event
+    ):
+        super().__init__(daemon=True, name=f"sim-{i}")
+        # An engine of its own, as each pool process has (the worker's, without pre-ping).
+        engine = make_engine(engine.url.render_as_string(hide_password=False), pre_ping=False)
+        self.engine, self.run_id, self.chunks, self.solve_s, self.stop = engine, run_id, chunks, solve_s, stop
+        self.hostname = f"celery@sim{i}"
+        self.claims = ClaimConnection(engine)
+        self.lease = Lease(engine, ClaimConnection(engine), self.hostname, with_db_retry)
+        self.lease.name = f"{self.hostname}/{i}"  # one process each: the pid would be shared by threads
+        self.buffer = ResultBuffer(engine)
+
+    def run(self) -> None:
+        self.lease.start()
+        try:
+            while not self.stop.is_set():
+                try:
+                    chunk = self.chunks.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                self.task(chunk)
+        finally:
+            self.buffer.flush()
+            self.lease.retire()
+
+    def task(self, items: list[str]) -> None:
+        """run_task's loop for one chunk of level hashes (the solver a fixed sleep)."""
+        tokens: dict[str, int] = {}
+        pos, group_size = 0, 1
+        hard = 10.0 * 1.5 + 1.0  # a 10 s limit's hard time: only sets the claims' deadlines
+        while pos < len(items) and not self.stop.is_set():
+            group = items[pos : pos + group_size]
+            pos += len(group)
+            waiting = items[pos:] if len(group) == pos else []
+            tiny = self.solve_s < TINY_S
+            started = time.monotonic()
+            if len(group) == 1 and not waiting and tiny:
+                runnable, claimed = group, False  # a lone tiny attempt ends before its claim is due
+            else:
+
+                def claim_group(connection, hashes=group, waiting=waiting) -> dict:
+                    verdicts = claim_many(
+                        connection, self.run_id, hashes, self.hostname, 5, hard, self.lease.name, tokens
+                    )
+                    if waiting:
+                        hold(connection, self.run_id, waiting, self.lease.name)
+                    return verdicts
+
+                verdicts = with_db_retry(self.claims, claim_group)
+                runnable, claimed = [h for h in group if verdicts[h] == "run"], True
+            for h in runnable:
+                if self.solve_s:
+                    time.sleep(self.solve_s)
+                now = utcnow()
+                outcome = Outcome(Status.SOLVED, [1], SearchStats(wall_s=self.solve_s, cpu_s=self.solve_s))
+                began = now - timedelta(seconds=self.solve_s)
+                token = tokens.get(h) if claimed else None
+                self.buffer.add(Result(self.run_id, h, outcome, 1, self.hostname, began, now, claimed, token))
+                if self.solve_s >= FLUSH_EVERY_S:
+                    self.buffer.flush()
+            if runnable:
+                pace = (time.monotonic() - started) / len(runnable)
+                group_size = max(1, min(MAX_GROUP, int(GROUP_S / pace) if pace > 0 else MAX_GROUP))
+
+
+def stats(admin_url: str, dbname: str) -> tuple[int, int, int, int]:
+    """Return (final attempts, statements of dbname so far, lease renewals so far, WAL position in bytes)."""
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as c:
+        final = c.execute(
+            text("SELECT count(*) FROM attempts WHERE status NOT IN ('queued', 'running')")
+        ).scalar_one()
+    engine.dispose()
+    engine = create_engine(admin_url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
+    with engine.connect() as c:
+        calls, renewals = c.execute(
+            text(
+                "SELECT coalesce(sum(s.calls), 0), coalesce(sum(s.calls) FILTER (WHERE s.query LIKE "
+                "'UPDATE workers SET renewed_at%'), 0) FROM pg_stat_statements s JOIN pg_database d "
+                "ON d.oid = s.dbid WHERE d.datname = :d"
+            ),
+            {"d": dbname},
+        ).one()
+        wal = c.execute(text("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")).scalar_one()
+    engine.dispose()
+    return int(final), int(calls), int(renewals), int(wal)
+
+
+def snapshot(postmaster: subprocess.Popen, url: str, dbname: str) -> tuple[float, float, float, tuple]:
+    """Return (moment, instance CPU s, this process's CPU s, stats), all read at about the same moment.
+
+    The moment is the middle of the statistics query, which can take a while on a loaded machine.
+    """
+    before = time.monotonic()
+    cpu, own = instance_cpu_s(postmaster), time.process_time()
+    figures = stats(url, dbname)
+    return (before + time.monotonic()) / 2, cpu, own, figures
+
+
+def measure(base: str, postmaster: subprocess.Popen, broker: str, n: int, solve_ms: float, chunk: str,
+            seconds: float) -> dict:  # fmt: skip
+    """Run n simulated workers for seconds against a fresh database; return the figures."""
+    solve_s = solve_ms / 1000
+    per_task = 1 if chunk == "1" else max(1, min(MAX_GROUP, math.ceil(0.5 / max(solve_s, 1e-3))))
+    # Enough attempts for the measurement (a point whose queue runs dry ends its window there).
+    # Tiny attempts are written in batches, unclaimed: thousands a second even for one worker.
+    guess = 20_000.0 if solve_s < TINY_S else 1.5 * n / solve_s
+    levels = int(min(40_000, max(4 * n * per_task, guess * (seconds + WARMUP_S + 3))))
+    dbname = f"capacity_{n}_{int(solve_ms)}_{chunk}"
+    admin = create_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)'))
+        c.execute(text(f'CREATE DATABASE "{dbname}"'))
+    url = f"{base}/{dbname}"
+    run_id, specs = seed(url, levels)
+    engine = get_engine(url)
+    app = make_app(broker)
+    app.connection_for_write().default_channel.client.flushdb()
+    with session_scope(engine) as s:
+        deployment = deployment_id(s)
+    enqueue(app, run_id, specs[: min(len(specs), 200)], 5, per_task, deployment)  # a busy queue
+    hashes = [h for h, _, _ in specs]
+    chunks: queue.Queue = queue.Queue()
+    for i in range(0, len(hashes), per_task):
+        chunks.put(hashes[i : i + per_task])
+    stop = threading.Event()
+    workers = [SimWorker(i, engine, run_id, chunks, solve_s, stop) for i in range(n)]
+    for w in workers:
+        w.start()
+
+    def scheduler() -> None:
+        while not stop.wait(SCHEDULER_INTERVAL_S):
+            reconcile(engine, app, broker, grace_s=60)
+
+    sched = threading.Thread(target=scheduler, daemon=True)
+    sched.start()
+    try:
+        time.sleep(WARMUP_S)
+        t0, cpu0, own0, (done0, calls0, renew0, wal0) = snapshot(postmaster, url, dbname)
+        while time.monotonic() - t0 < seconds and not chunks.empty():
+            time.sleep(0.1)
+        dry = chunks.empty()
+        t1, cpu1, own1, (done1, calls1, renew1, wal1) = snapshot(postmaster, url, dbname)
+        elapsed = t1 - t0
+    finally:
+        stop.set()
+    for w in workers:
+        w.join(60)
+        w.engine.dispose()
+    sched.join(60)
+    attempts = max(1, done1 - done0)
+    cores = os.cpu_count() or 1
+    figures = {
+        "n": n, "solve_ms": solve_ms, "chunk": chunk, "per_task": per_task,
+        "attempts_s": attempts / elapsed,
+        "statements": (calls1 - calls0) / attempts,
+        "wal_bytes": (wal1 - wal0) / attempts,
+        "renewals_per_worker_s": (renew1 - renew0) / (n * elapsed),
+        "db_cpu_share": (cpu1 - cpu0) / (elapsed * cores),
+        "db_cpu_ms_per_attempt": 1000 * (cpu1 - cpu0) / attempts,
+        "driver_cpu_share": (own1 - own0) / (elapsed * cores),
+        "ran_dry": dry,
+    }  # fmt: skip
+    engine.dispose()
+    forget_engines()
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)'))
+    admin.dispose()
+    return figures
+
+
+def row(f: dict) -> str:
+    dry = " (ran dry)" if f["ran_dry"] else ""
+    return (
+        f"| {f['chunk']} ({f['per_task']}) | {f['solve_ms']:g} ms | {f['n']} | {f['attempts_s']:,.0f}{dry} | "
+        f"{f['statements']:.2f} | {f['wal_bytes']:,.0f} | {f['renewals_per_worker_s']:.3f} | "
+        f"{f['db_cpu_share']:.0%} | {f['db_cpu_ms_per_attempt']:.2f} | {f['driver_cpu_share']:.0%} |"
+    )
+
+
+HEADER = (
+    "| chunk (levels/task) | solve | workers N | attempts/s | statements/attempt | WAL bytes/attempt | "
+    "renewals/worker-s | database CPU (of machine) | database CPU ms/attempt | driver CPU |\n"
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--workers", default="1,4,16,64", help="simulated worker processes, comma separated")
+    parser.add_argument("--solve-ms", default="0,10,1000", help="the solver's fixed time, comma separated")
+    parser.add_argument("--chunks", default="1,default", help="1 and/or default (tasks of ~0.5 s)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per point")
+    parser.add_argument("--debug", action="store_true", help="log the workers' retries with their causes")
+    args = parser.parse_args()
+    if args.debug:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(threadName)s %(message)s")
+    os.environ["PACKSOLVE_QUEUE"] = "packsolve-capacity"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the servers are stopped on the way out
+    out = io.StringIO()
+    load = os.getloadavg()[0]
+    out.write(
+        f"capacity, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, load {load:.1f}\n\n"
+    )
+    out.write(HEADER + "\n")
+    print(out.getvalue(), end="", flush=True)
+    url, redis_proc, redis_dir = start_redis()
+    try:
+        with postgres_instance() as (base, postmaster):
+            for chunk in args.chunks.split(","):
+                for solve_ms in (float(x) for x in args.solve_ms.split(",")):
+                    for n in (int(x) for x in args.workers.split(",")):
+                        f = measure(base, postmaster, url, n, solve_ms, chunk, args.seconds)
+                        print(row(f), flush=True)
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait(30)
+        shutil.rmtree(redis_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
