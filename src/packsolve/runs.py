@@ -38,7 +38,7 @@ from packsolve.db.runs import (
 from packsolve.db.session import redact, session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.errors import BrokerError, DatabaseError, OptionError, PlanError
-from packsolve.execution import AttemptSpec, Limits
+from packsolve.execution import Limits
 from packsolve.levels import Level
 from packsolve.localpool import Stopped, run_local
 from packsolve.outcome import Outcome, Status

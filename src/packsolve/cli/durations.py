@@ -11,7 +11,7 @@ import click
 from packsolve.bounds import Range
 
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-# A sign and an exponent are read so that the range check, not the syntax, says what is wrong with -1 or 1e300.
+# A sign and an exponent are read so that the range check, not the syntax, says what is wrong with -1, 1e300.
 _DURATION = re.compile(r"^\s*(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|s|m|h)?\s*$")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from packsolve.bounds import Range, shown
+from packsolve.bounds import TIME_LIMIT_S, Range, shown
 from packsolve.cli.durations import duration_within
 from packsolve.errors import OptionError, PacksolveError
 from packsolve.levels import DEFAULT_MAX_BYTES
