@@ -65,6 +65,15 @@ def test_a_number_past_what_the_database_stores_is_refused_in_one_line_giving_th
     assert "Traceback" not in res.stderr and option in errors[0] and span in errors[0], errors[0]
 
 
+def test_a_visibility_timeout_from_the_environment_past_the_range_is_refused_in_one_line(solved):
+    where, env = solved
+    env = {**env, "PACKSOLVE_VISIBILITY_TIMEOUT": "3000000000", "PACKSOLVE_BROKER_URL": NO_BROKER}
+    res = run_cli("submit", "pack", env=env, cwd=where, timeout=60)
+    errors = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.returncode == 2 and len(errors) == 1, res.stderr[-2000:]
+    assert "PACKSOLVE_VISIBILITY_TIMEOUT" in errors[0] and INT32 in errors[0], errors[0]
+
+
 def task(**fields):
     spec = AttemptSpec("coins", "dp", {"kind": "coins", "notes": [1], "target": 1}, Limits(5.0, 100, 64))
     body = encode(7, [("h" * 64, spec)], 5, "deployment")

@@ -146,10 +146,13 @@ def visibility_timeout() -> int:
         value = int(raw)
     except ValueError:
         value = 0
-    if value <= 0:
+    if not bounds.WHOLE_SECONDS.holds(value):
         from packsolve.errors import PlanError
 
-        raise PlanError(f"PACKSOLVE_VISIBILITY_TIMEOUT must be a positive number of seconds, not {raw!r}")
+        raise PlanError(
+            f"PACKSOLVE_VISIBILITY_TIMEOUT must be a whole number of seconds from {bounds.WHOLE_SECONDS}, "
+            f"not {raw!r}"
+        )
     return value
 
 
