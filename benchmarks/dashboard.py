@@ -26,9 +26,23 @@ TARGET_MS = 300.0
 PAGES = [
     ("runs page", "/"),
     ("run page (summary, first 50 attempts in pack order)", "/runs/1"),
-    *[(f"attempts sorted by {c}", f"/runs/1?sort={c}") for c in
-      ("level", "kind", "heuristic", "status", "wall_s", "cpu_s", "nodes", "peak_rss_mb", "length", "worker",
-       "tries", "finished_at")],
+    *[
+        (f"attempts sorted by {c}", f"/runs/1?sort={c}")
+        for c in (
+            "level",
+            "kind",
+            "heuristic",
+            "status",
+            "wall_s",
+            "cpu_s",
+            "nodes",
+            "peak_rss_mb",
+            "length",
+            "worker",
+            "tries",
+            "finished_at",
+        )
+    ],
     ("attempts sorted by nodes, descending", "/runs/1?sort=nodes&desc=1"),
     ("filtered: status timeout, kind sudoku", "/runs/1?status=timeout&kind=sudoku"),
     ("filtered + sorted: worker, by wall time", "/runs/1?worker=celery%40worker1&sort=wall_s&desc=1"),
@@ -38,7 +52,7 @@ PAGES = [
     ("failures page", "/runs/1/failures"),
     ("hardest of a run", "/hardest?run=1"),
     ("compare of the two runs", "/compare?runs=1,2"),
-]  # fmt: skip
+]
 
 
 def get(url: str) -> tuple[int, float]:
@@ -66,9 +80,20 @@ def main() -> None:
     log = Path("/tmp") / f"dashboard-bench-{time.monotonic_ns()}.log"
     with log.open("w") as err:
         server = subprocess.Popen(
-            [sys.executable, "-m", "packsolve", "serve", "--port", "0", "--read-only", "--database-url", args.url],
-            stderr=err, stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "packsolve",
+                "serve",
+                "--port",
+                "0",
+                "--read-only",
+                "--database-url",
+                args.url,
+            ],
+            stderr=err,
+            stdout=subprocess.DEVNULL,
+        )
     try:
         while not (found := re.search(r"(http://\S+)/", log.read_text())):
             if server.poll() is not None:
@@ -83,19 +108,28 @@ def main() -> None:
             median = statistics.median(times)
             rows.append((name, path, statuses, results[0][1], median, max(times)))
             mark = "" if median < TARGET_MS else "  (over 300 ms)"
-            print(f"{median:8.1f} ms median  {results[0][1]:8.1f} first  {max(times):8.1f} max  "
-                  f"{sorted(statuses)}  {name}{mark}", flush=True)  # fmt: skip
+            print(
+                f"{median:8.1f} ms median  {results[0][1]:8.1f} first  {max(times):8.1f} max  "
+                f"{sorted(statuses)}  {name}{mark}",
+                flush=True,
+            )
         memory = peak_mb(server.pid)
         print(f"server peak RSS {memory:.0f} MB")
     finally:
         server.terminate()
         server.wait(30)
     if args.markdown:
-        lines = [f"database: {re.sub(r'//[^@/]*@', '//', args.url)}, {args.reps} requests per page", "",
-                 "| page | median ms | first ms | max ms | status |", "| --- | ---: | ---: | ---: | --- |"]  # fmt: skip
+        lines = [
+            f"database: {re.sub(r'//[^@/]*@', '//', args.url)}, {args.reps} requests per page",
+            "",
+            "| page | median ms | first ms | max ms | status |",
+            "| --- | ---: | ---: | ---: | --- |",
+        ]
         for name, path, statuses, first, median, worst in rows:
-            lines.append(f"| {name} (`{path}`) | {median:.0f} | {first:.0f} | {worst:.0f} | "
-                         f"{', '.join(map(str, sorted(statuses)))} |")  # fmt: skip
+            lines.append(
+                f"| {name} (`{path}`) | {median:.0f} | {first:.0f} | {worst:.0f} | "
+                f"{', '.join(map(str, sorted(statuses)))} |"
+            )
         lines.append(f"\nserver peak RSS: {memory:.0f} MB")
         Path(args.markdown).write_text("\n".join(lines) + "\n")
 
