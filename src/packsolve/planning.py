@@ -382,7 +382,8 @@ def stored_specs(
 
 def check_runnable(run_id: int, specs: Sequence[Spec]) -> None:
     """Raise PlanError naming a heuristic of specs that this machine can run neither built in nor declared."""
-    programs = {s.program.name: s.program for _, _, s in specs if s.program is not None}
+    # Only a declaration with its command runs here; a bare reference (name and digest) does not.
+    programs = {s.program.name: s.program for _, _, s in specs if isinstance(s.program, ExternalSolver)}
     for kind, heuristic in sorted({(s.kind, s.heuristic) for _, _, s in specs}):
         try:
             heuristic_of(get_kind(kind), heuristic, programs)
