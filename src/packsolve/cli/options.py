@@ -14,8 +14,8 @@ from typing import Any
 import click
 from rich.console import Console
 
-from packsolve.bounds import TIME_LIMIT_S, Range, shown
-from packsolve.cli.durations import duration_within
+from packsolve.bounds import Range, shown
+from packsolve.cli.durations import DURATION
 from packsolve.errors import OptionError, PacksolveError
 from packsolve.levels import DEFAULT_MAX_BYTES
 
@@ -119,7 +119,7 @@ def run_options(fn: Callable) -> Callable:
             "every kind that has it, or per kind: sudoku=dlx,sliding=idastar.",
         ),
         click.option(
-            "--time-limit", type=duration_within(TIME_LIMIT_S), default=DEFAULT_TIME_LIMIT, show_default=True,
+            "--time-limit", type=DURATION, default=DEFAULT_TIME_LIMIT, show_default=True,
             help="Wall time per level: seconds, or 500ms, 2s, 1m, 1h (0: no limit); the solver is stopped, "
             "then killed soon after.",
         ),

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S
-from packsolve.cli.durations import duration_within
+from packsolve.cli.durations import DURATION
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.options import (
     broker_option,
@@ -161,7 +161,7 @@ def submit(
 )
 @click.option(
     "--time-limit",
-    type=duration_within(TIME_LIMIT_S),
+    type=DURATION,
     default=None,
     help="Wall time per level (seconds, or 500ms, 2s, 1m, 1h), 0: none [default: parent's].",
 )
@@ -249,7 +249,7 @@ def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: 
     result are not run again. A distributed run whose submit stopped before sending every task (the
     broker went away) is sent again to the workers.
     """
-    from packsolve import runs
+    from packsolve import resumption, runs
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.request import check_jobs
@@ -264,13 +264,13 @@ def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: 
     if mode == "distributed":
         from packsolve.queue.app import make_app
 
-        sent = runs.resume_distributed(engine, make_app(broker_url), run, solvers=solvers)
+        sent = resumption.resume_distributed(engine, make_app(broker_url), run, solvers=solvers)
         err_console.print(
             f"run {run}: sent {sent.tasks} task(s) of its queued levels; the workers take it from here"
         )
         return
     try:
-        resumed, processes = runs.resume_local(engine, run, jobs, sys.argv[1:], solvers)
+        resumed, processes = resumption.resume_local(engine, run, jobs, sys.argv[1:], solvers)
     except runs.NothingToRun as exc:
         err_console.print(str(exc), highlight=False, markup=False)
         return
