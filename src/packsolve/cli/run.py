@@ -9,6 +9,7 @@ import click
 
 from packsolve.cli.durations import DURATION
 from packsolve.cli.notes import print_plan_notes
+from packsolve.cli.notify import notify, notify_options
 from packsolve.cli.options import (
     broker_option,
     database_option,
@@ -50,11 +51,13 @@ def progress_options(fn: Any) -> Any:
 )  # fmt: skip
 @progress_options
 @fail_on_option
+@notify_options
 @format_option
 @database_option
 @handle_errors
 def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bool, progress_every: float,
-          fail_on: tuple[str, ...], fmt: str, database_url: str | None, **opts: Any):  # fmt: skip
+          fail_on: tuple[str, ...], notify_command: str | None, notify_url: str | None, fmt: str,
+          database_url: str | None, **opts: Any):  # fmt: skip
     """Solve every level under PATHS on a local process pool; results go to the database.
 
     Ctrl-C, or `packsolve cancel RUN` from elsewhere, stops it within a second:
@@ -77,15 +80,17 @@ def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bo
         return
     print_plan_notes(run)
     err_console.print(f"run {run.id}: {len(run.specs)} level(s) to run, {jobs} process(es)", highlight=False)
-    _solve_and_summarise(engine, run, jobs, quiet, fmt, progress_every, fail_on)
+    _solve_and_summarise(engine, run, jobs, quiet, fmt, progress_every, fail_on, (notify_command, notify_url))
 
 
-def _solve_and_summarise(
-    engine: Any, run: Any, jobs: int, quiet: bool, fmt: str, every: float, fail_on: tuple[str, ...] = ()
-) -> None:
+def _solve_and_summarise(  # noqa: PLR0913 (the end of a run: how to show it, judge it, announce it)
+    engine: Any, run: Any, jobs: int, quiet: bool, fmt: str, every: float, fail_on: tuple[str, ...] = (),
+    notify_to: tuple[str | None, str | None] = (None, None),
+) -> None:  # fmt: skip
     """Solve a local run, then print its summary; exit 130 after Ctrl-C, 1 after `packsolve cancel`.
 
-    Once it is over, exit 1 if a level ended in a status of fail_on (verdict.exit_code).
+    Once it is over, notify_to (command, URL) get its summary, and the exit is 1
+    if a level ended in a status of fail_on (verdict.exit_code).
     """
     from packsolve import runs
 
@@ -100,8 +105,10 @@ def _solve_and_summarise(
             soft_wrap=True,
         )  # fmt: skip
         print_summary(engine, run.id, fmt)
+        notify(engine, run.id, *notify_to)
         sys.exit(130 if exc.reason == "interrupted" else 1)
     print_summary(engine, run.id, fmt)
+    notify(engine, run.id, *notify_to)
     code = exit_code(engine, run.id, fail_on)
     if code:
         sys.exit(code)
