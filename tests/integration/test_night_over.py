@@ -45,3 +45,10 @@ def test_submit_wait_returns_when_the_workers_are_done_with_the_fail_on_exit_cod
     assert res.stdout.strip() == "1" and "1 level(s) ended no_solution" in res.stderr
     status = json.loads(run_cli("status", "1", "--format", "json", env=env).stdout)
     assert status["finished"] and status["done"] == status["total"] == 5
+
+
+def test_status_watch_ends_its_output_with_a_newline(sqlite_url):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    run_cli("solve", str(PACK), "-q", env=env)
+    res = run_cli("status", "--watch", env=env, timeout=60)
+    assert res.returncode == 0 and res.stdout.endswith("\n"), res.stdout[-40:]

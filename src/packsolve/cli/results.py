@@ -88,6 +88,8 @@ def _status(engine: Any, run: str | None, watch: bool, interval: float, fmt: str
             if p["finished"]:
                 break
             time.sleep(interval)
+    if not out_console.is_terminal:
+        out_console.line()  # a log or a pipe gets whole lines: Live leaves the last one open there
 
 
 def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
