@@ -12,8 +12,10 @@ from sqlalchemy import Engine
 
 from packsolve.db.session import get_engine, session_scope
 from packsolve.errors import OptionError
+from packsolve.execution.programs import ProgramMissing, resolve
 from packsolve.planning import Plan, check_distributed, choose_chunk_size, max_chunk_for, plan_run
 from packsolve.request import Request, check_jobs
+from packsolve.solvers import ExternalSolver
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,15 @@ def check_pack(
     )  # fmt: skip
 
 
+def program_problem(solver: ExternalSolver) -> str | None:
+    """Return why a declared program cannot run on this machine (each of its levels would be an error)."""
+    try:
+        resolve(solver)
+    except ProgramMissing as exc:
+        return str(exc)
+    return None
+
+
 def as_json(check: PackCheck) -> dict[str, Any]:
     """Return a check as a JSON-ready dict (fields in docs/reports.md)."""
     reading = check.plan.reading
@@ -86,7 +97,10 @@ def as_json(check: PackCheck) -> dict[str, Any]:
         "duplicates": [{"level": n, "same_as": first} for n, first in reading.duplicates],
         "other_kinds": reading.other_kinds,
         "notes": check.plan.notes,
-        "solvers": {name: s.to_json() for name, s in sorted(check.plan.programs.items())},
+        "solvers": {
+            name: {**s.to_json(), "problem": program_problem(s)}
+            for name, s in sorted(check.plan.programs.items())
+        },
         "limits": {
             "time_limit": limits.time_limit,
             "node_limit": limits.node_limit,

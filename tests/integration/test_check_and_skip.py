@@ -154,3 +154,18 @@ def test_status_shows_rate_and_eta_within_80_columns(url):
     assert all(len(line) <= 80 for line in lines if not line.startswith("database ")), lines
     [line] = [x for x in lines if "levels/" in x]
     assert line.startswith("4/10 final (40%)") and "eta" in line
+
+
+def test_check_names_a_declared_program_missing_on_this_machine(tmp_path, sqlite_url):
+    pack = tmp_path / "coins.json"
+    pack.write_text(json.dumps({"kind": "coins", "notes": [1, 2], "target": 3}))
+    toml = tmp_path / "mine.toml"
+    toml.write_text('[solvers.mine]\nkind = "coins"\ncommand = ["./bin/not-built-yet", "{level}"]\n')
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    declared = ("--solvers", str(toml), "--heuristic", "mine")
+    res = run_cli("check", str(pack), *declared, "--format", "json", env=env)
+    assert res.returncode == 0, res.stderr
+    problem = json.loads(res.stdout)["solvers"]["mine"]["problem"]
+    assert "no program at" in problem and "not-built-yet" in problem
+    table = run_cli("check", str(pack), *declared, env=env).stdout
+    assert "no program at" in table and "every level it solves would be an error" in table

@@ -83,6 +83,8 @@ def render_check(c: dict[str, Any]) -> Any:
             out += [Text(f"  {item}", style="dim") for item in items]
     for name, program in c["solvers"].items():
         out.append(Text(f"{name}: declared program `{' '.join(program['command'])}` ({program['kind']})"))
+        if program["problem"]:
+            out.append(Text(f"  {program['problem']}: every level it solves would be an error", style="red"))
     for note in c["notes"]:
         out.append(Text(f"note: {note}", style="yellow"))
     if c["invalid"]:

@@ -206,12 +206,12 @@ def report_cactus(
     else:
         from rich.table import Table
 
+        from packsolve.report.cactus import time_text
+
         t = Table("run", "decided", "fastest s", "slowest s")
         for d in data:
-            times = d["times"]
-            t.add_row(
-                d["label"], str(d["decided"]), *(str(x) for x in (times[:1] or ["—"]) + (times[-1:] or ["—"]))
-            )
+            ends = [time_text(x) for x in d["times"][:1] + d["times"][-1:]] or ["—", "—"]
+            t.add_row(d["label"], f"{d['decided']:,}", ends[0], ends[-1])
         out_console.print(t)
 
 

@@ -25,24 +25,42 @@ from packsolve.cli.options import (
     warn_without_task_key,
     within,
 )
+from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
 
 
 @click.command()
 @click.argument("run", required=False)
 @click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
+@click.option("--wait", is_flag=True, help="Print nothing until the run is over, then its status once.")
 @click.option("--interval", type=within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
+@fail_on_option
 @format_option
 @database_option
 @handle_errors
-def status(run: str | None, watch: bool, interval: float, fmt: str, database_url: str | None):
+def status(run: str | None, watch: bool, wait: bool, interval: float, fail_on: tuple[str, ...], fmt: str,
+           database_url: str | None):  # fmt: skip
     """Show the progress of a run (default: the latest): counts, rate, ETA from the median time so far.
 
     With --watch the table refreshes until the run is finished; with --format
-    json it prints one JSON object per line at every refresh.
+    json it prints one JSON object per line at every refresh. With --wait it
+    returns once the run is over (exit 1 if a level ended in a --fail-on status).
     """
+    engine = read_engine(database_url)
+    if not wait:
+        _status(engine, run, watch, interval, fmt)
+        return
+    run_id = int(_progress(engine, run)["run"])  # the latest now, even if another starts meanwhile
+    wait_for_end(engine, run_id, interval)
+    _status(engine, str(run_id), False, interval, fmt)  # the status of a run that is over, once
+    code = exit_code(engine, run_id, fail_on)
+    if code:
+        sys.exit(code)
+
+
+def _status(engine: Any, run: str | None, watch: bool, interval: float, fmt: str) -> None:
+    """Print the run's status once, or refreshed until it is finished (watch)."""
     from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
 
-    engine = read_engine(database_url)
     if _mode(engine, run) == "distributed":
         warn_without_task_key("this deployment's workers run tasks nobody signed")
     if fmt != "table":
@@ -76,6 +94,8 @@ def status(run: str | None, watch: bool, interval: float, fmt: str, database_url
             if p["finished"]:
                 break
             time.sleep(interval)
+    if not out_console.is_terminal:
+        out_console.line()  # a log or a pipe gets whole lines: Live leaves the last one open there
 
 
 def _mode(engine: Any, ref: str | None) -> str:

@@ -10,6 +10,7 @@ import click
 from packsolve.bounds import COUNT, TIME_LIMIT_S
 from packsolve.cli.durations import DURATION
 from packsolve.cli.notes import print_plan_notes
+from packsolve.cli.notify import notify, notify_options
 from packsolve.cli.options import (
     broker_option,
     database_option,
@@ -26,6 +27,7 @@ from packsolve.cli.options import (
     within,
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
+from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
 
 RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 
@@ -50,11 +52,14 @@ def progress_options(fn: Any) -> Any:
     help="Leave out levels already solved (or proved unsolvable) with the same heuristic in an earlier run.",
 )  # fmt: skip
 @progress_options
+@fail_on_option
+@notify_options
 @format_option
 @database_option
 @handle_errors
 def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bool, progress_every: float,
-          fmt: str, database_url: str | None, **opts: Any):  # fmt: skip
+          fail_on: tuple[str, ...], notify_command: str | None, notify_url: str | None, fmt: str,
+          database_url: str | None, **opts: Any):  # fmt: skip
     """Solve every level under PATHS on a local process pool; results go to the database.
 
     Ctrl-C, or `packsolve cancel RUN` from elsewhere, stops it within a second:
@@ -77,11 +82,18 @@ def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bo
         return
     print_plan_notes(run)
     err_console.print(f"run {run.id}: {len(run.specs)} level(s) to run, {jobs} process(es)", highlight=False)
-    _solve_and_summarise(engine, run, jobs, quiet, fmt, progress_every)
+    _solve_and_summarise(engine, run, jobs, quiet, fmt, progress_every, fail_on, (notify_command, notify_url))
 
 
-def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str, every: float) -> None:
-    """Solve a local run, then print its summary; exit 130 after Ctrl-C, 1 after `packsolve cancel`."""
+def _solve_and_summarise(  # noqa: PLR0913 (the end of a run: how to show it, judge it, announce it)
+    engine: Any, run: Any, jobs: int, quiet: bool, fmt: str, every: float, fail_on: tuple[str, ...] = (),
+    notify_to: tuple[str | None, str | None] = (None, None),
+) -> None:  # fmt: skip
+    """Solve a local run, then print its summary; exit 130 after Ctrl-C, 1 after `packsolve cancel`.
+
+    Once it is over, notify_to (command, URL) get its summary, and the exit is 1
+    if a level ended in a status of fail_on (verdict.exit_code).
+    """
     from packsolve import runs
 
     try:
@@ -95,8 +107,13 @@ def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str
             soft_wrap=True,
         )  # fmt: skip
         print_summary(engine, run.id, fmt)
+        notify(engine, run.id, *notify_to)
         sys.exit(130 if exc.reason == "interrupted" else 1)
     print_summary(engine, run.id, fmt)
+    notify(engine, run.id, *notify_to)
+    code = exit_code(engine, run.id, fail_on)
+    if code:
+        sys.exit(code)
 
 
 @click.command()
@@ -111,6 +128,8 @@ def _solve_and_summarise(engine: Any, run: Any, jobs: int, quiet: bool, fmt: str
     default=0,
     help="Levels per task (0: chosen from past times of the kind, else level sizes) [default: 0].",
 )
+@click.option("--wait", is_flag=True, help="Return once the workers finished the run (see --fail-on).")
+@fail_on_option
 @database_option
 @broker_option
 @handle_errors
@@ -118,6 +137,8 @@ def submit(
     paths: tuple[str, ...],
     max_tries: int | None,
     chunk_size: int,
+    wait: bool,
+    fail_on: tuple[str, ...],
     database_url: str | None,
     broker_url: str | None,
     **opts,
@@ -141,6 +162,12 @@ def submit(
     for line in destinations(database_url, broker_url):
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     click.echo(run.id)
+    if wait:
+        sys.stdout.flush()  # the id is known before the night is over
+        wait_for_end(engine, run.id)
+        code = exit_code(engine, run.id, fail_on)
+        if code:
+            sys.exit(code)
 
 
 @click.command()
@@ -234,12 +261,13 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: the run's].")
 @progress_options
 @solvers_option
+@fail_on_option
 @format_option
 @database_option
 @broker_option
 @handle_errors
 def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: str, database_url: str | None,
-           broker_url: str | None, solvers_file: str | None):  # fmt: skip
+           broker_url: str | None, solvers_file: str | None, fail_on: tuple[str, ...]):  # fmt: skip
     """Run the levels of RUN that have no final result, into RUN itself.
 
     Those are the levels a Ctrl-C, a `packsolve cancel` or a crash left
@@ -278,7 +306,7 @@ def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: 
         f"run {resumed.id}: resuming {len(resumed.specs)} of {resumed.total} level(s), "
         f"{processes} process(es)"
     )
-    _solve_and_summarise(engine, resumed, processes, quiet, fmt, progress_every)
+    _solve_and_summarise(engine, resumed, processes, quiet, fmt, progress_every, fail_on)
 
 
 @click.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def cactus_figure(data: list[dict[str, Any]]) -> Any:
     A run with nothing decided is named in the legend; when no run decided
     anything the plot says so in words instead of drawing empty axes.
     """
-    fig = _figure()
+    fig = _figure((9, 4.5))  # room for the legend at the right
     ax = fig.add_subplot()
     ax.set_title("cactus plot: levels decided within a time")
     if not any(line["times"] for line in data):
@@ -96,7 +97,8 @@ def cactus_figure(data: list[dict[str, Any]]) -> Any:
     ax.set_ylabel("levels decided")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3, which="both")
-    ax.legend(loc="lower right")
+    # Beside the axes, never over them: a legend inside hid the line of a run it sat on.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize="small")
     return fig
 
 
@@ -106,7 +108,7 @@ def scatter_figure(data: dict[str, Any]) -> Any:
     The diagonal marks equal times: points under it are levels the second run
     did faster. Levels one run did not decide sit at twice its time limit.
     """
-    fig = _figure((6, 5.5))  # square axes: the diagonal at 45 degrees
+    fig = _figure((8, 5.5))  # square axes (the diagonal at 45 degrees) and the legend beside them
     ax = fig.add_subplot()
     pts = data["points"]
     ax.set_title("per-level time: under the diagonal the second run is faster")
@@ -132,8 +134,18 @@ def scatter_figure(data: dict[str, Any]) -> Any:
     ax.set_xlabel(f"{data['x_label']}: wall s (PAR-2)")
     ax.set_ylabel(f"{data['y_label']}: wall s (PAR-2)")
     ax.grid(True, alpha=0.3, which="both")
-    ax.legend(loc="upper left", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize="small")
     return fig
+
+
+def time_text(seconds: float) -> str:
+    """Return a time for a table: 4 decimals under a second, else 4 significant digits (at least one
+    decimal) with thousands separated; '<0.0001' for what 4 decimals would show as 0."""
+    if seconds < 0.0001:
+        return "<0.0001"
+    if seconds < 1:
+        return f"{seconds:.4f}"
+    return f"{seconds:,.{max(1, 3 - int(math.log10(seconds)))}f}"
 
 
 def save(fig: Any, path: str | Path) -> Path:

@@ -271,7 +271,7 @@ def render_compare(data: dict[str, Any], width: int = 100) -> Any:
                 cells.append(Text("— (not run)", style="dim"))
                 continue
             wall = "" if c["wall_s"] is None else f" {c['wall_s']:.3f}s"
-            nodes = "" if c["nodes"] is None or c["status"] == "invalid" else f" {c['nodes']}n"
+            nodes = "" if c["nodes"] is None or c["status"] == "invalid" else f" {c['nodes']:,}n"
             style = (
                 "green" if c["status"] in SUCCESS_VALUES else ("red" if c["status"] != "invalid" else "dim")
             )

@@ -151,7 +151,9 @@ def render_hardest(rows: list[dict[str, Any]], title: str = "hardest levels", wi
                     cell.append("\n" + short_message(r["message"], value, 2 * name_width), style="dim")
                 cells.append(cell)
             elif isinstance(value, float):
-                cells.append(f"{value:.3f}")
+                cells.append(f"{value:,.3f}")
+            elif isinstance(value, int) and c != "rank":
+                cells.append(f"{value:,}")  # node counts run to millions: separated, for people
             else:
                 cells.append(Text("—" if value is None else str(value)))
         t.add_row(*cells)

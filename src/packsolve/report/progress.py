@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -19,6 +19,9 @@ from packsolve.report.provenance import kinds_no_worker_offers
 
 # The median is taken over at most this many recent attempts: enough to be stable, cheap on huge runs.
 MEDIAN_SAMPLE = 2000
+# The ETA's rate: attempts finished over this many recent seconds, once at least MIN_RECENT did.
+RATE_WINDOW_S = 120.0
+MIN_RECENT = 10
 
 
 def _aware(dt: datetime | None) -> datetime | None:
@@ -59,10 +62,13 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
     rate = done / elapsed if elapsed > 0 and done else 0.0
     remaining = queued + running
     serving = _serving(session, run, remaining)
+    recent = _recent_rate(session, run.id, now, elapsed)
     if not remaining:
         eta, method = 0.0, "done"
     elif serving and not serving["live_workers"]:
         eta, method = None, "no worker"  # nobody runs them: no time can be promised
+    elif recent is not None:
+        eta, method = remaining / recent, "recent rate"
     elif med is not None:
         eta, method = math.ceil(remaining / parallel) * med, "median"
     elif rate:
@@ -93,6 +99,25 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
         "eta_method": method,
         **serving,
     }
+
+
+def _recent_rate(session: Session, run_id: int, now: datetime, elapsed: float) -> float | None:
+    """Return attempts finished per second over the last RATE_WINDOW_S (or the run so far, if shorter).
+
+    None with fewer than MIN_RECENT finished in the window. A throughput, not a median time per
+    slot: it does not swing with how many attempts look running at the moment of a refresh
+    (a worker's buffered results, a chunk just claimed).
+    """
+    since = now - timedelta(seconds=RATE_WINDOW_S)
+    recent = session.scalar(
+        select(func.count()).where(
+            Attempt.run_id == run_id, Attempt.finished_at >= since.replace(tzinfo=None)
+        )
+    )
+    span = min(RATE_WINDOW_S, elapsed)
+    if not recent or recent < MIN_RECENT or span <= 0:
+        return None
+    return float(recent) / span
 
 
 def _serving(session: Session, run: Run, remaining: int) -> dict[str, Any]:

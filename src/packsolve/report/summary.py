@@ -194,21 +194,23 @@ def render_summary(s: dict[str, Any]) -> Any:
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column(style="bold")
     t.add_column()
-    t.add_row("solved", f"{s['solved']} of {s['total']}")
-    t.add_row("state", f"{s['state']} ({s['done']}/{s['total']} final)")
+    t.add_row("solved", f"{s['solved']:,} of {s['total']:,}")
+    t.add_row("state", f"{s['state']} ({s['done']:,}/{s['total']:,} final)")
     for status, n in s["counts"].items():
         example = s.get("messages", {}).get(status)
-        text = Text(str(n))
+        text = Text(f"{n:,}")
         if example:
             text.append(f"  e.g. {short_message(example['message'], example['level'], 50)}", style="dim")
         t.add_row(f"  {status}", text)
     t.add_row("heuristic", s["heuristic"] + (f" ({', '.join(s['heuristics'])})" if s["heuristics"] else ""))
     t.add_row("limits", _limits_text(s))
-    t.add_row("total CPU / wall", f"{s['cpu_s_total']:.2f} s / {s['wall_s_total']:.2f} s")
+    t.add_row("total CPU / wall", f"{s['cpu_s_total']:,.2f} s / {s['wall_s_total']:,.2f} s")
     if s["wall_s_median"] is not None:
         t.add_row("median CPU / wall", f"{_secs(s['cpu_s_median'])} / {_secs(s['wall_s_median'])}")
         t.add_row("max wall", _secs(s["wall_s_max"]))
-    t.add_row("PAR-2", f"{s['par2_s']:.2f} s (mean {_secs(s['par2_mean_s'])} over {s['scored']})")
+    # PAR-2: a decided level counts its wall time, any other that ran twice the time limit.
+    t.add_row("PAR-2", f"{s['par2_s']:,.2f} s (mean {_secs(s['par2_mean_s'])} over {s['scored']:,}; "
+              "an undecided level counts 2 × the limit)")  # fmt: skip
     t.add_row(
         "makespan",
         _secs(s["makespan_s"], 2) + (f" (parallelism {s['parallelism']})" if s["parallelism"] else ""),
@@ -225,7 +227,7 @@ def render_summary(s: dict[str, Any]) -> Any:
     k = Table("kind", "solved", "decided", "total", "median wall", "CPU total", "PAR-2", title_justify="left")
     for kind, f in s["kinds"].items():
         k.add_row(
-            kind, str(f["solved"]), str(f["decided"]), str(f["total"]), _secs(f["wall_s_median"]),
-            f"{f['cpu_s_total']:.2f} s", f"{f['par2_s']:.2f} s",
+            kind, f"{f['solved']:,}", f"{f['decided']:,}", f"{f['total']:,}", _secs(f["wall_s_median"]),
+            f"{f['cpu_s_total']:,.2f} s", f"{f['par2_s']:,.2f} s",
         )  # fmt: skip
     return Group(t, k)

@@ -1,0 +1,35 @@
+"""status's ETA comes from the recent throughput: it does not swing with how many attempts look running."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+
+from packsolve.db.models import Attempt, Run, utcnow
+from packsolve.db.session import get_engine, session_scope
+from packsolve.report.progress import run_progress
+from tests.support.report_runs import Planned, build_run, strip_level
+
+
+@pytest.mark.parametrize("running", [1, 20])
+def test_the_eta_follows_the_recent_rate_whatever_is_counted_running(sqlite_url, running):
+    levels = [strip_level(i) for i in range(170)]
+    # 100 finished, one a second over the last 100 s (each took 2 s), the rest queued or running.
+    run_id = build_run(sqlite_url, [Planned(lv, "solved", 2.0) for lv in levels[:100]]
+                       + [Planned(lv, None) for lv in levels[100:]], concurrency=None)  # fmt: skip
+    now = utcnow()
+    with session_scope(get_engine(sqlite_url)) as session:
+        for i, lv in enumerate(levels[:100]):
+            end = now - timedelta(seconds=100 - i)
+            session.execute(update(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == lv.hash)
+                            .values(finished_at=end, started_at=end - timedelta(seconds=2)))  # fmt: skip
+        for lv in levels[100 : 100 + running]:
+            session.execute(update(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == lv.hash)
+                            .values(status="running", worker="w@h", started_at=now))  # fmt: skip
+        session.execute(update(Run).where(Run.id == run_id).values(mode="distributed", sent_at=now))
+    with session_scope(get_engine(sqlite_url)) as session:
+        p = run_progress(session, session.get(Run, run_id), now=now)
+    assert p["eta_method"] == "recent rate"
+    assert p["eta_s"] == pytest.approx(70.0, rel=0.15)  # 70 left at one a second
