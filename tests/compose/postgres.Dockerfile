@@ -11,4 +11,6 @@ ENV PATH=/usr/lib/postgresql/15/bin:$PATH \
     PGDATA=/var/lib/postgresql/data
 COPY postgres-entrypoint.sh /usr/local/bin/postgres-entrypoint.sh
 ENTRYPOINT ["/usr/local/bin/postgres-entrypoint.sh"]
+# As the official image: `docker stop` asks for a fast shutdown (clients cut at once), not a smart one.
+STOPSIGNAL SIGINT
 CMD ["postgres"]

@@ -169,6 +169,7 @@ def restart_redis(d: Damage) -> None:
     r = redis.Redis.from_url(d.stack.broker_url, socket_timeout=5)
     before = int(r.llen("packsolve"))  # type: ignore[arg-type]
     (cid,) = d.stack.containers("redis")
+    d.victim = None  # the whole stack is damaged: recovery is the first result once it is back
     d.begin("docker restart redis")
     _docker(d, "restart", "--time", "10", cid)
     d.end()
@@ -190,6 +191,7 @@ def _no_resend(d: Damage) -> None:
 def restart_postgres(d: Damage) -> None:
     """`docker restart` of the postgres container mid-run."""
     (cid,) = d.stack.containers("postgres")
+    d.victim = None  # the whole stack is damaged: recovery is the first result once it is back
     d.begin("docker restart postgres")
     _docker(d, "restart", "--time", "10", cid)
     d.end()
@@ -197,6 +199,7 @@ def restart_postgres(d: Damage) -> None:
 
 def scale_workers(d: Damage) -> None:
     """`docker-compose up --scale worker=1` mid-run (warm shutdown of two), then `--scale worker=4`."""
+    d.victim = None  # the whole stack is damaged: recovery is the first result once it is back
     d.begin("scale worker=1, then =4")
     d.stack.compose("up", "-d", "--no-recreate", "--scale", "worker=1", "worker", timeout=300)
     time.sleep(3)
