@@ -18,7 +18,7 @@ from sqlalchemy import select
 from packsolve.db.models import Run
 from packsolve.db.session import get_engine, session_scope
 from tests.support.chaos_pack import export_records, write_pack
-from tests.support.fencing import attempts, final_count, scheduler_loop, submit, wait_until
+from tests.support.fencing import attempts, final_count, running_count, scheduler_loop, submit, wait_until
 from tests.support.pgproxy import PgProxy
 from tests.support.services import child_env, packsolve_cmd, run_cli, wait_for_run
 
@@ -87,9 +87,7 @@ def test_only_attempts_that_started_count_a_try_when_a_worker_dies_holding_a_gro
     )  # fmt: skip
     # Groups form once the first attempt has set the pace: kill the worker in the middle of one.
     assert wait_until(lambda: final_count(pg_url, run_id) >= 4, 60, every=0.05)
-    assert wait_until(
-        lambda: sum(a.status == "running" for a in attempts(pg_url, run_id)) >= 2, 30, every=0.01
-    )
+    assert wait_until(lambda: running_count(pg_url, run_id) >= 2, 30, every=0.005)
     os.killpg(victim.proc.pid, signal.SIGKILL)
     victim.proc.wait(10)
     held = [a for a in attempts(pg_url, run_id) if a.status == "running"]

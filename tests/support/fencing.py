@@ -82,6 +82,14 @@ def attempts(db: str, run_id: int) -> list[Attempt]:
         return list(s.scalars(select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.seq)))
 
 
+def running_count(db: str, run_id: int) -> int:
+    """Return how many of the run's attempts are running (one cheap query: for tight polling)."""
+    from packsolve.db.runs import status_counts
+
+    with session_scope(get_engine(db)) as s:
+        return status_counts(s, run_id).get("running", 0)
+
+
 def final_count(db: str, run_id: int) -> int:
     return sum(1 for a in attempts(db, run_id) if a.status not in ("queued", "running"))
 
