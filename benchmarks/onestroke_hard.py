@@ -4,9 +4,10 @@
 (tens of thousands of generated, start-moved, cell-toggled and random-obstacle levels
 up to 22x22): each once took the pruned search more than a second or hit the
 20 s limit during development, or needed search to prove it impossible. They
-are the adversarial end of the distribution, kept as a regression set; the last
-three are still 20 s timeouts for the pruned search (CP-SAT refutes them in 0.1 s);
-the default `portfolio` hands them to CP-SAT after a quarter of the limit.
+are the adversarial end of the distribution, kept as a regression set; hunted-17..19
+are still 20 s timeouts for the pruned search (CP-SAT refutes them in 0.1 s), which
+the default `portfolio` hands to CP-SAT after 400 nodes per cell; hunted-20 (found
+2026-12-01) was decided by neither within 30 s.
 
 Usage: nice .venv/bin/python benchmarks/onestroke_hard.py [--time-limit 20]
 Writes benchmarks/results/onestroke_hard.md.
