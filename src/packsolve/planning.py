@@ -148,6 +148,11 @@ def plan_run(
     return replace(plan_levels(levels, heuristic, len(duplicates), solvers), reading=reading)
 
 
+def plan_request(paths: Iterable[str | os.PathLike[str]], request: Request) -> Plan:
+    """Return plan_run of paths with the request's kind, heuristic, file size cap and declared programs."""
+    return plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+
+
 def _nothing_to_run(paths: list[str], reading: Reading) -> str:
     """Return why paths gave no level to run, and what would."""
     where = ", ".join(paths)

@@ -54,7 +54,7 @@ from packsolve.planning import (
     choose_chunk_size,
     hardest_first,
     plan_levels,
-    plan_run,
+    plan_request,
     run_programs,
     stored_specs,
 )
@@ -194,7 +194,7 @@ def start_local(
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
     jobs = check_jobs(jobs)
-    plan = plan or plan_local(paths, request)
+    plan = plan or plan_request(paths, request)
     carried = Carried()
     extra: dict[str, Any] = {"paths": list(paths)}
     if skip_solved:
@@ -202,11 +202,6 @@ def start_local(
         extra["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
     run = create(engine, plan, request, "local", argv, concurrency=jobs, extra=extra, carried=carried)
     return run, jobs
-
-
-def plan_local(paths: Sequence[str], request: Request) -> Plan:
-    """Return the plan of a local run of paths; PlanError (before any database is touched) if none."""
-    return plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
 
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
@@ -282,10 +277,9 @@ def resume_local(
 ) -> tuple[NewRun, int]:
     """Queue again the attempts of a local run that have no final result; return it and its processes.
 
-    Those are the attempts a Ctrl-C, a `cancel` or a crash left without a result;
-    they run into the same run, with its heuristics, programs and limits (jobs: the
-    run's concurrency unless given; solvers: programs declared now, over the recorded).
-    Raise PlanError for a distributed run, one still being solved on this machine or
+    Those a Ctrl-C, a `cancel` or a crash left without a result run into the same run, with its
+    heuristics, programs (solvers: declared now, over the recorded) and limits (jobs: its concurrency
+    unless given). Raise PlanError for a distributed run, one still being solved on this machine or
     one whose program is declared nowhere; NothingToRun if every level has a result.
     """
     with session_scope(engine) as session:
@@ -348,7 +342,7 @@ def start_distributed(
     """Check the limits and the broker, plan paths, create a distributed run and send it."""
     check_distributed(request.limits, chunk_size)
     check_broker(app)
-    plan = plan_run(paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers)
+    plan = plan_request(paths, request)
     extra = {"paths": list(paths), "broker": shown_broker(app.conf.broker_url)}  # status names it
     run = create(engine, plan, request, "distributed", argv, extra=extra)
     return run, send(engine, app, run, chunk_size)
