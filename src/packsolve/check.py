@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from packsolve.db.session import get_engine, session_scope
 from packsolve.errors import OptionError
 from packsolve.execution.programs import ProgramMissing, resolve
-from packsolve.planning import Plan, check_distributed, choose_chunk_size, max_chunk_for, plan_run
+from packsolve.planning import Plan, check_distributed, choose_chunk_size, max_chunk_for, plan_request
 from packsolve.request import Request, check_jobs
 from packsolve.solvers import ExternalSolver
 
@@ -46,9 +46,7 @@ def check_pack(
     submit's would); None reads none. Nothing is written anywhere.
     """
     processes = check_jobs(jobs)
-    plan = plan_run(
-        paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers, request.follow_links
-    )
+    plan = plan_request(paths, request)
     per_kind: dict[str, dict[str, Any]] = {}
     invalid = []
     for p in plan.attempts:

@@ -154,6 +154,13 @@ def plan_run(
     return replace(plan_levels(levels, heuristic, len(duplicates), solvers), reading=reading)
 
 
+def plan_request(paths: Iterable[str | os.PathLike[str]], request: Request) -> Plan:
+    """Return plan_run of paths with the request's kind, heuristic, file size cap, programs and links rule."""
+    return plan_run(
+        paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers, request.follow_links
+    )
+
+
 def _nothing_to_run(paths: list[str], reading: Reading) -> str:
     """Return why paths gave no level to run, and what would."""
     where = ", ".join(paths)

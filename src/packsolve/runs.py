@@ -52,7 +52,7 @@ from packsolve.planning import (
     choose_chunk_size,
     hardest_first,
     plan_levels,
-    plan_run,
+    plan_request,
     run_programs,
 )
 from packsolve.queue.producer import check_broker, enqueue
@@ -193,7 +193,7 @@ def start_local(
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
     jobs = check_jobs(jobs)
-    plan = plan or plan_paths(paths, request)
+    plan = plan or plan_request(paths, request)
     carried = Carried()
     extra: dict[str, Any] = {"paths": list(paths)}
     if skip_solved:
@@ -201,13 +201,6 @@ def start_local(
         extra["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
     run = create(engine, plan, request, "local", argv, concurrency=jobs, extra=extra, carried=carried)
     return run, jobs
-
-
-def plan_paths(paths: Sequence[str], request: Request) -> Plan:
-    """Return the plan of a run of paths; PlanError (before any database is touched) if none."""
-    return plan_run(
-        paths, request.kind, request.heuristic, request.max_file_bytes, request.solvers, request.follow_links
-    )
 
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
@@ -284,7 +277,7 @@ def start_distributed(
     """Check the limits and the broker, plan paths, create a distributed run and send it."""
     check_distributed(request.limits, chunk_size)
     check_broker(app)
-    plan = plan_paths(paths, request)
+    plan = plan_request(paths, request)
     extra = {"paths": list(paths), "broker": shown_broker(app.conf.broker_url)}  # status names it
     run = create(engine, plan, request, "distributed", argv, extra=extra)
     return run, send(engine, app, run, chunk_size)

@@ -33,3 +33,12 @@ def test_the_eta_follows_the_recent_rate_whatever_is_counted_running(sqlite_url,
         p = run_progress(session, session.get(Run, run_id), now=now)
     assert p["eta_method"] == "recent rate"
     assert p["eta_s"] == pytest.approx(70.0, rel=0.15)  # 70 left at one a second
+
+
+def test_summary_gives_peak_memory_per_kind_and_per_heuristic(sqlite_url):
+    from packsolve.report.summary import run_summary
+
+    a = build_run(sqlite_url, [Planned(strip_level(i), "solved", 0.1) for i in range(3)], heuristic="plain")
+    with session_scope(get_engine(sqlite_url)) as session:
+        s = run_summary(session, session.get(Run, a))
+    assert s["memory"] == {"by_kind": {"onestroke": 20.0}, "by_heuristic": {"plain": 20.0}}

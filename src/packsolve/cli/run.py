@@ -67,13 +67,13 @@ def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bo
     """
     from packsolve import runs
     from packsolve.db.session import get_engine
-    from packsolve.planning import check_paths
+    from packsolve.planning import check_paths, plan_request
     from packsolve.request import check_jobs
 
     request = run_request(opts)
     check_jobs(jobs)  # before the database is touched: a typo costs nothing
     check_paths(paths)
-    plan = runs.plan_paths(paths, request)  # a heuristic typo is refused before a database is made
+    plan = plan_request(paths, request)  # a heuristic typo is refused before a database is made
     engine = get_engine(database_url)
     try:
         run, jobs = runs.start_local(engine, paths, request, jobs, sys.argv[1:], skip_solved, plan)

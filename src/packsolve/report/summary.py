@@ -165,8 +165,29 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
             kind: _figures(g, medians.get(kind, {}), run.time_limit) for kind, g in sorted(by_kind.items())
         },
         "messages": messages,
+        "memory": _peak_memory(session, run.id),
         "provenance": run_provenance(session, run),
     }
+
+
+def _peak_memory(session: Session, run_id: int) -> dict[str, dict[str, float]]:
+    """Return the largest peak RSS (MB) of the run's attempts, by kind and by heuristic (those measured)."""
+    rows = (
+        session.connection()
+        .execute(
+            select(Attempt.kind, Attempt.heuristic, func.max(Attempt.peak_rss_mb))
+            .where(Attempt.run_id == run_id, Attempt.peak_rss_mb.is_not(None))
+            .group_by(Attempt.kind, Attempt.heuristic)
+        )
+        .all()
+    )
+    by_kind: dict[str, float] = {}
+    by_heuristic: dict[str, float] = {}
+    for kind, heuristic, peak in rows:
+        mb = round(float(peak or 0.0), 1)
+        by_kind[kind] = max(by_kind.get(kind, 0.0), mb)
+        by_heuristic[heuristic] = max(by_heuristic.get(heuristic, 0.0), mb)
+    return {"by_kind": dict(sorted(by_kind.items())), "by_heuristic": dict(sorted(by_heuristic.items()))}
 
 
 def _limits_text(s: dict[str, Any]) -> str:
@@ -215,6 +236,12 @@ def render_summary(s: dict[str, Any]) -> Any:
         "makespan",
         _secs(s["makespan_s"], 2) + (f" (parallelism {s['parallelism']})" if s["parallelism"] else ""),
     )
+    memory = s["memory"]
+    if memory["by_kind"]:
+        peaks = [f"{k} {mb:,.0f}" for k, mb in memory["by_kind"].items()]
+        if len(memory["by_heuristic"]) > 1:
+            peaks += [f"{h} {mb:,.0f}" for h, mb in memory["by_heuristic"].items()]
+        t.add_row("peak memory (MB)", ", ".join(peaks))
     t.add_row("host, version", f"{s['host']}, packsolve {s['version']}")
     conc = f"concurrency {s['concurrency']}" if s["concurrency"] else s["mode"]
     t.add_row("workers", f"{s['workers']} seen on {', '.join(s['hosts']) or '—'} ({conc})")
