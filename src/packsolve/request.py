@@ -45,7 +45,8 @@ def limits_from_options(time_limit: float | None, node_limit: int | None, memory
     """
     if time_limit is not None and (not math.isfinite(time_limit) or time_limit < 0):
         raise OptionError(
-            "--time-limit", f"{time_limit:g} is not a number of seconds; give one > 0, or 0 for none"
+            "--time-limit",
+            f"{time_limit:g} is not a duration: give seconds > 0 (2.5, or 500ms, 2s, 1m, 1h), or 0 for none",
         )
     _check_at_most("--time-limit", time_limit, bounds.TIME_LIMIT_S)
     for name, value, span in (

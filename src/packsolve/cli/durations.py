@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -31,17 +30,28 @@ class Duration(click.ParamType):
         """Return value in seconds; fail with one line saying what a duration looks like."""
         if isinstance(value, int | float):
             seconds = float(value)
+        elif match := _DURATION.match(str(value)):
+            seconds = float(match.group(1)) * UNITS[match.group(2) or "s"]
         else:
-            match = _DURATION.match(str(value))
-            seconds = float(match.group(1)) * UNITS[match.group(2) or "s"] if match else math.nan
-        if not math.isfinite(seconds):
-            self.fail(f"{value!r} is not a duration: write seconds (2.5) or 500ms, 2s, 1m, 1h", param, ctx)
+            seconds = _number(str(value))
+            if seconds is None:
+                self.fail(
+                    f"{value!r} is not a duration: write seconds (2.5) or 500ms, 2s, 1m, 1h", param, ctx
+                )
         if self.span is not None and not self.span.holds(seconds):
             self.fail(f"{value!r} is not in the range {self.span} seconds.", param, ctx)
         return seconds
 
 
 DURATION = Duration()
+
+
+def _number(text: str) -> float | None:
+    """Return text as a float if Python reads it as one ('nan', 'inf': the range check refuses them)."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def duration_within(span: Range) -> Duration:
