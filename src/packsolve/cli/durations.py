@@ -33,11 +33,12 @@ class Duration(click.ParamType):
         elif match := _DURATION.match(str(value)):
             seconds = float(match.group(1)) * UNITS[match.group(2) or "s"]
         else:
-            seconds = _number(str(value))
-            if seconds is None:
+            number = _number(str(value))
+            if number is None:
                 self.fail(
                     f"{value!r} is not a duration: write seconds (2.5) or 500ms, 2s, 1m, 1h", param, ctx
                 )
+            seconds = number
         if self.span is not None and not self.span.holds(seconds):
             self.fail(f"{value!r} is not in the range {self.span} seconds.", param, ctx)
         return seconds
