@@ -9,6 +9,7 @@ from sqlalchemy import update
 
 from packsolve.db.models import Attempt, Run, utcnow
 from packsolve.db.session import get_engine, session_scope
+from packsolve.db.workers import renew
 from packsolve.report.progress import run_progress
 from tests.support.report_runs import Planned, build_run, strip_level
 
@@ -29,6 +30,8 @@ def test_the_eta_follows_the_recent_rate_whatever_is_counted_running(sqlite_url,
             session.execute(update(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == lv.hash)
                             .values(status="running", worker="w@h", started_at=now))  # fmt: skip
         session.execute(update(Run).where(Run.id == run_id).values(mode="distributed", sent_at=now))
+    with get_engine(sqlite_url).begin() as connection:  # the worker running them is live: an ETA is due
+        renew(connection, "w@h:1", "w@h", 60.0, {})
     with session_scope(get_engine(sqlite_url)) as session:
         p = run_progress(session, session.get(Run, run_id), now=now)
     assert p["eta_method"] == "recent rate"
