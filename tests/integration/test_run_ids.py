@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, select, text
 
 from packsolve.db.catalog import delete_run
 from packsolve.db.migrate import alembic_config, current_revision, head_revision, upgrade
@@ -27,6 +27,35 @@ def new_run(engine, parent: int | None = None, label: str | None = None) -> int:
         return create_run(s, plan_levels(LEVELS, None).attempts, options)
 
 
+def old_run(conn, label: str | None = None, parent: int | None = None) -> int:
+    """Insert a run and its attempts as schema 0008's release wrote them (plain SQL: the models are newer)."""
+    row = {"label": label, "parent": parent}
+    run_id = conn.execute(
+        text(
+            "INSERT INTO runs (label, parent_id, mode, state, heuristic, total, host, version, options,"
+            " created_at) VALUES (:label, :parent, 'distributed', 'finished', 'auto', 4, 'h', '0.1.0', '{}',"
+            " CURRENT_TIMESTAMP) RETURNING id"
+        ),
+        row,
+    ).scalar_one()
+    for seq, level in enumerate(LEVELS):
+        conn.execute(
+            text(
+                "INSERT INTO levels (hash, kind, data, size, name, created_at)"
+                " VALUES (:h, 'coins', :d, 1, :n, CURRENT_TIMESTAMP) ON CONFLICT (hash) DO NOTHING"
+            ),
+            {"h": level.hash, "d": "{}", "n": level.name},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO attempts (run_id, level_hash, seq, name, kind, heuristic, status, tries)"
+                " VALUES (:r, :h, :s, :n, 'coins', 'auto', 'solved', 1)"
+            ),
+            {"r": run_id, "h": level.hash, "s": seq, "n": level.name},
+        )
+    return run_id
+
+
 def test_a_0008_database_with_runs_upgrades_keeping_them_and_never_reuses_a_deleted_runs_id(db_url):
     from alembic import command
 
@@ -35,11 +64,12 @@ def test_a_0008_database_with_runs_upgrades_keeping_them_and_never_reuses_a_dele
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "0008")  # the schema of the release before this one
-    first = new_run(engine, label="night")
-    second = new_run(engine, parent=first)
-    third = new_run(engine)
-    with session_scope(engine) as s:
-        delete_run(s, third)
+    with engine.begin() as conn:
+        first = old_run(conn, label="night")
+        second = old_run(conn, parent=first)
+        third = old_run(conn)
+        conn.execute(text("DELETE FROM attempts WHERE run_id = :r"), {"r": third})
+        conn.execute(text("DELETE FROM runs WHERE id = :r"), {"r": third})
     assert upgrade(engine) is True and current_revision(engine) == head_revision(engine)
     with session_scope(engine) as s:
         runs = {r.id: r for r in s.scalars(select(Run))}
