@@ -13,13 +13,13 @@ import pytest
 from sqlalchemy import select
 
 from packsolve.db.attempts import Result, claim_many, record, start
-from packsolve.db.models import Attempt, Run, Worker, utcnow
+from packsolve.db.models import Attempt, Run, utcnow
 from packsolve.db.reconcile import stale_attempts, take_stale
-from packsolve.db.runs import RunOptions, cancel_pending, create_run, mark_sent
+from packsolve.db.runs import cancel_pending
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
-from packsolve.planning import plan_levels
+from tests.support.fencing import lease, sent_run_of
 
 LEVELS = [make_level(f"l{i}", {"kind": "coins", "notes": [1, 5, 10], "target": 7 + i}) for i in range(4)]
 SOLVED = Outcome(Status.SOLVED, [5, 1, 1], SearchStats(3, 0.01, 0.01, 1.0))
@@ -32,19 +32,8 @@ def engine(request):
 
 
 def sent_run(engine, max_tries: int = 3) -> tuple[int, list[str]]:
-    with session_scope(engine) as s:
-        run_id = create_run(
-            s, plan_levels(LEVELS, None).attempts, RunOptions("distributed", max_tries=max_tries)
-        )
-        mark_sent(s, run_id)
-    return run_id, [lv.hash for lv in LEVELS]
-
-
-def lease(engine, name: str, seconds: float) -> None:
-    with session_scope(engine) as s:
-        row = s.get(Worker, name) or Worker(name=name, host=name.split("/")[0])
-        row.lease_until = utcnow() + timedelta(seconds=seconds)
-        s.add(row)
+    """Create a distributed run of LEVELS, sent in full; return its id and level hashes."""
+    return sent_run_of(engine, LEVELS, max_tries)
 
 
 def reconcile_db(engine, max_tries: int = 3) -> list:

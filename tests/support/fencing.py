@@ -6,15 +6,19 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 import redis
 from sqlalchemy import select
 
-from packsolve.db.models import Attempt
+from packsolve.db.models import Attempt, Worker, utcnow
+from packsolve.db.runs import RunOptions, create_run, mark_sent
 from packsolve.db.session import get_engine, session_scope
+from packsolve.levels import Level
+from packsolve.planning import plan_levels
 from tests.support.services import (
     amqp_depth,
     child_env,
@@ -101,3 +105,21 @@ def wait_until(check: Callable[[], object], timeout: float, every: float = 0.2) 
             return True
         time.sleep(every)
     return check()
+
+
+def sent_run_of(engine, levels: Sequence[Level], max_tries: int = 3) -> tuple[int, list[str]]:
+    """Create a distributed run of levels, sent in full; return its id and level hashes."""
+    with session_scope(engine) as s:
+        run_id = create_run(
+            s, plan_levels(list(levels), None).attempts, RunOptions("distributed", max_tries=max_tries)
+        )
+        mark_sent(s, run_id)
+    return run_id, [lv.hash for lv in levels]
+
+
+def lease(engine, name: str, seconds: float) -> None:
+    """Give holder name a lease ending seconds from now (negative: lapsed)."""
+    with session_scope(engine) as s:
+        row = s.get(Worker, name) or Worker(name=name, host=name.split("/")[0])
+        row.lease_until = utcnow() + timedelta(seconds=seconds)
+        s.add(row)
