@@ -21,6 +21,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from packsolve.report.attempts_page import COLUMNS
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 300.0
 PAGES = [
@@ -28,20 +30,8 @@ PAGES = [
     ("run page (summary, first 50 attempts in pack order)", "/runs/1"),
     *[
         (f"attempts sorted by {c}", f"/runs/1?sort={c}")
-        for c in (
-            "level",
-            "kind",
-            "heuristic",
-            "status",
-            "wall_s",
-            "cpu_s",
-            "nodes",
-            "peak_rss_mb",
-            "length",
-            "worker",
-            "tries",
-            "finished_at",
-        )
+        for c in COLUMNS
+        if c != "seq"  # pack order: the run page itself
     ],
     ("attempts sorted by nodes, descending", "/runs/1?sort=nodes&desc=1"),
     ("filtered: status timeout, kind sudoku", "/runs/1?status=timeout&kind=sudoku"),
