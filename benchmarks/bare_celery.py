@@ -1,21 +1,22 @@
-"""The strict bare-Celery baseline (issue 19): a no-op task counting itself through one Redis client.
+"""The strict bare-Celery baseline: a no-op task counting itself through one Redis client.
 
-    BARE_BROKER_URL=redis://127.0.0.1:6379/14 BARE_QUEUE=q python benchmarks/bare_celery.py   # the worker
+    BARE_BROKER_URL=redis://127.0.0.1:6379/14 BARE_QUEUE=q python -m benchmarks.bare_celery   # the worker
 
 Plain Celery, none of packsolve: JSON, acks late, prefetch 1, prefork pool of 2
 (--concurrency), no gossip or mingle, no results. The task increments BARE_QUEUE:done through one
 module-level Redis client, the least a task that records something can do, so that the
-benchmark can see from outside when each task was done. pipeline.py enqueues the
+benchmark can see from outside when each task was done. The pipeline's strict part enqueues the
 tasks, starts this worker and reads the counter.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 import redis
 from celery import Celery
+
+from benchmarks.harness import parser
 
 BROKER = os.environ.get("BARE_BROKER_URL", "redis://127.0.0.1:6379/14")
 QUEUE = os.environ.get("BARE_QUEUE", "bare")
@@ -47,4 +48,6 @@ def main(concurrency: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+    p = parser(__doc__)
+    p.add_argument("concurrency", type=int, nargs="?", default=2, help="pool processes [default: 2]")
+    main(p.parse_args().concurrency)

@@ -1,15 +1,15 @@
 """How far one PostgreSQL carries: N simulated worker processes on the real claim/record/lease/reconcile code.
 
-    python benchmarks/capacity.py [--workers 1,4,16,64] [--solve-ms 0,10,1000] [--chunks 1,default]
+    python -m benchmarks.capacity [--workers 1,4,16,64] [--solve-ms 0,10,1000] [--chunks 1,default]
                                   [--seconds 20]
 
 A PostgreSQL 15 instance of its own (initdb in a temporary directory, pg_stat_statements loaded,
 fsync and synchronous commits on, as a production server), a fresh database per measurement, and a
 redis-server of its own holding the run's real task messages (so the scheduler sees a busy queue,
 as in a cluster, and never resends them). Each simulated worker process is a thread with what a
-pool process of `packsolve worker` has: its own claim connection (queue.consumer.ClaimConnection),
+pool process of `packsolve worker` has: its own claim connection (queue.claiming.ClaimConnection),
 its own lease renewed by the real Lease thread (default time to live, 30 s), and its own result
-buffer (queue.consumer.ResultBuffer, flushed as a worker flushes). It takes chunks as run_task does
+buffer (queue.results.ResultBuffer, flushed as a worker flushes). It takes chunks as run_task does
 (packsolve.queue.consumer): claims through db.attempts.claim_many (the first claim of a chunk holds
 the rest), a lone tiny attempt unclaimed as the worker runs it, groups of about GROUP_S; its
 "solver" sleeps the fixed time. One scheduler runs the real reconcile pass every 30 s. Chunks are
@@ -25,7 +25,6 @@ as submit chooses (at most MAX_GROUP levels).
 
 from __future__ import annotations
 
-import argparse
 import io
 import math
 import os
@@ -39,34 +38,28 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from sqlalchemy import create_engine, text
 
-from reconcile_pass import free_port, seed, start_redis  # noqa: E402
-from sqlalchemy import create_engine, text  # noqa: E402
-
-from packsolve.db.attempts import Result, claim_many, hold  # noqa: E402
-from packsolve.db.models import utcnow  # noqa: E402
-from packsolve.db.session import forget_engines, get_engine, make_engine, session_scope  # noqa: E402
-from packsolve.db.workers import deployment_id  # noqa: E402
-from packsolve.outcome import Outcome, SearchStats, Status  # noqa: E402
-from packsolve.queue.app import make_app  # noqa: E402
-from packsolve.queue.consumer import (  # noqa: E402
-    FLUSH_EVERY_S,
-    GROUP_S,
-    MAX_GROUP,
-    TINY_S,
-    ClaimConnection,
-    ResultBuffer,
-    with_db_retry,
-)
-from packsolve.queue.lease import Lease  # noqa: E402
-from packsolve.queue.producer import enqueue  # noqa: E402
-from packsolve.scheduler import reconcile  # noqa: E402
+from benchmarks.harness import free_port, parser, redis_server
+from benchmarks.reconcile_pass import seed
+from packsolve.db.attempts import ClaimBy, Result, claim_many, hold
+from packsolve.db.models import utcnow
+from packsolve.db.retry import in_transaction
+from packsolve.db.session import forget_engines, get_engine, make_engine, session_scope
+from packsolve.db.workers import deployment_id
+from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.queue.app import make_app
+from packsolve.queue.claiming import ClaimConnection
+from packsolve.queue.consumer import DB_RETRY_S, GROUP_S, MAX_GROUP, TINY_S
+from packsolve.queue.lease import Lease
+from packsolve.queue.producer import enqueue
+from packsolve.queue.results import FLUSH_EVERY_S, ResultBuffer
+from packsolve.scheduler import reconcile
+from packsolve.settings import current as current_settings
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 SCHEDULER_INTERVAL_S = 30.0
@@ -81,17 +74,47 @@ def postgres_instance() -> Iterator[tuple[str, subprocess.Popen]]:
     data, port = workdir / "data", free_port()
     as_postgres = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
     subprocess.run(
-        [*as_postgres, str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
-         "-E", "UTF8", "--locale", "C"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            *as_postgres,
+            str(PG_BIN / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale",
+            "C",
+        ],
+        check=True,
+        capture_output=True,
+    )
     proc = subprocess.Popen(
-        [*as_postgres, str(PG_BIN / "postgres"), "-D", str(data), "-c", f"port={port}",
-         "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={workdir}",
-         "-c", "max_connections=1000", "-c", "shared_buffers=256MB",
-         "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all"],
-        stdout=subprocess.DEVNULL, stderr=(workdir / "postgres.log").open("w"),
-    )  # fmt: skip
+        [
+            *as_postgres,
+            str(PG_BIN / "postgres"),
+            "-D",
+            str(data),
+            "-c",
+            f"port={port}",
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"unix_socket_directories={workdir}",
+            "-c",
+            "max_connections=1000",
+            "-c",
+            "shared_buffers=256MB",
+            "-c",
+            "shared_preload_libraries=pg_stat_statements",
+            "-c",
+            "pg_stat_statements.track=all",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(workdir / "postgres.log").open("w"),
+    )
     base = f"postgresql+psycopg://postgres@127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -145,7 +168,7 @@ class SimWorker(threading.Thread):
         self.engine, self.run_id, self.chunks, self.solve_s, self.stop = engine, run_id, chunks, solve_s, stop
         self.hostname = f"celery@sim{i}"
         self.claims = ClaimConnection(engine)
-        self.lease = Lease(engine, ClaimConnection(engine), self.hostname, with_db_retry)
+        self.lease = Lease(ClaimConnection(engine), self.hostname, current_settings().lease_ttl)
         self.lease.name = f"{self.hostname}/{i}"  # one process each: the pid would be shared by threads
         self.buffer = ResultBuffer(engine)
 
@@ -178,14 +201,14 @@ class SimWorker(threading.Thread):
             else:
 
                 def claim_group(connection, hashes=group, waiting=waiting) -> dict:
-                    verdicts = claim_many(
-                        connection, self.run_id, hashes, self.hostname, 5, hard, self.lease.name, tokens
-                    )
+                    by = ClaimBy(self.hostname, 5, hard, self.lease.name)
+                    answer = claim_many(connection, self.run_id, hashes, by)
+                    tokens.update(answer.tokens)
                     if waiting:
                         hold(connection, self.run_id, waiting, self.lease.name)
-                    return verdicts
+                    return answer.verdicts
 
-                verdicts = with_db_retry(self.claims, claim_group)
+                verdicts = in_transaction(self.claims, claim_group, DB_RETRY_S)
                 runnable, claimed = [h for h in group if verdicts[h] == "run"], True
             for h in runnable:
                 if self.solve_s:
@@ -236,34 +259,62 @@ def snapshot(postmaster: subprocess.Popen, url: str, dbname: str) -> tuple[float
     return (before + time.monotonic()) / 2, cpu, own, figures
 
 
-def measure(base: str, postmaster: subprocess.Popen, broker: str, n: int, solve_ms: float, chunk: str,
-            seconds: float) -> dict:  # fmt: skip
-    """Run n simulated workers for seconds against a fresh database; return the figures."""
-    solve_s = solve_ms / 1000
-    per_task = 1 if chunk == "1" else max(1, min(MAX_GROUP, math.ceil(0.5 / max(solve_s, 1e-3))))
-    # Enough attempts for the measurement (a point whose queue runs dry ends its window there).
-    # Tiny attempts are written in batches, unclaimed: thousands a second even for one worker.
-    guess = 20_000.0 if solve_s < TINY_S else 1.5 * n / solve_s
-    levels = int(min(40_000, max(4 * n * per_task, guess * (seconds + WARMUP_S + 3))))
-    dbname = f"capacity_{n}_{int(solve_ms)}_{chunk}"
+@dataclass(frozen=True)
+class Point:
+    """One point of the table: n simulated workers, the solver's fixed time, the chunk, seconds measured."""
+
+    n: int
+    solve_ms: float
+    chunk: str  # "1", or "default": tasks of about half a second
+    seconds: float
+
+    @property
+    def per_task(self) -> int:
+        """Return the levels a task carries."""
+        solve_s = self.solve_ms / 1000
+        return 1 if self.chunk == "1" else max(1, min(MAX_GROUP, math.ceil(0.5 / max(solve_s, 1e-3))))
+
+    def levels(self) -> int:
+        """Return enough attempts for the measurement (a point whose queue runs dry ends its window there).
+
+        Tiny attempts are written in batches, unclaimed: thousands a second even for one worker.
+        """
+        solve_s = self.solve_ms / 1000
+        guess = 20_000.0 if solve_s < TINY_S else 1.5 * self.n / solve_s
+        return int(min(40_000, max(4 * self.n * self.per_task, guess * (self.seconds + WARMUP_S + 3))))
+
+
+def measure(base: str, postmaster: subprocess.Popen, broker: str, point: Point) -> dict:
+    """Run the point's simulated workers against a fresh database (dropped afterwards); return the figures."""
+    dbname = f"capacity_{point.n}_{int(point.solve_ms)}_{point.chunk}"
     admin = create_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
         c.execute(text(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)'))
         c.execute(text(f'CREATE DATABASE "{dbname}"'))
-    url = f"{base}/{dbname}"
-    run_id, specs = seed(url, levels)
+    try:
+        return measure_in(f"{base}/{dbname}", dbname, postmaster, broker, point)
+    finally:
+        forget_engines()
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def measure_in(url: str, dbname: str, postmaster: subprocess.Popen, broker: str, point: Point) -> dict:
+    """Seed the database at url, run the simulated workers and a scheduler, and measure one window."""
+    run_id, specs = seed(url, point.levels())
     engine = get_engine(url)
     app = make_app(broker)
     app.connection_for_write().default_channel.client.flushdb()
     with session_scope(engine) as s:
         deployment = deployment_id(s)
-    enqueue(app, run_id, specs[: min(len(specs), 200)], 5, per_task, deployment)  # a busy queue
-    hashes = [h for h, _, _ in specs]
+    enqueue(app, run_id, specs[: min(len(specs), 200)], 5, point.per_task, deployment)  # a busy queue
+    hashes = [p.level_hash for p in specs]
     chunks: queue.Queue = queue.Queue()
-    for i in range(0, len(hashes), per_task):
-        chunks.put(hashes[i : i + per_task])
+    for i in range(0, len(hashes), point.per_task):
+        chunks.put(hashes[i : i + point.per_task])
     stop = threading.Event()
-    workers = [SimWorker(i, engine, run_id, chunks, solve_s, stop) for i in range(n)]
+    workers = [SimWorker(i, engine, run_id, chunks, point.solve_ms / 1000, stop) for i in range(point.n)]
     for w in workers:
         w.start()
 
@@ -275,37 +326,42 @@ def measure(base: str, postmaster: subprocess.Popen, broker: str, n: int, solve_
     sched.start()
     try:
         time.sleep(WARMUP_S)
-        t0, cpu0, own0, (done0, calls0, renew0, wal0) = snapshot(postmaster, url, dbname)
-        while time.monotonic() - t0 < seconds and not chunks.empty():
+        start = snapshot(postmaster, url, dbname)
+        while time.monotonic() - start[0] < point.seconds and not chunks.empty():
             time.sleep(0.1)
         dry = chunks.empty()
-        t1, cpu1, own1, (done1, calls1, renew1, wal1) = snapshot(postmaster, url, dbname)
-        elapsed = t1 - t0
+        end = snapshot(postmaster, url, dbname)
     finally:
         stop.set()
     for w in workers:
         w.join(60)
         w.engine.dispose()
     sched.join(60)
+    engine.dispose()
+    return figures(point, start, end, dry)
+
+
+def figures(point: Point, start: tuple, end: tuple, dry: bool) -> dict:
+    """Return the point's figures from the snapshots at the start and the end of its window."""
+    t0, cpu0, own0, (done0, calls0, renew0, wal0) = start
+    t1, cpu1, own1, (done1, calls1, renew1, wal1) = end
+    elapsed = t1 - t0
     attempts = max(1, done1 - done0)
     cores = os.cpu_count() or 1
-    figures = {
-        "n": n, "solve_ms": solve_ms, "chunk": chunk, "per_task": per_task,
+    return {
+        "n": point.n,
+        "solve_ms": point.solve_ms,
+        "chunk": point.chunk,
+        "per_task": point.per_task,
         "attempts_s": attempts / elapsed,
         "statements": (calls1 - calls0) / attempts,
         "wal_bytes": (wal1 - wal0) / attempts,
-        "renewals_per_worker_s": (renew1 - renew0) / (n * elapsed),
+        "renewals_per_worker_s": (renew1 - renew0) / (point.n * elapsed),
         "db_cpu_share": (cpu1 - cpu0) / (elapsed * cores),
         "db_cpu_ms_per_attempt": 1000 * (cpu1 - cpu0) / attempts,
         "driver_cpu_share": (own1 - own0) / (elapsed * cores),
         "ran_dry": dry,
-    }  # fmt: skip
-    engine.dispose()
-    forget_engines()
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)'))
-    admin.dispose()
-    return figures
+    }
 
 
 def row(f: dict) -> str:
@@ -325,15 +381,13 @@ HEADER = (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--workers", default="1,4,16,64", help="simulated worker processes, comma separated")
-    parser.add_argument("--solve-ms", default="0,10,1000", help="the solver's fixed time, comma separated")
-    parser.add_argument("--chunks", default="1,default", help="1 and/or default (tasks of ~0.5 s)")
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per point")
-    parser.add_argument("--debug", action="store_true", help="log the workers' retries with their causes")
-    args = parser.parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--workers", default="1,4,16,64", help="simulated worker processes, comma separated")
+    ap.add_argument("--solve-ms", default="0,10,1000", help="the solver's fixed time, comma separated")
+    ap.add_argument("--chunks", default="1,default", help="1 and/or default (tasks of ~0.5 s)")
+    ap.add_argument("--seconds", type=float, default=20.0, help="measured seconds per point")
+    ap.add_argument("--debug", action="store_true", help="log the workers' retries with their causes")
+    args = ap.parse_args()
     if args.debug:
         import logging
 
@@ -347,18 +401,12 @@ def main() -> None:
     )
     out.write(HEADER + "\n")
     print(out.getvalue(), end="", flush=True)
-    url, redis_proc, redis_dir = start_redis()
-    try:
-        with postgres_instance() as (base, postmaster):
-            for chunk in args.chunks.split(","):
-                for solve_ms in (float(x) for x in args.solve_ms.split(",")):
-                    for n in (int(x) for x in args.workers.split(",")):
-                        f = measure(base, postmaster, url, n, solve_ms, chunk, args.seconds)
-                        print(row(f), flush=True)
-    finally:
-        redis_proc.terminate()
-        redis_proc.wait(30)
-        shutil.rmtree(redis_dir, ignore_errors=True)
+    with redis_server() as url, postgres_instance() as (base, postmaster):
+        for chunk in args.chunks.split(","):
+            for solve_ms in (float(x) for x in args.solve_ms.split(",")):
+                for n in (int(x) for x in args.workers.split(",")):
+                    f = measure(base, postmaster, url, Point(n, solve_ms, chunk, args.seconds))
+                    print(row(f), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""Issue 18's closing table: each network scenario on each broker, on a cluster of namespaces.
+"""Does every invariant hold under each network scenario on each broker, on a cluster of namespaces?
 
-    sudo .venv/bin/python benchmarks/cluster_scenarios.py                     # all six, both brokers
-    sudo .venv/bin/python benchmarks/cluster_scenarios.py --only freeze --brokers rabbitmq --reps 3
-    sudo .venv/bin/python benchmarks/cluster_scenarios.py --out benchmarks/results/cluster_scenarios.md
+    sudo .venv/bin/python -m benchmarks.cluster_scenarios                     # all six, both brokers
+    sudo .venv/bin/python -m benchmarks.cluster_scenarios --only freeze --brokers rabbitmq --reps 3
+    sudo .venv/bin/python -m benchmarks.cluster_scenarios --out benchmarks/results/cluster_scenarios.md
 
 Builds the cluster of tests/support/cluster.py once (root, ip, nft, iptables, redis-server,
 PostgreSQL 15 and rabbitmq-server needed), runs each scenario of tests/support/cluster_scenarios.py
@@ -15,7 +15,6 @@ from it), the run's seconds, and the invariants each run broke. Exits non-zero i
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import platform
@@ -23,29 +22,24 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "src"))
-
-from tests.support.cluster import BROKERS, cluster  # noqa: E402
-from tests.support.cluster_audit import Figures, table  # noqa: E402
-from tests.support.cluster_scenarios import SCENARIOS, Profile, run_scenario  # noqa: E402
+from benchmarks.harness import ROOT, parser
+from tests.support.cluster import BROKERS, cluster
+from tests.support.cluster_audit import Figures, table
+from tests.support.cluster_scenarios import SCENARIOS, Profile, run_scenario
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
-    parser.add_argument("--brokers", default=",".join(BROKERS))
-    parser.add_argument("--reps", type=int, default=1, help="runs of each scenario on each broker")
-    parser.add_argument(
-        "--seed", type=int, default=Profile.seed, help="draws the damage's moments and victims"
-    )
-    parser.add_argument("--out", type=Path, help="also write the table (with its command and date) here")
-    args = parser.parse_args(argv)
+    ap = parser(__doc__)
+    ap.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
+    ap.add_argument("--brokers", default=",".join(BROKERS))
+    ap.add_argument("--reps", type=int, default=1, help="runs of each scenario on each broker")
+    ap.add_argument("--seed", type=int, default=Profile.seed, help="draws the damage's moments and victims")
+    ap.add_argument("--out", type=Path, help="also write the table (with its command and date) here")
+    args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
-        parser.error(f"unknown scenario {unknown}; choose from {', '.join(SCENARIOS)}")
+        ap.error(f"unknown scenario {unknown}; choose from {', '.join(SCENARIOS)}")
     os.environ.setdefault("PYTHONPATH", str(ROOT))
     rows: list[Figures] = []
     started = time.monotonic()
@@ -65,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
     load = os.getloadavg()[0]
     head = (
-        f"`{' '.join(['python', 'benchmarks/cluster_scenarios.py', *(argv or sys.argv[1:])])}` on "
+        f"`{' '.join(['python -m benchmarks.cluster_scenarios', *(argv or sys.argv[1:])])}` on "
         f"{datetime.date.today()}, {platform.node()} ({os.cpu_count()} cores, load {load:.1f}), "
         f"{time.monotonic() - started:.0f} s in all"
     )

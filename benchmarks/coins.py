@@ -1,6 +1,6 @@
 """Coins: nodes and seconds per heuristic over generated packs of growing size.
 
-Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/coins.py
+Run from the repository root: nice .venv/bin/python -m benchmarks.coins
 Writes benchmarks/results/coins.md. Peer: OR-Tools CP-SAT (benchmarks/peers/coins_cpsat.py,
 one worker) on the same levels; the ratio column is heuristic seconds / CP-SAT seconds. Every
 answer is also checked by verify (an independent big-int bitset proof of optimality).
@@ -8,16 +8,12 @@ answer is also checked by verify (an independent big-int bitset proof of optimal
 
 from __future__ import annotations
 
-import platform
-import sys
 import time
-from pathlib import Path
 
+from benchmarks.harness import RESULTS, machine_line, parser, publish
+from benchmarks.peers.coins_cpsat import fewest_notes
+from benchmarks.scaling_table import Contest, run_heuristics, scaling_table
 from packsolve.puzzles import get_kind
-
-sys.path.insert(0, str(Path(__file__).parent))
-from peers.coins_cpsat import fewest_notes  # noqa: E402
-from scaling_table import run_heuristics, scaling_table
 
 KIND = get_kind("coins")
 SIZES = ["10", "15", "20", "25", "30", "40", "60:10000", "100:100000", "200:1000000", "400:1000000"]
@@ -26,7 +22,10 @@ HEURISTICS = ["plain", "prune", "bnb", "dp", "auto"]
 
 
 def measure() -> list[dict]:
-    rows, alive = [], set(HEURISTICS)
+    rows = []
+    contest = Contest(
+        KIND, HEURISTICS, TIME_LIMIT, (RuntimeError, MemoryError), lambda exc: f"error ({type(exc).__name__})"
+    )
     for size in SIZES:
         levels = [KIND.parse(d) for d in KIND.generate(size, COUNT, SEED)]
         answers: dict[int, int] = {}
@@ -44,10 +43,7 @@ def measure() -> list[dict]:
             assert answers.setdefault(i, count) == count, (size, i)
             assert KIND.verify(level, solution) is None
 
-        rows += run_heuristics(
-            KIND, size, levels, HEURISTICS, alive, TIME_LIMIT, check, peer_secs,
-            errors=(RuntimeError, MemoryError), error_status=lambda exc: f"error ({type(exc).__name__})",
-        )  # fmt: skip
+        rows += run_heuristics(contest, size, levels, check, peer_secs)
     return rows
 
 
@@ -56,13 +52,14 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> None:
+    parser(__doc__).parse_args()
     rows = measure()
     text = f"""# coins benchmark
 
-`PYTHONPATH=src nice .venv/bin/python benchmarks/coins.py` — {COUNT} generated levels per size
+`nice .venv/bin/python -m benchmarks.coins` — {COUNT} generated levels per size
 (`packsolve generate coins --size N[:MAX] --seed {SEED}`: N notes drawn from 1..MAX, default 10000; the target
 is the sum of a random subset, so every level has an answer), time limit {TIME_LIMIT:g} s per attempt, run
-in-process on {platform.machine()} / Python {platform.python_version()} while other jobs shared the 2 cores.
+in-process on {machine_line("one used")} while other jobs shared the 2 cores.
 A node is one state expanded: a recursion call for plain/prune/bnb, one (note, sum) cell for the DP.
 Every answer is checked by `verify` (independent optimality proof) and against CP-SAT's optimum
 (OR-Tools {__import__("ortools").__version__}, one worker; ratio = heuristic mean s / CP-SAT mean s).
@@ -70,9 +67,7 @@ A heuristic that solves none of a size is not run on larger ones.
 
 {table(rows)}
 """
-    path = Path(__file__).parent / "results" / "coins.md"
-    path.write_text(text)
-    print(text)
+    publish(text, RESULTS / "coins.md")
 
 
 if __name__ == "__main__":

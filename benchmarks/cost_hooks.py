@@ -24,13 +24,13 @@ from typing import Any
 
 # (module, function, stage): the wall seconds spent inside each function, per stage.
 STAGES = [
-    ("packsolve.queue.consumer", "run_task", "task"),  # the whole task in the pool process
-    ("packsolve.queue.consumer", "claim_many", "claim"),  # claim statements (a lone tiny level: none)
+    ("packsolve.queue.consumer", "WorkerProcess.run_task", "task"),  # the whole task in the pool process
+    ("packsolve.queue.claiming", "claim_many", "claim"),  # claim statements (a lone tiny level: none)
     ("packsolve.execution.attempts", "_prepare", "parse"),  # the level parsed, the solver looked up
     ("packsolve.execution.attempts", "run_batch", "child"),  # the kept solver child: send, solve, read back
     ("packsolve.execution.attempts", "_finish", "verify"),  # the kind's verify, the Outcome made
-    ("packsolve.queue.consumer", "_record", "write"),  # results written (buffered, a timer thread)
-    ("packsolve.queue.consumer", "_finish_run", "write"),  # is the run finished now?
+    ("packsolve.queue.results", "_record", "write"),  # results written (buffered, a timer thread)
+    ("packsolve.queue.results", "finish_run_if_done", "write"),  # is the run finished now?
 ]
 
 _lock = threading.Lock()
@@ -122,25 +122,29 @@ def _start_dumper() -> None:
 
 
 def install() -> None:
-    """Wrap every function of STAGES that exists, where it is looked up at call time."""
+    """Wrap every function (or Class.method) of STAGES that exists, where it is looked up at call time."""
     import importlib
     import inspect
 
     for module_name, name, stage in STAGES:
-        module = importlib.import_module(module_name)
-        fn = getattr(module, name, None)
+        owner: Any = importlib.import_module(module_name)
+        *classes, attribute = name.split(".")
+        for part in classes:
+            owner = getattr(owner, part, None)
+        fn = getattr(owner, attribute, None)
         if fn is None:
             _missing.append(f"{module_name}.{name}")
             continue
         wrap = _timed_generator if inspect.isgeneratorfunction(fn) else _timed
-        setattr(module, name, wrap(stage, fn))
+        setattr(owner, attribute, wrap(stage, fn))
 
 
 def main(concurrency: int) -> None:
     install()
+    from packsolve.settings import resolve
     from packsolve.worker import start_worker
 
-    start_worker(None, concurrency, f"costs-{os.getpid()}@bench", "WARNING")
+    start_worker(resolve({"concurrency": concurrency}), f"costs-{os.getpid()}@bench", "WARNING")
 
 
 if __name__ == "__main__":

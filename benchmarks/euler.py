@@ -1,6 +1,6 @@
 """Euler: nodes and seconds per heuristic over generated multigraphs of growing size, against NetworkX.
 
-Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/euler.py
+Run from the repository root: nice .venv/bin/python -m benchmarks.euler
 Writes benchmarks/results/euler.md. Peer: networkx.eulerian_path on a MultiGraph built from the
 same edges (build + path timed); its walk is checked by our verify too. The ratio column is
 default seconds / peer seconds measured in the same run.
@@ -8,14 +8,13 @@ default seconds / peer seconds measured in the same run.
 
 from __future__ import annotations
 
-import platform
 import statistics
 import time
-from pathlib import Path
 
 import networkx as nx
-from scaling_table import run_heuristics, scaling_table
 
+from benchmarks.harness import RESULTS, machine_line, parser, publish
+from benchmarks.scaling_table import Contest, run_heuristics, scaling_table
 from packsolve.puzzles import get_kind
 
 KIND = get_kind("euler")
@@ -33,7 +32,7 @@ def peer_walk(graph) -> list:
 
 
 def measure() -> list[dict]:
-    rows, alive = [], set(HEURISTICS)
+    rows, contest = [], Contest(KIND, HEURISTICS, TIME_LIMIT)
     for size in SIZES:
         levels = [KIND.parse(d) for d in KIND.generate(size, COUNT, SEED)]
         peer_secs = []
@@ -46,9 +45,7 @@ def measure() -> list[dict]:
         def check(i: int, level: object, walk: object, size: str = size) -> None:
             assert KIND.verify(level, walk) is None, size
 
-        rows += run_heuristics(
-            KIND, size, levels, HEURISTICS, alive, TIME_LIMIT, check, statistics.mean(peer_secs)
-        )
+        rows += run_heuristics(contest, size, levels, check, statistics.mean(peer_secs))
     return rows
 
 
@@ -57,21 +54,20 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> None:
+    parser(__doc__).parse_args()
     rows = measure()
     text = f"""# euler benchmark
 
-`PYTHONPATH=src nice .venv/bin/python benchmarks/euler.py` — {COUNT} generated multigraphs per size
+`nice .venv/bin/python -m benchmarks.euler` — {COUNT} generated multigraphs per size
 (`packsolve generate euler --size E --seed {SEED}`: one random walk of E steps over max(3, E/3) vertices,
 edges shuffled, so an Euler path exists), time limit {TIME_LIMIT:g} s per attempt, run in-process on
-{platform.machine()} / Python {platform.python_version()} while other jobs shared the 2 cores. A node is one
+{machine_line("one used")} while other jobs shared the 2 cores. A node is one
 edge appended to the walk (backtracking counts every try). Every walk, ours and NetworkX's, passes `verify`;
 ratio = mean seconds of the heuristic / mean seconds of NetworkX (graph build + eulerian_path).
 
 {table(rows)}
 """
-    path = Path(__file__).parent / "results" / "euler.md"
-    path.write_text(text)
-    print(text)
+    publish(text, RESULTS / "euler.md")
 
 
 if __name__ == "__main__":

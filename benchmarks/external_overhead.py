@@ -1,8 +1,8 @@
 """What running a solver as an external program costs per level, against the same algorithm built in
 and against GNU parallel running the same program once per level.
 
-  python benchmarks/external_overhead.py                  # results in benchmarks/results/external_overhead.md
-  python benchmarks/external_overhead.py --levels 200 --reps 5
+  python -m benchmarks.external_overhead                  # results in benchmarks/results/external_overhead.md
+  python -m benchmarks.external_overhead --levels 200 --reps 5
 
 The program is examples/solvers/knight.c (Warnsdorff's knight's tour with backtracking, built
 here with its Makefile), the built-in is the heuristic `warnsdorff`: the same algorithm, node for
@@ -19,11 +19,9 @@ Three views, each run alternately --reps times and reported as the best run:
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -31,22 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.harness import RESULTS, ROOT, machine, parser, publish
+
 PACKSOLVE = [sys.executable, "-m", "packsolve"]
-
-
-def load() -> float:
-    return os.getloadavg()[0]
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def levels(count: int) -> list[dict]:
@@ -120,8 +105,10 @@ def end_to_end(tmp: Path, pack_file: Path, toml: Path, jobs: int, reps: int) -> 
             start = time.perf_counter()
             res = subprocess.run(
                 [*PACKSOLVE, "solve", str(pack_file), "-q", "--jobs", str(jobs), "--format", "json", *extra],
-                env=env, capture_output=True, text=True,
-            )  # fmt: skip
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             wall = time.perf_counter() - start
             if res.returncode != 0:
                 raise RuntimeError(res.stderr[-2000:])
@@ -149,21 +136,22 @@ def gnu_parallel(tmp: Path, pack: list[dict], binary: Path, jobs: int, reps: int
         start = time.perf_counter()
         subprocess.run(
             [parallel, "-j", str(jobs), "--halt", "now,fail=1", str(binary), "{}", ":::", *map(str, files)],
-            stdout=subprocess.DEVNULL, check=True,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
         best = min(best, time.perf_counter() - start)
     return best
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__)
     p.add_argument("--levels", type=int, default=1000)
     p.add_argument("--jobs", type=int, default=2, help="processes for solve and GNU parallel")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "external_overhead.md")
+    p.add_argument("--out", type=Path, default=RESULTS / "external_overhead.md")
     args = p.parse_args()
 
-    from packsolve.solvers import load_solvers
+    from packsolve.external.declaration import load_solvers
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-external-"))
     try:
@@ -176,13 +164,13 @@ def main() -> None:
         pack = levels(args.levels)
         pack_file = tmp / "pack.jsonl"
         pack_file.write_text("".join(json.dumps(lv) + "\n" for lv in pack))
-        loads = [load()]
+        loads = [os.getloadavg()[0]]
         path = execution_path(pack, program, args.reps)
-        loads.append(load())
+        loads.append(os.getloadavg()[0])
         e2e = end_to_end(tmp, pack_file, toml, args.jobs, args.reps)
-        loads.append(load())
+        loads.append(os.getloadavg()[0])
         par = gnu_parallel(tmp, pack, example / "bin" / "knight", args.jobs, args.reps)
-        loads.append(load())
+        loads.append(os.getloadavg()[0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     n = len(pack)
@@ -194,7 +182,7 @@ def main() -> None:
     lines = [
         "# External solver overhead per level",
         "",
-        f"`{' '.join(['python', 'benchmarks/external_overhead.py', *sys.argv[1:]])}`, {when}; {machine()}; "
+        f"`{' '.join(['python -m benchmarks.external_overhead', *sys.argv[1:]])}`, {when}; {machine()}; "
         f"load average {min(loads):.1f}–{max(loads):.1f}. {n} knight's tours (5x5 to 12x12), all solved, "
         f"node counts equal between the C program and the built-in `warnsdorff`; best of {args.reps} runs.",
         "",
@@ -222,9 +210,7 @@ def main() -> None:
         + ".",
         "",
     ]
-    text = "\n".join(lines)
-    print(text)
-    args.out.write_text(text)
+    publish("\n".join(lines), args.out)
 
 
 if __name__ == "__main__":

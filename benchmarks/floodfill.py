@@ -1,6 +1,6 @@
 """Floodfill: nodes and seconds per heuristic over generated images of growing size, against SciPy.
 
-Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/floodfill.py
+Run from the repository root: nice .venv/bin/python -m benchmarks.floodfill
 Writes benchmarks/results/floodfill.md. Peer: scipy.ndimage.label (C connected-component
 labelling) on the same image, timed from the parsed image to the filled count; the ratio
 column is default seconds / peer seconds measured in the same run.
@@ -8,15 +8,14 @@ column is default seconds / peer seconds measured in the same run.
 
 from __future__ import annotations
 
-import platform
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
-from scaling_table import run_heuristics, scaling_table
 from scipy import ndimage
 
+from benchmarks.harness import RESULTS, machine_line, parser, publish
+from benchmarks.scaling_table import Contest, run_heuristics, scaling_table
 from packsolve.puzzles import get_kind
 
 KIND = get_kind("floodfill")
@@ -41,7 +40,7 @@ def peer_count(img) -> int:
 
 
 def measure() -> list[dict]:
-    rows, alive = [], set(HEURISTICS)
+    rows, contest = [], Contest(KIND, HEURISTICS, TIME_LIMIT)
     for size in SIZES:
         levels = [KIND.parse(d) for d in KIND.generate(size, COUNT, SEED)]
         peer_secs, truth = [], []
@@ -53,9 +52,7 @@ def measure() -> list[dict]:
         def check(i: int, level: object, fill: dict, size: str = size, truth: list = truth) -> None:
             assert fill["count"] == truth[i], size
 
-        rows += run_heuristics(
-            KIND, size, levels, HEURISTICS, alive, TIME_LIMIT, check, statistics.mean(peer_secs)
-        )
+        rows += run_heuristics(contest, size, levels, check, statistics.mean(peer_secs))
     return rows
 
 
@@ -64,21 +61,20 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> None:
+    parser(__doc__).parse_args()
     rows = measure()
     text = f"""# floodfill benchmark
 
-`PYTHONPATH=src nice .venv/bin/python benchmarks/floodfill.py` — {COUNT} generated images per size
+`nice .venv/bin/python -m benchmarks.floodfill` — {COUNT} generated images per size
 (`packsolve generate floodfill --size HxW --seed {SEED}`: background 0 with 30% noise of colours 1-3,
 the click on the background, so the fill is the large percolation cluster), time limit {TIME_LIMIT:g} s per
-attempt, run in-process on {platform.machine()} / Python {platform.python_version()} while other jobs shared
+attempt, run in-process on {machine_line("one used")} while other jobs shared
 the 2 cores. A node is one pixel filled. Every count is checked against SciPy's `ndimage.label`;
 ratio = mean seconds of the heuristic / mean seconds of SciPy on the same images (both from the parsed image).
 
 {table(rows)}
 """
-    path = Path(__file__).parent / "results" / "floodfill.md"
-    path.write_text(text)
-    print(text)
+    publish(text, RESULTS / "floodfill.md")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,21 @@
 """Every start square of 8x8, every knight's-tour heuristic: solved count, nodes and total time.
 
 Also re-counts the 5x5 directed open tours (FACTS.md: 1,728) by plain enumeration.
-Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_8x8.py
+Run from the repository root: nice .venv/bin/python -m benchmarks.knights_tour_8x8
 Writes benchmarks/results/knights_tour_8x8.md.
 """
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
+from benchmarks.harness import RESULTS, parser
 from packsolve.budget import Budget
 from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
 
 KIND = get_kind("knights_tour")
-OUT = Path(__file__).parent / "results" / "knights_tour_8x8.md"
+OUT = RESULTS / "knights_tour_8x8.md"
 PER_START_S = 1.0  # plain and unlucky backtracking runs stop here and count as failures
 
 
@@ -65,6 +65,7 @@ def count_5x5() -> int:
 
 
 def main() -> None:
+    parser(__doc__).parse_args()
     lines = [
         "# Knight's tour: every start square of 8x8, every heuristic",
         "",

@@ -1,31 +1,30 @@
 """CP-SAT (AddCircuit, one worker) and packsolve's default side by side on n x n, n = 8..50, same run.
 
 Needs ortools (pip install ortools, or the `bench` extra).
-Run from the repository root: PYTHONPATH=src:benchmarks nice .venv/bin/python benchmarks/knights_tour_cpsat.py
+Run from the repository root: nice .venv/bin/python -m benchmarks.knights_tour_cpsat
 Writes benchmarks/results/knights_tour_cpsat.md.
 """
 
 from __future__ import annotations
 
 import random
-import sys
 import time
-from pathlib import Path
 
+from benchmarks.harness import RESULTS, parser
+from benchmarks.peers.knights_tour_cpsat import cpsat_tour
 from packsolve.budget import Budget
 from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
 
-sys.path.insert(0, str(Path(__file__).parent))
-from peers.knights_tour_cpsat import cpsat_tour  # noqa: E402
-
 KIND = get_kind("knights_tour")
-OUT = Path(__file__).parent / "results" / "knights_tour_cpsat.md"
+OUT = RESULTS / "knights_tour_cpsat.md"
 TIME_LIMIT = 30.0
 
 
 def main() -> None:
-    sizes = [int(x) for x in sys.argv[1:]] or list(range(8, 51))
+    p = parser(__doc__)
+    p.add_argument("sizes", type=int, nargs="*", help="board sides n [default: 8 to 50]")
+    sizes = p.parse_args().sizes or list(range(8, 51))
     rng = random.Random(8)
     lines = [
         "# Knight's tour: CP-SAT (AddCircuit) vs packsolve default, same run, one core each",

@@ -1,6 +1,6 @@
 """The default heuristic on random thin rectangles (short side 3..11, long side up to 1000), open and closed.
 
-Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_rectangles.py
+Run from the repository root: nice .venv/bin/python -m benchmarks.knights_tour_rectangles
 Writes benchmarks/results/knights_tour_rectangles.md.
 """
 
@@ -9,19 +9,20 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
-from pathlib import Path
 
+from benchmarks.harness import RESULTS, parser
 from packsolve.budget import Budget
 from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
 
 KIND = get_kind("knights_tour")
-OUT = Path(__file__).parent / "results" / "knights_tour_rectangles.md"
+OUT = RESULTS / "knights_tour_rectangles.md"
 TIME_LIMIT = 10.0
 LEVELS = 300
 
 
 def main() -> None:
+    parser(__doc__).parse_args()
     rng = random.Random(7)
     by_side: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     seconds: dict[int, float] = defaultdict(float)

@@ -1,22 +1,20 @@
 """The default heuristic on every n x n from 5 to 500 (random starts), closed on every even n, and n = 1000.
 
-Run from the repository root: PYTHONPATH=src nice .venv/bin/python benchmarks/knights_tour_sizes.py [MAX_N]
+Run from the repository root: nice .venv/bin/python -m benchmarks.knights_tour_sizes [MAX_N]
 Writes benchmarks/results/knights_tour_sizes.md and knights_tour_sizes.png.
 """
 
 from __future__ import annotations
 
 import random
-import sys
 import time
-from pathlib import Path
 
+from benchmarks.harness import RESULTS, parser
 from packsolve.budget import Budget
 from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
 
 KIND = get_kind("knights_tour")
-RESULTS = Path(__file__).parent / "results"
 TIME_LIMIT = 60.0
 
 
@@ -40,7 +38,9 @@ def attempt(n: int, start: list[int], closed: bool) -> tuple[bool, float, float,
 
 
 def main() -> None:
-    max_n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    p = parser(__doc__)
+    p.add_argument("max_n", type=int, nargs="?", default=500, help="the largest n [default: 500]")
+    max_n = p.parse_args().max_n
     rng = random.Random(2026)
     rows = {False: [], True: []}
     failures = []

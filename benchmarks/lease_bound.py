@@ -1,6 +1,6 @@
 """The lease bound with the default settings: from a worker's death to its attempt being taken back.
 
-    python benchmarks/lease_bound.py [--reps 3] [--pg URL] [--ttl 30] [--interval 30]
+    python -m benchmarks.lease_bound [--reps 3] [--pg URL] [--ttl 30] [--interval 30]
 
 Each repetition: a fresh PostgreSQL database, a redis-server of its own, one
 `packsolve worker` and one `packsolve scheduler` (default lease and interval
@@ -13,7 +13,6 @@ worst.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -24,16 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import select
 
-from sqlalchemy import select  # noqa: E402
-
-from benchmarks.reconcile_pass import servers  # noqa: E402
-from packsolve.db.models import Attempt  # noqa: E402
-from packsolve.db.session import get_engine, session_scope  # noqa: E402
-from tests.support.kinds import chaos_kind  # noqa: E402
+from benchmarks.harness import ROOT, parser, servers
+from packsolve.db.models import Attempt
+from packsolve.db.session import get_engine, session_scope
+from tests.support.kinds import chaos_kind
 
 
 def one(pg_base: str, ttl: float | None, interval: float | None) -> float:
@@ -54,8 +49,11 @@ def _measure(url: str, broker: str, ttl: float | None, interval: float | None) -
         cmd = [sys.executable, "-m", "packsolve"]
         worker = subprocess.Popen(
             [*cmd, "worker", "-c", "1", "-n", "doomed@bench"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         procs.append(worker)
         sched = [*cmd, "scheduler"] + ([] if interval is None else ["--interval", str(interval)])
         procs.append(subprocess.Popen(sched, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -90,18 +88,12 @@ def _measure(url: str, broker: str, ttl: float | None, interval: float | None) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument(
-        "--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432", help="server URL base"
-    )
-    parser.add_argument(
-        "--ttl", type=float, default=None, help="PACKSOLVE_LEASE_TTL [default: the default, 30]"
-    )
-    parser.add_argument("--interval", type=float, default=None, help="scheduler --interval [default: 30]")
-    args = parser.parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432", help="server URL base")
+    ap.add_argument("--ttl", type=float, default=None, help="PACKSOLVE_LEASE_TTL [default: the default, 30]")
+    ap.add_argument("--interval", type=float, default=None, help="scheduler --interval [default: 30]")
+    args = ap.parse_args()
     bounds = []
     for i in range(args.reps):
         bounds.append(one(args.pg, args.ttl, args.interval))

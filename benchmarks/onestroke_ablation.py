@@ -5,19 +5,18 @@ blocked, two opened) plus random-obstacle grids, all 18x18. Each configuration
 runs under the same node cap; a level is "decided" when the search finds a path
 or proves there is none within it.
 
-Usage: nice .venv/bin/python benchmarks/onestroke_ablation.py [--count 10] [--node-limit 200000]
+Usage: nice .venv/bin/python -m benchmarks.onestroke_ablation [--count 10] [--node-limit 200000]
 Writes benchmarks/results/onestroke_ablation.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 
-from onestroke_common import KIND, RESULTS, machine
-from onestroke_generated import toggle_pair
-
+from benchmarks.harness import RESULTS, machine_line, parser
+from benchmarks.onestroke_common import KIND
+from benchmarks.onestroke_generated import toggle_pair
 from packsolve.budget import Budget, BudgetExhausted
 from packsolve.puzzles.hamilton.prune import (
     PRUNE_ALL,
@@ -26,6 +25,7 @@ from packsolve.puzzles.hamilton.prune import (
     PRUNE_DEGREE,
     PRUNE_FORCED,
     PRUNE_PARITY,
+    PRUNE_PROBE,
     pruned_search,
 )
 from packsolve.puzzles.onestroke.generate import generate, move_start
@@ -36,6 +36,7 @@ CONFIGS = {
     "one complete run (no restarts, no end splitting)": (PRUNE_ALL, False),
     "no degree relaxation": (PRUNE_ALL & ~PRUNE_DEGREE, True),
     "no forced edges": (PRUNE_ALL & ~PRUNE_FORCED, True),
+    "no probing of the ends' roots": (PRUNE_ALL & ~PRUNE_PROBE, True),
     "no cut vertices": (PRUNE_ALL & ~PRUNE_CUT, True),
     "no parity": (PRUNE_ALL & ~PRUNE_PARITY, True),
     "connectivity + dead ends only": (PRUNE_DEAD, True),
@@ -65,7 +66,7 @@ def suite(count: int, seed: int) -> dict[str, list[dict]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = parser(__doc__)
     ap.add_argument("--count", type=int, default=10)
     ap.add_argument("--node-limit", type=int, default=200_000)
     ap.add_argument("--seed", type=int, default=99)
@@ -76,7 +77,7 @@ def main() -> None:
         "# One-stroke: ablation of the pruning tests",
         "",
         f"18x18 levels, {args.count} per family (seed {args.seed}); node cap {args.node_limit:,} per level. "
-        f"Cells: decided (solved or proved none) / levels. Machine: {machine()}.",
+        f"Cells: decided (solved or proved none) / levels. Machine: {machine_line('one used')}.",
         "",
         header,
         "|" + " --- |" * (len(families) + 3),

@@ -7,24 +7,16 @@ around the solver call and every solution is checked with the kind's verify.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-
-from public_data import public_data  # noqa: E402
-
-from packsolve.budget import Budget  # noqa: E402
-from packsolve.outcome import Status  # noqa: E402
-from packsolve.puzzles import get_kind  # noqa: E402
+from benchmarks.public_data import public_data
+from packsolve.budget import Budget
+from packsolve.outcome import Status
+from packsolve.puzzles import get_kind
 
 KIND = get_kind("onestroke")
-RESULTS = ROOT / "benchmarks" / "results"
 # What `seconds` measures: wall time, or the process's CPU time (CP-SAT's threads included) where a
 # benchmark asks for it on a machine too busy for wall time to mean much.
 CLOCK = time.perf_counter
@@ -97,15 +89,3 @@ def fmt_run(r: Run) -> str:
         r.status, f" {r.status}"
     )
     return f"{r.nodes:,} / {r.seconds:.3f}{mark}"
-
-
-def machine() -> str:
-    try:
-        model = next(
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        )
-    except (OSError, StopIteration):
-        model = "unknown CPU"
-    return f"{model}, {os.cpu_count()} cores (one used), Python {sys.version.split()[0]}"

@@ -7,19 +7,18 @@ the start moved to another cell of the right colour, two open cells of
 opposite colours blocked, two blocked cells of opposite colours opened. Which
 of those really have no path is whatever a solver proves (both usually agree).
 
-Usage: nice .venv/bin/python benchmarks/onestroke_generated.py [--time-limit 20] [--seed 2026]
+Usage: nice .venv/bin/python -m benchmarks.onestroke_generated [--time-limit 20] [--seed 2026]
 Writes benchmarks/results/onestroke_generated.md and onestroke_generated_levels.jsonl.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from typing import Any
 
-from onestroke_common import KIND, RESULTS, Run, fmt_run, machine, run, warm_up
-
+from benchmarks.harness import RESULTS, machine_line, parser
+from benchmarks.onestroke_common import KIND, Run, fmt_run, run, warm_up
 from packsolve.puzzles.onestroke.generate import generate, move_start
 
 HEURISTICS = ["prune", "warnsdorff", "plain", "cpsat"]
@@ -61,7 +60,7 @@ def levels(seed: int, per_size: int) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = parser(__doc__)
     ap.add_argument("--time-limit", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--per-size", type=int, default=3)
@@ -88,7 +87,7 @@ def main() -> None:
         f"possibly infeasible levels per size (levels in `onestroke_generated_levels.jsonl`). One process, "
         f"one core, each solver under a real `Budget(time_limit={args.time_limit:g})`; CP-SAT with one "
         f"worker; runs under 1 s are the fastest of 3. Every solution checked with `verify`. "
-        f"Machine: {machine()}.",
+        f"Machine: {machine_line('one used')}.",
         "",
         "| heuristic | solved | proved infeasible | timeout | wrong | total seconds |",
         "| --- | --- | --- | --- | --- | --- |",

@@ -4,7 +4,7 @@ For each size from 6x6 to 22x22 it generates levels (``packsolve generate``,
 fixed seed) and solves them with the default heuristic under a real Budget,
 CP-SAT (one worker) beside it for the time panel.
 
-Usage: nice .venv/bin/python benchmarks/onestroke_growth.py [--per-size 8] [--time-limit 20]
+Usage: nice .venv/bin/python -m benchmarks.onestroke_growth [--per-size 8] [--time-limit 20]
 Writes benchmarks/results/onestroke_growth.png and onestroke_growth.md.
 """
 
@@ -17,12 +17,14 @@ from typing import Any
 
 import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from onestroke_common import KIND, RESULTS, Run, machine, run, warm_up  # noqa: E402
+from benchmarks.harness import RESULTS, cpu_model, machine_line, parser, publish
 
-from packsolve.budget import Budget  # noqa: E402
-from packsolve.puzzles.onestroke.generate import generate  # noqa: E402
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from benchmarks.onestroke_common import KIND, Run, run, warm_up
+from packsolve.budget import Budget
+from packsolve.puzzles.onestroke.generate import generate
 
 SIDES = list(range(6, 23, 2))
 
@@ -43,7 +45,7 @@ def throughput(level: Any, seconds: float = 0.3) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = parser(__doc__)
     ap.add_argument("--per-size", type=int, default=8)
     ap.add_argument("--time-limit", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=7)
@@ -63,6 +65,12 @@ def main() -> None:
                 by_side.setdefault(side, []).append(point)
             rate_of.setdefault(side, []).append((len(level.cells()), throughput(level)))
         print(side, flush=True)
+    plot(points, rate_of)
+    table(args, heuristics, points, by_side, rate_of)
+
+
+def plot(points: list[tuple[int, str, Run]], rate_of: dict[int, list[tuple[int, float]]]) -> None:
+    """Draw nodes, throughput and seconds against level size into onestroke_growth.png."""
     prune = [(c, r) for c, h, r in points if h == "prune"]
     timed = [pair for side in SIDES for pair in rate_of[side]]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -90,15 +98,27 @@ def main() -> None:
     ax.set_ylabel("seconds")
     ax.set_title("Time per level")
     ax.legend()
-    fig.suptitle(f"One-stroke, generated levels {SIDES[0]}x{SIDES[0]}..{SIDES[-1]}x{SIDES[-1]} — {machine()}")
+    sides = f"{SIDES[0]}x{SIDES[0]}..{SIDES[-1]}x{SIDES[-1]}"
+    fig.suptitle(f"One-stroke, generated levels {sides} — {cpu_model()}")
     fig.tight_layout()
     RESULTS.mkdir(parents=True, exist_ok=True)
     fig.savefig(RESULTS / "onestroke_growth.png", dpi=110)
+
+
+def table(
+    args: argparse.Namespace,
+    heuristics: list[str],
+    points: list[tuple[int, str, Run]],
+    by_side: dict[int, list[tuple[int, str, Run]]],
+    rate_of: dict[int, list[tuple[int, float]]],
+) -> None:
+    """Write and print the table of onestroke_growth.md: per side, prune's nodes, seconds and rate."""
+    prune = [(c, r) for c, h, r in points if h == "prune"]
     out = [
         "# One-stroke: growth of the pruned search with level size",
         "",
         f"{args.per_size} generated levels per side (seed {args.seed}), limit {args.time_limit:g} s. "
-        f"Plot: `onestroke_growth.png`. Machine: {machine()}.",
+        f"Plot: `onestroke_growth.png`. Machine: {machine_line('one used')}.",
         "",
         "| side | cells (median) | prune nodes (median / max) | prune s (total) | prune nodes/s (median) |"
         + (" cpsat s (total) |" if not args.no_cpsat else ""),
@@ -118,8 +138,7 @@ def main() -> None:
         out.append(line)
     statuses = {h: sum(r.status in ("solved",) for c, hh, r in points if hh == h) for h in heuristics}
     out += ["", "Solved: " + ", ".join(f"{h} {n}/{len(prune)}" for h, n in statuses.items())]
-    (RESULTS / "onestroke_growth.md").write_text("\n".join(out) + "\n")
-    print("\n".join(out))
+    publish("\n".join(out) + "\n", RESULTS / "onestroke_growth.md")
 
 
 if __name__ == "__main__":

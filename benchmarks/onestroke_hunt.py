@@ -8,21 +8,20 @@ with verify. Prints each level that took over a second, timed out, or needed
 more than 50 nodes to refute, then a summary. Levels worth keeping go into
 results/onestroke_hard_levels.jsonl by hand.
 
-Usage: nice .venv/bin/python benchmarks/onestroke_hunt.py [--seconds 300] [--seed 21]
+Usage: nice .venv/bin/python -m benchmarks.onestroke_hunt [--seconds 300] [--seed 21]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import time
 from collections import Counter
 
-from onestroke_ablation import obstacles
-from onestroke_common import KIND
-from onestroke_generated import toggle_pair
-
+from benchmarks.harness import parser
+from benchmarks.onestroke_ablation import obstacles
+from benchmarks.onestroke_common import KIND
+from benchmarks.onestroke_generated import toggle_pair
 from packsolve.budget import Budget
 from packsolve.puzzles.onestroke.generate import generate, move_start
 
@@ -43,7 +42,7 @@ def candidates(rng: random.Random) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = parser(__doc__)
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--time-limit", type=float, default=20.0)

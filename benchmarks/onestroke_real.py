@@ -1,20 +1,19 @@
 """The 75 real one-stroke levels: every heuristic and CP-SAT in one run, each solution verified.
 
-Usage: nice .venv/bin/python benchmarks/onestroke_real.py [--time-limit 20]
+Usage: nice .venv/bin/python -m benchmarks.onestroke_real [--time-limit 20]
 Writes benchmarks/results/onestroke_real.md.
 """
 
 from __future__ import annotations
 
-import argparse
-
-from onestroke_common import KIND, RESULTS, fmt_run, machine, read_real_levels, run, warm_up
+from benchmarks.harness import RESULTS, machine_line, parser
+from benchmarks.onestroke_common import KIND, fmt_run, read_real_levels, run, warm_up
 
 HEURISTICS = ["prune", "warnsdorff", "plain", "cpsat"]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = parser(__doc__)
     ap.add_argument("--time-limit", type=float, default=20.0)
     args = ap.parse_args()
     warm_up(HEURISTICS)
@@ -35,7 +34,7 @@ def main() -> None:
         "",
         f"Sources: `../shared/benchmarks/onestroke/*.txt`. Time limit {args.time_limit:g} s per level, "
         f"fastest of 3 runs for runs under 1 s, one process, every solver under a real `Budget`; every "
-        f"solution checked with `verify`. Machine: {machine()}.",
+        f"solution checked with `verify`. Machine: {machine_line('one used')}.",
         "",
         "| heuristic | solved + verified | total seconds | CP-SAT seconds / these |",
         "| --- | --- | --- | --- |",

@@ -1,7 +1,7 @@
 """Time `report summary`, `report hardest` and friends on a seeded database, with EXPLAIN of their queries.
 
-    python benchmarks/seed_attempts.py sqlite:////tmp/bench.db          # 1,000,000 attempts
-    python benchmarks/reports.py sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench \
+    python -m benchmarks.seed_attempts sqlite:////tmp/bench.db          # 1,000,000 attempts
+    python -m benchmarks.reports sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench \
         [--reps 7] [--markdown benchmarks/results/reports.md]
 
 Each figure is the median of --reps calls, each in a new session, as a CLI call
@@ -12,25 +12,22 @@ level_stats; later calls only read that table.
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+from sqlalchemy import event, func, select, text
 
-from sqlalchemy import event, func, select, text  # noqa: E402
-
-from packsolve.db.models import Attempt, LevelRow, Run  # noqa: E402
-from packsolve.db.session import database_url, get_engine, safe_url, session_scope  # noqa: E402
-from packsolve.report.compare import compare_runs  # noqa: E402
-from packsolve.report.hardest import hardest_in_run, hardest_overall  # noqa: E402
-from packsolve.report.level_stats import fold_runs  # noqa: E402
-from packsolve.report.progress import run_progress  # noqa: E402
-from packsolve.report.show import level_report  # noqa: E402
-from packsolve.report.summary import run_summary  # noqa: E402
+from benchmarks.harness import parser
+from packsolve.db.level_stats import fold_runs
+from packsolve.db.models import Attempt, LevelRow, Run
+from packsolve.db.session import database_url, get_engine, safe_url, session_scope
+from packsolve.report.compare import compare_runs
+from packsolve.report.hardest import hardest_in_run, hardest_overall
+from packsolve.report.progress import run_progress
+from packsolve.report.show import level_report
+from packsolve.report.summary import run_summary
 
 TARGET_MS = 200.0
 
@@ -155,7 +152,7 @@ def bench(url: str, reps: int) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("urls", nargs="+")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--markdown", type=Path, default=None, help="Write the tables and EXPLAIN output here.")

@@ -6,6 +6,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from packsolve.budget import Budget
@@ -52,47 +53,58 @@ def scaling_table(
     return "\n".join(out)
 
 
+@dataclass
+class Contest:
+    """The heuristics of one kind run over sizes growing: their time limit, and which are still in.
+
+    A heuristic that solves none of a size's levels is not run on larger sizes
+    (alive loses it); the exceptions in errors are what the runner would record as
+    `error` (plain's recursion limit, an over-large table), named by error_status.
+    """
+
+    kind: Any
+    heuristics: list[str]
+    time_limit: float
+    errors: tuple[type[BaseException], ...] = (RuntimeError,)
+    error_status: Callable[[BaseException], str] = lambda exc: "error (recursion limit)"
+    alive: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.alive = set(self.heuristics)
+
+
 def run_heuristics(
-    kind: Any,
-    size: str,
-    levels: list[Any],
-    heuristics: list[str],
-    alive: set[str],
-    time_limit: float,
-    check: Callable[[int, Any, Any], None],
-    peer: Any,
-    errors: tuple[type[BaseException], ...] = (RuntimeError,),
-    error_status: Callable[[BaseException], str] = lambda exc: "error (recursion limit)",
+    contest: Contest, size: str, levels: list[Any], check: Callable[[int, Any, Any], None], peer: Any
 ) -> list[dict]:
     """Return one row per heuristic for the levels of one size, as scaling_table reads them.
 
-    Each solved answer goes through check(index, level, solution), which asserts.
-    A heuristic that solves none of a size's levels is not run on larger sizes
-    (its rows say it gave out); the exceptions in errors are what the runner
-    would record as `error` (plain's recursion limit, an over-large table).
+    Each solved answer goes through check(index, level, solution), which asserts;
+    peer is the peer's figure the rows carry (see scaling_table).
     """
     rows = []
-    for h in heuristics:
-        if h not in alive:
+    for h in contest.heuristics:
+        if h not in contest.alive:
             rows.append({"size": size, "heuristic": h, "gave_out": True})
             continue
         nodes, secs, ok, statuses = [], [], 0, []
         for i, level in enumerate(levels):
             start = time.perf_counter()
             try:
-                out = kind.solvers[h](level, Budget(time_limit=time_limit))
+                out = contest.kind.solvers[h](level, Budget(time_limit=contest.time_limit))
                 status = str(out.status)
-            except errors as exc:
-                status, out = error_status(exc), None
+            except contest.errors as exc:
+                status, out = contest.error_status(exc), None
             secs.append(time.perf_counter() - start)
             statuses.append(status)
             if out is not None and status == "solved":
                 ok += 1
                 nodes.append(out.nodes)
                 check(i, level, out.solution)
-        rows.append({"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes,
-                     "secs": secs, "statuses": statuses, "peer": peer})  # fmt: skip
+        rows.append(
+            {"size": size, "heuristic": h, "solved": ok, "n": len(levels), "nodes": nodes, "secs": secs}
+            | {"statuses": statuses, "peer": peer}
+        )
         if ok == 0:
-            alive.discard(h)
+            contest.alive.discard(h)
         print(size, h, ok, statuses, f"{max(secs):.3f}s", file=sys.stderr, flush=True)
     return rows

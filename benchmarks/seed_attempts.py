@@ -28,8 +28,15 @@ from packsolve.db.session import database_url, get_engine  # noqa: E402
 HEURISTICS = ["plain", "warnsdorff", "prune", "cpsat"]
 KINDS = ["onestroke", "knights_tour", "sudoku", "sliding"]
 # (status, probability): most levels solve, a long tail times out.
-STATUSES = [("solved", 0.70), ("timeout", 0.18), ("no_solution", 0.05), ("error", 0.03), ("memout", 0.02),
-            ("wrong", 0.01), ("invalid", 0.01)]  # fmt: skip
+STATUSES = [
+    ("solved", 0.70),
+    ("timeout", 0.18),
+    ("no_solution", 0.05),
+    ("error", 0.03),
+    ("memout", 0.02),
+    ("wrong", 0.01),
+    ("invalid", 0.01),
+]
 BASE = datetime(2026, 11, 1, tzinfo=UTC)
 
 
@@ -40,21 +47,43 @@ def level_rows(n: int) -> list[dict]:
             {"kind": KINDS[i % len(KINDS)], "seed_level": i}, sort_keys=True, separators=(",", ":")
         )
         digest = hashlib.sha256(data.encode()).hexdigest()
-        out.append({"hash": digest, "kind": KINDS[i % len(KINDS)], "data": data, "size": 64,
-                    "name": f"packs/bench/level-{i:06d}.json", "created_at": BASE})  # fmt: skip
+        out.append(
+            {
+                "hash": digest,
+                "kind": KINDS[i % len(KINDS)],
+                "data": data,
+                "size": 64,
+                "name": f"packs/bench/level-{i:06d}.json",
+                "created_at": BASE,
+            }
+        )
     return out
 
 
 def run_rows(n_runs: int, n_levels: int) -> list[dict]:
     return [
-        {"id": r + 1, "label": f"bench-{r + 1}", "parent_id": None, "mode": "distributed",
-         "state": "finished", "heuristic": HEURISTICS[r % len(HEURISTICS)], "kind": None,
-         "time_limit": [10.0, 30.0, 60.0][r % 3], "node_limit": None, "memory_limit_mb": 2048,
-         "concurrency": 8,
-         "max_tries": 3, "total": n_levels, "host": "bench-host", "version": "0.1.0", "options": "{}",
-         "created_at": BASE + timedelta(hours=r), "finished_at": BASE + timedelta(hours=r, minutes=50)}
+        {
+            "id": r + 1,
+            "label": f"bench-{r + 1}",
+            "parent_id": None,
+            "mode": "distributed",
+            "state": "finished",
+            "heuristic": HEURISTICS[r % len(HEURISTICS)],
+            "kind": None,
+            "time_limit": [10.0, 30.0, 60.0][r % 3],
+            "node_limit": None,
+            "memory_limit_mb": 2048,
+            "concurrency": 8,
+            "max_tries": 3,
+            "total": n_levels,
+            "host": "bench-host",
+            "version": "0.1.0",
+            "options": "{}",
+            "created_at": BASE + timedelta(hours=r),
+            "finished_at": BASE + timedelta(hours=r, minutes=50),
+        }
         for r in range(n_runs)
-    ]  # fmt: skip
+    ]
 
 
 def attempt_rows(runs: list[dict], levels: list[dict], rng: random.Random):
@@ -83,10 +112,31 @@ def attempt_rows(runs: list[dict], levels: list[dict], rng: random.Random):
                 cpu, nodes = wall * 0.97, int(wall * 200_000) + 1
             start = t0 + timedelta(seconds=seq * 0.3)
             solved = status == "solved"
-            yield (run["id"], lv["hash"], seq, lv["name"], lv["kind"], run["heuristic"], status,
-                   solution if solved else None, 12 if solved else None, nodes, wall, cpu, 45.0,
-                   f"celery@worker{seq % 4}", 1, t0, start, start + timedelta(seconds=wall or 0),
-                   None, None, 0, None)  # fmt: skip
+            yield (
+                run["id"],
+                lv["hash"],
+                seq,
+                lv["name"],
+                lv["kind"],
+                run["heuristic"],
+                status,
+                solution if solved else None,
+                12 if solved else None,
+                nodes,
+                wall,
+                cpu,
+                45.0,
+                f"celery@worker{seq % 4}",
+                1,
+                t0,
+                start,
+                start + timedelta(seconds=wall or 0),
+                None,
+                None,
+                0,
+                None,
+                0,
+            )
 
 
 # The order of the tuples attempt_rows yields: the model's columns as declared, but the id.
@@ -105,8 +155,10 @@ def seed_sqlite(engine, runs, levels, rng) -> None:
 
         for table, rows in (("levels", levels), ("runs", runs)):
             cols = list(rows[0])
-            cur.executemany(f"INSERT INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
-                            [tuple(conv(r[c]) for c in cols) for r in rows])  # fmt: skip
+            cur.executemany(
+                f"INSERT INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                [tuple(conv(r[c]) for c in cols) for r in rows],
+            )
         marks = ",".join("?" * len(ATTEMPT_COLUMNS))
         sql = f"INSERT INTO attempts ({','.join(ATTEMPT_COLUMNS)}) VALUES ({marks})"
         cur.executemany(sql, (tuple(conv(v) for v in row) for row in attempt_rows(runs, levels, rng)))

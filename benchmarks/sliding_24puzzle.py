@@ -1,26 +1,23 @@
 """Korf & Felner's 50 twenty-four-puzzles by `weighted` (60 s each): lengths against the published optima.
 
-Usage: nice python benchmarks/sliding_24puzzle.py [--jobs 2] [--time-limit 60]
+Usage: nice python -m benchmarks.sliding_24puzzle [--jobs 2] [--time-limit 60]
 Writes benchmarks/results/sliding_24puzzle.md.  Each board runs in a pool
 worker with its own 60 s budget; the 5x5 pattern tables are built first and timed apart.
 """
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sliding_common import KORF_FELNER50, RESULTS, Instance, markdown_table, read_korf  # noqa: E402
-
-from packsolve.budget import Budget  # noqa: E402
-from packsolve.puzzles import get_kind  # noqa: E402
-from packsolve.puzzles.sliding import ida as sliding_ida  # noqa: E402
-from packsolve.puzzles.sliding import pdb as sliding_pdb  # noqa: E402
+from benchmarks.harness import RESULTS, markdown_table, parser
+from benchmarks.sliding_common import KORF_FELNER50, Instance, read_korf, sliding_set
+from packsolve.budget import Budget
+from packsolve.puzzles import get_kind
+from packsolve.puzzles.sliding import ida as sliding_ida
+from packsolve.puzzles.sliding import pdb as sliding_pdb
 
 
 def attempt(args: tuple[Instance, float]) -> tuple[str, str, int | None, int, float, str]:
@@ -36,12 +33,12 @@ def attempt(args: tuple[Instance, float]) -> tuple[str, str, int | None, int, fl
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=RESULTS / "sliding_24puzzle.md")
     args = ap.parse_args()
-    instances = read_korf(KORF_FELNER50)
+    instances = read_korf(sliding_set(KORF_FELNER50))
     start = time.perf_counter()
     db = sliding_pdb.load(5)  # built (or loaded) once before the pool forks, shared by the workers
     load_s = time.perf_counter() - start
@@ -58,8 +55,17 @@ def main() -> None:
             ratios.append(ratio)
         times.append(seconds)
         weight = message.split("w = ")[1].split(":")[0] if "w = " in message else "-"
-        rows.append([ident, optimal, length if length else status, f"{ratio:.3f}" if ratio else "-", weight,
-                     nodes, f"{seconds:.1f}"])  # fmt: skip
+        rows.append(
+            [
+                ident,
+                optimal,
+                length if length else status,
+                f"{ratio:.3f}" if ratio else "-",
+                weight,
+                nodes,
+                f"{seconds:.1f}",
+            ]
+        )
     solved = len(ratios)
     text = [
         "# Korf & Felner's 50 twenty-four-puzzles, heuristic `weighted`",

@@ -1,33 +1,30 @@
 """Every heuristic on the 3x3 boards of algs4's 8-puzzle tests: all optimal, nodes per heuristic.
 
-Usage: python benchmarks/sliding_8puzzle.py   (writes benchmarks/results/sliding_8puzzle.md)
+Usage: python -m benchmarks.sliding_8puzzle   (writes benchmarks/results/sliding_8puzzle.md)
 The algs4 boards put the blank last; they are turned half a round and renumbered
 into the blank-top-left goal, which keeps every optimal length.
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sliding_common import ALGS4, RESULTS, markdown_table, read_algs4  # noqa: E402
-
-from packsolve.budget import Budget  # noqa: E402
-from packsolve.puzzles import get_kind  # noqa: E402
+from benchmarks.harness import RESULTS, markdown_table, parser
+from benchmarks.sliding_common import ALGS4, read_algs4, sliding_set
+from packsolve.budget import Budget
+from packsolve.puzzles import get_kind
 
 HEURISTICS = ["plain", "astar", "idastar", "linear-conflict", "pdb", "pdb-663", "weighted"]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--out", type=Path, default=RESULTS / "sliding_8puzzle.md")
     args = ap.parse_args()
     kind = get_kind("sliding")
-    boards = read_algs4(ALGS4)
+    boards = read_algs4(sliding_set(ALGS4))
     summary, per_board = (
         [],
         {b.ident: [b.ident, b.optimal if b.optimal is not None else "unsolvable"] for b in boards},
@@ -53,11 +50,18 @@ def main() -> None:
             right += ok
             per_board[inst.ident].append(cell)
         optimal_count = sum(1 for b in boards if b.optimal is not None) - len(longer)
-        summary.append([
-            h, f"{right}/{len(boards)}", f"{optimal_count}/{sum(1 for b in boards if b.optimal is not None)}",
-            sum(nodes), f"{statistics.mean(nodes):.0f}", max(nodes), f"{seconds:.2f}",
-            f"{max(longer):.2f}" if longer else "1.00",
-        ])  # fmt: skip
+        summary.append(
+            [
+                h,
+                f"{right}/{len(boards)}",
+                f"{optimal_count}/{sum(1 for b in boards if b.optimal is not None)}",
+                sum(nodes),
+                f"{statistics.mean(nodes):.0f}",
+                max(nodes),
+                f"{seconds:.2f}",
+                f"{max(longer):.2f}" if longer else "1.00",
+            ]
+        )
     text = [
         "# 8-puzzle: every heuristic on the 3x3 boards of algs4_8puzzle_testing.txt",
         "",
@@ -76,7 +80,7 @@ def main() -> None:
                 "worst length ratio",
             ],
             summary,
-        ),  # fmt: skip
+        ),
         "",
         "## Nodes per board",
         "",

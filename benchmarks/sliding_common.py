@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from public_data import public_data
+from benchmarks.public_data import public_data
 
-SETS = public_data("sliding_puzzle")
-KORF100 = SETS / "korf100_15puzzle.txt"
-KORF_FELNER50 = SETS / "korf_felner50_24puzzle.txt"
-ALGS4 = SETS / "algs4_8puzzle_testing.txt"
-RESULTS = Path(__file__).resolve().parent / "results"
+# The published instance lists, files of the data sets' sliding_puzzle/ (found when a benchmark runs).
+KORF100 = "korf100_15puzzle.txt"
+KORF_FELNER50 = "korf_felner50_24puzzle.txt"
+ALGS4 = "algs4_8puzzle_testing.txt"
+
+
+def sliding_set(name: str) -> Path:
+    """Return the path of one of the published lists (KORF100, ...) in the public data sets."""
+    return public_data("sliding_puzzle", name)
 
 
 @dataclass(frozen=True)
@@ -102,15 +105,3 @@ def run_peer(tiles: tuple[int, ...], timeout: float) -> dict[str, float] | None:
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
     return json.loads(proc.stdout)
-
-
-def markdown_table(header: list[str], rows: list[list[object]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def timed(fn, *args):
-    start = time.perf_counter()
-    value = fn(*args)
-    return value, time.perf_counter() - start

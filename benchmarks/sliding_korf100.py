@@ -1,12 +1,11 @@
 """Korf's 100 fifteen-puzzles by `pdb` and `pdb-663` through `packsolve solve --jobs 2`; a peer.
 
-Usage: nice python benchmarks/sliding_korf100.py [--jobs 2] [--peer-ids 82,79,...] [--peer-timeout 60]
+Usage: nice python -m benchmarks.sliding_korf100 [--jobs 2] [--peer-ids 82,79,...] [--peer-timeout 60]
 Writes benchmarks/results/sliding_korf100.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -15,10 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sliding_common import KORF100, RESULTS, markdown_table, read_korf, run_peer  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.harness import RESULTS, ROOT, markdown_table, parser
+from benchmarks.sliding_common import KORF100, Instance, read_korf, run_peer, sliding_set
 
 
 def build_tables(cache: Path, strong: bool) -> list[tuple[str, float, float]]:
@@ -39,21 +36,42 @@ def run_pipeline(work: Path, cache: Path, jobs: int, heuristic: str) -> tuple[li
     """Run `packsolve solve` on the list (linked as a .slide file); return export records and wall s."""
     pack = work / "korf100.slide"
     if not pack.exists():
-        pack.symlink_to(KORF100)
+        pack.symlink_to(sliding_set(KORF100))
     db = f"sqlite:///{work / (heuristic + '.db')}"
     env = {**os.environ, "PACKSOLVE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT / "src")}
     cli = [sys.executable, "-m", "packsolve"]
     start = time.perf_counter()
     subprocess.run(
-        [*cli, "solve", str(pack), "--kind", "sliding", "--heuristic", heuristic, "--jobs", str(jobs),
-         "--time-limit", "900", "-q", "--database-url", db],
-        check=True, env=env, cwd=work, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            *cli,
+            "solve",
+            str(pack),
+            "--kind",
+            "sliding",
+            "--heuristic",
+            heuristic,
+            "--jobs",
+            str(jobs),
+            "--time-limit",
+            "900",
+            "-q",
+            "--database-url",
+            db,
+        ],
+        check=True,
+        env=env,
+        cwd=work,
+        stdout=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - start
     out = subprocess.run(
         [*cli, "export", "latest", "--format", "jsonl", "--database-url", db],
-        check=True, env=env, cwd=work, capture_output=True, text=True,
-    )  # fmt: skip
+        check=True,
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()], wall
 
 
@@ -80,18 +98,37 @@ def plot_nodes(records_by_heuristic: dict[str, list[dict]], path: Path) -> None:
     plt.close(fig)
 
 
+def against_peer(instances: list[Instance], timeout: float) -> list[list[object]]:
+    """Return a table row per instance: our `pdb` and the peer on the same board, in this process."""
+    from packsolve.budget import Budget
+    from packsolve.puzzles import get_kind
+
+    kind = get_kind("sliding")
+    rows: list[list[object]] = []
+    for inst in instances:
+        board = kind.parse({"tiles": list(inst.tiles)})
+        start = time.perf_counter()
+        ours = kind.solvers["pdb"](board, Budget(600))
+        ours_s = time.perf_counter() - start
+        peer = run_peer(inst.tiles, timeout)
+        if peer is None:
+            peer_cell, ratio, length = f"> {timeout:g} s (not finished)", f"> {timeout / ours_s:,.0f}x", "-"
+        else:
+            peer_cell = f"{peer['seconds']:.1f} s, {peer['expanded']} expanded"
+            ratio, length = f"{peer['seconds'] / ours_s:,.0f}x", peer["length"]
+        ours_cells = [inst.optimal, len(ours.solution), f"{ours_s:.3f}", ours.nodes]
+        rows.append([inst.ident, *ours_cells, length, peer_cell, ratio])
+    return rows
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--peer-ids", default="55,42,79,16", help="Korf ids to give the slidingpuzzle peer")
     ap.add_argument("--peer-timeout", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=RESULTS / "sliding_korf100.md")
     args = ap.parse_args()
-    instances = read_korf(KORF100)
-    lines_to_id = {}
-    for line, text in enumerate(KORF100.read_text().splitlines(), 1):
-        if text.strip() and not text.startswith("#"):
-            lines_to_id[line] = text.split()[0]
+    instances = read_korf(sliding_set(KORF100))
     by_id = {i.ident: i for i in instances}
 
     runs = {}
@@ -103,42 +140,31 @@ def main() -> None:
             records, wall = run_pipeline(work, cache, args.jobs, heuristic)
             runs[heuristic] = (builds, records, wall)
 
-        # Peer, and our default solver on the same boards in this process, for ratios in one run.
-        from packsolve.budget import Budget
-        from packsolve.puzzles import get_kind
-
-        kind = get_kind("sliding")
-        peer_rows = []
-        for ident in [x for x in args.peer_ids.split(",") if x]:
-            inst = by_id[ident]
-            board = kind.parse({"tiles": list(inst.tiles)})
-            start = time.perf_counter()
-            ours = kind.solvers["pdb"](board, Budget(600))
-            ours_s = time.perf_counter() - start
-            peer = run_peer(inst.tiles, args.peer_timeout)
-            if peer is None:
-                peer_cell = f"> {args.peer_timeout:g} s (not finished)"
-                ratio = f"> {args.peer_timeout / ours_s:,.0f}x"
-                plen = "-"
-            else:
-                peer_cell = f"{peer['seconds']:.1f} s, {peer['expanded']} expanded"
-                ratio = f"{peer['seconds'] / ours_s:,.0f}x"
-                plen = peer["length"]
-            peer_rows.append([ident, inst.optimal, len(ours.solution), f"{ours_s:.3f}", ours.nodes, plen,
-                              peer_cell, ratio])  # fmt: skip
+        peer_rows = against_peer([by_id[x] for x in args.peer_ids.split(",") if x], args.peer_timeout)
 
     def rows_of(records: list[dict]) -> tuple[list[list[object]], int, float, int]:
         rows, nodes_total, cpu_total, ok = [], 0, 0.0, 0
-        for rec in sorted(records, key=lambda r: int(lines_to_id[int(r["level"].rsplit(":", 1)[1])])):
-            ident = lines_to_id[int(rec["level"].rsplit(":", 1)[1])]
+        # A .slide line's id names its level FILE:ID.
+        for rec in sorted(records, key=lambda r: int(r["level"].rsplit(":", 1)[1])):
+            ident = rec["level"].rsplit(":", 1)[1]
             inst = by_id[ident]
             match = rec["status"] == "solved" and rec["length"] == inst.optimal
             ok += match
             nodes_total += rec["nodes"] or 0
             cpu_total += rec["cpu_s"] or 0.0
             rate = rec["nodes"] / rec["cpu_s"] if rec["cpu_s"] else 0
-            rows.append([ident, inst.optimal, rec["length"], "yes" if match else "**NO**", rec["nodes"],
-                         f"{rec['wall_s']:.3f}", f"{rec['cpu_s']:.3f}", f"{rate / 1e6:.1f}"])  # fmt: skip
+            rows.append(
+                [
+                    ident,
+                    inst.optimal,
+                    rec["length"],
+                    "yes" if match else "**NO**",
+                    rec["nodes"],
+                    f"{rec['wall_s']:.3f}",
+                    f"{rec['cpu_s']:.3f}",
+                    f"{rate / 1e6:.1f}",
+                ]
+            )
         return rows, nodes_total, cpu_total, ok
 
     text = [
@@ -188,8 +214,10 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     plot = args.out.with_name(args.out.stem + "_nodes.png")
     plot_nodes({h: records for h, (_, records, _) in runs.items()}, plot)
-    text.insert(text.index("Target: all 100 optimal within 15 minutes wall through the pipeline."),
-                f"![nodes per instance]({plot.name})\n")  # fmt: skip
+    text.insert(
+        text.index("Target: all 100 optimal within 15 minutes wall through the pipeline."),
+        f"![nodes per instance]({plot.name})\n",
+    )
     args.out.write_text("\n".join(text))
     print("\n".join(text[:12]))
 

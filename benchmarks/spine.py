@@ -1,6 +1,6 @@
 """The spine end to end, as a new user runs it: local solve, then the same pack on two workers.
 
-  python benchmarks/spine.py [PACK]        # default: examples/packs; results in benchmarks/results/spine.md
+  python -m benchmarks.spine [PACK]        # default: examples/packs; results in benchmarks/results/spine.md
 
 1. `packsolve solve PACK --time-limit 10 --jobs 2` into a fresh SQLite file, then
    `packsolve export latest --format jsonl`; every solution checked by its kind's verify.
@@ -16,20 +16,16 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
-
+from benchmarks.harness import RESULTS, ROOT, parser, pg_database, publish, redis_server
 from packsolve.levels import read_levels
 from packsolve.puzzles import get_kind
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "packsolve"]
 PG_ADMIN = os.environ.get("PACKSOLVE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
@@ -60,14 +56,10 @@ def counts(records: dict[str, dict]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> None:
-    pack = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "examples" / "packs").resolve()
+    p = parser(__doc__)
+    p.add_argument("pack", type=Path, nargs="?", default=ROOT / "examples" / "packs")
+    pack = p.parse_args().pack.resolve()
     work = Path(tempfile.mkdtemp(prefix="packsolve-spine-"))
     lines = [
         "# The spine end to end",
@@ -76,88 +68,82 @@ def main() -> None:
         f"load average at start: {os.getloadavg()[0]:.1f} (2 cores)",
         "",
     ]
-
-    env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{work / 'local.db'}"}
-    t = time.monotonic()
-    cli("solve", str(pack), "--time-limit", "10", "--jobs", "2", "-q", env=env)
-    local_s = time.monotonic() - t
-    local = checked_export(pack, env)
-    lines.append(
-        f"- local `solve --jobs 2`: {len(local)} levels in {local_s:.1f} s wall ({counts(local)}); "
-        "every solution verified"
-    )
-
-    port = free_port()
-    redis = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL
-    )
-    db = f"packsolve_spine_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{db}"'))
-    env = {
-        "PACKSOLVE_DATABASE_URL": PG_ADMIN.rsplit("/", 1)[0] + f"/{db}",
-        "PACKSOLVE_BROKER_URL": f"redis://127.0.0.1:{port}/0",
-    }
-    workers = []
     try:
-        for name in ("w1", "w2"):
-            log = open(work / f"{name}.log", "w")  # noqa: SIM115 (lives as long as the worker)
-            workers.append(
-                subprocess.Popen(
-                    [*CLI, "worker", "-n", f"{name}@spine"],
-                    env={**os.environ, **env},
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            )
-        while not all(" ready." in (work / f"{n}.log").read_text() for n in ("w1", "w2")):
-            time.sleep(0.2)
+        env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{work / 'local.db'}"}
         t = time.monotonic()
-        run_id = cli("submit", str(pack), "--time-limit", "10", env=env).stdout.split()[-1]
-        while json.loads(cli("status", run_id, "--format", "json", env=env).stdout)["done"] < len(local):
-            time.sleep(0.2)
-        dist_s = time.monotonic() - t
-        dist = checked_export(pack, env)
-        by_worker: dict[str, int] = {}
-        for r in dist.values():
-            by_worker[r["worker"]] = by_worker.get(r["worker"], 0) + 1
+        cli("solve", str(pack), "--time-limit", "10", "--jobs", "2", "-q", env=env)
+        local_s = time.monotonic() - t
+        local = checked_export(pack, env)
         lines.append(
-            f"- distributed, 2 workers, PostgreSQL: {len(dist)} levels in {dist_s:.1f} s from submit to "
-            f"the last result ({counts(dist)}); per worker {by_worker}; every solution verified"
+            f"- local `solve --jobs 2`: {len(local)} levels in {local_s:.1f} s wall ({counts(local)}); "
+            "every solution verified"
         )
-        same = all(dist[name]["status"] == r["status"] for name, r in local.items())
-        lines.append(f"- statuses agree level by level between the two runs: {same}")
-        assert same
-
-        hard = work / "hard"
-        hard.mkdir()
-        (hard / "a.json").write_text(
-            json.dumps({"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13})
-        )
-        (hard / "b.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "...."]}))
-        cli("submit", str(hard), "--heuristic", "plain", "--time-limit", "1", env=env)
-        while json.loads(cli("status", "--format", "json", env=env).stdout)["done"] < 2:
-            time.sleep(0.2)
-        recs = sorted(checked_export(hard, env).values(), key=lambda r: r["level"])
-        lines.append(
-            f"- `plain` on a 14x14 level under `--time-limit 1`: {recs[0]['status']} after "
-            f"{recs[0]['wall_s']:.2f} s wall, {recs[0]['nodes']:,} nodes; the next level: "
-            f"{recs[1]['status']} by {recs[1]['worker']}"
-        )
+        with pg_database(PG_ADMIN) as url, redis_server() as broker:
+            env = {"PACKSOLVE_DATABASE_URL": url, "PACKSOLVE_BROKER_URL": broker}
+            workers = [start_worker(name, env, work) for name in ("w1", "w2")]
+            try:
+                lines += distributed(pack, env, work, local)
+                lines += past_the_limit(env, work)
+            finally:
+                for w in workers:
+                    os.killpg(w.pid, signal.SIGTERM)
+                for w in workers:
+                    w.wait(30)
     finally:
-        for w in workers:
-            os.killpg(w.pid, signal.SIGTERM)
-        for w in workers:
-            w.wait(30)
-        redis.terminate()
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'))
         shutil.rmtree(work, ignore_errors=True)
-    out = ROOT / "benchmarks" / "results" / "spine.md"
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish("\n".join(lines) + "\n", RESULTS / "spine.md")
+
+
+def start_worker(name: str, env: dict[str, str], work: Path) -> subprocess.Popen:
+    """Start `packsolve worker -n NAME@spine` in a session of its own, its log in work/NAME.log."""
+    log = open(work / f"{name}.log", "w")  # noqa: SIM115 (lives as long as the worker)
+    argv = [*CLI, "worker", "-n", f"{name}@spine"]
+    env = {**os.environ, **env}
+    return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def distributed(pack: Path, env: dict[str, str], work: Path, local: dict[str, dict]) -> list[str]:
+    """Submit the pack to the two workers once they are ready; return the lines saying how it went.
+
+    Every solution is verified, and the statuses must agree level by level with the local run's.
+    """
+    while not all(" ready." in (work / f"{n}.log").read_text() for n in ("w1", "w2")):
+        time.sleep(0.2)
+    t = time.monotonic()
+    run_id = cli("submit", str(pack), "--time-limit", "10", env=env).stdout.split()[-1]
+    while json.loads(cli("status", run_id, "--format", "json", env=env).stdout)["done"] < len(local):
+        time.sleep(0.2)
+    dist_s = time.monotonic() - t
+    dist = checked_export(pack, env)
+    by_worker: dict[str, int] = {}
+    for r in dist.values():
+        by_worker[r["worker"]] = by_worker.get(r["worker"], 0) + 1
+    same = all(dist[name]["status"] == r["status"] for name, r in local.items())
+    assert same, "the statuses of the local and the distributed run differ"
+    return [
+        f"- distributed, 2 workers, PostgreSQL: {len(dist)} levels in {dist_s:.1f} s from submit to "
+        f"the last result ({counts(dist)}); per worker {by_worker}; every solution verified",
+        f"- statuses agree level by level between the two runs: {same}",
+    ]
+
+
+def past_the_limit(env: dict[str, str], work: Path) -> list[str]:
+    """Run a level `plain` cannot finish under --time-limit 1, then a small one; return the line."""
+    hard = work / "hard"
+    hard.mkdir()
+    (hard / "a.json").write_text(
+        json.dumps({"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13})
+    )
+    (hard / "b.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "...."]}))
+    cli("submit", str(hard), "--heuristic", "plain", "--time-limit", "1", env=env)
+    while json.loads(cli("status", "--format", "json", env=env).stdout)["done"] < 2:
+        time.sleep(0.2)
+    recs = sorted(checked_export(hard, env).values(), key=lambda r: r["level"])
+    return [
+        f"- `plain` on a 14x14 level under `--time-limit 1`: {recs[0]['status']} after "
+        f"{recs[0]['wall_s']:.2f} s wall, {recs[0]['nodes']:,} nodes; the next level: "
+        f"{recs[1]['status']} by {recs[1]['worker']}"
+    ]
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""Submit at scale (issue 19): `packsolve submit` of big packs with and without history, on PostgreSQL.
+"""How long `packsolve submit` of big packs takes with and without history, on PostgreSQL.
 
-    python benchmarks/submit_scale.py              # both parts, into benchmarks/results/submit_scale.md
-    python benchmarks/submit_scale.py --only million --levels 100000        # a quicker run
-    python benchmarks/submit_scale.py --only sudoku --profile /tmp/prof     # and where the time goes
+    python -m benchmarks.submit_scale              # both parts, into benchmarks/results/submit_scale.md
+    python -m benchmarks.submit_scale --only million --levels 100000        # a quicker run
+    python -m benchmarks.submit_scale --only sudoku --profile /tmp/prof     # and where the time goes
 
 Parts, each on throwaway PostgreSQL databases this script creates and drops:
 
@@ -33,10 +33,8 @@ import time
 import uuid
 from pathlib import Path
 
-from pipeline import ROOT, load, pg_database, run_cli
-from public_data import public_data
-from seed_attempts import run_rows, seed_postgres
-
+from benchmarks.harness import RESULTS, load, parser, pg_database, public_data, run_packsolve
+from benchmarks.seed_attempts import run_rows, seed_postgres
 from packsolve.db.session import get_engine
 from packsolve.levels import Level, canonical_json, read_levels
 from packsolve.puzzles import get_kind
@@ -71,10 +69,16 @@ def seed_history(url: str, levels: list[Level]) -> None:
     runs[0].update(heuristic=heuristics.pop(), time_limit=HISTORY_LIMIT_S)
     created = datetime.fromisoformat(SEEDED_AT)
     rows = [
-        {"hash": lv.hash, "kind": lv.kind, "data": canonical_json(dict(lv.data)), "size": lv.size,
-         "name": lv.name, "created_at": created}
+        {
+            "hash": lv.hash,
+            "kind": lv.kind,
+            "data": canonical_json(dict(lv.data)),
+            "size": lv.size,
+            "name": lv.name,
+            "created_at": created,
+        }
         for lv in levels
-    ]  # fmt: skip
+    ]
     seed_postgres(get_engine(url), runs, rows, random.Random(19))
 
 
@@ -104,13 +108,19 @@ def submit_once(
         env = {"PACKSOLVE_DATABASE_URL": url, "PACKSOLVE_BROKER_URL": args.redis, "PACKSOLVE_QUEUE": queue}
         try:
             if profile is None:
-                _, err, wall, cpu = run_cli(["submit", str(pack), *SUBMIT], env)
+                _, err, wall, cpu = run_packsolve(["submit", str(pack), *SUBMIT], env)
                 said = re.search(SAID, " ".join(err.split()))  # the console wraps its lines
                 if said is None or int(said.group(1)) != levels or int(said.group(3)):
                     raise RuntimeError(f"submit did not send the {levels} levels:\n{err}")
                 chunk = int(said.group(2))
-                return {"history": history, "wall": wall, "cpu": cpu, "chunk": chunk, "seeded": seeded,
-                        "load": load()}  # fmt: skip
+                return {
+                    "history": history,
+                    "wall": wall,
+                    "cpu": cpu,
+                    "chunk": chunk,
+                    "seeded": seeded,
+                    "load": load(),
+                }
             argv = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "packsolve"]
             cmd = [*argv, "submit", str(pack), *SUBMIT]
             subprocess.run(cmd, env={**os.environ, **env}, check=True, capture_output=True)
@@ -158,7 +168,7 @@ def part(args: argparse.Namespace, name: str, pack: Path, n: int, history: int) 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of {PARTS}")
     p.add_argument("--levels", type=int, default=1_000_000, help="tiny levels of the million part")
     p.add_argument("--history", type=int, default=10_000, help="sudoku levels in history")
@@ -166,7 +176,7 @@ def main() -> None:
     p.add_argument("--profile", type=Path, help="a folder: also profile the history submit (cProfile) there")
     p.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432", help="PostgreSQL URL base")
     p.add_argument("--redis", default="redis://127.0.0.1:6379/13", help="a Redis database other than 0")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "submit_scale.md")
+    p.add_argument("--out", type=Path, default=RESULTS / "submit_scale.md")
     args = p.parse_args()
     if args.redis.rstrip("/").endswith(":6379") or args.redis.rstrip("/").endswith("/0"):
         p.error("--redis must name a database other than 0 (the shared one)")
@@ -182,9 +192,9 @@ def main() -> None:
             pack = tiny_levels(Path(d) / "tiny", args.levels)
             rows += part(args, "tiny coins", pack, args.levels, args.levels // 10)
     lines = [
-        "# Submit at scale (issue 19)",
+        "# Submit at scale",
         "",
-        f"`python benchmarks/submit_scale.py {' '.join(sys.argv[1:])}` — {started}, {os.cpu_count()} cores, "
+        f"`python -m benchmarks.submit_scale {' '.join(sys.argv[1:])}` — {started}, {os.cpu_count()} cores, "
         "PostgreSQL and Redis on 127.0.0.1; `packsolve submit PACK --time-limit 60`, automatic chunk, "
         "wall and CPU seconds of the CLI process end to end.",
         "",

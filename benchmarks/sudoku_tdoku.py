@@ -7,13 +7,14 @@ Run from the repository root with tdoku built outside the repository (never vend
     PACKSOLVE_TDOKU=/work/peers/tdoku/build nice .venv/bin/python benchmarks/sudoku_tdoku.py
 
 Both sides count solutions up to two over a whole set with the loop in C: packsolve's
-``band-triads`` through ``packsolve.native.sudoku_bands.count_batch`` (one call per pass, timed
-around the call), tdoku through its own ``run_benchmark`` (``-r0``: the set as it is, in file
+``band-configs`` through ``packsolve.native.sudoku_bands.count_batch(..., configs=True)`` (one call
+per pass, timed around the call; ``band-triads``, the same call without ``configs``, is timed too),
+tdoku through its own ``run_benchmark`` (``-r0``: the set as it is, in file
 order; ``-n``: one pass is the set; tdoku times its passes itself and reports microseconds per
 puzzle). Each side repeats passes for the same number of seconds and reports the mean pass; the
 two alternate, round after round, and each keeps its best round, the machine being shared.
-Every packsolve answer is checked with the kind's ``verify``; tdoku's solution counts are checked,
-puzzle by puzzle, against packsolve's through ``libtdoku_shared.so`` (outside the clock).
+Every answer of both packsolve loops is checked with the kind's ``verify``; tdoku's solution counts
+are checked, puzzle by puzzle, against packsolve's through ``libtdoku_shared.so`` (outside the clock).
 ``propagate``'s C loop is timed too (one pass, a C call per puzzle from Python), for the record.
 Writes benchmarks/results/sudoku_tdoku.md.
 """
@@ -52,6 +53,8 @@ class Row:
 
     set: str
     puzzles: int
+    configs_s: float
+    configs_nodes: int
     bands_s: float
     bands_nodes: int
     propagate_s: float
@@ -73,15 +76,16 @@ def packed(grids: list[str]) -> bytes:
     return b"".join(bytes(0 if ch == "." else int(ch) for ch in grid) for grid in grids)
 
 
-def checked_counts(grids: list[str]) -> tuple[bytes, int]:
-    """Return band-triads' solution counts and nodes; exit if any answer fails the kind's verify."""
-    counts, solutions, nodes = sudoku_bands.count_batch(packed(grids), 2)
+def checked_counts(grids: list[str], configs: bool) -> tuple[bytes, int]:
+    """Return a band loop's solution counts and nodes; exit if any answer fails the kind's verify."""
+    name = "band-configs" if configs else "band-triads"
+    counts, solutions, nodes = sudoku_bands.count_batch(packed(grids), 2, configs)
     for i, grid in enumerate(grids):
         if not counts[i]:
-            raise SystemExit(f"band-triads found no solution for {grid}")
+            raise SystemExit(f"{name} found no solution for {grid}")
         answer = solutions[i * 81 : (i + 1) * 81].decode()
         if (why := KIND.verify(parse({"grid": grid}), answer)) is not None:
-            raise SystemExit(f"band-triads answer to {grid} fails verify: {why}")
+            raise SystemExit(f"{name} answer to {grid} fails verify: {why}")
     return counts, nodes
 
 
@@ -95,11 +99,11 @@ def tdoku_counts(library: Path, grids: list[str]) -> list[int]:
     return [solve(grid.encode(), 2, 0, out, ctypes.byref(guesses)) for grid in grids]
 
 
-def time_bands(data: bytes, seconds: float) -> float:
+def time_bands(data: bytes, seconds: float, configs: bool) -> float:
     """Return the mean time of one pass over the set, passes repeated for at least seconds (as tdoku's)."""
     passes, t0 = 0, time.perf_counter()
     while True:
-        sudoku_bands.count_batch(data, 2)
+        sudoku_bands.count_batch(data, 2, configs)
         passes += 1
         elapsed = time.perf_counter() - t0
         if elapsed >= seconds:
@@ -126,24 +130,27 @@ def time_tdoku(run_benchmark: Path, path: Path, n: int, seconds: int) -> tuple[f
 
 def measure(name: str, build: Path, rounds: int, seconds: int) -> Row:
     grids = read_set(name)
-    counts, nodes = checked_counts(grids)
+    counts, configs_nodes = checked_counts(grids, configs=True)
+    triads_counts, nodes = checked_counts(grids, configs=False)
     theirs = tdoku_counts(build / "libtdoku_shared.so", grids)
-    if list(counts) != theirs:
-        differ = sum(a != b for a, b in zip(counts, theirs, strict=True))
-        raise SystemExit(f"{name}: tdoku and band-triads disagree on {differ} solution counts")
+    for ours, loop in ((counts, "band-configs"), (triads_counts, "band-triads")):
+        if list(ours) != theirs:
+            differ = sum(a != b for a, b in zip(ours, theirs, strict=True))
+            raise SystemExit(f"{name}: tdoku and {loop} disagree on {differ} solution counts")
     data = packed(grids)
     cells = [data[i : i + 81] for i in range(0, len(data), 81)]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.txt"  # tdoku reads '.' blanks only, one puzzle a line
         path.write_text("\n".join(grids) + "\n")
-        bands = prop = tdoku = float("inf")
+        configs = bands = prop = tdoku = float("inf")
         guesses = 0.0
         for _ in range(rounds):
-            bands = min(bands, time_bands(data, seconds))
+            configs = min(configs, time_bands(data, seconds, configs=True))
+            bands = min(bands, time_bands(data, seconds, configs=False))
             prop = min(prop, time_propagate(cells))
             t, guesses = time_tdoku(build / "run_benchmark", path, len(grids), seconds)
             tdoku = min(tdoku, t)
-    return Row(name, len(grids), bands, nodes, prop, tdoku, guesses)
+    return Row(name, len(grids), configs, configs_nodes, bands, nodes, prop, tdoku, guesses)
 
 
 def machine() -> str:
@@ -169,31 +176,33 @@ def main(argv: list[str] | None = None) -> int:
         row = measure(name, build, args.rounds, args.seconds)
         rows.append(row)
         print(
-            f"{name:10} {row.puzzles:6} bands {row.bands_s:8.4f} s  propagate {row.propagate_s:8.4f} s  "
-            f"tdoku {row.tdoku_s:8.4f} s  ratio {row.bands_s / row.tdoku_s:5.2f}",
+            f"{name:10} {row.puzzles:6} configs {row.configs_s:8.4f} s  triads {row.bands_s:8.4f} s  "
+            f"propagate {row.propagate_s:8.4f} s  tdoku {row.tdoku_s:8.4f} s  "
+            f"ratio {row.configs_s / row.tdoku_s:5.2f}",
             flush=True,
         )
     lines = [
-        "# Sudoku: band-triads against tdoku, counting solutions to two",
+        "# Sudoku: band-configs (and band-triads) against tdoku, counting solutions to two",
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}.",
         f"`{' '.join(sys.argv)}`; tdoku build: `{build}`.",
         "",
-        "| set | puzzles | band-triads s | nodes | tdoku s | tdoku guesses / puzzle | band-triads / tdoku "
-        "| propagate s (a C call per puzzle) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| set | puzzles | band-configs s | nodes | tdoku s | tdoku guesses / puzzle | band-configs / tdoku "
+        "| band-triads s | nodes | band-triads / tdoku | propagate s (a C call per puzzle) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(
-            f"| {r.set} | {r.puzzles:,} | {r.bands_s:.4f} | {r.bands_nodes:,} | {r.tdoku_s:.4f} | "
-            f"{r.tdoku_guesses:.2f} | {r.bands_s / r.tdoku_s:.2f}x | {r.propagate_s:.4f} |"
+            f"| {r.set} | {r.puzzles:,} | {r.configs_s:.4f} | {r.configs_nodes:,} | {r.tdoku_s:.4f} | "
+            f"{r.tdoku_guesses:.2f} | {r.configs_s / r.tdoku_s:.2f}x | {r.bands_s:.4f} | {r.bands_nodes:,} | "
+            f"{r.bands_s / r.tdoku_s:.2f}x | {r.propagate_s:.4f} |"
         )
     lines += [
         "",
         f"Best of {args.rounds} alternating rounds; in a round each side repeats passes over the set for "
         f"{args.seconds} s and gives the mean pass (tdoku: its run_benchmark, after a 1 s warm-up). "
-        "Every band-triads answer "
-        "passed `verify`; tdoku's solution counts (up to 2) equal band-triads' on every puzzle.",
+        "Every band-configs and band-triads answer passed `verify`; tdoku's solution counts (up to 2) "
+        "equal both loops' on every puzzle.",
     ]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

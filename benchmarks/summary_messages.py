@@ -1,7 +1,7 @@
 """What the example messages cost `report summary`: the summary timed whole, and its message queries alone.
 
-    python benchmarks/seed_attempts.py sqlite:////tmp/bench.db --runs 20
-    python benchmarks/summary_messages.py sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench
+    python -m benchmarks.seed_attempts sqlite:////tmp/bench.db --runs 20
+    python -m benchmarks.summary_messages sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench
 
 The message queries are timed with the per-status count they need (which the summary
 makes anyway), so their share is an upper bound. Median of --reps calls, alternating
@@ -10,20 +10,16 @@ the two, each in a new session, on the seeded runs in turn.
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
-from sqlalchemy import func, select  # noqa: E402
-from sqlalchemy.orm import Session  # noqa: E402
-
-from packsolve.db.models import Attempt, Run  # noqa: E402
-from packsolve.db.session import get_engine, safe_url, session_scope  # noqa: E402
-from packsolve.report import summary  # noqa: E402
+from benchmarks.harness import parser
+from packsolve.db.models import Attempt, Run
+from packsolve.db.session import get_engine, safe_url, session_scope
+from packsolve.report import summary
 
 
 def message_queries(session: Session, run: Run) -> None:
@@ -40,10 +36,10 @@ def message_queries(session: Session, run: Run) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("urls", nargs="+")
-    parser.add_argument("--reps", type=int, default=7)
-    args = parser.parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("urls", nargs="+")
+    ap.add_argument("--reps", type=int, default=7)
+    args = ap.parse_args()
     for url in args.urls:
         engine = get_engine(url)
         with session_scope(engine) as session:

@@ -19,7 +19,7 @@ from tests.support.chaos_pack import chaos_env  # noqa: F401  (a fixture, for ev
 from tests.support.cluster import _netns_cluster_session, netns_cluster  # noqa: F401  (fixtures)
 from tests.support.compose_stack import compose_up, docker  # noqa: F401  (fixtures)
 from tests.support.dashboard import browser, page  # noqa: F401  (fixtures: headless Chromium, a page in it)
-from tests.support.fencing import any_broker  # noqa: F401  (a fixture: Redis or RabbitMQ of the test's own)
+from tests.support.fencing import any_broker, either_engine  # noqa: F401  (fixtures: a broker, a database of the test's own)
 from tests.support.plugins import install  # noqa: F401  (a fixture: distributions put on sys.path)
 from tests.support.services import Worker, postgres_database, redis_server
 

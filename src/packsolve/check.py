@@ -12,10 +12,11 @@ from sqlalchemy import Engine
 
 from packsolve.db.session import get_engine, session_scope
 from packsolve.errors import OptionError
-from packsolve.execution.programs import ProgramMissing, resolve
+from packsolve.external.declaration import ExternalSolver
+from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.planning import Plan, check_distributed, choose_chunk_size, max_chunk_for, plan_request
 from packsolve.request import Request, check_jobs
-from packsolve.solvers import ExternalSolver
+from packsolve.settings import DEFAULT_VISIBILITY_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,13 @@ def check_pack(
     request: Request,
     jobs: int | None = None,
     chunk_size: int = 0,
+    visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> PackCheck:
     """Read and plan the pack as solve and submit would; raise PlanError or OptionError as they would.
 
     engine: the results database if one exists (its history sets the chunk size as
-    submit's would); None reads none. Nothing is written anywhere.
+    submit's would); None reads none. visibility_timeout: the settings' (seconds), which
+    bounds what a task may carry as submit's does. Nothing is written anywhere.
     """
     processes = check_jobs(jobs)
     plan = plan_request(paths, request)
@@ -60,18 +63,25 @@ def check_pack(
         entry["heuristics"] = dict(entry["heuristics"])
     problem = None
     try:
-        check_distributed(request.limits, chunk_size)
+        check_distributed(request.limits, visibility_timeout, chunk_size)
     except OptionError as exc:  # only submit would refuse these limits; solve runs them
         problem = str(exc)
-    specs = plan.specs(request.limits)
+    specs = plan.pending(request.limits)
     sizes = {p.level.hash: p.level.size for p in plan.attempts}
     with session_scope(engine or get_engine("sqlite://")) as session:
-        size = chunk_size or (choose_chunk_size(session, specs, sizes) if specs else 1)
-    size = min(size, max_chunk_for(request.limits))
+        size = chunk_size or (choose_chunk_size(session, specs, sizes, visibility_timeout) if specs else 1)
+    size = min(size, max_chunk_for(request.limits, visibility_timeout))
     return PackCheck(
-        plan, request, dict(sorted(per_kind.items())), invalid, processes, size,
-        math.ceil(len(specs) / size) if specs else 0, problem, engine is not None,
-    )  # fmt: skip
+        plan,
+        request,
+        dict(sorted(per_kind.items())),
+        invalid,
+        processes,
+        size,
+        math.ceil(len(specs) / size) if specs else 0,
+        problem,
+        engine is not None,
+    )
 
 
 def program_problem(solver: ExternalSolver) -> str | None:
@@ -103,12 +113,12 @@ def as_json(check: PackCheck) -> dict[str, Any]:
             "time_limit": limits.time_limit,
             "node_limit": limits.node_limit,
             "memory_limit_mb": limits.memory_limit_mb,
-        },  # fmt: skip
+        },
         "local": {"processes": check.processes},
         "distributed": {
             "chunk_size": check.chunk_size,
             "tasks": check.tasks,
             "problem": check.distributed_problem,
             "from_history": check.history,
-        },  # fmt: skip
+        },
     }

@@ -1,18 +1,24 @@
 """The errors a user can cause and fix: the only ones the CLI turns into a one-line message.
 
 Anything else that escapes a command is a bug in packsolve and keeps its traceback.
-Each error carries the exit code the CLI leaves with: 2 for a usage error (a bad option, a
-path that does not exist, an unknown run), 1 for a run that could not be carried out (the
-broker or the database cannot be reached).
+One subclass per exit code the CLI leaves with (cli/group.py maps them once): ``UsageError``, 2,
+for a command asked something that cannot work (a bad option, a path that does not exist, an
+unknown run); ``ServiceError``, 1, for a run that could not be carried out (the broker or the
+database cannot be reached). Every error below derives from one of the two.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class PacksolveError(Exception):
-    """Something the user can fix; str() is the whole message, one line, saying what would work."""
+    """Something the user can fix; str() is the whole message, one line, saying what would work.
 
-    exit_code = 1
+    Raised as one of its subclasses below, whose class gives the exit code.
+    """
+
+    exit_code: ClassVar[int] = 1
 
     def __str__(self) -> str:
         # KeyError-style quoting never applies: the message is shown as written.
@@ -23,6 +29,12 @@ class UsageError(PacksolveError):
     """The command was asked something that cannot work as given; exit code 2."""
 
     exit_code = 2
+
+
+class ServiceError(PacksolveError):
+    """A service the command needs (the broker, the database) cannot be reached or used; exit code 1."""
+
+    exit_code = 1
 
 
 class LevelError(UsageError, ValueError):
@@ -81,11 +93,11 @@ class ReportError(UsageError):
     """A report cannot be made as asked (a run named twice, a run not among those compared)."""
 
 
-class BrokerError(PacksolveError):
+class BrokerError(ServiceError):
     """The broker cannot be reached or read."""
 
 
-class DatabaseError(PacksolveError):
+class DatabaseError(ServiceError):
     """The database cannot be reached or used."""
 
 

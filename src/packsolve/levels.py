@@ -25,6 +25,8 @@ MESSAGE_CHARS = 300
 # What a kind's parser (or a plug-in's) may raise on malformed input: that level's invalid, never a crash.
 PARSE_FAILURES = (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, RecursionError)
 JSON_SUFFIXES = (".json",)
+# A level id a native format gives (a .slide line's first token) names the level FILE:ID up to this.
+MAX_ID = 64
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
 
@@ -182,7 +184,7 @@ def _files_under(root: Path) -> list[Path]:
 def _skip_reason(path: Path) -> str | None:
     """Return why a file in a pack directory is not read (None: it is read)."""
     if not is_level_file(path):
-        return f"not a level file ({path.suffix or 'no extension'})"
+        return f"not a level file ({path.suffix or 'no extension'}){broken_kinds_note()}"
     try:
         mode = path.stat().st_mode
     except OSError:
@@ -192,6 +194,16 @@ def _skip_reason(path: Path) -> str | None:
     if _is_empty(path):
         return "empty"
     return None
+
+
+def broken_kinds_note() -> str:
+    """Return '; ' and why each installed plug-in kind failed to load, or '' when none did.
+
+    A broken plug-in's file formats are unknown, so its files look like no level file at all:
+    saying that the plug-in failed (and why) is what lets the user fix the right thing.
+    """
+    broken = [source.error for source in KINDS.sources() if source.error and source.origin != "built-in"]
+    return "".join(f"; {why}" for why in broken)
 
 
 def file_type(mode: int) -> str:
@@ -425,14 +437,19 @@ def _read_format(name: str, text: str, format_kind: str, suffix: str) -> Iterato
         yield invalid_level(name, text, f"no {format_kind} level found in the file", format_kind)
         return
     single = len(entries) == 1
+    ids: set[str] = set()
     for line, raw in entries:
         where = name if single else f"{name}:{line}"
         if isinstance(raw, LevelError):
             if raw.line is None:
                 raw.line = line
             yield invalid_level(where, f"{name}:{line}", str(raw), format_kind)
-        else:
-            yield make_level(where, {**raw, "kind": format_kind}, format_kind)
+            continue
+        level_id = raw.get("id") if isinstance(raw, Mapping) else None
+        if isinstance(level_id, str) and level_id and level_id not in ids and len(level_id) <= MAX_ID:
+            ids.add(level_id)  # a repeated id keeps FILE:LINE: a name must find one level
+            where = f"{name}:{level_id}"
+        yield make_level(where, {**raw, "kind": format_kind}, format_kind)
 
 
 def _json_type(value: Any) -> str:

@@ -10,9 +10,10 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -22,6 +23,7 @@ from packsolve.db.models import utcnow
 from packsolve.db.session import session_scope
 from packsolve.execution import AttemptSpec, execute_attempts, solution_length
 from packsolve.outcome import Outcome
+from packsolve.queue.protocol import PendingAttempt
 
 # Results are written in batches: one transaction per result would make SQLite the bottleneck.
 FLUSH_EVERY_S = 0.5
@@ -81,15 +83,106 @@ def _attempts(specs: list[AttemptSpec]) -> list[tuple[Outcome, str, datetime, da
     return out
 
 
+class _StopSignals:
+    """Ctrl-C (SIGINT) and `kill PID` (SIGTERM) during a local run, raised only where it is safe.
+
+    A KeyboardInterrupt raised at any bytecode can land inside a database write: SQLAlchemy's
+    pool then prints a traceback of its own while resetting the connection. So the handlers
+    raise only while the loop waits on the pool; a signal that arrives elsewhere is kept and
+    raised at the next wait. In a thread other than the main one no handler can be set: the
+    caller's own signal handling applies.
+    """
+
+    def __init__(self) -> None:
+        self.requested: int | None = None
+        self.waiting = False
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        # Only where ours is still set: after a stop both signals stay ignored, so a second Ctrl-C
+        # cannot cut short the caller's marking of the rest (solve_local restores them after).
+        for sig, handler in self.previous.items():
+            if handler is not None and signal.getsignal(sig) == self._handle:
+                signal.signal(sig, handler)
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        self.requested = signum
+        if self.waiting:
+            raise KeyboardInterrupt(f"signal {signum}")
+
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """The one place a stop may be raised: a signal kept from before is raised on entry."""
+        if self.requested is not None:
+            raise KeyboardInterrupt(f"signal {self.requested}")
+        self.waiting = True
+        try:
+            yield
+        finally:
+            self.waiting = False
+
+
+class _Recorder:
+    """The solve process's side of a local run: results buffered and written in batches, a cancel noticed."""
+
+    def __init__(self, engine: Engine, run_id: int, on_result: Callable[[str, Outcome], None] | None) -> None:
+        self.engine = engine
+        self.run_id = run_id
+        self.on_result = on_result
+        self.buffer: list[Result] = []
+        self.last_flush = self.last_check = time.monotonic()
+
+    def add(
+        self, hashes: list[str], results: list[tuple[Outcome, str, datetime, datetime, int | None]]
+    ) -> None:
+        """Buffer the results of a chunk (its level hashes, in order) and report each to on_result."""
+        for level_hash, (outcome, worker, started, finished, length) in zip(hashes, results, strict=True):
+            self.buffer.append(Result(self.run_id, level_hash, outcome, length, worker, started, finished))
+            if self.on_result is not None:
+                self.on_result(level_hash, outcome)
+
+    def flush(self) -> None:
+        """Write the buffered results in one transaction."""
+        if self.buffer:
+            with session_scope(self.engine) as session:
+                # Results finished before a cancel reached this loop are still results: they replace
+                # the "cancelled before it ran" that cancel wrote over their still-queued rows.
+                written = record(session, self.buffer)
+                if written < len(self.buffer):
+                    record_over_cancel(session, self.buffer)
+            self.buffer.clear()
+        self.last_flush = time.monotonic()
+
+    def flush_if_due(self) -> None:
+        """Write the buffer once it holds FLUSH_EVERY_N results or is FLUSH_EVERY_S old."""
+        if len(self.buffer) >= FLUSH_EVERY_N or time.monotonic() - self.last_flush >= FLUSH_EVERY_S:
+            self.flush()
+
+    def check_cancelled(self) -> None:
+        """Raise Stopped('cancelled') once `packsolve cancel` marked the run (read every CANCEL_CHECK_S)."""
+        if time.monotonic() - self.last_check < CANCEL_CHECK_S:
+            return
+        self.last_check = time.monotonic()
+        with session_scope(self.engine) as session:
+            if was_cancelled(session, self.run_id):
+                raise Stopped("cancelled", [])
+
+
 def run_local(
     engine: Engine,
     run_id: int,
-    specs: list[tuple[str, str, AttemptSpec]],
+    pending: list[PendingAttempt],
     jobs: int,
     chunk_size: int,
     on_result: Callable[[str, Outcome], None] | None = None,
 ) -> None:
-    """Run specs (level hash, name, spec) with jobs processes, recording each result.
+    """Run the pending attempts with jobs processes, recording each result.
 
     Each pool task is a chunk of chunk_size attempts, so tiny levels share one
     solver child. The run is read every CANCEL_CHECK_S: once `packsolve cancel`
@@ -100,71 +193,52 @@ def run_local(
     # forkserver: the pool's processes must not inherit this process's threads or DB connections.
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["packsolve.execution"])
-    buffer: list[Result] = []
-    last_flush = last_check = time.monotonic()
-    futures: dict[Future, list[str]] = {}
-
-    def flush() -> None:
-        nonlocal last_flush
-        if buffer:
-            with session_scope(engine) as session:
-                # Results finished before a cancel reached this loop are still results: they replace
-                # the "cancelled before it ran" that cancel wrote over their still-queued rows.
-                written = record(session, buffer)
-                if written < len(buffer):
-                    record_over_cancel(session, buffer)
-            buffer.clear()
-        last_flush = time.monotonic()
-
-    def harvest(fut: Future) -> None:
-        hashes = futures.pop(fut)
-        for level_hash, (outcome, worker, started, finished, length) in zip(
-            hashes, fut.result(), strict=True
-        ):
-            buffer.append(Result(run_id, level_hash, outcome, length, worker, started, finished))
-            if on_result is not None:
-                on_result(level_hash, outcome)
-
+    recorder = _Recorder(engine, run_id, on_result)
+    futures: dict[Future, list[str]] = {}  # a chunk's future: its level hashes
     pool = ProcessPoolExecutor(
         max_workers=max(1, jobs), mp_context=ctx, initializer=_die_with, initargs=(os.getpid(),)
     )
-    try:
-        chunks = [specs[i : i + chunk_size] for i in range(0, len(specs), chunk_size)]
-        queue = list(reversed(chunks))
-        # Keep only a few tasks per process in flight so a stop loses little.
-        window = max(1, jobs) * 2
-        while queue or futures:
-            while queue and len(futures) < window:
-                chunk = queue.pop()
-                futures[pool.submit(_attempts, [spec for _, _, spec in chunk])] = [h for h, _, _ in chunk]
-            done, _ = wait(futures, timeout=FLUSH_EVERY_S, return_when=FIRST_COMPLETED)
-            for fut in done:
-                harvest(fut)
-            if len(buffer) >= FLUSH_EVERY_N or time.monotonic() - last_flush >= FLUSH_EVERY_S:
-                flush()
-            if time.monotonic() - last_check >= CANCEL_CHECK_S:
-                last_check = time.monotonic()
-                with session_scope(engine) as session:
-                    if was_cancelled(session, run_id):
-                        raise Stopped("cancelled", [])
-        flush()
-    except (KeyboardInterrupt, Stopped) as exc:
-        # A second Ctrl-C (or kill) must not cut the writing of what finished short.
-        with contextlib.suppress(ValueError):  # not the main thread: no signal handlers to set
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        _kill(pool)
-        for fut in [f for f in futures if f.done() and not f.cancelled() and f.exception() is None]:
-            harvest(fut)
-        flush()
-        reason = exc.reason if isinstance(exc, Stopped) else "interrupted"
-        raise Stopped(reason, [h for hashes in futures.values() for h in hashes]) from None
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        flush()
-        raise
-    else:
-        pool.shutdown(wait=True)
+    with _StopSignals() as signals:
+        try:
+            chunks = [pending[i : i + chunk_size] for i in range(0, len(pending), chunk_size)]
+            queue = list(reversed(chunks))
+            # Keep only a few tasks per process in flight so a stop loses little.
+            window = max(1, jobs) * 2
+            while queue or futures:
+                while queue and len(futures) < window:
+                    chunk = queue.pop()
+                    futures[pool.submit(_attempts, [p.spec for p in chunk])] = [p.level_hash for p in chunk]
+                with signals.interruptible():
+                    done, _ = wait(futures, timeout=FLUSH_EVERY_S, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    recorder.add(futures.pop(fut), fut.result())
+                recorder.flush_if_due()
+                recorder.check_cancelled()
+            recorder.flush()
+        except (KeyboardInterrupt, Stopped) as exc:
+            reason = exc.reason if isinstance(exc, Stopped) else "interrupted"
+            raise _stop(pool, futures, recorder, reason) from None
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            recorder.flush()
+            raise
+        else:
+            pool.shutdown(wait=True)
+
+
+def _stop(
+    pool: ProcessPoolExecutor, futures: dict[Future, list[str]], recorder: _Recorder, reason: str
+) -> Stopped:
+    """Kill the pool, write what finished, and return the Stopped to raise (naming what was running)."""
+    # A second Ctrl-C (or kill) must not cut the writing of what finished short.
+    with contextlib.suppress(ValueError):  # not the main thread: no signal handlers to set
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _kill(pool)
+    for fut in [f for f in futures if f.done() and not f.cancelled() and f.exception() is None]:
+        recorder.add(futures.pop(fut), fut.result())
+    recorder.flush()
+    return Stopped(reason, [h for hashes in futures.values() for h in hashes])
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:

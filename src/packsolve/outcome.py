@@ -31,6 +31,10 @@ PENDING = frozenset({Status.QUEUED, Status.RUNNING})
 FINAL = frozenset(s for s in Status if s.final)
 # Outcomes that count as "the solver finished its job" in summaries.
 SUCCESS = frozenset({Status.SOLVED, Status.NO_SOLUTION})
+# The same as the strings the attempts' status column holds, for SQL filters.
+SUCCESS_VALUES = frozenset(s.value for s in SUCCESS)
+# Attempts that never ran a solver: they carry no time and no PAR-2 score.
+NOT_RUN_VALUES = frozenset(s.value for s in (Status.QUEUED, Status.RUNNING, Status.INVALID, Status.CANCELLED))
 
 
 @dataclass(frozen=True)

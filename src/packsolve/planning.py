@@ -19,42 +19,44 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from packsolve.db.history import level_facts, past_times, recent_wall_times
-from packsolve.db.programs import recorded
 from packsolve.db.reconcile import attempts_with_levels
-from packsolve.db.runs import PlannedAttempt
+from packsolve.db.runs import PlannedAttempt, Provenance
 from packsolve.errors import OptionError, PlanError, UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, Limits
+from packsolve.external.declaration import (
+    ExternalSolver,
+    Solvers,
+    declared_in,
+    for_kind,
+    heuristic_of,
+    program_for,
+)
 from packsolve.levels import (
     DEFAULT_MAX_BYTES,
     Level,
     SkippedFile,
+    broken_kinds_note,
     file_type,
     is_level_file,
     level_file_suffixes,
     read_levels,
 )
 from packsolve.puzzles import KINDS, get_kind, kind_provenance
-from packsolve.queue.protocol import visibility_timeout
-
-# Planning's names since before request.py held them: importable from here still.
-from packsolve.request import HeuristicChoice as HeuristicChoice
-from packsolve.request import Request as Request
-from packsolve.request import check_jobs as check_jobs
-from packsolve.request import limits_from_options as limits_from_options
-from packsolve.solvers import ExternalSolver, Solvers, declared_in, for_kind, heuristic_of, program_for
-
-# (level hash, name, spec): one attempt as the planner hands it to the queue or the local pool.
-Spec = tuple[str, str, AttemptSpec]
+from packsolve.queue.protocol import PendingAttempt
+from packsolve.request import HeuristicChoice, Request
+from packsolve.settings import DEFAULT_VISIBILITY_TIMEOUT
 
 
-def check_distributed(limits: Limits, chunk_size: int = 0) -> None:
-    """Raise OptionError if a task under these limits could outlive the broker's visibility timeout."""
+def check_distributed(limits: Limits, visibility_timeout: int, chunk_size: int = 0) -> None:
+    """Raise OptionError if a task under these limits could outlive the broker's visibility timeout
+    (seconds, the settings' visibility_timeout)."""
     hard = limits.hard_time()
-    if hard is not None and hard > visibility_timeout() / 2:
-        hours = visibility_timeout() / 2 / 3600
+    if hard is not None and hard > visibility_timeout / 2:
+        hours = visibility_timeout / 2 / 3600
         raise OptionError("--time-limit", f"must stay below {hours:g} hours (Redis visibility timeout)")
-    if chunk_size > max_chunk_for(limits):
-        raise OptionError("--chunk-size", f"at most {max_chunk_for(limits)} per task under this time limit")
+    most = max_chunk_for(limits, visibility_timeout)
+    if chunk_size > most:
+        raise OptionError("--chunk-size", f"at most {most} per task under this time limit")
 
 
 @dataclass(frozen=True)
@@ -76,22 +78,21 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # what a user should know (a heuristic not applied)
     reading: Reading = field(default_factory=Reading)
     programs: Mapping[str, ExternalSolver] = field(default_factory=dict)  # the external solvers it uses
+    paths: tuple[str, ...] = ()  # the paths read, as given (none for a rerun's plan)
 
-    def specs(self, limits: Limits) -> list[Spec]:
-        """Return (level hash, name, spec) for the valid levels, in pack order: a new run's pending."""
-        return [(p.level.hash, p.level.name, self.spec(p, limits)) for p in self.attempts if p.level.valid]
+    def pending(self, limits: Limits) -> list[PendingAttempt]:
+        """Return the attempts of the valid levels, in pack order: a new run's pending."""
+        valid = [p for p in self.attempts if p.level.valid]
+        return [PendingAttempt(p.level.hash, self.spec(p, limits), p.level.name) for p in valid]
 
     def spec(self, p: PlannedAttempt, limits: Limits) -> AttemptSpec:
         """Return the spec of one planned attempt; an external solver's declaration travels with it."""
         return attempt_spec(p.level.kind, p.heuristic, p.level.data, limits, self.programs)
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> Provenance:
         """Return what the run records of what it used: its kinds' sources and versions, its programs."""
         kinds = {p.level.kind for p in self.attempts if p.level.valid}
-        return {
-            "kinds": kind_provenance(kinds),
-            "solvers": {name: solver.to_json() for name, solver in sorted(self.programs.items())},
-        }
+        return Provenance(kind_provenance(kinds), declarations(self.programs))
 
 
 def check_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -111,7 +112,10 @@ def check_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
             raise PlanError(f"{path} is {what}, not a regular file: give a pack directory or level files")
         if p.is_file() and not is_level_file(p):
             suffixes = ", ".join(level_file_suffixes())
-            raise PlanError(f"{path} is not a level file: level files end in {suffixes} (or give a folder)")
+            raise PlanError(
+                f"{path} is not a level file: level files end in {suffixes} (or give a folder)"
+                f"{broken_kinds_note()}"
+            )
         out.append(str(path))
     return out
 
@@ -151,7 +155,9 @@ def plan_run(
     reading = Reading(skipped, duplicates, dict(sorted(other_kinds.items())), kind)
     if not levels:
         raise PlanError(_nothing_to_run(given, reading))
-    return replace(plan_levels(levels, heuristic, len(duplicates), solvers), reading=reading)
+    return replace(
+        plan_levels(levels, heuristic, len(duplicates), solvers), reading=reading, paths=tuple(given)
+    )
 
 
 def plan_request(paths: Iterable[str | os.PathLike[str]], request: Request) -> Plan:
@@ -241,18 +247,24 @@ HISTORY = 1000
 SAMPLE = 200
 
 
-def choose_chunk_size(session: Session, specs: Sequence[Spec], sizes: Mapping[str, int] | None = None) -> int:
+def choose_chunk_size(
+    session: Session,
+    pending: Sequence[PendingAttempt],
+    sizes: Mapping[str, int] | None = None,
+    visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT,
+) -> int:
     """Return attempts per task so that a task takes about TARGET_TASK_S; 1 for an empty run.
 
     Each (kind, heuristic) is estimated from the median wall time of its last
     HISTORY final attempts, or from its levels' sizes when it has none (sizes:
     by level hash, for levels not in the database yet, as `check` has them); the
     pack's mean estimate sets the chunk size, capped so the run still makes at
-    least MIN_TASKS tasks.
+    least MIN_TASKS tasks, and a task's hard limits within half the broker's
+    visibility_timeout (the settings'; a local run has no broker: the default).
     """
     groups: dict[tuple[str, str], list[str]] = {}
-    for level_hash, _name, spec in specs:
-        groups.setdefault((spec.kind, spec.heuristic), []).append(level_hash)
+    for p in pending:
+        groups.setdefault((p.spec.kind, p.spec.heuristic), []).append(p.level_hash)
     if not groups:
         return 1
     total = 0.0
@@ -269,61 +281,70 @@ def choose_chunk_size(session: Session, specs: Sequence[Spec], sizes: Mapping[st
                 known = sorted(size for size, _ in level_facts(session, sample).values())
             per_level = SECONDS_PER_SIZE_UNIT * (known[len(known) // 2] if known else 0)
         total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
-    mean = total / len(specs)
-    chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean), max_chunk_for(specs[0][2].limits)))
-    return max(1, min(chunk, len(specs) // MIN_TASKS))
+    mean = total / len(pending)
+    most = max_chunk_for(pending[0].spec.limits, visibility_timeout)
+    chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean), most))
+    return max(1, min(chunk, len(pending) // MIN_TASKS))
 
 
-def max_chunk_for(limits: Limits) -> int:
-    """Return the most attempts one task may carry: all at their hard limit within half the visibility.
+def max_chunk_for(limits: Limits, visibility_timeout: int) -> int:
+    """Return the most attempts one task may carry: all at their hard limit within half the visibility
+    timeout (seconds, the settings').
 
     Past the broker's visibility timeout the still-running task would be handed to another worker.
     """
     hard = limits.hard_time()
-    return MAX_CHUNK if hard is None else max(1, int(visibility_timeout() / 2 // hard))
+    return MAX_CHUNK if hard is None else max(1, int(visibility_timeout / 2 // hard))
 
 
 # --- ordering: longest processing time first -------------------------------------------------
 
+# Expected times under this are equal for the ordering: so short a level cannot lengthen the
+# makespan, and such levels then go in pack order, the order a worker's check of its tasks reads
+# ahead in (db.task_match.KnownAttempts: out of pack order, each one-level task cost two reads).
+LPT_FLOOR_S = 0.05
+
 
 def hardest_first(
-    session: Session, run_id: int, specs: list[Spec], sizes: Mapping[str, int] | None = None
-) -> list[Spec]:
-    """Return specs ordered longest-expected-first (LPT shortens the makespan of a run).
+    session: Session, run_id: int, pending: list[PendingAttempt], sizes: Mapping[str, int] | None = None
+) -> list[PendingAttempt]:
+    """Return the attempts ordered longest-expected-first (LPT shortens the makespan of a run).
 
     The levels' history in other runs is read from the database (their sizes
     too, unless given by hash); longest_first says how it is used.
     """
     if sizes is None:
-        facts = level_facts(session, [h for h, _, _ in specs], exclude_run=run_id)
+        facts = level_facts(session, [p.level_hash for p in pending], exclude_run=run_id)
     else:
         times = past_times(session, run_id)
-        facts = {h: (sizes.get(h, 0), times.get(h)) for h, _, _ in specs}
-    return longest_first(specs, facts)
+        facts = {p.level_hash: (sizes.get(p.level_hash, 0), times.get(p.level_hash)) for p in pending}
+    return longest_first(pending, facts)
 
 
-def longest_first(specs: list[Spec], facts: Mapping[str, tuple[int, float | None]]) -> list[Spec]:
-    """Return specs ordered longest-expected-first from facts ({hash: (size, past seconds or None)}).
+def longest_first(
+    pending: list[PendingAttempt], facts: Mapping[str, tuple[int, float | None]]
+) -> list[PendingAttempt]:
+    """Return the attempts ordered longest-expected-first from facts ({hash: (size, past seconds or None)}).
 
     A level's expected time is its best past time (fastest solved or proved
     attempt in any other run; a level that only ever ran out of time or memory
     counts as its longest such attempt). A level never seen gets the expected
     time of the known level of its kind nearest in size, so it goes in between;
-    with no history for its kind, the median of all known times. Ties: bigger
-    first, then pack order.
+    with no history for its kind, the median of all known times. Times under
+    LPT_FLOOR_S count as equal. Ties: bigger first, then pack order.
     """
     known = {h: t for h, (_, t) in facts.items() if t is not None}
     sizes = {h: size for h, (size, _) in facts.items()}
     if not known:
-        return sorted(specs, key=lambda s: -sizes.get(s[0], 0))
+        return sorted(pending, key=lambda p: -sizes.get(p.level_hash, 0))
     # Per kind, the longest known time at each size: of known levels equally near in size, the
     # longest wins. Sorted by size, the nearest sizes of an unseen level are found by bisection.
     longest: dict[str, dict[int, float]] = {}
-    for h, _, s in specs:
-        if h in known:
-            at = longest.setdefault(s.kind, {})
-            size = sizes.get(h, 0)
-            at[size] = max(at.get(size, known[h]), known[h])
+    for p in pending:
+        if p.level_hash in known:
+            at = longest.setdefault(p.spec.kind, {})
+            size = sizes.get(p.level_hash, 0)
+            at[size] = max(at.get(size, known[p.level_hash]), known[p.level_hash])
     points = {kind: sorted(at.items()) for kind, at in longest.items()}
     median = sorted(known.values())[len(known) // 2]
     guesses: dict[tuple[str, int], float] = {}
@@ -335,12 +356,13 @@ def longest_first(specs: list[Spec], facts: Mapping[str, tuple[int, float | None
             guesses[kind, size] = _nearest(points[kind], size)
         return guesses[kind, size]
 
-    keyed = [
-        (-(known[h] if h in known else guess(s.kind, sizes.get(h, 0))), -sizes.get(h, 0), i)
-        for i, (h, _, s) in enumerate(specs)
-    ]
+    def expected(p: PendingAttempt) -> float:
+        h = p.level_hash
+        return known[h] if h in known else guess(p.spec.kind, sizes.get(h, 0))
+
+    keyed = [(-max(expected(p), LPT_FLOOR_S), -sizes.get(p.level_hash, 0), i) for i, p in enumerate(pending)]
     keyed.sort()
-    return [specs[i] for _, _, i in keyed]
+    return [pending[i] for _, _, i in keyed]
 
 
 def _nearest(points: list[tuple[int, float]], size: int) -> float:
@@ -368,13 +390,18 @@ def attempt_spec(kind: str, heuristic: str, data: Any, limits: Limits, programs:
 
 def run_programs(run: Any, declared: Solvers | None = None) -> dict[str, ExternalSolver]:
     """Return the programs a stored run uses: those it recorded, each overridden by one declared now."""
-    return {**declared_in(recorded(run, "solvers")), **(declared or {})}
+    return {**declared_in(Provenance.of(run).solvers), **(declared or {})}
 
 
-def stored_specs(
+def declarations(programs: Mapping[str, ExternalSolver]) -> dict[str, Any]:
+    """Return the programs' declarations as a run records them (by name, JSON-ready)."""
+    return {name: program.to_json() for name, program in sorted(programs.items())}
+
+
+def stored_pending(
     session: Session, run: Any, hashes: Sequence[str], declared: Solvers | None = None
-) -> list[Spec]:
-    """Return specs for some attempts of a stored run (its limits, its levels), in pack order.
+) -> list[PendingAttempt]:
+    """Return some attempts of a stored run, to make again (its limits, its levels), in pack order.
 
     What resume runs and the scheduler sends again: an external solver's
     declaration, recorded with the run (or declared again now), travels again.
@@ -382,16 +409,19 @@ def stored_specs(
     limits = Limits(run.time_limit, run.node_limit, run.memory_limit_mb)
     programs = run_programs(run, declared)
     return [
-        (a.level_hash, a.name, attempt_spec(a.kind, a.heuristic, json.loads(lv.data), limits, programs))
+        PendingAttempt(
+            a.level_hash, attempt_spec(a.kind, a.heuristic, json.loads(lv.data), limits, programs), a.name
+        )
         for a, lv in attempts_with_levels(session, run.id, list(hashes))
     ]
 
 
-def check_runnable(run_id: int, specs: Sequence[Spec]) -> None:
-    """Raise PlanError naming a heuristic of specs that this machine can run neither built in nor declared."""
+def check_runnable(run_id: int, pending: Sequence[PendingAttempt]) -> None:
+    """Raise PlanError naming a heuristic of pending that this machine runs neither built in nor declared."""
+    specs = [p.spec for p in pending]
     # Only a declaration with its command runs here; a bare reference (name and digest) does not.
-    programs = {s.program.name: s.program for _, _, s in specs if isinstance(s.program, ExternalSolver)}
-    for kind, heuristic in sorted({(s.kind, s.heuristic) for _, _, s in specs}):
+    programs = {s.program.name: s.program for s in specs if isinstance(s.program, ExternalSolver)}
+    for kind, heuristic in sorted({(s.kind, s.heuristic) for s in specs}):
         try:
             heuristic_of(get_kind(kind), heuristic, programs)
         except (UnknownKind, UnknownHeuristic) as exc:

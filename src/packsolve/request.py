@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from packsolve import bounds
 from packsolve.errors import OptionError
 from packsolve.execution import Limits
+from packsolve.external.declaration import ExternalSolver
 from packsolve.levels import DEFAULT_MAX_BYTES
 from packsolve.outcome import Status
 from packsolve.puzzles import KINDS
-from packsolve.solvers import ExternalSolver
 
 
 @dataclass(frozen=True)
@@ -107,33 +107,38 @@ def check_label(label: str | None) -> str | None:
     return label
 
 
-def request_from_options(
-    kind: str | None,
-    heuristic: str | None,
-    time_limit: float | None,
-    node_limit: int | None,
-    memory_limit: int | None,
-    label: str | None,
-    max_file_mb: float = DEFAULT_MAX_BYTES / 2**20,
-    max_tries: int | None = None,
-    move_label: bool = False,
-) -> Request:
+@dataclass(frozen=True)
+class GivenOptions:
+    """A run's options as a command was given them, not checked yet (None: not given)."""
+
+    kind: str | None = None
+    heuristic: str | None = None
+    time_limit: float | None = None
+    node_limit: int | None = None
+    memory_limit: int | None = None
+    label: str | None = None
+    max_file_mb: float = DEFAULT_MAX_BYTES / 2**20
+    max_tries: int | None = None
+    move_label: bool = False
+
+
+def request_from_options(given: GivenOptions) -> Request:
     """Return the Request of a command's run options; raise OptionError or PlanError naming a bad one.
 
     Everything that can be checked without reading the pack or a database is
     checked here, before anything is created.
     """
-    if kind is not None and kind not in KINDS:
-        raise OptionError("--kind", f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
-    HeuristicChoice.parse(heuristic)
+    if given.kind is not None and given.kind not in KINDS:
+        raise OptionError("--kind", f"unknown kind {given.kind!r} (known: {', '.join(KINDS)})")
+    HeuristicChoice.parse(given.heuristic)
     return Request(
-        kind=kind,
-        heuristic=heuristic,
-        limits=limits_from_options(time_limit, node_limit, memory_limit),
-        label=check_label(label),
-        max_tries=check_max_tries(max_tries),
-        max_file_bytes=check_max_file_bytes(max_file_mb),
-        move_label=move_label,
+        kind=given.kind,
+        heuristic=given.heuristic,
+        limits=limits_from_options(given.time_limit, given.node_limit, given.memory_limit),
+        label=check_label(given.label),
+        max_tries=check_max_tries(given.max_tries),
+        max_file_bytes=check_max_file_bytes(given.max_file_mb),
+        move_label=given.move_label,
     )
 
 

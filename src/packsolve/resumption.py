@@ -1,29 +1,30 @@
 """Resuming runs: a local run stopped early, or a distributed one whose submit stopped, goes on into itself.
 
 Nothing here creates a run (runs.py does): the attempts left without a result are
-built again by planning.stored_specs, as rerun and the scheduler build them.
+built again by planning.stored_pending, as rerun and the scheduler build them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Engine
 
-from packsolve.db.local_runs import attempts_without_result, reopen, solver_alive
+from packsolve.db.level_stats import forget_run
+from packsolve.db.local_runs import Resume, attempts_without_result, reopen, solver_alive
 from packsolve.db.runs import pending_of, resolve_run
 from packsolve.db.session import redact, session_scope
 from packsolve.errors import PlanError
+from packsolve.external.declaration import Solvers
 from packsolve.outcome import Status
-from packsolve.planning import check_jobs, check_runnable, run_programs, stored_specs
+from packsolve.planning import check_runnable, declarations, run_programs, stored_pending
 from packsolve.queue.producer import check_broker
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
-from packsolve.report.level_stats import forget_run
+from packsolve.request import check_jobs
 from packsolve.runs import NewRun, NothingToRun, Sent, send
-from packsolve.solvers import Solvers
+from packsolve.runstate import RunMode
 
 
 def resume_local(
@@ -39,29 +40,26 @@ def resume_local(
     """
     with session_scope(engine) as session:
         run = resolve_run(session, ref)
-        if run.mode != "local":
+        if run.mode != RunMode.LOCAL:
             raise PlanError(f"run {run.id} is distributed: resume it with resume_distributed")
-        options = json.loads(run.options or "{}")
-        pid = options.get("pid")
         if run.finished_at is None and solver_alive(run):
             raise PlanError(
-                f"run {run.id} is still being solved by process {pid} on this machine; "
+                f"run {run.id} is still being solved by process {run.pid} on this machine; "
                 f"wait for it, or stop it with `packsolve cancel {run.id}` first"
             )
         rows = attempts_without_result(session, run.id)
         if not rows:
             raise NothingToRun(f"run {run.id} has a final result for every level: nothing to resume")
-        specs = stored_specs(session, run, [a.level_hash for a, _ in rows], solvers)
-        check_runnable(run.id, specs)
+        pending = stored_pending(session, run, [a.level_hash for a, _ in rows], solvers)
+        check_runnable(run.id, pending)
         processes = check_jobs(jobs if jobs is not None else run.concurrency)
-        resumed = [*options.get("resumed", []), {"argv": [redact(a) for a in argv], "levels": len(specs)}]
-        extra: dict[str, Any] = {"pid": os.getpid(), "resumed": resumed}
-        if solvers:  # declared again: a later resume or rerun finds them recorded
-            extra["solvers"] = {n: p.to_json() for n, p in sorted(run_programs(run, solvers).items())}
-        reopen(session, run.id, [h for h, _, _ in specs], extra)
+        # Programs declared again are recorded: a later resume or rerun finds them.
+        declared = declarations(run_programs(run, solvers)) if solvers else None
+        resume = Resume(os.getpid(), [redact(a) for a in argv], declared)
+        reopen(session, run.id, [p.level_hash for p in pending], resume)
         forget_run(session, run.id)  # its figures change: `hardest --all` must fold it again
         max_tries = run.max_tries or DEFAULT_MAX_TRIES
-        new = NewRun(run.id, "local", specs, run.total, 0, max_tries, [], resumed=True)
+        new = NewRun(run.id, RunMode.LOCAL, pending, run.total, 0, max_tries, [], resumed=True)
     return new, processes
 
 
@@ -76,8 +74,8 @@ def resume_distributed(
     with session_scope(engine) as session:
         run = resolve_run(session, ref)
         run_id, unsent = run.id, run.sent_at is None
-        hashes = [a.level_hash for a, _ in pending_of(session, run.id) if a.status == Status.QUEUED.value]
-        specs = stored_specs(session, run, hashes, solvers) if unsent else []
+        hashes = [a.level_hash for a, _ in pending_of(session, run.id) if a.status == Status.QUEUED]
+        pending = stored_pending(session, run, hashes, solvers) if unsent else []
         max_tries = run.max_tries or DEFAULT_MAX_TRIES
     if not unsent:
         raise PlanError(
@@ -88,4 +86,5 @@ def resume_distributed(
     check_broker(app)
     # Some of these tasks may be in the broker already (sent before the submit stopped): a worker
     # that meets an attempt twice runs it once, the second task finds it claimed or final.
-    return send(engine, app, NewRun(run_id, "distributed", specs, len(specs), 0, max_tries, []), chunk_size)
+    unsent_run = NewRun(run_id, RunMode.DISTRIBUTED, pending, len(pending), 0, max_tries, [])
+    return send(engine, app, unsent_run, chunk_size)

@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,17 +38,14 @@ from packsolve.db.session import redact, session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.errors import BrokerError, DatabaseError, OptionError, PlanError
 from packsolve.execution import Limits
+from packsolve.external.provenance import note_programs_run
 from packsolve.levels import Level
 from packsolve.localpool import Stopped, run_local
 from packsolve.outcome import Outcome, Status
 from packsolve.planning import (
-    HeuristicChoice,
     Plan,
     Reading,
-    Request,
-    Spec,
     check_distributed,
-    check_jobs,
     choose_chunk_size,
     hardest_first,
     plan_levels,
@@ -56,9 +53,9 @@ from packsolve.planning import (
     run_programs,
 )
 from packsolve.queue.producer import check_broker, enqueue
-from packsolve.queue.programs import note_programs_run
-from packsolve.queue.protocol import DEFAULT_MAX_TRIES, shown_broker
-from packsolve.request import RerunRequest as RerunRequest  # runs.RerunRequest, as before
+from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt, shown_broker
+from packsolve.request import HeuristicChoice, Request, RerunRequest, check_jobs
+from packsolve.runstate import RunMode
 
 
 @dataclass(frozen=True)
@@ -74,8 +71,8 @@ class NewRun:
     """A run just created: its id, its pending attempts in pack order, and what was skipped."""
 
     id: int
-    mode: str
-    specs: list[Spec]
+    mode: RunMode
+    pending: list[PendingAttempt]
     total: int  # attempts, invalid levels included
     duplicates: int
     max_tries: int
@@ -89,7 +86,7 @@ class NewRun:
     @property
     def invalid(self) -> int:
         """Return how many of the run's levels could not be read (0 for a resumed run: not counted)."""
-        return 0 if self.resumed else self.total - len(self.specs)
+        return 0 if self.resumed else self.total - len(self.pending)
 
 
 class NothingToRun(Exception):
@@ -127,45 +124,53 @@ class Interrupted(Exception):
         self.reason = reason
 
 
-def create(
-    engine: Engine,
-    plan: Plan,
-    request: Request,
-    mode: str,
-    argv: Sequence[str],
-    concurrency: int | None = None,
-    parent_id: int | None = None,
-    extra: dict[str, Any] | None = None,
-    carried: Carried = Carried(),
-) -> NewRun:
+@dataclass(frozen=True)
+class Origin:
+    """Where a new run comes from: the command that asked for it, and where it runs."""
+
+    mode: RunMode
+    argv: Sequence[str] = ()  # the command line as given (recorded with passwords masked)
+    options: Mapping[str, Any] = field(default_factory=dict)  # more to record: broker, rerun_of, statuses...
+    concurrency: int | None = None  # local processes
+    parent_id: int | None = None  # the run it reruns
+    carried: Carried = Carried()  # levels --skip-solved left out
+
+
+def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewRun:
     """Create the run's rows (every attempt exists from here on) and return it; the one way to make a run.
 
     The label is claimed first (OptionError if another run has it, unless the
     request moves it). A run with nothing to run (every level invalid) is finished at once.
     """
+    mode = origin.mode
     max_tries = request.max_tries or DEFAULT_MAX_TRIES
     limits = request.limits
-    if mode == "local":
-        extra = {**(extra or {}), "pid": os.getpid()}  # so resume can tell whether the run is still going
-    options = RunOptions(
+    # The command line as given, passwords masked: provenance, never a secret.
+    options = {
+        "argv": [redact(a) for a in origin.argv],
+        **({"paths": list(plan.paths)} if plan.paths else {}),
+    }
+    row = RunOptions(
         mode=mode,
         heuristic=str(HeuristicChoice.parse(request.heuristic)),
         kind=request.kind,
         time_limit=limits.time_limit,
         node_limit=limits.node_limit,
         memory_limit_mb=limits.memory_limit_mb,
-        concurrency=concurrency,
-        max_tries=max_tries if mode == "distributed" else request.max_tries,
+        concurrency=origin.concurrency,
+        max_tries=max_tries if mode == RunMode.DISTRIBUTED else request.max_tries,
         label=request.label,
-        parent_id=parent_id,
-        # The command line as given, passwords masked: provenance, never a secret. With it, the
-        # kinds used (source, version) and the external programs' declarations (they travel in tasks).
-        extra={"argv": [redact(a) for a in argv], **plan.provenance(), **(extra or {})},
+        parent_id=origin.parent_id,
+        options={**options, **origin.options},
+        # So resume can tell whether a local run is still going.
+        pid=os.getpid() if mode == RunMode.LOCAL else None,
+        # The kinds used (source, version) and the external programs' declarations (they travel in tasks).
+        provenance=plan.provenance(),
     )
     try:
         with session_scope(engine) as session:
             moved_from = claim_label(session, request.label, request.move_label)
-            run_id = create_run(session, plan.attempts, options)
+            run_id = create_run(session, plan.attempts, row)
             finish_run_if_done(session, run_id)
     except IntegrityError:
         # Another run took the label between the check and the insert.
@@ -173,34 +178,41 @@ def create(
             "--label", f"{request.label!r} was just taken by another run; choose another"
         ) from None
     return NewRun(
-        run_id, mode, plan.specs(limits), len(plan.attempts), plan.duplicates, max_tries, plan.notes,
-        plan.reading, carried, moved_from, sizes={p.level.hash: p.level.size for p in plan.attempts},
-    )  # fmt: skip
+        run_id,
+        mode,
+        plan.pending(limits),
+        len(plan.attempts),
+        plan.duplicates,
+        max_tries,
+        plan.notes,
+        plan.reading,
+        origin.carried,
+        moved_from,
+        sizes={p.level.hash: p.level.size for p in plan.attempts},
+    )
 
 
 def start_local(
     engine: Engine,
-    paths: Sequence[str],
+    plan: Plan,
     request: Request,
     jobs: int | None,
     argv: Sequence[str],
     skip_solved: bool = False,
-    plan: Plan | None = None,
 ) -> tuple[NewRun, int]:
-    """Plan paths (unless planned already) and create a local run; return it and its processes.
+    """Create a local run of the plan (plan_request's); return it and its processes.
 
     skip_solved leaves out levels already decided (solved, or proved to have
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
     jobs = check_jobs(jobs)
-    plan = plan or plan_request(paths, request)
     carried = Carried()
-    extra: dict[str, Any] = {"paths": list(paths)}
+    options: dict[str, Any] = {}
     if skip_solved:
         plan, carried = _without_settled(engine, plan)
-        extra["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
-    run = create(engine, plan, request, "local", argv, concurrency=jobs, extra=extra, carried=carried)
-    return run, jobs
+        options["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
+    origin = Origin(RunMode.LOCAL, argv, options, concurrency=jobs, carried=carried)
+    return create(engine, plan, request, origin), jobs
 
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
@@ -236,20 +248,20 @@ def solve_local(
     the attempts with none are marked cancelled (saying whether they had
     started), the run is finished, and Interrupted is raised.
     """
-    if not run.specs:
+    if not run.pending:
         return
     if chunk_size is None:
         with session_scope(engine) as session:
-            chunk_size = choose_chunk_size(session, run.specs)
+            chunk_size = choose_chunk_size(session, run.pending)
         # Every process needs a few chunks, or one slow chunk decides the run's end.
-        chunk_size = max(1, min(chunk_size, -(-len(run.specs) // (jobs * 4))))
-    note_programs_run(engine, run.id, f"local@{socket.gethostname()}", [spec for _, _, spec in run.specs])
+        chunk_size = max(1, min(chunk_size, -(-len(run.pending) // (jobs * 4))))
+    note_programs_run(engine, run.id, f"local@{socket.gethostname()}", [p.spec for p in run.pending])
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     with contextlib.suppress(ValueError):  # not the main thread: the caller handles signals
         # `kill PID` (a service manager's stop) ends the run as Ctrl-C does, not half-written.
         signal.signal(signal.SIGTERM, _interrupt)
     try:
-        run_local(engine, run.id, run.specs, jobs, chunk_size, on_result)
+        run_local(engine, run.id, run.pending, jobs, chunk_size, on_result)
     except Stopped as stop:
         why = (
             "cancelled by the user"
@@ -275,11 +287,11 @@ def start_distributed(
     engine: Engine, app: Any, paths: Sequence[str], request: Request, chunk_size: int, argv: Sequence[str]
 ) -> tuple[NewRun, Sent]:
     """Check the limits and the broker, plan paths, create a distributed run and send it."""
-    check_distributed(request.limits, chunk_size)
+    check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout, chunk_size)
     check_broker(app)
     plan = plan_request(paths, request)
-    extra = {"paths": list(paths), "broker": shown_broker(app.conf.broker_url)}  # status names it
-    run = create(engine, plan, request, "distributed", argv, extra=extra)
+    options = {"broker": shown_broker(app.conf.broker_url)}  # status names it
+    run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options))
     return run, send(engine, app, run, chunk_size)
 
 
@@ -294,14 +306,15 @@ def send(engine: Engine, app: Any, run: NewRun, chunk_size: int = 0) -> Sent:
     try:
         with session_scope(engine) as session:
             # Longest expected first: the overnight makespan is set by the hardest levels started last.
-            specs = hardest_first(session, run.id, run.specs, run.sizes or None)
-            chunk_size = chunk_size or choose_chunk_size(session, specs)
+            pending = hardest_first(session, run.id, run.pending, run.sizes or None)
+            visibility = app.conf.packsolve_settings.visibility_timeout
+            chunk_size = chunk_size or choose_chunk_size(session, pending, visibility_timeout=visibility)
             deployment = deployment_id(session)
     except SQLAlchemyError as exc:
         raise _unsent(engine, run.id, exc, database=True) from None
     started = time.monotonic()
     try:
-        tasks = enqueue(app, run.id, specs, run.max_tries, chunk_size, deployment) if specs else 0
+        tasks = enqueue(app, run.id, pending, run.max_tries, chunk_size, deployment) if pending else 0
     except Exception as exc:
         raise _unsent(engine, run.id, exc, database=False) from None
     try:
@@ -357,11 +370,13 @@ def start_rerun(
         if rerun.message:
             rows = [(a, lv) for a, lv in rows if rerun.message in (a.message or "")]
         if not rows:
-            raise PlanError(f"run {parent.id} has no attempt with status {', '.join(wanted)}" + (
-                f" of kind {rerun.kind}" if rerun.kind else "") + (
-                f" whose message holds {rerun.message!r}" if rerun.message else ""))  # fmt: skip
+            of_kind = f" of kind {rerun.kind}" if rerun.kind else ""
+            holding = f" whose message holds {rerun.message!r}" if rerun.message else ""
+            raise PlanError(
+                f"run {parent.id} has no attempt with status {', '.join(wanted)}{of_kind}{holding}"
+            )
         levels = [_level_of(attempt, row) for attempt, row in rows]
-        mode = parent.mode if rerun.local is None else ("local" if rerun.local else "distributed")
+        mode = parent.mode if rerun.local is None else (RunMode.LOCAL if rerun.local else RunMode.DISTRIBUTED)
         request = Request(
             kind=rerun.kind or parent.kind,
             # The parent's heuristic, unless it named a kind's default: then each kind's default again.
@@ -374,21 +389,21 @@ def start_rerun(
         parent_id = parent.id
         # The parent's programs as it recorded them, unless declared again now.
         solvers = run_programs(parent, rerun.solvers)
-    processes = check_jobs(rerun.jobs) if mode == "local" else None
-    if mode == "distributed":
-        check_distributed(request.limits)
+    processes = check_jobs(rerun.jobs) if mode == RunMode.LOCAL else None
+    if mode == RunMode.DISTRIBUTED:
+        check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout)
         check_broker(app)
     plan = plan_levels(levels, request.heuristic, solvers=solvers)
-    extra: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
-    if mode == "distributed":
-        extra["broker"] = shown_broker(app.conf.broker_url)
-    return create(engine, plan, request, mode, argv, processes, parent_id, extra), processes
+    options: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
+    if mode == RunMode.DISTRIBUTED:
+        options["broker"] = shown_broker(app.conf.broker_url)
+    return create(engine, plan, request, Origin(mode, argv, options, processes, parent_id)), processes
 
 
 def _level_of(attempt: Any, row: Any) -> Level:
     """Return the Level of a parent's attempt; an invalid one keeps its message."""
     data = json.loads(row.data)
-    if attempt.status == Status.INVALID.value:
+    if attempt.status == Status.INVALID:
         return Level(attempt.name, row.kind, data, row.hash, row.size, attempt.message or "invalid level")
     return Level(attempt.name, row.kind, data, row.hash, row.size)
 
@@ -398,7 +413,7 @@ class CancelResult:
     """What cancel did: the run, how many queued attempts it cancelled, whether it had finished already."""
 
     run_id: int
-    mode: str
+    mode: RunMode
     cancelled: int
     finished_before: bool
 

@@ -7,22 +7,26 @@ queue and the workers lost, and stamps runs finished.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+from tenacity import RetryCallState
 
 from packsolve.db.models import Run
 from packsolve.db.reconcile import settled_messages, stale_attempts, take_stale
+from packsolve.db.retry import in_session, retrying
 from packsolve.db.runs import finish_run_if_done, unfinished_runs
-from packsolve.db.session import session_scope
+from packsolve.db.session import get_engine, session_scope
 from packsolve.db.workers import db_now, deployment_id, forget_old
 from packsolve.outcome import Status
-from packsolve.planning import Spec, choose_chunk_size, stored_specs
+from packsolve.planning import choose_chunk_size, stored_pending
 from packsolve.queue.brokerscan import BrokerUnreadable, forget_unacked, queue_depth, unacked_messages
 from packsolve.queue.producer import enqueue
-from packsolve.queue.protocol import DEFAULT_MAX_TRIES
+from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt
 
 # --- reconcile: requeue attempts whose task is gone, mark the hopeless lost, finish runs ----
 
@@ -35,6 +39,9 @@ SEND_SETTLE_S = 5.0
 # taking such attempts, reconcile waits this long and asks the broker again, so those that were
 # only in a buffer are final by then and left alone (take_stale takes a row only if still as read).
 RESULT_SETTLE_S = 1.0
+# A pass's reads and its last step retry a lost connection this long (db.retry) before the pass fails
+# (it is then reported and the next pass tries again).
+PATIENCE_S = 10.0
 
 
 @dataclass
@@ -69,10 +76,13 @@ def reconcile(
     this deployment whose work is done or sent again.
     """
     done = Reconciled()
-    with session_scope(engine) as session:
+
+    def read(session: Session) -> tuple[Any, str, list[Any]]:
         now = db_now(session)
-        deployment = deployment_id(session)
-        candidates = stale_attempts(session, now, now - timedelta(seconds=grace_s))
+        return now, deployment_id(session), stale_attempts(session, now, now - timedelta(seconds=grace_s))
+
+    # Reads and guarded updates: safe to try again on a lost connection, for a little while.
+    now, deployment, candidates = in_session(engine, read, PATIENCE_S)
     # Lost workers first: the bound from a worker's death to the requeue is its lease plus one
     # interval, not plus the broker's settle wait below.
     _take_back(engine, app, candidates, default_max_tries, deployment, done)
@@ -92,11 +102,15 @@ def reconcile(
         done.forgotten = _forget_settled(engine, broker, app.conf.task_default_queue, deployment)
     except BrokerUnreadable as exc:
         done.broker_error = done.broker_error or str(exc)
-    with session_scope(engine) as session:
-        for run_id in unfinished_runs(session):
-            done.finished += finish_run_if_done(session, run_id)
-        forget_old(session, now)
+    done.finished = in_session(engine, lambda session: _finish_runs(session, now), PATIENCE_S)
     return done
+
+
+def _finish_runs(session: Session, now: Any) -> int:
+    """Stamp finished the runs with no pending attempt left, forget old leases; return how many runs."""
+    finished = sum(finish_run_if_done(session, run_id) for run_id in unfinished_runs(session))
+    forget_old(session, now)
+    return finished
 
 
 # Attempts taken back per transaction: a scheduler frozen or cut off mid-pass holds at most these
@@ -114,7 +128,7 @@ def _take_back(
 ) -> None:
     """Take the candidates in short transactions, then send again those requeued (adds to done)."""
     for i in range(0, len(candidates), TAKE_BATCH):
-        batches: list[tuple[int, list[Spec], int, int]] = []
+        batches: list[tuple[int, list[PendingAttempt], int, int]] = []
         with session_scope(engine) as session:
             taken = take_stale(session, candidates[i : i + TAKE_BATCH], default_max_tries)
             done.lost += sum(1 for t in taken if t.lost)
@@ -126,14 +140,15 @@ def _take_back(
             for run_id, hashes in by_run.items():
                 run = session.get(Run, run_id)
                 assert run is not None
-                specs = stored_specs(session, run, hashes)
-                chunk = choose_chunk_size(session, specs)
-                batches.append((run_id, specs, run.max_tries or default_max_tries, chunk))
+                pending = stored_pending(session, run, hashes)
+                visibility = app.conf.packsolve_settings.visibility_timeout
+                chunk = choose_chunk_size(session, pending, visibility_timeout=visibility)
+                batches.append((run_id, pending, run.max_tries or default_max_tries, chunk))
         # Sent after the commit: a crash in between leaves the attempts queued with no task, which
         # the next pass finds (the queue empty, they are orphans) and sends again.
-        for run_id, specs, max_tries, chunk in batches:
-            enqueue(app, run_id, specs, max_tries, chunk, deployment)
-            done.requeued += len(specs)
+        for run_id, pending, max_tries, chunk in batches:
+            enqueue(app, run_id, pending, max_tries, chunk, deployment)
+            done.requeued += len(pending)
 
 
 def _forget_settled(engine: Engine, broker: str, queue: str, deployment: str) -> int:
@@ -149,17 +164,38 @@ def _forget_settled(engine: Engine, broker: str, queue: str, deployment: str) ->
     return forget_unacked(broker, tags)
 
 
-def run_scheduler(
-    engine: Engine,
-    app: Any,
-    broker: str,
-    grace_s: float,
-    interval_s: float,
-    once: bool,
-    report: Any,
-    on_error: Any = None,
-) -> Reconciled:
-    """Start a reconcile pass every interval_s seconds (once: a single pass); report(Reconciled) after each.
+@dataclass(frozen=True)
+class Passes:
+    """How the scheduler's passes go: every interval_s seconds (once: a single pass), and who hears of
+    each: report(Reconciled) after a pass, on_error(exception) when one fails."""
+
+    interval_s: float
+    once: bool
+    report: Callable[[Reconciled], None]
+    on_error: Callable[[BaseException], None] | None = None
+
+
+def engine_when_reachable(url: str | None, passes: Passes) -> Engine:
+    """Return the scheduler's engine (migrated); in the loop a database down at start is waited for,
+    each failed try reported to on_error like a failed pass (with once, its error is raised)."""
+
+    def reported(state: RetryCallState) -> None:
+        failed = state.outcome.exception() if state.outcome is not None else None
+        if passes.on_error is not None and failed is not None:
+            passes.on_error(failed)
+
+    # The scheduler must outlive the incidents it repairs: in the loop, it waits as long as it takes,
+    # trying again every half to whole interval (as often as its passes, spread).
+    interval = passes.interval_s
+    policy = retrying(0.0 if passes.once else None, interval, reported, shortest_wait_s=interval / 2)
+    for attempt in policy:
+        with attempt:
+            return get_engine(url, service=True)
+    raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+
+
+def run_scheduler(engine: Engine, app: Any, broker: str, grace_s: float, passes: Passes) -> Reconciled:
+    """Start a reconcile pass every passes.interval_s seconds (once: a single pass); report each.
 
     Passes start interval_s apart whatever each takes (a pass longer than that
     is followed at once by the next), so a lapsed lease is seen within one
@@ -176,12 +212,12 @@ def run_scheduler(
         try:
             result = reconcile(engine, app, broker, grace_s)
         except (SQLAlchemyError, BrokerError, RedisError, OSError) as exc:
-            if once:
+            if passes.once:
                 raise
-            if on_error is not None:
-                on_error(exc)
+            if passes.on_error is not None:
+                passes.on_error(exc)
         else:
-            report(result)
-            if once:
+            passes.report(result)
+            if passes.once:
                 return result
-        time.sleep(max(0.0, began + interval_s - time.monotonic()))
+        time.sleep(max(0.0, began + passes.interval_s - time.monotonic()))

@@ -1,7 +1,8 @@
 """`packsolve worker`: the Celery app with packsolve's one task, and starting it.
 
-The task only hands its payload to queue.admission (signature, database, declared programs),
-then to queue.consumer, which does the work; a task this worker cannot serve goes back to the broker
+Each pool process makes its queue.consumer.WorkerProcess at its start, from the settings the
+app's configuration carries; the task only hands its payload to it: admitted (signature,
+database, declared programs), then run. A task this worker cannot serve goes back to the broker
 unacknowledged, one that nobody can is dropped, each with one line in the log.
 """
 
@@ -9,42 +10,52 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from typing import Any
 
 from celery import Celery, signals
 from celery.exceptions import Reject
 
-from packsolve.queue import admission, consumer, protocol
+from packsolve.external.declaration import Solvers
+from packsolve.queue import consumer, protocol
+from packsolve.queue.admission import Refused
 from packsolve.queue.app import make_app
-from packsolve.solvers import Solvers
+from packsolve.settings import Settings
+
+PROCESS_INIT = "packsolve-process-init"  # the dispatch id of the pool processes' start handler
 
 
-def worker_app(broker: str | None = None, declared: Solvers | None = None) -> Celery:
+def worker_app(settings: Settings, hostname: str, declared: Solvers | None = None) -> Celery:
     """Return the app of `packsolve worker`: make_app's settings plus the attempt task.
 
-    declared: the solver programs this worker's owner declared, the only ones it runs.
+    hostname: the worker's node name, recorded on every attempt; declared: the solver
+    programs this worker's owner declared, the only ones it runs. Each pool process
+    makes its WorkerProcess of these at its start.
     """
-    app = make_app(broker)
-    programs = dict(declared or {})
-    keys = protocol.task_keys()
+    app = make_app(settings=settings)
 
     @app.task(name=protocol.TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
     def attempt(self: Any, payload: Any) -> None:
+        process = consumer.this_process()
         try:
-            task = admission.admit(payload, programs, keys, consumer.with_db_retry)
-        except admission.Refused as refused:
-            if not refused.requeue:
-                admission.REFUSALS.drop(refused.reason)
-                raise Reject(refused.reason, requeue=False) from None
-            time.sleep(admission.REFUSALS.refuse(refused.reason))
-            # Back to the broker, not acknowledged: a worker that can run it will.
-            raise Reject(refused.reason, requeue=True) from None
-        admission.REFUSALS.accepted()
-        hostname = self.request.hostname or f"worker@{os.uname().nodename}"
+            task = process.admit(payload)
+        except Refused as refused:
+            # requeue: back to the broker, not acknowledged: a worker that can run it will.
+            raise Reject(refused.reason, requeue=refused.requeue) from None
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-        consumer.run_task(task, hostname, redelivered)
+        process.run_task(task, redelivered)
 
+    def process_init(**_: Any) -> None:
+        """Forget engines inherited from the parent (a pooled connection must never cross a fork), then
+        make this pool process's WorkerProcess, which takes its lease at once, so `status` sees a
+        live worker before it has any task."""
+        from packsolve.db.session import forget_engines
+
+        forget_engines()
+        consumer.start_process(settings, hostname, declared)
+
+    # One handler, this app's: an app made again in this process (a test) replaces the last one's.
+    signals.worker_process_init.disconnect(dispatch_uid=PROCESS_INIT)
+    signals.worker_process_init.connect(process_init, weak=False, dispatch_uid=PROCESS_INIT)
     return app
 
 
@@ -56,55 +67,33 @@ class _QuietRejects(logging.Filter):
 
 
 def start_worker(
-    broker: str | None,
-    concurrency: int | None,
-    hostname: str | None,
-    loglevel: str,
-    declared: Solvers | None = None,
+    settings: Settings, hostname: str | None, loglevel: str, declared: Solvers | None = None
 ) -> None:
-    """Run a Celery worker on this deployment's queue until it is stopped (PACKSOLVE_DATABASE_URL set).
+    """Run a Celery worker on this deployment's queue until it is stopped, as settings say.
 
     It runs only the programs declared (and built-in heuristics of installed kinds).
     """
     from celery.utils.nodenames import default_nodename
 
-    global _HOSTNAME
-    _HOSTNAME = default_nodename(hostname)  # the node name Celery uses; its pool processes inherit it
     argv = [
         "worker",
         f"--loglevel={loglevel}",
         "-Q",
-        protocol.queue_name(),
+        settings.queue,
         "--pool=prefork",
         "--without-gossip",
         "--without-mingle",
-        f"--concurrency={concurrency or os.cpu_count() or 1}",
+        f"--concurrency={settings.concurrency or os.cpu_count() or 1}",
     ]
     if hostname:
         argv.append(f"--hostname={hostname}")
     logging.getLogger("celery.app.trace").addFilter(_QuietRejects())
-    worker_app(broker, declared).worker_main(argv)
+    # The node name Celery gives this worker, recorded on every attempt its pool processes run.
+    worker_app(settings, default_nodename(hostname), declared).worker_main(argv)
 
 
 @signals.worker_process_shutdown.connect
-def _flush_results(**_: Any) -> None:
-    """Write what this pool process still holds before it exits (warm shutdown, max-tasks-per-child).
-
-    Then end its lease, so the scheduler takes back at once anything it still held.
-    """
-    consumer.flush_results()
-    consumer.retire_lease()
-
-
-_HOSTNAME: str | None = None
-
-
-@signals.worker_process_init.connect
-def _fresh_engines(**_: Any) -> None:
-    """Forget engines inherited from the parent (a pooled connection must never cross a fork), then
-    take this pool process's lease, so `status` sees a live worker before it has any task."""
-    from packsolve.db.session import forget_engines
-
-    forget_engines()
-    if _HOSTNAME is not None:
-        consumer.take_lease_early(_HOSTNAME)
+def _stop_process(**_: Any) -> None:
+    """Write what this pool process still holds before it exits (warm shutdown, max-tasks-per-child),
+    then end its lease, so the scheduler takes back at once anything it still held."""
+    consumer.stop_process()

@@ -35,10 +35,16 @@ def two_runs(sqlite_url: str) -> tuple[int, int]:
     """Two runs of the same eight levels: a slow one with two timeouts and a failure, then a faster one."""
     levels = [strip_level(i) for i in range(7)] + [strip_level(9, name=XSS)]
     slow = [
-        Planned(lv, "timeout" if i in (2, 5) else ("error" if i == 6 else "solved"), 0.5 + 0.1 * i, 0.4,
-                100 * (i + 1), "boom at depth 3" if i == 6 else "")
+        Planned(
+            lv,
+            "timeout" if i in (2, 5) else ("error" if i == 6 else "solved"),
+            0.5 + 0.1 * i,
+            0.4,
+            100 * (i + 1),
+            "boom at depth 3" if i == 6 else "",
+        )
         for i, lv in enumerate(levels)
-    ]  # fmt: skip
+    ]
     a = build_run(sqlite_url, slow, heuristic="plain", worker="w1@hostA")
     fast = [Planned(lv, "solved", 0.1 + 0.01 * i, 0.1, 10 * (i + 1)) for i, lv in enumerate(levels)]
     b = build_run(sqlite_url, fast, heuristic="warnsdorff", label=XSS, worker="w2@hostA")
@@ -60,24 +66,30 @@ def test_run_page_sorts_filters_and_pages_its_attempts_and_agrees_with_report_su
         assert page.inner_text("#par2").startswith(f"{summary['par2_s']:,.2f} s")
         assert len(column(page, 1)) == 8
         # Sort by wall time: ascending, then a second click descending (the server sorts).
-        page.click("th a[data-sort=wall_s]")
+        # Each click loads a new page: its rows are read once it has loaded, not from the page going away.
+        with page.expect_navigation():
+            page.click("th a[data-sort=wall_s]")
         walls = [float(t) for t in column(page, 6)]
         assert walls == sorted(walls) and len(walls) == 8
-        page.click("th a[data-sort=wall_s]")
+        with page.expect_navigation():
+            page.click("th a[data-sort=wall_s]")
         assert [float(t) for t in column(page, 6)] == sorted(walls, reverse=True)
         # Filter by status, then search a name on top.
         page.select_option("select[name=status]", "timeout")
-        page.click("#filters button[type=submit]")
+        with page.expect_navigation():
+            page.click("#filters button[type=submit]")
         assert column(page, 5) == ["timeout", "timeout"]
         page.fill("input[name=q]", "strip-5")
-        page.click("#filters button[type=submit]")
+        with page.expect_navigation():
+            page.click("#filters button[type=submit]")
         assert column(page, 5) == ["timeout"] and "strip-5" in column(page, 2)[0]
         # Messages are searched too; pages of 3 rows count on the server.
         page.goto(f"{served.url}runs/{a}?q=boom")
         assert column(page, 5) == ["error"]
         page.goto(f"{served.url}runs/{a}?per_page=3&page=3")
         assert page.inner_text("#pager").startswith("page 3 of 3") and len(column(page, 1)) == 2
-        page.click("#pager a[rel=prev]")
+        with page.expect_navigation():
+            page.click("#pager a[rel=prev]")
         assert page.inner_text("#pager").startswith("page 2 of 3")
         assert not page.errors
 
@@ -116,13 +128,60 @@ def test_compare_states_the_speedup_report_compare_computes(
         assert page.locator("table.compare tbody tr").count() == len(differs["rows"]) == 3
 
 
+def test_compare_pages_its_rows_and_its_footer_is_the_cli_s(
+    page: Any, sqlite_url: str, tmp_path: Path, two_runs: tuple[int, int]
+) -> None:
+    a, b = two_runs
+    data = cli_json(sqlite_url, "report", "compare", str(a), str(b))
+    with serving(sqlite_url, log_dir=tmp_path) as served:
+        page.goto(f"{served.url}compare?runs={a},{b}&rows=3")
+        seen = []
+        while True:  # 3 rows a page, "next 3" to the last
+            seen += page.locator("table.compare tbody td.name").all_inner_texts()
+            assert page.locator("table.compare tbody tr").count() <= 3
+            if not page.locator("p.pager a >> text=next 3").count():
+                break
+            page.click("p.pager a >> text=next 3")
+        assert seen == [r["level"] for r in data["rows"]] and len(seen) > 3
+        counts = page.locator("table.compare tfoot tr").first.locator("td").all_inner_texts()
+        assert counts == [f"{f['solved']} ({f['decided']}) of {f['levels']}" for f in data["footer"]]
+        assert not page.errors
+
+
+def test_compare_with_a_run_going_says_how_old_its_footer_is(
+    page: Any, sqlite_url: str, tmp_path: Path, two_runs: tuple[int, int]
+) -> None:
+    a, b = two_runs
+    going = build_run(sqlite_url, [Planned(strip_level(0), "solved", 0.2), Planned(strip_level(1), None)])
+    with serving(sqlite_url, log_dir=tmp_path) as served:
+        for ids, shown in (((a, b, going), True), ((a, b), False)):
+            refs = ",".join(map(str, ids))
+            data = cli_json(sqlite_url, "report", "compare", *refs.split(","))
+            page.goto(f"{served.url}compare?runs={refs}")
+            counts = page.locator("table.compare tfoot tr").first.locator("td").all_inner_texts()
+            assert counts == [f"{f['solved']} ({f['decided']}) of {f['levels']}" for f in data["footer"]]
+            assert page.locator("#figures-age").count() == shown, refs
+            if shown:
+                assert "s ago: a run is still going" in page.inner_text("#figures-age")
+        assert not page.errors
+
+
 def test_a_hostile_level_name_and_label_stay_text_on_every_page(
     page: Any, sqlite_url: str, tmp_path: Path, two_runs: tuple[int, int]
 ) -> None:
     a, b = two_runs
     with serving(sqlite_url, log_dir=tmp_path) as served:
-        for path in ("", f"runs/{a}", f"runs/{b}", f"runs/{a}/failures", "hardest", f"hardest?run={a}",
-                     f"compare?runs={a},{b}", f"plots?runs={a},{b}", f"runs/{a}?q=%3Cscript"):  # fmt: skip
+        for path in (
+            "",
+            f"runs/{a}",
+            f"runs/{b}",
+            f"runs/{a}/failures",
+            "hardest",
+            f"hardest?run={a}",
+            f"compare?runs={a},{b}",
+            f"plots?runs={a},{b}",
+            f"runs/{a}?q=%3Cscript",
+        ):
             page.goto(served.url + path)
             page.wait_for_load_state("load")
             assert page.evaluate("window.__xss") is None, path
@@ -145,6 +204,7 @@ def test_bad_requests_get_a_one_line_404_or_400_page_never_a_traceback(
         f"runs/{a}?per_page=100000": (400, "per_page='100000'"),
         "hardest?by=luck": (400, "rank by one of par2, time, nodes"),
         "compare?runs=1": (400, "compare needs two or more runs"),
+        f"compare?runs={a},{a + 1}&offset=x": (400, "offset='x': give a whole number"),
         "levels/../../etc/passwd": (404, "no such page"),
         "levels/abc": (404, "is not a level hash"),
         "nowhere": (404, "no such page"),
@@ -211,8 +271,9 @@ def test_delete_asks_for_confirmation_then_deletes_as_runs_delete_does(
 def test_a_non_loopback_bind_needs_a_token_and_then_every_request_carries_it(
     page: Any, sqlite_url: str, tmp_path: Path, two_runs: tuple[int, int]
 ) -> None:
-    refused = run_cli("serve", "--host", "0.0.0.0", "--port", "0", env={"PACKSOLVE_DATABASE_URL": sqlite_url},
-                      timeout=60)  # fmt: skip
+    refused = run_cli(
+        "serve", "--host", "0.0.0.0", "--port", "0", env={"PACKSOLVE_DATABASE_URL": sqlite_url}, timeout=60
+    )
     lines = [line for line in refused.stderr.splitlines() if line.strip()]
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr
     assert "PACKSOLVE_SERVE_TOKEN" in lines[0] and "0.0.0.0" in lines[0]
@@ -246,8 +307,19 @@ def test_report_html_tables_sort_by_a_header_click_and_picture_the_hardest_level
 ) -> None:
     a, b = two_runs
     path = tmp_path / "report.html"
-    out = run_cli("report", "html", str(a), str(b), "-o", str(path), "--top", "2", "--max-pictures", "3",
-                  env={"PACKSOLVE_DATABASE_URL": sqlite_url})  # fmt: skip
+    out = run_cli(
+        "report",
+        "html",
+        str(a),
+        str(b),
+        "-o",
+        str(path),
+        "--top",
+        "2",
+        "--max-pictures",
+        "3",
+        env={"PACKSOLVE_DATABASE_URL": sqlite_url},
+    )
     assert out.returncode == 0, out.stderr
     page.goto(path.as_uri())
     hardest = cli_json(sqlite_url, "report", "hardest", "--run", str(a), "--top", "2")

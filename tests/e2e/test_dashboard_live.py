@@ -50,9 +50,11 @@ def test_runs_page_follows_a_local_solve_to_100_percent_without_reloading(
     with serving(sqlite_url, log_dir=tmp_path) as served:
         solve = subprocess.Popen(
             packsolve_cmd("solve", str(pack), "--jobs", "2", "--quiet", "--label", "overnight"),
-            env=child_env({"PACKSOLVE_DATABASE_URL": sqlite_url}), stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            env=child_env({"PACKSOLVE_DATABASE_URL": sqlite_url}),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + 60
             while runs_in(sqlite_url) == 0:
@@ -77,8 +79,11 @@ def test_runs_page_follows_a_local_solve_to_100_percent_without_reloading(
             if solve.poll() is None:
                 solve.kill()
         # The run page once it is over: its figures are report summary's.
-        summary = json.loads(run_cli("report", "summary", "1", "--format", "json",
-                                     env={"PACKSOLVE_DATABASE_URL": sqlite_url}).stdout)  # fmt: skip
+        summary = json.loads(
+            run_cli(
+                "report", "summary", "1", "--format", "json", env={"PACKSOLVE_DATABASE_URL": sqlite_url}
+            ).stdout
+        )
         page.goto(f"{served.url}runs/overnight")
         assert page.inner_text("#solved") == f"{summary['solved']} of {summary['total']}" == "60 of 60"
         shot(page, tmp_path, "dashboard-run.png")
@@ -139,8 +144,9 @@ KIND = PuzzleKind(
 def test_a_plugin_kind_whose_svg_carries_a_script_runs_nothing(
     page: Any, sqlite_url: str, tmp_path: Path, install: Callable[[Path], None]
 ) -> None:
-    root = make_distribution(tmp_path / "dist", "packsolve-evil", "1.0", {"evil": "evil_kind:KIND"},
-                             {"evil_kind": EVIL_KIND})  # fmt: skip
+    root = make_distribution(
+        tmp_path / "dist", "packsolve-evil", "1.0", {"evil": "evil_kind:KIND"}, {"evil_kind": EVIL_KIND}
+    )
     install(root)
     level = make_level("evil-1", {"kind": "evil", "n": 1})
     build_run(sqlite_url, [Planned(level, "timeout", 1.0), Planned(strip_level(1), "solved", 0.1)])
@@ -149,7 +155,11 @@ def test_a_plugin_kind_whose_svg_carries_a_script_runs_nothing(
     with serving(sqlite_url, env={"PYTHONPATH": str(root)}, log_dir=tmp_path) as served:
         page.goto(f"{served.url}hardest?run=1")
         page.click("a.level-link >> text=evil-1")
-        page.wait_for_function("() => document.getElementById('level-picture').naturalWidth > 0")
+        # Until the level page has replaced the hardest page, there is no picture to ask about.
+        page.wait_for_function(
+            "() => { const p = document.getElementById('level-picture');"
+            " return p !== null && p.naturalWidth > 0; }"
+        )
         page.goto(f"{served.url}levels/{level.hash}/picture.svg")  # opened on its own: sandboxed
         page.wait_for_load_state("load")
         time.sleep(0.5)
@@ -162,13 +172,15 @@ def test_the_database_going_away_gives_a_503_page_that_recovers_by_itself(
 ) -> None:
     build_run(pg_url, [Planned(strip_level(i), "solved", 0.1) for i in range(3)])
     name = pg_url.rsplit("/", 1)[1]
-    admin = create_engine(PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://", 1),
-                          isolation_level="AUTOCOMMIT")  # fmt: skip
+    admin = create_engine(
+        PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT"
+    )
 
     def rename(old: str, new: str) -> None:
         with admin.connect() as conn:
-            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d"),
-                         {"d": old})  # fmt: skip
+            conn.execute(
+                text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d"), {"d": old}
+            )
             conn.execute(text(f'ALTER DATABASE "{old}" RENAME TO "{new}"'))
 
     get_engine(pg_url).dispose()  # this process's connections would keep the database from being renamed

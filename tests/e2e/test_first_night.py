@@ -1,7 +1,8 @@
 """A new user's first night, end to end through the CLI in real processes: no silent wrong state.
 
-Each test pins one of the wrong states of issue 16 (items 1-4 and 7-10; 5 and 6 are the
-worker's and the scheduler's): it failed on the code before the fix and passes after.
+Each test pins one wrong state a new user could meet (a path that does not exist, a run of invalid
+levels, cancel, a bad limit or database URL, a report with no database...): it failed on the code
+before the fix and passes after. The number in a test's name groups the tests of one such state.
 """
 
 from __future__ import annotations
@@ -49,10 +50,13 @@ def mixed_pack(root: Path) -> Path:
     pack = root / "mixed"
     pack.mkdir()
     (pack / "a.jsonl").write_text(
-        json.dumps({"kind": "sudoku", "grid": EASY_SUDOKU}) + "\n"
-        + json.dumps({"kind": "sliding", "tiles": [[1, 3], [0, 2]]}) + "\n"
-        + json.dumps({"kind": "onestroke", "grid": ["S..", "..."]}) + "\n"
-    )  # fmt: skip
+        json.dumps({"kind": "sudoku", "grid": EASY_SUDOKU})
+        + "\n"
+        + json.dumps({"kind": "sliding", "tiles": [[1, 3], [0, 2]]})
+        + "\n"
+        + json.dumps({"kind": "onestroke", "grid": ["S..", "..."]})
+        + "\n"
+    )
     (pack / "b.sdk").write_text(EASY_SUDOKU.replace("3", "0", 1) + "\n")
     (pack / "c.stroke").write_text("S..\n.#.\n...\n")
     return pack
@@ -108,8 +112,11 @@ def test_2_cancel_stops_a_local_solve_within_seconds_and_never_hides_a_result(tm
     pack = write_pack(tmp_path, 60, ms=400)
     proc = subprocess.Popen(
         packsolve_cmd("solve", str(pack), "-j", "2", "-q", "--format", "json", "--label", "night"),
-        env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=child_env(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and _solved(url) < 4:
@@ -172,8 +179,10 @@ def test_4_solve_and_rerun_take_a_heuristic_per_kind_and_a_plain_name_where_it_a
     assert res.returncode == 0, res.stderr
     records = [json.loads(x) for x in run_cli("export", env=env).stdout.splitlines()]
     assert sorted({(r["kind"], r["heuristic"]) for r in records}) == [
-        ("onestroke", "portfolio"), ("sliding", "idastar"), ("sudoku", "dlx"),
-    ]  # fmt: skip
+        ("onestroke", "portfolio"),
+        ("sliding", "idastar"),
+        ("sudoku", "dlx"),
+    ]
     res = run_cli("rerun", "latest", "--status", "solved", "--heuristic", "dlx", env=env)
     assert res.returncode == 0, res.stderr
     assert "note: onestroke has no heuristic 'dlx': its default 'portfolio' runs" in res.stderr

@@ -10,18 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.dashboard import CHROMIUM_ARGS
 from tests.support.report_runs import Planned, build_run, strip_level
 from tests.support.services import IN_CI, run_cli
 
 pytestmark = pytest.mark.browser
 
 XSS = "<script>alert(1)</script>"
-# Debian's chromium; these flags keep it from touching the network, a GPU or the user's profile.
-FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--virtual-time-budget=5000",
-]  # fmt: skip
+# Debian's chromium with the dashboard tests' flags (off the network, the GPU and the user's profile);
+# virtual time lets the page's script finish before the DOM is dumped.
+FLAGS = [*CHROMIUM_ARGS, "--virtual-time-budget=5000"]
 # Test-only probe, appended to a copy of the report (the report's CSP allows its sorter only):
 # counts decoded images, tables, alert() calls and cells whose text is the script-named level.
 PROBE_HEAD = "<script>window.__alerts = 0; window.alert = function () { window.__alerts += 1; };</script>"
@@ -51,8 +49,11 @@ def browse(tmp_path: Path, page: Path, *args: str) -> str:
     profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
     out = subprocess.run(
         [chromium(), *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()],
-        capture_output=True, text=True, timeout=180, env={**os.environ, "HOME": str(tmp_path)},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 
@@ -60,8 +61,14 @@ def browse(tmp_path: Path, page: Path, *args: str) -> str:
 @pytest.fixture
 def report(tmp_path: Path, sqlite_url: str) -> Path:
     levels = [strip_level(i) for i in range(5)] + [strip_level(9, name=XSS)]
-    a = build_run(sqlite_url, [Planned(lv, "timeout" if i == 2 else "solved", 0.1 * (i + 1), 0.1, 10 * i)
-                               for i, lv in enumerate(levels)], heuristic="plain")  # fmt: skip
+    a = build_run(
+        sqlite_url,
+        [
+            Planned(lv, "timeout" if i == 2 else "solved", 0.1 * (i + 1), 0.1, 10 * i)
+            for i, lv in enumerate(levels)
+        ],
+        heuristic="plain",
+    )
     fast = [Planned(lv, "solved", 0.05 * (i + 1), 0.05, 5 * i) for i, lv in enumerate(levels)]
     b = build_run(sqlite_url, fast, heuristic="warnsdorff", label=XSS)
     path = tmp_path / "report.html"

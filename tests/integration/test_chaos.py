@@ -21,6 +21,7 @@ import pytest
 import redis
 
 from tests.support.chaos_pack import audit, write_pack
+from tests.support.cluster_audit import wait_until
 from tests.support.services import (
     amqp_depth,
     child_env,
@@ -53,8 +54,11 @@ def scheduler_loop(env: dict[str, str], grace: float, interval: float = 1.0) -> 
     with tempfile.NamedTemporaryFile("w+", prefix="packsolve-scheduler-", suffix=".log", delete=False) as log:
         proc = subprocess.Popen(
             packsolve_cmd("scheduler", "--grace", str(grace), "--interval", str(interval)),
-            env=child_env(env), stdout=subprocess.DEVNULL, stderr=log, text=True,
-        )  # fmt: skip
+            env=child_env(env),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            text=True,
+        )
         proc.log_path = log.name  # type: ignore[attr-defined]
         try:
             yield proc
@@ -140,7 +144,12 @@ def test_a_broker_that_loses_its_queue_then_scheduler_once_finishes_every_level(
     assert own_broker.depth() > 0  # tasks still queued when the broker loses them
     own_broker.lose()
     assert own_broker.depth() == 0
-    time.sleep(4.0)  # the worker reconnects and finishes what it held
+    # The worker reconnects and finishes what it held; what it held of the lost tasks it gives
+    # back (holder RELEASED) on its next lease renewal. One pass after that finds everything; a
+    # pass while the worker still holds a chunk leaves that chunk to the next pass (the service
+    # runs them every interval; this test makes one).
+    time.sleep(4.0)
+    assert wait_until(lambda: _held_by_workers(pg_url, run_id) == 0, 60), "the worker never let go"
     res = run_cli("scheduler", "--once", env=env)  # the default grace: no tuning needed
     assert res.returncode == 0, res.stderr
     requeued = int(res.stderr.split("requeued ")[1].split(",")[0])
@@ -153,6 +162,29 @@ def test_a_broker_that_loses_its_queue_then_scheduler_once_finishes_every_level(
     assert figures["records"] == levels and figures["final"] == levels
     assert figures["lost"] == 0 and figures["duplicated"] == 0
     assert figures["statuses"] == {"solved": levels}
+
+
+def _held_by_workers(url: str, run_id: int) -> int:
+    """Pending attempts of the run that a worker holds (claimed or in a chunk), not given back."""
+    from sqlalchemy import create_engine, text
+
+    from packsolve.db.tables import PENDING_VALUES
+    from packsolve.db.workers import RELEASED
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(
+                conn.execute(
+                    text(
+                        "SELECT count(*) FROM attempts WHERE run_id = :run AND status = ANY(:pending) "
+                        "AND holder IS NOT NULL AND holder <> :released"
+                    ),
+                    {"run": run_id, "pending": list(PENDING_VALUES), "released": RELEASED},
+                ).scalar_one()
+            )
+    finally:
+        engine.dispose()
 
 
 def test_killed_database_connections_mid_run_workers_recover_and_nothing_is_lost(
@@ -198,7 +230,7 @@ def test_killed_database_connections_mid_run_workers_recover_and_nothing_is_lost
         assert scheduler.poll() is None, "the scheduler must outlive the incident"
     scheduler_failures = Path(scheduler.log_path).read_text().count("pass failed")
     figures = audit(exported(env, run_id), levels)
-    retries = sum(w.log().count("database write failed") for w in workers)
+    retries = sum(w.log().count("database call failed") for w in workers)
     figures.update(
         terminate_rounds=rounds,
         backends_terminated=terminated,

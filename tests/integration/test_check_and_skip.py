@@ -35,10 +35,13 @@ def messy_pack(root: Path) -> Path:
     (pack / "README.md").write_text("# about this pack\n")
     (pack / "empty.json").write_text("")
     (pack / "a.jsonl").write_text(
-        json.dumps({"kind": "sudoku", "grid": EASY_SUDOKU}) + "\n"
-        + json.dumps({"kind": "onestroke", "grid": ["S..", "..."]}) + "\n"
-        + json.dumps({"kind": "sudoku", "grid": "12"}) + "\n"
-    )  # fmt: skip
+        json.dumps({"kind": "sudoku", "grid": EASY_SUDOKU})
+        + "\n"
+        + json.dumps({"kind": "onestroke", "grid": ["S..", "..."]})
+        + "\n"
+        + json.dumps({"kind": "sudoku", "grid": "12"})
+        + "\n"
+    )
     (pack / "b.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S..", "..."]}))
     (pack / "c.json").write_text(
         json.dumps({"kind": "coins", "notes": [1, 2], "target": 3, "pad": "x" * 3000})
@@ -55,11 +58,14 @@ def test_check_says_what_solve_would_do_and_creates_nothing(tmp_path, url):
     assert res.returncode == 0, res.stderr
     c = json.loads(res.stdout)
     assert c["levels"] == 2
-    assert c["kinds"] == {"onestroke": {"levels": 1, "heuristics": {"portfolio": 1}},
-                          "sudoku": {"levels": 1, "heuristics": {"dlx": 1}}}  # fmt: skip
+    assert c["kinds"] == {
+        "onestroke": {"levels": 1, "heuristics": {"portfolio": 1}},
+        "sudoku": {"levels": 1, "heuristics": {"dlx": 1}},
+    }
     assert [(Path(s["path"]).name, s["reason"]) for s in c["skipped_files"]] == [
-        ("README.md", "not a level file (.md)"), ("empty.json", "empty"),
-    ]  # fmt: skip
+        ("README.md", "not a level file (.md)"),
+        ("empty.json", "empty"),
+    ]
     assert [(Path(d["level"]).name, Path(d["same_as"]).name) for d in c["duplicates"]] == [
         ("b.json", "a.jsonl:2")
     ]
@@ -68,8 +74,14 @@ def test_check_says_what_solve_would_do_and_creates_nothing(tmp_path, url):
     assert c["notes"] == ["onestroke has no heuristic 'dlx': its default 'portfolio' runs"]
     assert c["distributed"]["tasks"] >= 1 and c["distributed"]["problem"] is None
     text = run_cli("check", str(pack), env=env).stdout
-    for words in ("README.md: not a level file", "empty.json: empty", "same level as", "cannot be read",
-                  "submit:", "solve:"):  # fmt: skip
+    for words in (
+        "README.md: not a level file",
+        "empty.json: empty",
+        "same level as",
+        "cannot be read",
+        "submit:",
+        "solve:",
+    ):
         assert words in text, words
     if url.startswith("sqlite"):
         assert not Path(url.removeprefix("sqlite:///")).exists()  # no database was created
@@ -124,8 +136,9 @@ def test_skip_solved_carries_over_levels_settled_with_the_same_heuristic(tmp_pat
     assert res.returncode == 0, res.stderr
     assert "3 level(s) carried over: decided with the same heuristic in run(s) 1" in res.stderr
     assert json.loads(res.stdout)["total"] == 1
-    res = run_cli("solve", str(pack), "-q", "--heuristic", "warnsdorff", "--skip-solved", "--format", "json",
-                  env=env)  # fmt: skip
+    res = run_cli(
+        "solve", str(pack), "-q", "--heuristic", "warnsdorff", "--skip-solved", "--format", "json", env=env
+    )
     assert json.loads(res.stdout)["total"] == 4 and "carried over" not in res.stderr  # another heuristic
 
 

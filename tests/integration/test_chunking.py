@@ -8,13 +8,14 @@ import time
 import pytest
 import redis
 
-from packsolve.db.attempts import Result, claim_many, record
+from packsolve.db.attempts import ClaimBy, Result, claim_many, record
 from packsolve.db.models import Attempt
 from packsolve.db.runs import PlannedAttempt, RunOptions, create_run
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.planning import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run
+from packsolve.settings import resolve
 from tests.support.chaos_pack import write_pack
 from tests.support.services import run_cli, wait_for_run
 
@@ -67,9 +68,11 @@ def test_chunk_size_without_history_follows_level_size(sqlite_url):
 def plan_run_of(db: str, levels: list[dict]):
     run_id, planned = make_run(db, levels)
     from packsolve.execution import AttemptSpec, Limits
+    from packsolve.queue.protocol import PendingAttempt
 
     return [
-        (p.level.hash, p.level.name, AttemptSpec("chaos", "sleep", p.level.data, Limits(5))) for p in planned
+        PendingAttempt(p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, Limits(5)), p.level.name)
+        for p in planned
     ]
 
 
@@ -90,7 +93,7 @@ def test_automatic_chunk_of_a_pack_of_solved_sudokus_shares_tasks(tmp_path, sqli
     grids = ["".join(digits[int(ch) - 1] for ch in solution) for digits in relabel]
     pack = tmp_path / "solved.sdk"
     pack.write_text("".join(g + "\n" for g in grids))
-    specs = plan_run([pack]).specs(_limits())
+    specs = plan_run([pack]).pending(_limits())
     assert len(specs) == 9
     with session_scope(get_engine(sqlite_url)) as s:
         # 160 such levels: no history, size 0 (no blanks), so only the cap of MIN_TASKS tasks holds it.
@@ -109,11 +112,11 @@ def test_claims_of_a_chunk_get_staggered_deadlines_and_report_skips(sqlite_url):
     engine = get_engine(sqlite_url)
     with session_scope(engine) as s:
         connection = s.connection()  # the worker claims on a Core connection
-        first_two = claim_many(connection, run_id, hashes[:2], "w1", 3, hard_s=10)
+        first_two = claim_many(connection, run_id, hashes[:2], ClaimBy("w1", 3, hard_s=10)).verdicts
         assert first_two == {hashes[0]: "run", hashes[1]: "run"}
-        verdicts = claim_many(connection, run_id, hashes, "w2", 1, hard_s=10)
+        verdicts = claim_many(connection, run_id, hashes, ClaimBy("w2", 1, hard_s=10)).verdicts
     # Under a cap of one: the first started once, so it is lost; the second was claimed with it but
-    # never started (issue 23: no try counted), so it runs, as does the third.
+    # never started (so no try is counted), so it runs, as does the third.
     assert verdicts == {hashes[0]: "lost", hashes[1]: "run", hashes[2]: "run"}
     with session_scope(engine) as s:
         rows = {a.level_hash: a for a in s.query(Attempt).filter(Attempt.run_id == run_id)}
@@ -158,64 +161,70 @@ def _tolerance():
     return timedelta(milliseconds=50)
 
 
-def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_interval(sqlite_url, monkeypatch):
+def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_interval(sqlite_url):
     """run_task here, in the test process: a 300 ms attempt is final when its task returns; a
     1 ms one waits in the buffer (batching pays for tiny attempts only), then lands with the run's end."""
     from packsolve.db.models import Run
     from packsolve.execution import AttemptSpec
-    from packsolve.queue.consumer import FLUSH_EVERY_S, run_task
-    from packsolve.queue.protocol import decode, encode
+    from packsolve.queue.consumer import WorkerProcess
+    from packsolve.queue.protocol import PendingAttempt, decode, encode
+    from packsolve.queue.results import FLUSH_EVERY_S
 
-    monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
     run_id, planned = make_run(
         sqlite_url, [{"kind": "chaos", "id": 0, "ms": 300}, {"kind": "chaos", "id": 1, "ms": 1}]
     )
     engine = get_engine(sqlite_url)
+    process = WorkerProcess(resolve({"database_url": sqlite_url}), "here@test")
+    run_task = process.run_task
 
     def status(level_hash: str) -> str:
         with session_scope(engine) as s:
             return s.query(Attempt).filter_by(run_id=run_id, level_hash=level_hash).one().status
 
-    long, tiny = [(p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, _limits())) for p in planned]
-    run_task(decode(encode(run_id, [long], 5)), "here@test")
-    assert status(long[0]) == "solved"
-    run_task(decode(encode(run_id, [tiny], 5)), "here@test")
-    assert status(tiny[0]) == "running"
+    long, tiny = [
+        PendingAttempt(p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, _limits())) for p in planned
+    ]
+    run_task(decode(encode(run_id, [long], 5)))
+    assert status(long.level_hash) == "solved"
+    run_task(decode(encode(run_id, [tiny], 5)))
+    assert status(tiny.level_hash) == "running"
     time.sleep(FLUSH_EVERY_S + 0.75)
-    assert status(tiny[0]) == "solved"
+    assert status(tiny.level_hash) == "solved"
     with session_scope(engine) as s:
         assert s.get(Run, run_id).finished_at is not None
+    process.stop()
 
 
-def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_again(sqlite_url, monkeypatch):
+def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_again(sqlite_url):
     """Once this process has timed a kind as tiny, a lone attempt of it is solved at once and
     not claimed: its row stays queued until its result's write counts its try (and it gets no
     deadline). A message Redis delivers again (its worker died) is claimed first."""
     from packsolve.execution import AttemptSpec
-    from packsolve.queue import consumer
-    from packsolve.queue.consumer import FLUSH_EVERY_S, run_task
-    from packsolve.queue.protocol import decode, encode
+    from packsolve.queue.consumer import WorkerProcess
+    from packsolve.queue.protocol import PendingAttempt, decode, encode
+    from packsolve.queue.results import FLUSH_EVERY_S
 
-    monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
-    monkeypatch.setattr(consumer, "_PACE", {})  # nothing timed yet in this process
     run_id, planned = make_run(sqlite_url, [{"kind": "chaos", "id": i, "ms": 1} for i in range(3)])
     engine = get_engine(sqlite_url)
+    process = WorkerProcess(resolve({"database_url": sqlite_url}), "here@test")  # nothing timed yet
+    run_task = process.run_task
     first, tiny, again = [
-        (p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, _limits())) for p in planned
+        PendingAttempt(p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, _limits())) for p in planned
     ]
 
     def row(item) -> Attempt:
         with session_scope(engine) as s:
-            return s.query(Attempt).filter_by(run_id=run_id, level_hash=item[0]).one()
+            return s.query(Attempt).filter_by(run_id=run_id, level_hash=item.level_hash).one()
 
-    run_task(decode(encode(run_id, [first], 5)), "here@test")  # not yet known to be tiny: claimed
+    run_task(decode(encode(run_id, [first], 5)))  # not yet known to be tiny: claimed
     assert row(first).status == "running"
-    run_task(decode(encode(run_id, [tiny], 5)), "here@test")
+    run_task(decode(encode(run_id, [tiny], 5)))
     assert (row(tiny).status, row(tiny).tries) == ("queued", 0)
-    run_task(decode(encode(run_id, [again], 5)), "here@test", redelivered=True)
+    run_task(decode(encode(run_id, [again], 5)), redelivered=True)
     assert (row(again).status, row(again).tries) == ("running", 1)
     time.sleep(FLUSH_EVERY_S + 0.75)
     rows = [row(item) for item in (first, tiny, again)]
     assert [(a.status, a.tries, a.worker) for a in rows] == [("solved", 1, "here@test")] * 3
     assert [a.deadline is not None for a in rows] == [True, False, True]
     assert all(a.started_at <= a.finished_at for a in rows)
+    process.stop()

@@ -1,5 +1,5 @@
-"""Issue 23, items 13, 14, 16 and 17: one clock (the database server's), a frozen scheduler that holds
-no lock for long, `status` that tells the truth, and the recovery bound the docs state.
+"""One clock (the database server's), a frozen scheduler that holds no lock for long, `status` that
+tells the truth, and the recovery bound the docs state.
 
 Clocks are offset through the test hook packsolve.db.models.CLOCK_OFFSET, in this process or in a
 worker or submitter started through tests/support/skewed_clock.py. PostgreSQL only for the clocks:
@@ -20,14 +20,15 @@ import redis
 from sqlalchemy import create_engine, select, text, update
 
 from packsolve.db import models
-from packsolve.db.attempts import claim_many
+from packsolve.db.attempts import ClaimBy, claim_many
 from packsolve.db.models import Attempt, Worker, utcnow
 from packsolve.db.runs import RunOptions, create_run, mark_sent
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import make_level
 from packsolve.planning import plan_levels
 from tests.support.chaos_pack import write_pack
-from tests.support.fencing import attempts, scheduler_loop, submit, wait_until
+from tests.support.cluster_audit import wait_until
+from tests.support.fencing import attempts, scheduler_loop, submit
 from tests.support.services import ROOT, child_env, packsolve_cmd, run_cli
 
 pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("chaos_env")]
@@ -56,11 +57,11 @@ def test_a_claim_takes_its_time_from_the_database_server_not_the_workers_clock(o
     with session_scope(engine) as s:  # a healthy worker: its lease runs 20 s more in the server's clock
         s.add(Worker(name="a@host/1", host="a@host", lease_until=db_time(pg_url) + timedelta(seconds=20)))
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h1], "a@host", 3, 10, "a@host/1") == {h1: "run"}
+        assert claim_many(c, run_id, [h1], ClaimBy("a@host", 3, 10, "a@host/1")).verdicts == {h1: "run"}
     monkeypatch.setattr(models, "CLOCK_OFFSET", timedelta(seconds=offset), raising=False)
     with engine.begin() as c:  # a redelivery to a worker whose clock is off
-        assert claim_many(c, run_id, [h1], "b@host", 3, 10, "b@host/2") == {h1: "skip"}
-        assert claim_many(c, run_id, [h2], "b@host", 3, 10, "b@host/2") == {h2: "run"}
+        assert claim_many(c, run_id, [h1], ClaimBy("b@host", 3, 10, "b@host/2")).verdicts == {h1: "skip"}
+        assert claim_many(c, run_id, [h2], ClaimBy("b@host", 3, 10, "b@host/2")).verdicts == {h2: "run"}
     server = db_time(pg_url)
     with session_scope(engine) as s:
         row = s.scalars(select(Attempt).where(Attempt.level_hash == h2, Attempt.run_id == run_id)).one()
@@ -75,8 +76,12 @@ def test_a_worker_whose_clock_is_off_solves_every_level_once(offset, tmp_path, a
     with open(log, "w") as out:
         proc = subprocess.Popen(
             skewed(offset, "worker", "-c", "1", "-n", "skewed@test", "-l", "INFO"),
-            env=child_env(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
-        )  # fmt: skip
+            env=child_env(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=ROOT,
+        )
     try:
         assert wait_until(lambda: " ready." in log.read_text(), 60)
         run_id = submit(env, str(write_pack(tmp_path / "p", 8, ms=1000)), "--time-limit", "2")
@@ -95,8 +100,12 @@ def test_a_submitter_600_s_ahead_does_not_delay_resending_a_lost_queue(tmp_path,
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": any_broker.url}
     res = subprocess.run(
         skewed(600, "submit", str(write_pack(tmp_path, 4, ms=5)), "--time-limit", "5"),
-        env=child_env(env), capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )  # fmt: skip
+        env=child_env(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert res.returncode == 0, res.stderr
     any_broker.lose()
     time.sleep(5.5)  # SEND_SETTLE_S
@@ -116,9 +125,11 @@ def test_a_scheduler_frozen_in_its_take_back_transaction_does_not_hold_the_attem
         s.execute(update(Attempt).where(Attempt.run_id == run_id).values(holder="dead@host/1"))
     redis.Redis.from_url(broker).delete(os.environ["PACKSOLVE_QUEUE"])
     first = subprocess.Popen(
-        packsolve_cmd("scheduler", "--once", "--grace", "60"), env=child_env(env),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        packsolve_cmd("scheduler", "--once", "--grace", "60"),
+        env=child_env(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     watcher = create_engine(pg_url, isolation_level="AUTOCOMMIT")
     dbname = pg_url.rsplit("/", 1)[1]
 

@@ -7,12 +7,15 @@ after its owner, whether it ended normally, failed or was killed.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,6 +121,26 @@ def test_the_cluster_is_sealed_off_from_the_machine_and_the_machine_from_it(netn
     # (looked up, never probed: from the machine, such an address would go out of its default route).
     own = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
     assert f"{SUBNET}." not in own
+
+
+def _sleep_when_set(running: Any) -> None:
+    running.set()
+    time.sleep(60)
+
+
+def test_a_process_forked_inside_the_cluster_block_still_dies_of_sigterm(netns_cluster):
+    # The block turns SIGTERM into an exception for its own teardown; a forked child (a later
+    # test's multiprocessing pool, whose terminate() sends SIGTERM) must not inherit that, or a
+    # child unwinding while it holds the pool's queue lock hangs the test that made the pool.
+    ctx = multiprocessing.get_context("fork")
+    running = ctx.Event()
+    child = ctx.Process(target=_sleep_when_set, args=(running,))
+    child.start()
+    # Python drops a signal its handler caught before the child's after-fork reset: wait past it.
+    assert running.wait(10)
+    child.terminate()
+    child.join(10)
+    assert child.exitcode == -signal.SIGTERM
 
 
 def test_a_network_is_torn_down_even_when_its_block_fails():

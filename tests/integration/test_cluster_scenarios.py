@@ -1,11 +1,11 @@
-"""Issue 18's network scenarios on a cluster of namespaces, each on Redis and on RabbitMQ.
+"""The network scenarios on a cluster of namespaces (freeze, partition, kill...), each on Redis and RabbitMQ.
 
 Each test runs one scenario (tests/support/cluster_scenarios.py) on three worker hosts with a
 scheduler on the server host, then asserts every invariant at once: exactly one final result
 per level, none lost, none duplicated (the audit trigger saw no final row change and no result
 written over another worker's claim), the run stamped finished only after its last result, and
 no attempt running past its deadline plus the grace. The figures are printed (pytest -s) in the
-closing table's format; `benchmarks/cluster_scenarios.py` prints the whole table.
+closing table's format; `python -m benchmarks.cluster_scenarios` prints the whole table.
 """
 
 from __future__ import annotations

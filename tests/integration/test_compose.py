@@ -225,8 +225,20 @@ def test_compose_up_solves_packs_from_the_host_and_the_cli_container(compose_up,
     # A pack of levels that each take 0.4 s through `docker-compose run --rm cli` (packs under PACKS_DIR):
     # long enough that all three workers take a share.
     write_pack(stack.packs, 36, ms=400, name="sleepers.jsonl")
-    res = stack.compose("--profile", "cli", "run", "--rm", "cli", "submit", "/packs/sleepers.jsonl",
-                        "--time-limit", "30", "--chunk-size", "1", timeout=300)  # fmt: skip
+    res = stack.compose(
+        "--profile",
+        "cli",
+        "run",
+        "--rm",
+        "cli",
+        "submit",
+        "/packs/sleepers.jsonl",
+        "--time-limit",
+        "30",
+        "--chunk-size",
+        "1",
+        timeout=300,
+    )
     cli_run = int(res.stdout.strip().splitlines()[-1])
     assert cli_run != host_run
     for run_id in (host_run, cli_run):

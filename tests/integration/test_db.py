@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import inspect, select
 
-from packsolve.db.attempts import Result, claim_many, record
+from packsolve.db.attempts import ClaimBy, Result, claim_many, record
 from packsolve.db.migrate import current_revision, head_revision, upgrade
 from packsolve.db.models import Attempt, Run
 from packsolve.db.runs import RunOptions, create_run, status_counts
@@ -55,13 +55,13 @@ def test_results_are_idempotent_and_a_late_duplicate_never_overwrites(db_url):
         run_id = create_run(s, plan_levels(LEVELS[:2], None).attempts, RunOptions(mode="distributed"))
     a, b = LEVELS[0].hash, LEVELS[1].hash
     with session_scope(engine) as s:
-        assert claim_many(s.connection(), run_id, [a], "w1", max_tries=3) == {a: "run"}
+        assert claim_many(s.connection(), run_id, [a], ClaimBy("w1", max_tries=3)).verdicts == {a: "run"}
         first = Outcome(Status.SOLVED, [[0, 0], [0, 1], [0, 2]], SearchStats(3, 0.1, 0.1, 10))
         assert record(s, [Result(run_id, a, first, 3, "w1")]) == 1
     with session_scope(engine) as s:
         late = Outcome(Status.TIMEOUT, None, SearchStats(99, 9, 9, 9), "late duplicate")
         assert record(s, [Result(run_id, a, late, None, "w2")]) == 0
-        assert claim_many(s.connection(), run_id, [a], "w2", max_tries=3) == {a: "skip"}
+        assert claim_many(s.connection(), run_id, [a], ClaimBy("w2", max_tries=3)).verdicts == {a: "skip"}
         row = s.scalars(select(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == a)).one()
         assert (row.status, row.worker, row.nodes) == ("solved", "w1", 3)
         assert s.get(Run, run_id).finished_at is None  # b still queued
@@ -78,7 +78,10 @@ def test_a_task_delivered_too_often_becomes_lost(db_url):
         run_id = create_run(s, plan_levels(LEVELS[:1], None).attempts, RunOptions(mode="distributed"))
     h = LEVELS[0].hash
     with session_scope(engine) as s:
-        verdicts = [claim_many(s.connection(), run_id, [h], f"w{i}", max_tries=2)[h] for i in range(3)]
+        verdicts = [
+            claim_many(s.connection(), run_id, [h], ClaimBy(f"w{i}", max_tries=2)).verdicts[h]
+            for i in range(3)
+        ]
         assert verdicts == ["run", "run", "lost"]
         row = s.scalars(select(Attempt).where(Attempt.run_id == run_id)).one()
         assert row.status == "lost" and row.tries == 2 and "started 2 times" in row.message
@@ -109,3 +112,32 @@ def test_processes_creating_a_new_sqlite_schema_at_once_do_not_collide(tmp_path)
     errors = [p.communicate(timeout=120)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, errors
     assert current_revision(make_engine(url)) == head_revision(make_engine(url))
+
+
+def test_modes_states_and_statuses_are_stored_as_the_same_strings_and_read_back_as_enums(db_url):
+    from sqlalchemy import text
+    from sqlalchemy.exc import StatementError
+
+    from packsolve.runstate import RunMode, RunState
+
+    engine = get_engine(db_url)
+    with session_scope(engine) as s:
+        run_id = create_run(s, plan_levels(LEVELS, None).attempts, RunOptions(mode=RunMode.LOCAL))
+    with engine.connect() as conn:
+        stored = conn.execute(text("SELECT mode, state FROM runs WHERE id = :r"), {"r": run_id}).one()
+        statuses = set(conn.scalars(text("SELECT status FROM attempts WHERE run_id = :r"), {"r": run_id}))
+    assert tuple(stored) == ("local", "running") and statuses == {"queued", "invalid"}
+    assert all(type(v) is str for v in [*stored, *statuses])
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        assert (run.mode, run.state) == (RunMode.LOCAL, RunState.RUNNING) and type(run.mode) is RunMode
+        read = {a.status for a in s.scalars(select(Attempt).where(Attempt.run_id == run_id))}
+        assert read == {Status.QUEUED, Status.INVALID} and all(type(v) is Status for v in read)
+        run.state = "finished"  # a plain string that is a value is written as it is
+    with (
+        pytest.raises(StatementError, match="'sleeping' is not a valid RunState"),
+        session_scope(engine) as s,
+    ):
+        s.get(Run, run_id).state = "sleeping"  # no state: refused when written, never stored
+    with engine.connect() as conn:
+        assert conn.scalar(text("SELECT state FROM runs WHERE id = :r"), {"r": run_id}) == "finished"

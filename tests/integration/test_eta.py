@@ -18,17 +18,26 @@ from tests.support.report_runs import Planned, build_run, strip_level
 def test_the_eta_follows_the_recent_rate_whatever_is_counted_running(sqlite_url, running):
     levels = [strip_level(i) for i in range(170)]
     # 100 finished, one a second over the last 100 s (each took 2 s), the rest queued or running.
-    run_id = build_run(sqlite_url, [Planned(lv, "solved", 2.0) for lv in levels[:100]]
-                       + [Planned(lv, None) for lv in levels[100:]], concurrency=None)  # fmt: skip
+    run_id = build_run(
+        sqlite_url,
+        [Planned(lv, "solved", 2.0) for lv in levels[:100]] + [Planned(lv, None) for lv in levels[100:]],
+        concurrency=None,
+    )
     now = utcnow()
     with session_scope(get_engine(sqlite_url)) as session:
         for i, lv in enumerate(levels[:100]):
             end = now - timedelta(seconds=100 - i)
-            session.execute(update(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == lv.hash)
-                            .values(finished_at=end, started_at=end - timedelta(seconds=2)))  # fmt: skip
+            session.execute(
+                update(Attempt)
+                .where(Attempt.run_id == run_id, Attempt.level_hash == lv.hash)
+                .values(finished_at=end, started_at=end - timedelta(seconds=2))
+            )
         for lv in levels[100 : 100 + running]:
-            session.execute(update(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == lv.hash)
-                            .values(status="running", worker="w@h", started_at=now))  # fmt: skip
+            session.execute(
+                update(Attempt)
+                .where(Attempt.run_id == run_id, Attempt.level_hash == lv.hash)
+                .values(status="running", worker="w@h", started_at=now)
+            )
         session.execute(update(Run).where(Run.id == run_id).values(mode="distributed", sent_at=now))
     with get_engine(sqlite_url).begin() as connection:  # the worker running them is live: an ETA is due
         renew(connection, "w@h:1", "w@h", 60.0, {})

@@ -19,6 +19,7 @@ import pytest
 
 from packsolve.db.runs import status_counts
 from packsolve.db.session import get_engine, session_scope
+from packsolve.settings import hide_password
 from tests.support.programs import PROGRAMS, alive, toml_for, write_programs
 from tests.support.services import run_cli, wait_for_run
 
@@ -84,7 +85,9 @@ def test_a_submitted_run_is_solved_by_a_declared_program_on_a_worker(
     env = {"PACKSOLVE_DATABASE_URL": db, "PACKSOLVE_BROKER_URL": broker}
     directory = write_programs(tmp_path / "programs")
     toml = toml_for(directory)
-    start_worker(broker, db, "w1@test", args=["--solvers", str(toml)])
+    worker = start_worker(broker, db, "w1@test", args=["--solvers", str(toml)])
+    # Its start says where its results go and where its tasks come from, passwords hidden.
+    assert f"this worker writes to {hide_password(db)} (environment), takes tasks from" in worker.log()
     run_id = submit(
         env,
         str(write_pack(tmp_path, LEVELS)),
@@ -198,9 +201,16 @@ def test_misbehaving_programs_end_in_the_right_status_on_a_worker_that_goes_on(
     worker = start_worker(broker, pg_url, "w1@test", args=["--solvers", toml])
     pack = str(write_pack(tmp_path, LEVELS[:1]))
     expected = {
-        "correct": "solved", "wrong": "wrong", "sleeper": "timeout", "hog": "memout", "segfault": "error",
-        "garbage": "error", "forker": "solved", "escaper": "timeout", "stdin-only": "solved",
-    }  # fmt: skip
+        "correct": "solved",
+        "wrong": "wrong",
+        "sleeper": "timeout",
+        "hog": "memout",
+        "segfault": "error",
+        "garbage": "error",
+        "forker": "solved",
+        "escaper": "timeout",
+        "stdin-only": "solved",
+    }
     runs = {
         name: submit(
             env, pack, "--solvers", toml, "--heuristic", name, "--time-limit", "1", "--memory-limit", "64"

@@ -77,9 +77,12 @@ def test_a_pack_solved_by_a_declared_program_is_verified_and_records_the_binary_
     [program] = provenance["programs"]
     sha = hashlib.sha256((directory / "correct.py").read_bytes()).hexdigest()
     assert program == {
-        "solver": "correct", "kind": "coins", "sha256": sha,
-        "command": f"{directory / 'correct.py'} {{level}}", "workers": [f"local@{socket.gethostname()}"],
-    }  # fmt: skip
+        "solver": "correct",
+        "kind": "coins",
+        "sha256": sha,
+        "command": f"{directory / 'correct.py'} {{level}}",
+        "workers": [f"local@{socket.gethostname()}"],
+    }
     assert provenance["warnings"] == []
     table = run_cli("report", "summary", str(summary["run"]), env={**env, "COLUMNS": "200"})
     assert "program correct" in table.stdout and sha[:16] in table.stdout
@@ -103,9 +106,17 @@ def test_a_program_applies_to_its_kind_and_the_others_keep_their_default_with_a_
     _, toml = programs
     levels = [*LEVELS[:1], {"kind": "euler", "edges": [[1, 2], [2, 3]]}]
     res = run_cli(
-        "solve", str(write_pack(tmp_path, levels)), "--solvers", str(toml), "--heuristic", "correct", "-q",
-        "--format", "json", env={"PACKSOLVE_DATABASE_URL": sqlite_url},
-    )  # fmt: skip
+        "solve",
+        str(write_pack(tmp_path, levels)),
+        "--solvers",
+        str(toml),
+        "--heuristic",
+        "correct",
+        "-q",
+        "--format",
+        "json",
+        env={"PACKSOLVE_DATABASE_URL": sqlite_url},
+    )
     assert res.returncode == 0, res.stderr
     assert "euler has no heuristic 'correct': its default 'hierholzer' runs" in res.stderr
     assert json.loads(res.stdout)["heuristics"] == ["correct", "hierholzer"]

@@ -1,4 +1,4 @@
-"""Issue 18: exactly one final result per level, whatever breaks: fencing tokens, leases, try counts, cancel.
+"""Exactly one final result per level, whatever breaks: fencing tokens, leases, try counts, cancel.
 
 These drive the database layer directly (two "workers" are two holder names),
 on SQLite and PostgreSQL; the network scenarios (test_cluster_scenarios.py)
@@ -12,11 +12,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from packsolve.db.attempts import Result, claim_many, record, stale_of
+from packsolve.db.attempts import ClaimBy, Result, claim_many, record, stale_of
 from packsolve.db.models import Attempt, Run, utcnow
 from packsolve.db.reconcile import stale_attempts, take_stale
 from packsolve.db.runs import RunOptions, cancel_pending, create_run, mark_sent
-from packsolve.db.session import get_engine, session_scope
+from packsolve.db.session import session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.planning import plan_levels
@@ -27,10 +27,10 @@ SOLVED = Outcome(Status.SOLVED, [5, 1, 1], SearchStats(3, 0.01, 0.01, 1.0))
 LATE = Outcome(Status.TIMEOUT, None, SearchStats(10**6, 45.1, 2.0, 1.0), "time limit 20 s reached")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request):
-    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-    return get_engine(url)
+@pytest.fixture
+def engine(either_engine):
+    """Each test here on SQLite, then on PostgreSQL (tests.support.fencing.either_engine)."""
+    return either_engine
 
 
 def sent_run(engine, max_tries: int = 3) -> tuple[int, list[str]]:
@@ -57,16 +57,18 @@ def test_a_stale_claims_result_is_refused_and_the_current_claims_result_lands(en
     run_id, (h, *_) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     lease(engine, "b@host/2", 30)
-    tokens_a: dict[str, int] = {}
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h], "a@host", 3, 20, "a@host/1", tokens_a) == {h: "run"}
+        claimed_a = claim_many(c, run_id, [h], ClaimBy("a@host", 3, 20, "a@host/1"))
+    assert claimed_a.verdicts == {h: "run"}
+    tokens_a = claimed_a.tokens
     with engine.begin() as c:  # a live holder's claim is its own: nobody takes it over
-        assert claim_many(c, run_id, [h], "b@host", 3, 20, "b@host/2") == {h: "skip"}
+        assert claim_many(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2")).verdicts == {h: "skip"}
     lease(engine, "a@host/1", -1)  # a is frozen past its lease
     assert [t.level_hash for t in reconcile_db(engine)] == [h]
-    tokens_b: dict[str, int] = {}
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h], "b@host", 3, 20, "b@host/2", tokens_b) == {h: "run"}
+        claimed_b = claim_many(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2"))
+    assert claimed_b.verdicts == {h: "run"}
+    tokens_b = claimed_b.tokens
     assert tokens_b[h] == tokens_a[h] + 1
     stale = Result(run_id, h, LATE, None, "a@host", token=tokens_a[h])  # a thaws and reports
     with engine.begin() as c:
@@ -88,7 +90,7 @@ def test_a_dead_holders_claim_without_a_time_limit_and_its_waiting_chunk_come_ba
     run_id, (h1, h2, h3) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h1], "a@host", 3, None, "a@host/1") == {h1: "run"}
+        assert claim_many(c, run_id, [h1], ClaimBy("a@host", 3, None, "a@host/1")).verdicts == {h1: "run"}
         hold(c, run_id, [h2], "a@host/1")
     assert reconcile_db(engine) == []  # alive: nothing to take
     lease(engine, "a@host/1", -1)
@@ -124,7 +126,7 @@ def test_cancel_holds_when_the_worker_of_a_running_attempt_dies(engine):
     run_id, (h1, *_) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        claim_many(c, run_id, [h1], "a@host", 3, 20, "a@host/1")
+        claim_many(c, run_id, [h1], ClaimBy("a@host", 3, 20, "a@host/1"))
     with session_scope(engine) as s:
         assert cancel_pending(s, run_id, "cancelled by the user before it ran") == 2
     lease(engine, "a@host/1", -1)  # killed right after the cancel

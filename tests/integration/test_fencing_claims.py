@@ -1,5 +1,5 @@
-"""Issue 23, items 9-12: claims whose answer was lost, leases that say what their process runs,
-cancelled runs, and tries counted only for attempts that started.
+"""Claims whose answer was lost, leases that say what their process runs, cancelled runs, and tries
+counted only for attempts that started.
 
 The database-level tests drive db.attempts and queue.lease directly (two "workers" are two holder
 names), on SQLite and PostgreSQL; test_fencing_workers.py does the same with real workers on both brokers.
@@ -12,11 +12,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from packsolve.db.attempts import Result, claim_many, record, start
+from packsolve.db.attempts import ClaimBy, Result, claim_many, record, start
 from packsolve.db.models import Attempt, Run, utcnow
 from packsolve.db.reconcile import stale_attempts, take_stale
 from packsolve.db.runs import cancel_pending
-from packsolve.db.session import get_engine, session_scope
+from packsolve.db.session import session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
 from tests.support.fencing import lease, sent_run_of
@@ -25,10 +25,10 @@ LEVELS = [make_level(f"l{i}", {"kind": "coins", "notes": [1, 5, 10], "target": 7
 SOLVED = Outcome(Status.SOLVED, [5, 1, 1], SearchStats(3, 0.01, 0.01, 1.0))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request):
-    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-    return get_engine(url)
+@pytest.fixture
+def engine(either_engine):
+    """Each test here on SQLite, then on PostgreSQL (tests.support.fencing.either_engine)."""
+    return either_engine
 
 
 def sent_run(engine, max_tries: int = 3) -> tuple[int, list[str]]:
@@ -51,35 +51,34 @@ def test_a_retried_claim_whose_answer_was_lost_reads_back_what_it_holds_and_runs
     """Item 9: the claim committed, its answer never came; the retry gets the claim, not a skip."""
     run_id, (h, *_) = sent_run(engine)
     lease(engine, "a@host/1", 30)
-    first: dict[str, int] = {}
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h], "a@host", 3, None, "a@host/1", first) == {h: "run"}
-    retried: dict[str, int] = {}
-    with engine.begin() as c:  # the same claim again, as with_db_retry sends it after a lost answer
-        assert claim_many(c, run_id, [h], "a@host", 3, None, "a@host/1", retried) == {h: "run"}
+        first = claim_many(c, run_id, [h], ClaimBy("a@host", 3, None, "a@host/1"))
+    assert first.verdicts == {h: "run"}
+    with engine.begin() as c:  # the same claim again, as db.retry.in_transaction sends it after a lost answer
+        retried = claim_many(c, run_id, [h], ClaimBy("a@host", 3, None, "a@host/1"))
     assert retried == first  # the same claim: its token, not a new try
     assert rows(engine, run_id)[h].tries == 1
     with engine.begin() as c:  # another live worker still cannot take it
-        assert claim_many(c, run_id, [h], "b@host", 3, None, "b@host/2") == {h: "skip"}
+        assert claim_many(c, run_id, [h], ClaimBy("b@host", 3, None, "b@host/2")).verdicts == {h: "skip"}
     with engine.begin() as c:
-        assert record(c, [Result(run_id, h, SOLVED, 3, "a@host", token=retried[h])]) == 1
+        assert record(c, [Result(run_id, h, SOLVED, 3, "a@host", token=retried.tokens[h])]) == 1
     assert rows(engine, run_id)[h].status == "solved"
 
 
 def test_a_lease_renewal_gives_back_at_once_the_claims_its_process_does_not_run(engine):
     """Items 9 and 10: what the database holds for a live process that does not run it goes back."""
     from packsolve.db.attempts import hold
-    from packsolve.queue.consumer import ClaimConnection, with_db_retry
+    from packsolve.queue.claiming import ClaimConnection
     from packsolve.queue.lease import Lease
 
     run_id, (h1, h2, h3, h4) = sent_run(engine)
-    mine = Lease(engine, ClaimConnection(engine), "a@host", with_db_retry, ttl_s=30)
+    mine = Lease(ClaimConnection(engine), "a@host", ttl_s=30)
     mine.start()
     try:
         mine.own(run_id, [h1])  # what the process works on now
         with engine.begin() as c:
-            claim_many(c, run_id, [h1], "a@host", 3, None, mine.name)
-            claim_many(c, run_id, [h2], "a@host", 3, None, mine.name)  # a task that failed midway
+            claim_many(c, run_id, [h1], ClaimBy("a@host", 3, None, mine.name))
+            claim_many(c, run_id, [h2], ClaimBy("a@host", 3, None, mine.name))  # a task that failed midway
             hold(c, run_id, [h3], mine.name)  # the rest of that task's chunk
         assert reconcile_db(engine) == []  # the lease is alive: nothing taken yet
         mine.renew()
@@ -97,13 +96,16 @@ def test_a_claim_of_an_attempt_of_a_cancelled_run_fails_and_the_attempt_becomes_
     run_id, (h1, h2, *_) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        claim_many(c, run_id, [h1], "a@host", 3, None, "a@host/1")
+        claim_many(c, run_id, [h1], ClaimBy("a@host", 3, None, "a@host/1"))
     with session_scope(engine) as s:
         cancel_pending(s, run_id, "cancelled by the user before it ran")
     lease(engine, "a@host/1", -1)  # the pool process is killed; its task comes back at once
     lease(engine, "a@host/2", 30)
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h1, h2], "a@host", 3, None, "a@host/2") == {h1: "cancelled", h2: "skip"}
+        assert claim_many(c, run_id, [h1, h2], ClaimBy("a@host", 3, None, "a@host/2")).verdicts == {
+            h1: "cancelled",
+            h2: "skip",
+        }
     after = rows(engine, run_id)
     assert after[h1].status == "cancelled" and after[h1].tries == 1
     with session_scope(engine) as s:
@@ -116,10 +118,10 @@ def test_only_an_attempt_that_started_counts_a_try_when_its_worker_dies_holding_
     not charged, so with --max-tries 1 they come back instead of being lost."""
     run_id, (h1, h2, h3, h4) = sent_run(engine, max_tries=1)
     lease(engine, "a@host/1", 30)
-    tokens: dict[str, int] = {}
     with engine.begin() as c:
-        verdicts = claim_many(c, run_id, [h1, h2, h3, h4], "a@host", 1, 10, "a@host/1", tokens)
-    assert set(verdicts.values()) == {"run"}
+        claimed = claim_many(c, run_id, [h1, h2, h3, h4], ClaimBy("a@host", 1, 10, "a@host/1"))
+    assert set(claimed.verdicts.values()) == {"run"}
+    tokens = claimed.tokens
     # h1 ran; when it ended h2 started (its start is written); then the worker dies in h2.
     with engine.begin() as c:
         start(c, [(run_id, h2, tokens[h2])])
@@ -134,8 +136,8 @@ def test_only_an_attempt_that_started_counts_a_try_when_its_worker_dies_holding_
     # A stale claim's result stays refused though its attempt's try count did not move.
     lease(engine, "b@host/2", 30)
     with engine.begin() as c:
-        again: dict[str, int] = {}
-        assert claim_many(c, run_id, [h3], "b@host", 1, 10, "b@host/2", again) == {h3: "run"}
+        again = claim_many(c, run_id, [h3], ClaimBy("b@host", 1, 10, "b@host/2"))
+        assert again.verdicts == {h3: "run"}
         assert record(c, [Result(run_id, h3, SOLVED, 3, "a@host", token=tokens[h3])]) == 0
-        assert record(c, [Result(run_id, h3, SOLVED, 3, "b@host", token=again[h3])]) == 1
+        assert record(c, [Result(run_id, h3, SOLVED, 3, "b@host", token=again.tokens[h3])]) == 1
     assert (rows(engine, run_id)[h3].status, rows(engine, run_id)[h3].tries) == ("solved", 1)

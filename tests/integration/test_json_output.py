@@ -37,5 +37,20 @@ def test_every_command_taking_format_json_prints_one_json_document(sqlite_url):
         ("report", "hardest", "--run", "first"),
         ("report", "failures", "first"),
         ("report", "compare", "first", str(child["run"])),
+        ("report", "curve", "first"),
     ]:
         one_document(*args, env=env)
+
+
+def test_status_json_has_every_documented_key_for_a_finished_local_run(sqlite_url):
+    """Keys never vanish once a run is over: the document has exactly the keys docs/reports.md lists."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reports.md").read_text()
+    section = doc.split("## `status [RUN] [--watch] --format json`", 1)[1]
+    listed = set(re.findall(r'"(\w+)"', section.split("}`", 1)[0]))
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    one_document("solve", str(PACK), "-q", env=env)
+    status = one_document("status", env=env)
+    assert set(status) == listed
+    assert status["finished"] and status["live_workers"] is None and status["unsent"] is None

@@ -37,9 +37,24 @@ def test_solve_then_export_gives_one_verified_record_per_level(tmp_path):
     [bad] = by_status["invalid"]
     assert "unknown character" in bad["message"] and bad["level"].endswith("levels.json:1[3]")
     assert set(records[0]) == {
-        "run", "level", "level_hash", "kind", "heuristic", "status", "solution", "length", "nodes",
-        "wall_s", "cpu_s", "peak_rss_mb", "worker", "tries", "started_at", "finished_at", "message",
-    }  # fmt: skip
+        "run",
+        "level",
+        "level_hash",
+        "kind",
+        "heuristic",
+        "status",
+        "solution",
+        "length",
+        "nodes",
+        "wall_s",
+        "cpu_s",
+        "peak_rss_mb",
+        "worker",
+        "tries",
+        "started_at",
+        "finished_at",
+        "message",
+    }
 
 
 def test_csv_export_has_the_same_columns_and_json_solutions(tmp_path):
@@ -58,8 +73,9 @@ def test_csv_export_has_the_same_columns_and_json_solutions(tmp_path):
 
 def test_solve_defaults_to_an_sqlite_file_in_the_current_directory(tmp_path):
     pack = make_pack(tmp_path)
-    res = run_cli("solve", str(pack), "-q", "--format", "json", cwd=tmp_path,
-                  env={"PACKSOLVE_DATABASE_URL": ""})  # fmt: skip
+    res = run_cli(
+        "solve", str(pack), "-q", "--format", "json", cwd=tmp_path, env={"PACKSOLVE_DATABASE_URL": ""}
+    )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "packsolve.db").exists()
     summary = json.loads(res.stdout)
@@ -87,8 +103,19 @@ def test_a_level_plain_cannot_finish_times_out_and_the_rest_still_runs(tmp_path)
     )
     (pack / "b_easy.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "...."]}))
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
-    res = run_cli("solve", str(pack), "--heuristic", "plain", "--time-limit", "1", "--jobs", "1", "-q",
-                  env=env, cwd=tmp_path)  # fmt: skip
+    res = run_cli(
+        "solve",
+        str(pack),
+        "--heuristic",
+        "plain",
+        "--time-limit",
+        "1",
+        "--jobs",
+        "1",
+        "-q",
+        env=env,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     recs = [json.loads(x) for x in run_cli("export", env=env, cwd=tmp_path).stdout.splitlines()]
     assert [r["status"] for r in recs] == ["timeout", "solved"]

@@ -40,10 +40,15 @@ def test_notify_runs_a_command_with_the_summary_and_posts_it_to_a_url_retrying(s
     try:
         out = tmp_path / "summary.json"
         res = run_cli(
-            "solve", str(PACK), "-q", "--notify", f"sh -c 'cat > {out}'",
-            "--notify-url", f"http://127.0.0.1:{server.server_port}/hook",
+            "solve",
+            str(PACK),
+            "-q",
+            "--notify",
+            f"sh -c 'cat > {out}'",
+            "--notify-url",
+            f"http://127.0.0.1:{server.server_port}/hook",
             env={"PACKSOLVE_DATABASE_URL": sqlite_url},
-        )  # fmt: skip
+        )
     finally:
         server.shutdown()
     assert res.returncode == 0, res.stderr
@@ -55,8 +60,62 @@ def test_notify_runs_a_command_with_the_summary_and_posts_it_to_a_url_retrying(s
 
 def test_a_notification_that_fails_is_a_warning_not_a_failed_run(sqlite_url, tmp_path):
     res = run_cli(
-        "solve", str(PACK), "-q", "--notify", "false", "--notify-url", "http://127.0.0.1:9/nothing-here",
+        "solve",
+        str(PACK),
+        "-q",
+        "--notify",
+        "false",
+        "--notify-url",
+        "http://127.0.0.1:9/nothing-here",
         env={"PACKSOLVE_DATABASE_URL": sqlite_url},
-    )  # fmt: skip
+    )
     assert res.returncode == 0 and "Traceback" not in res.stderr
     assert "--notify: `false` exited 1" in res.stderr and "--notify-url" in res.stderr
+
+
+def _notified(out: Path) -> dict:
+    return json.loads(out.read_text())
+
+
+def test_a_local_rerun_and_a_resume_notify_when_they_end(sqlite_url, tmp_path):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    assert run_cli("solve", str(PACK), "-q", "--label", "first", env=env).returncode == 0
+    out = tmp_path / "rerun.json"
+    res = run_cli(
+        "rerun",
+        "first",
+        "--status",
+        "solved,no_solution",
+        "--local",
+        "-q",
+        "--notify",
+        f"sh -c 'cat > {out}'",
+        env=env,
+    )
+    assert res.returncode == 0, res.stderr
+    child = _notified(out)
+    assert (child["run"], child["state"], child["total"]) == (2, "finished", 5)
+    # Two levels left without a result, as a Ctrl-C leaves them (cancelled before they ran): resumed.
+    from packsolve.db.models import Attempt
+    from packsolve.db.session import get_engine, session_scope
+
+    with session_scope(get_engine(sqlite_url)) as session:
+        for attempt in session.query(Attempt).filter_by(run_id=2).limit(2):
+            attempt.status, attempt.solution, attempt.wall_s = "cancelled", None, None
+    resumed_out = tmp_path / "resume.json"
+    res = run_cli("resume", "2", "-q", "--notify", f"sh -c 'cat > {resumed_out}'", env=env)
+    assert res.returncode == 0, res.stderr
+    resumed = _notified(resumed_out)
+    assert (resumed["run"], resumed["state"], resumed["counts"].get("cancelled", 0)) == (2, "finished", 0)
+
+
+def test_submit_with_notify_waits_for_the_workers_then_notifies(tmp_path, broker, start_worker, sqlite_url):
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    start_worker(broker, sqlite_url, "w1@test")
+    out = tmp_path / "submit.json"
+    res = run_cli("submit", str(PACK), "--notify", f"sh -c 'cat > {out}'", env=env, timeout=180)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "1"  # the run id, as without --notify
+    assert "waiting for run 1 to end, to notify" in res.stderr
+    summary = _notified(out)
+    assert (summary["run"], summary["state"], summary["total"]) == (1, "finished", 5)

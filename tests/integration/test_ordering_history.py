@@ -28,8 +28,11 @@ def test_a_submit_is_ordered_by_other_runs_times_with_sizes_given_or_read(db_url
     with session_scope(engine) as s:
         before = create_run(s, plan_levels(LEVELS[:3], None).attempts, RunOptions(mode="distributed"))
         # The 3-note level took longest before, the 2-note one least; 4 notes only timed out.
-        for level, status, wall in ((LEVELS[0], "solved", 0.5), (LEVELS[1], "solved", 3.0),
-                                    (LEVELS[2], "timeout", 1.0)):  # fmt: skip
+        for level, status, wall in (
+            (LEVELS[0], "solved", 0.5),
+            (LEVELS[1], "solved", 3.0),
+            (LEVELS[2], "timeout", 1.0),
+        ):
             s.execute(
                 update(Attempt)
                 .where(Attempt.run_id == before, Attempt.level_hash == level.hash)
@@ -38,7 +41,7 @@ def test_a_submit_is_ordered_by_other_runs_times_with_sizes_given_or_read(db_url
     plan = plan_levels(LEVELS, None)
     with session_scope(engine) as s:
         run_id = create_run(s, plan.attempts, RunOptions(mode="distributed"))
-    specs = plan.specs(Limits(10))
+    specs = plan.pending(Limits(10))
     sizes = {p.level.hash: p.level.size for p in plan.attempts}
     with session_scope(engine) as s:
         read = hardest_first(s, run_id, specs)
@@ -46,4 +49,4 @@ def test_a_submit_is_ordered_by_other_runs_times_with_sizes_given_or_read(db_url
     assert read == given
     # 3 notes (3 s); 5 to 7 notes, never run, nearest to 4 notes (1 s): biggest first, then 4 notes;
     # 2 notes (0.5 s) last. This run's own attempts (queued, no time) count for nothing.
-    assert [name for _, name, _ in given] == ["c3", "c7", "c6", "c5", "c4", "c2"]
+    assert [p.name for p in given] == ["c3", "c7", "c6", "c5", "c4", "c2"]

@@ -49,8 +49,11 @@ def test_the_plugin_passes_check_kind_and_its_own_tests():
     assert res.returncode == 0, res.stdout + res.stderr
     own = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(PLUGIN / "tests")],
-        capture_output=True, text=True, cwd=PLUGIN, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=PLUGIN,
+        timeout=300,
+    )
     assert own.returncode == 0, own.stdout + own.stderr
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from packsolve.report.failures import pattern
+from packsolve.db.failures import pattern
 from packsolve.report.text import short_message, short_name
 from tests.support.report_runs import Planned, build_run, strip_level
 from tests.support.services import run_cli
@@ -35,20 +35,32 @@ def cli(url: str, *args: str, code: int = 0, cwd: Path | None = None) -> str:
 
 def night(url: str) -> tuple[int, int]:
     """A run with timeouts, memouts and an error, and a rerun that solved some of them."""
-    parent = build_run(url, [
-        Planned(LEVELS[0], "solved", 0.5),
-        Planned(LEVELS[1], "timeout", 10.1, message="time limit 10 s reached after 81234 nodes"),
-        Planned(LEVELS[2], "timeout", 10.2, message="time limit 10 s reached after 99120 nodes"),
-        Planned(LEVELS[3], "timeout", 10.1, message="time limit 10 s reached after 5120 nodes"),
-        Planned(LEVELS[4], "memout", 3.0, message=OOM),
-        Planned(LEVELS[5], "error", 0.1, message="RecursionError: maximum recursion depth exceeded"),
-        Planned(LEVELS[6], "solved", 1.0),
-    ], time_limit=10.0, label="monday")  # fmt: skip
-    child = build_run(url, [
-        Planned(LEVELS[1], "solved", 2.0),
-        Planned(LEVELS[2], "timeout", 20.3, message="time limit 20 s reached after 300000 nodes"),
-        Planned(LEVELS[3], "solved", 4.0),
-    ], time_limit=20.0, heuristic="warnsdorff", label="more-time", parent=parent)  # fmt: skip
+    parent = build_run(
+        url,
+        [
+            Planned(LEVELS[0], "solved", 0.5),
+            Planned(LEVELS[1], "timeout", 10.1, message="time limit 10 s reached after 81234 nodes"),
+            Planned(LEVELS[2], "timeout", 10.2, message="time limit 10 s reached after 99120 nodes"),
+            Planned(LEVELS[3], "timeout", 10.1, message="time limit 10 s reached after 5120 nodes"),
+            Planned(LEVELS[4], "memout", 3.0, message=OOM),
+            Planned(LEVELS[5], "error", 0.1, message="RecursionError: maximum recursion depth exceeded"),
+            Planned(LEVELS[6], "solved", 1.0),
+        ],
+        time_limit=10.0,
+        label="monday",
+    )
+    child = build_run(
+        url,
+        [
+            Planned(LEVELS[1], "solved", 2.0),
+            Planned(LEVELS[2], "timeout", 20.3, message="time limit 20 s reached after 300000 nodes"),
+            Planned(LEVELS[3], "solved", 4.0),
+        ],
+        time_limit=20.0,
+        heuristic="warnsdorff",
+        label="more-time",
+        parent=parent,
+    )
     return parent, child
 
 
@@ -75,11 +87,15 @@ def test_report_failures_groups_by_status_and_message_with_examples_and_the_comm
 
 def test_the_printed_rerun_command_reruns_exactly_its_group(url, tmp_path):
     """Two kinds of error in one run: the --message of each group's command picks that group only."""
-    parent = build_run(url, [
-        Planned(LEVELS[0], "error", 0.1, message="RecursionError: maximum recursion depth exceeded"),
-        Planned(LEVELS[1], "error", 0.1, message="solver process died from signal SIGSEGV"),
-        Planned(LEVELS[2], "error", 0.1, message="RecursionError: maximum recursion depth exceeded"),
-    ], heuristic="plain")  # fmt: skip
+    parent = build_run(
+        url,
+        [
+            Planned(LEVELS[0], "error", 0.1, message="RecursionError: maximum recursion depth exceeded"),
+            Planned(LEVELS[1], "error", 0.1, message="solver process died from signal SIGSEGV"),
+            Planned(LEVELS[2], "error", 0.1, message="RecursionError: maximum recursion depth exceeded"),
+        ],
+        heuristic="plain",
+    )
     data = json.loads(cli(url, "report", "failures", str(parent), "--format", "json"))
     [recursion] = [g for g in data["groups"] if g["count"] == 2]
     args = shlex.split(recursion["rerun"])[1:]  # as a shell reads it
@@ -87,8 +103,9 @@ def test_the_printed_rerun_command_reruns_exactly_its_group(url, tmp_path):
     child = json.loads(cli(url, *args, "--local", "-q", "--format", "json"))["run"]  # the child's summary
     res = run_cli("export", str(child), env={"PACKSOLVE_DATABASE_URL": url})
     assert sorted(json.loads(line)["level"] for line in res.stdout.splitlines()) == [
-        LEVELS[0].name, LEVELS[2].name,
-    ]  # fmt: skip
+        LEVELS[0].name,
+        LEVELS[2].name,
+    ]
 
 
 def test_messages_appear_wherever_a_status_is_shown_whole_in_json(url):
@@ -102,8 +119,12 @@ def test_messages_appear_wherever_a_status_is_shown_whole_in_json(url):
     assert summary["messages"]["memout"] == {"level": LEVELS[4].name, "message": OOM}
     shown = json.loads(cli(url, "show", LEVELS[2].hash, "--format", "json"))
     assert [h["message"] for h in shown["history"]][1].startswith("time limit 20 s")
-    for args in (["report", "hardest", "--run", "monday"], ["report", "summary", "monday"],
-                 ["report", "compare", "monday", "more-time"], ["show", LEVELS[4].hash]):  # fmt: skip
+    for args in (
+        ["report", "hardest", "--run", "monday"],
+        ["report", "summary", "monday"],
+        ["report", "compare", "monday", "more-time"],
+        ["show", LEVELS[4].hash],
+    ):
         assert "memory limit 100 MB" in cli(url, *args) or "time limit" in cli(url, *args), args
 
 
@@ -111,8 +132,11 @@ def test_compare_differs_keeps_levels_both_runs_attempted_and_the_footer_compare
     night(url)
     data = json.loads(cli(url, "report", "compare", "monday", "more-time", "--differs", "--format", "json"))
     assert [r["level"] for r in data["rows"]] == [LEVELS[1].name, LEVELS[3].name]
-    wider = json.loads(cli(url, "report", "compare", "monday", "more-time", "--differs", "--with-missing",
-                           "--format", "json"))  # fmt: skip
+    wider = json.loads(
+        cli(
+            url, "report", "compare", "monday", "more-time", "--differs", "--with-missing", "--format", "json"
+        )
+    )
     assert len(wider["rows"]) == 6  # every level but LEVELS[2], which timed out in both
     first, second = data["footer"]
     assert first["common_levels"] == second["common_levels"] == 3
@@ -146,9 +170,11 @@ def test_summary_with_reruns_gives_each_level_its_best_result_and_the_run_that_g
 
 def test_export_picks_the_format_from_the_file_name_and_json_is_one_array(url, tmp_path):
     night(url)
-    for name, check in (("x.jsonl", lambda t: [json.loads(x) for x in t.splitlines()]),
-                        ("x.json", json.loads),
-                        ("x.csv", lambda t: list(csv.DictReader(io.StringIO(t))))):  # fmt: skip
+    for name, check in (
+        ("x.jsonl", lambda t: [json.loads(x) for x in t.splitlines()]),
+        ("x.json", json.loads),
+        ("x.csv", lambda t: list(csv.DictReader(io.StringIO(t)))),
+    ):
         cli(url, "export", "monday", "-o", str(tmp_path / name))
         records = check((tmp_path / name).read_text())
         assert len(records) == 7 and records[4]["message"] == OOM, name
@@ -166,8 +192,9 @@ def test_a_cactus_of_a_run_with_nothing_decided_says_so_and_plots_are_named_by_e
     assert "nothing decided" in svg or re.search(r"<!-- nothing decided", svg) or "nothing" in svg
     cli(url, "report", "cactus", str(run_id), "-o", str(tmp_path / "c.pdf"))
     assert (tmp_path / "c.pdf").read_bytes()[:4] == b"%PDF"
-    res = run_cli("report", "cactus", str(run_id), "-o", str(tmp_path / "c.jpg"),
-                  env={"PACKSOLVE_DATABASE_URL": url})  # fmt: skip
+    res = run_cli(
+        "report", "cactus", str(run_id), "-o", str(tmp_path / "c.jpg"), env={"PACKSOLVE_DATABASE_URL": url}
+    )
     assert res.returncode == 2 and ".png, .svg, .pdf" in res.stderr
     res = run_cli("report", "html", "-o", str(tmp_path / "r.png"), env={"PACKSOLVE_DATABASE_URL": url})
     assert res.returncode == 2 and ".html" in res.stderr

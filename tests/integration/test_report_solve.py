@@ -16,8 +16,10 @@ DECIDED = {"solved", "no_solution"}
 # Small one-stroke levels plain DFS settles at once, plus two it cannot within the limit
 # (14x14 with a blocked cell by the start) but Warnsdorff ordering may.
 EASY = [{"kind": "onestroke", "grid": ["S" + "." * (3 + i), "." * (4 + i), "." * (4 + i)]} for i in range(4)]
-HARD = [{"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13},
-        {"kind": "onestroke", "grid": ["S.#" + "." * 12] + ["." * 15] * 14}]  # fmt: skip
+HARD = [
+    {"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13},
+    {"kind": "onestroke", "grid": ["S.#" + "." * 12] + ["." * 15] * 14},
+]
 LIMIT = 1.0
 
 
@@ -68,6 +70,14 @@ def test_reports_of_two_real_runs_match_their_export(tmp_path: Path, sqlite_url:
         cells = by_level[p["level"]]["results"]
         assert (cells[0]["status"], cells[1]["status"]) == (p["status"], w["status"])
         assert (cells[0]["nodes"], cells[1]["nodes"]) == (p["nodes"], w["nodes"])
+        assert (cells[0]["peak_rss_mb"], cells[1]["peak_rss_mb"]) == (
+            pytest.approx(p["peak_rss_mb"], abs=0.05),
+            pytest.approx(w["peak_rss_mb"], abs=0.05),
+        )
+    # Each run's peak memory: the largest of its attempts'.
+    assert [f["peak_rss_mb"] for f in cmp["footer"]] == [
+        pytest.approx(max(r["peak_rss_mb"] for r in recs), abs=0.05) for recs in (plain, warn)
+    ]
     assert [f["solved"] for f in cmp["footer"]] == [
         sum(r["status"] == "solved" for r in plain),
         sum(r["status"] == "solved" for r in warn),
@@ -83,8 +93,19 @@ def test_reports_of_two_real_runs_match_their_export(tmp_path: Path, sqlite_url:
     overall = cli_json("report", "hardest", "--all", "--top", "10", env=env)
     assert len(overall) == 6 and all(r["attempts"] == 2 for r in overall)
 
-    out = run_cli("report", "cactus", "plain", "warnsdorff", "-o", str(tmp_path / "c.svg"),
-                  "--scatter", str(tmp_path / "s.png"), "--format", "csv", env=env)  # fmt: skip
+    out = run_cli(
+        "report",
+        "cactus",
+        "plain",
+        "warnsdorff",
+        "-o",
+        str(tmp_path / "c.svg"),
+        "--scatter",
+        str(tmp_path / "s.png"),
+        "--format",
+        "csv",
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     assert len(rows) == sum(r["status"] in DECIDED for r in plain + warn)

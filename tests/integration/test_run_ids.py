@@ -1,4 +1,4 @@
-"""Run ids are never reused (issue 23, item 8): migration 0009 and the ids of runs made after a delete."""
+"""Run ids are never reused: migration 0009 and the ids of runs made after a delete."""
 
 from __future__ import annotations
 

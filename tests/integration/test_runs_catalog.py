@@ -38,16 +38,31 @@ def cli_json(url: str, *args: str) -> object:
 
 def test_runs_lists_every_run_newest_first_with_what_it_ran_as_table_json_and_csv(url, tmp_path):
     levels = [strip_level(i) for i in range(4)]
-    a = build_run(url, [Planned(lv, "solved", 0.1) for lv in levels[:3]] + [Planned(levels[3], "timeout", 1)],
-                  label="monday")  # fmt: skip
+    a = build_run(
+        url,
+        [Planned(lv, "solved", 0.1) for lv in levels[:3]] + [Planned(levels[3], "timeout", 1)],
+        label="monday",
+    )
     b = build_run(url, [Planned(levels[0], "solved", 0.1), Planned(levels[1], None)], heuristic="warnsdorff")
     rows = cli_json(url, "runs")
     assert [r["run"] for r in rows] == [b, a]
     assert rows[1] | {"created_at": None, "finished_at": None, "duration_s": None} == {
-        "run": a, "label": "monday", "state": "finished", "mode": "local", "parent": None, "packs": [],
-        "heuristic": "plain", "heuristics": ["plain"], "solved": 3, "decided": 3, "done": 4, "total": 4,
-        "created_at": None, "finished_at": None, "duration_s": None,
-    }  # fmt: skip
+        "run": a,
+        "label": "monday",
+        "state": "finished",
+        "mode": "local",
+        "parent": None,
+        "packs": [],
+        "heuristic": "plain",
+        "heuristics": ["plain"],
+        "solved": 3,
+        "decided": 3,
+        "done": 4,
+        "total": 4,
+        "created_at": None,
+        "finished_at": None,
+        "duration_s": None,
+    }
     assert (rows[0]["state"], rows[0]["done"], rows[0]["finished_at"]) == ("running", 1, None)
     table = cli(url, "runs")
     assert "monday" in table and "warnsdorff" in table and "3/4" in table and "1/2" in table
@@ -75,8 +90,9 @@ def test_a_label_names_one_run_reusing_it_is_an_error_unless_moved_and_digits_ar
     assert "already names run 1" in out
     with session_scope(get_engine(url)) as session:
         assert [(r.id, r.label) for r in session.scalars(select(Run).order_by(Run.id))] == [
-            (1, "monday"), (2, None),
-        ]  # fmt: skip
+            (1, "monday"),
+            (2, None),
+        ]
 
 
 def test_runs_delete_asks_first_and_removes_a_run_but_no_level_history_of_other_runs(url):
@@ -114,14 +130,21 @@ def test_the_migration_renames_duplicate_and_all_digit_labels_then_labels_are_un
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "0004")
     with engine.begin() as conn:
-        for run_id, label in [(1, "monday"), (2, "monday"), (3, "7"), (4, "monday"), (5, None), (6, None),
-                              (7, "monday-2")]:  # fmt: skip
+        for run_id, label in [
+            (1, "monday"),
+            (2, "monday"),
+            (3, "7"),
+            (4, "monday"),
+            (5, None),
+            (6, None),
+            (7, "monday-2"),
+        ]:
             conn.execute(
                 text(
                     "INSERT INTO runs (id, label, mode, state, heuristic, total, host, version, options, "
                     "created_at) VALUES (:i, :l, 'local', 'finished', 'default', 0, 'h', 'v', '{}', "
                     "CURRENT_TIMESTAMP)"
-                ),  # fmt: skip
+                ),
                 {"i": run_id, "l": label},
             )
     assert upgrade(engine) is True

@@ -65,8 +65,11 @@ def test_worker_concurrency_defaults_to_the_number_of_cores(tmp_path, broker, sq
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "packsolve", "worker", "--hostname", "cores@test"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and "concurrency:" not in log.read_text():
@@ -121,13 +124,16 @@ def test_one_level_per_task_then_a_redelivery_of_every_task_changes_nothing(
         "from packsolve.planning import plan_run\n"
         "from packsolve.queue.app import make_app\n"
         "from packsolve.queue.producer import enqueue\n"
-        "specs = plan_run([sys.argv[1]]).specs(Limits(10.0))\n"
+        "specs = plan_run([sys.argv[1]]).pending(Limits(10.0))\n"
         "print(enqueue(make_app(sys.argv[2]), int(sys.argv[3]), specs, max_tries=5, chunk_size=1))\n"
     )
     sent = subprocess.run(
         [sys.executable, "-c", resend, str(pack), broker, str(run_id)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
     assert sent.returncode == 0 and sent.stdout.strip() == str(n), sent.stderr
     r = redis.Redis.from_url(broker)
     queue = (os.environ.get("PACKSOLVE_QUEUE") or "packsolve").encode()

@@ -202,7 +202,7 @@ def _queue_order(broker: str) -> list[int]:
 
 
 def test_a_lapsed_lease_gives_back_all_its_holder_held_whatever_the_deadlines(tmp_path, broker, pg_url):
-    """Issue 18, defects 2 and 8: a dead worker's claims come back by its lease, not by their deadlines.
+    """A dead worker's claims come back by its lease, not by their deadlines.
 
     Its running attempts (one without any time limit, so without a deadline) and
     the queued rest of its chunk are requeued on the first pass after its lease
@@ -221,9 +221,15 @@ def test_a_lapsed_lease_gives_back_all_its_holder_held_whatever_the_deadlines(tm
             session.execute(
                 update(Attempt)
                 .where(Attempt.id == a.id)
-                .values(status="running", tries=1, worker="dead@host", holder="dead@host/1", started_at=now,
-                        deadline=deadline)
-            )  # fmt: skip
+                .values(
+                    status="running",
+                    tries=1,
+                    worker="dead@host",
+                    holder="dead@host/1",
+                    started_at=now,
+                    deadline=deadline,
+                )
+            )
         session.execute(update(Attempt).where(Attempt.id == rows[2].id).values(holder="dead@host/1"))
         for a, deadline in zip(
             rows[3:], [now + timedelta(minutes=5), now - timedelta(minutes=5)], strict=True
@@ -231,9 +237,15 @@ def test_a_lapsed_lease_gives_back_all_its_holder_held_whatever_the_deadlines(tm
             session.execute(
                 update(Attempt)
                 .where(Attempt.id == a.id)
-                .values(status="running", tries=1, worker="alive@host", holder="alive@host/2", started_at=now,
-                        deadline=deadline)
-            )  # fmt: skip
+                .values(
+                    status="running",
+                    tries=1,
+                    worker="alive@host",
+                    holder="alive@host/2",
+                    started_at=now,
+                    deadline=deadline,
+                )
+            )
     assert "requeued 4, lost 0" in reconcile_once(env, grace=2)
     after = attempts(pg_url, run_id)
     assert [a.status for a in after] == ["queued"] * 3 + ["running", "queued"]
@@ -263,7 +275,7 @@ def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_d
     assert {a.status for a in attempts(sqlite_url, unsent)} == {"queued"}
     assert all(a.requeues == 0 for a in attempts(sqlite_url, unsent))
     assert all(a.requeues == 1 for a in attempts(sqlite_url, sent))
-    # Issue 18, defect 3: a run whose submit never finished sending is the user's to resume or
+    # A run whose submit never finished sending is the user's to resume or
     # delete; the scheduler never sends it (a slow submit would get its pack queued twice).
     assert "requeued 0," in reconcile_once(env, grace=0)
     assert run_cli("runs", env=env).stdout.count("sending") == 1

@@ -1,5 +1,5 @@
-"""Issue 18 with a real broker and real workers: a submit that cannot half-happen, no Celery soft
-limit on tasks, worker leases taken and given back, and issue 16's scheduler --once exit code."""
+"""Sending and leases with a real broker and real workers: a submit that cannot half-happen, no Celery
+soft limit on tasks, worker leases taken and given back, and scheduler --once's exit code."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_a_worker_takes_a_lease_per_process_and_gives_it_back_when_it_stops(
 
 
 def test_scheduler_once_fails_when_the_broker_cannot_be_reached(sqlite_url):
-    """Issue 16, item 6: cron relies on a non-zero exit when nothing could be repaired."""
+    """scheduler --once exits non-zero when the broker cannot be reached: cron relies on it."""
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": "redis://127.0.0.1:1/0"}
     res = run_cli("scheduler", "--once", env=env)
     assert res.returncode == 1, res.stderr
@@ -107,7 +107,7 @@ def test_scheduler_once_fails_when_the_broker_cannot_be_reached(sqlite_url):
 def test_a_worker_of_another_database_refuses_the_tasks_and_leaves_them_for_the_right_one(
     tmp_path, broker, sqlite_url, start_worker
 ):
-    """Issue 16, item 5: tasks carry their database's deployment id; a worker of another never eats them."""
+    """Tasks carry their database's deployment id; a worker of another database never eats them."""
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     wrong = start_worker(broker, f"sqlite:///{tmp_path / 'elsewhere.db'}", hostname="wrong@test")
     res = run_cli("submit", str(write_pack(tmp_path, 3, ms=5)), "--time-limit", "5", env=env)
@@ -156,7 +156,7 @@ def test_a_killed_pool_process_s_claim_is_taken_over_by_its_redelivery_without_w
 def test_a_killed_workers_unacked_task_is_cleared_once_its_attempt_is_sent_again(
     tmp_path, pg_url, start_worker
 ):
-    """Issue 19: Redis keeps a killed worker's delivered task for 12 hours; the scheduler clears it."""
+    """Redis keeps a killed worker's delivered task for 12 hours; the scheduler clears it."""
     import os
     import signal
 

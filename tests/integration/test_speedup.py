@@ -28,8 +28,12 @@ def cli(url: str, *args: str) -> str:
 def test_a_rerun_with_more_time_that_decides_more_shows_no_speedup_and_says_why(sqlite_url, tmp_path):
     # The parent: 2 solved in 1 s each, 6 timeouts at 10 s. The rerun with 60 s solves all 8,
     # the two shared ones in 2 s each: a PAR-2 ratio or a wall ratio would read as a slowdown.
-    parent = build_run(sqlite_url, [Planned(lv, "solved", 1.0) for lv in LEVELS[:2]]
-                       + [Planned(lv, "timeout", 10.0) for lv in LEVELS[2:]], time_limit=10.0)  # fmt: skip
+    parent = build_run(
+        sqlite_url,
+        [Planned(lv, "solved", 1.0) for lv in LEVELS[:2]]
+        + [Planned(lv, "timeout", 10.0) for lv in LEVELS[2:]],
+        time_limit=10.0,
+    )
     child = build_run(sqlite_url, [Planned(lv, "solved", 2.0) for lv in LEVELS], time_limit=60.0)
     data = json.loads(cli(sqlite_url, "report", "compare", str(parent), str(child), "--format", "json"))
     foot = data["footer"][1]
@@ -43,10 +47,16 @@ def test_a_rerun_with_more_time_that_decides_more_shows_no_speedup_and_says_why(
 
 
 def test_under_equal_limits_the_speedup_is_over_the_levels_both_decided_and_says_how_many(sqlite_url):
-    a = build_run(sqlite_url, [Planned(lv, "solved", 4.0) for lv in LEVELS[:4]]
-                  + [Planned(lv, "timeout", 10.0) for lv in LEVELS[4:]])  # fmt: skip
-    b = build_run(sqlite_url, [Planned(lv, "solved", 1.0) for lv in LEVELS[:3]]
-                  + [Planned(lv, "timeout", 10.0) for lv in LEVELS[3:]])  # fmt: skip
+    a = build_run(
+        sqlite_url,
+        [Planned(lv, "solved", 4.0) for lv in LEVELS[:4]]
+        + [Planned(lv, "timeout", 10.0) for lv in LEVELS[4:]],
+    )
+    b = build_run(
+        sqlite_url,
+        [Planned(lv, "solved", 1.0) for lv in LEVELS[:3]]
+        + [Planned(lv, "timeout", 10.0) for lv in LEVELS[3:]],
+    )
     with session_scope(get_engine(sqlite_url)) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
         from packsolve.report.compare import speedup

@@ -1,4 +1,4 @@
-"""Whoever can write to the broker runs nothing a worker's owner did not declare (issue 23, items 1, 2, 8).
+"""Whoever can write to the broker runs nothing a worker's owner did not declare.
 
 Real `packsolve worker` processes on real Redis (and RabbitMQ), a real Flower. Each attack tries to
 make a worker run a shell command that touches a marker file: a task forged from scratch, a queued
@@ -61,9 +61,13 @@ def evil_program(marker: Path) -> dict:
     """Return a program object as an attacker writes it: a command, and a hash field the new format reads."""
     shell = f'touch {marker}; echo \'{{"status": "no_solution"}}\''
     return {
-        "name": "plain", "kind": "coins", "command": ["/bin/sh", "-c", shell], "stdin": False, "base": "/",
+        "name": "plain",
+        "kind": "coins",
+        "command": ["/bin/sh", "-c", shell],
+        "stdin": False,
+        "base": "/",
         "sha256": "0" * 64,
-    }  # fmt: skip
+    }
 
 
 def forged_payload(database: str, run_id: int, marker: Path) -> dict:
@@ -71,9 +75,14 @@ def forged_payload(database: str, run_id: int, marker: Path) -> dict:
     with session_scope(get_engine(database)) as session:
         deployment = deployment_id(session)
     spec = {
-        "kind": "coins", "heuristic": "plain", "level": {"kind": "coins", "notes": [1], "target": 1},
-        "time_limit": 5, "node_limit": None, "memory_limit_mb": None, "program": evil_program(marker),
-    }  # fmt: skip
+        "kind": "coins",
+        "heuristic": "plain",
+        "level": {"kind": "coins", "notes": [1], "target": 1},
+        "time_limit": 5,
+        "node_limit": None,
+        "memory_limit_mb": None,
+        "program": evil_program(marker),
+    }
     items = [{"level": "f" * 64, "spec": spec}]
     return {"run": run_id, "max_tries": 5, "deployment": deployment, "items": items}
 
@@ -87,10 +96,14 @@ def publish_json(broker: str, payload: dict) -> None:
     body = json.dumps([[payload], {}, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}])
     with Connection(broker) as conn:
         Producer(conn).publish(
-            body, exchange=queue.exchange, routing_key=_queue(), declare=[queue],
-            content_type="application/json", content_encoding="utf-8",
+            body,
+            exchange=queue.exchange,
+            routing_key=_queue(),
+            declare=[queue],
+            content_type="application/json",
+            content_encoding="utf-8",
             headers={"lang": "py", "task": TASK_NAME, "id": task_id, "root_id": task_id, "argsrepr": "()"},
-        )  # fmt: skip
+        )
 
 
 def wait_for(predicate, timeout: float = 30.0) -> bool:
@@ -155,9 +168,17 @@ def test_a_queued_task_with_its_program_swapped_runs_the_workers_own_declaration
     directory = write_programs(tmp_path / "programs")
     toml = toml_for(directory, ["correct.py"])
     run_id = submit(
-        env, str(write_pack(tmp_path)), "--solvers", str(toml), "--heuristic", "correct",
-        "--chunk-size", str(len(LEVELS)), "--time-limit", "10",
-    )  # fmt: skip
+        env,
+        str(write_pack(tmp_path)),
+        "--solvers",
+        str(toml),
+        "--heuristic",
+        "correct",
+        "--chunk-size",
+        str(len(LEVELS)),
+        "--time-limit",
+        "10",
+    )
     client = redis.Redis.from_url(broker)
     [raw] = client.lrange(_queue(), 0, -1)
     message = json.loads(raw)
@@ -185,10 +206,21 @@ def flower(broker):
     port = free_port()
     secret = "admin:" + uuid.uuid4().hex
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "--broker", broker, "flower", "--address=127.0.0.1",
-         f"--port={port}", f"--basic-auth={secret}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "--broker",
+            broker,
+            "flower",
+            "--address=127.0.0.1",
+            f"--port={port}",
+            f"--basic-auth={secret}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     header = "Basic " + base64.b64encode(secret.encode()).decode()
     auth = {"Authorization": header}
@@ -283,10 +315,9 @@ def test_admission_drops_what_no_worker_may_run_and_binds_a_program_to_the_worke
 ):
     """No deployment id or no task at all: dropped. A program declared otherwise: refused. Else bound."""
     from packsolve.execution import AttemptSpec, Limits
-    from packsolve.queue.admission import Refused, admit
-    from packsolve.queue.consumer import with_db_retry
-    from packsolve.queue.protocol import TaskKeys, encode
-    from packsolve.solvers import ExternalSolver
+    from packsolve.external.declaration import ExternalSolver
+    from packsolve.queue.admission import Admission, Refused
+    from packsolve.queue.protocol import PendingAttempt, TaskKeys, encode
 
     monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
     with session_scope(get_engine(sqlite_url)) as session:
@@ -297,20 +328,21 @@ def test_admission_drops_what_no_worker_may_run_and_binds_a_program_to_the_worke
 
     def verdict(payload, declared):
         try:
-            return admit(json.loads(json.dumps(payload)), declared, TaskKeys(), with_db_retry)
+            admission = Admission(declared, TaskKeys(), get_engine(sqlite_url))
+            return admission.admit(json.loads(json.dumps(payload)))
         except Refused as refused:
             return refused
 
-    dropped = verdict(encode(1, [("a" * 64, spec)], 5), {"correct": mine})
+    dropped = verdict(encode(1, [PendingAttempt("a" * 64, spec)], 5), {"correct": mine})
     assert isinstance(dropped, Refused) and not dropped.requeue and "names no deployment" in dropped.reason
     garbage = verdict({"run": "x", "items": 3}, {"correct": mine})
     assert isinstance(garbage, Refused) and not garbage.requeue and "not a packsolve task" in garbage.reason
-    payload = encode(1, [("a" * 64, spec)], 5, deployment)
+    payload = encode(1, [PendingAttempt("a" * 64, spec)], 5, deployment)
     other = ExternalSolver("correct", "coins", ("./correct.py",), True, str(directory))  # no {level}
     refused = verdict(payload, {"correct": other})
     assert isinstance(refused, Refused) and refused.requeue and "declared differently" in refused.reason
     task = verdict(payload, {"correct": mine})
-    assert not isinstance(task, Refused) and task.items[0][1].program == mine
+    assert not isinstance(task, Refused) and task.items[0].spec.program == mine
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
@@ -323,9 +355,8 @@ def test_only_attempts_matching_the_databases_run_level_heuristic_and_limits_are
     from packsolve.execution import AttemptSpec, Limits
     from packsolve.levels import make_level
     from packsolve.planning import plan_levels
-    from packsolve.queue.admission import matching
-    from packsolve.queue.consumer import with_db_retry
-    from packsolve.queue.protocol import Task
+    from packsolve.queue.admission import Admission
+    from packsolve.queue.protocol import PendingAttempt, Task, TaskKeys
 
     url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
     engine = get_engine(url)
@@ -335,17 +366,69 @@ def test_only_attempts_matching_the_databases_run_level_heuristic_and_limits_are
         run_id = create_run(s, planned, RunOptions(mode="distributed", heuristic="dp", time_limit=5.0))
         local = create_run(s, planned, RunOptions(mode="local", heuristic="dp", time_limit=5.0))
     limits = Limits(5.0)
-    good = [(lv.hash, AttemptSpec("coins", "dp", lv.data, limits)) for lv in levels]
-    (h0, s0), (h1, s1), (h2, s2) = good[:3]
-    altered = (h1, replace(s1, level={**s1.level, "target": 99}))  # content no longer its hash's
-    other_heuristic = (h2, replace(s2, heuristic="plain"))
-    unknown = ("e" * 64, s0)
+    good = [PendingAttempt(lv.hash, AttemptSpec("coins", "dp", lv.data, limits)) for lv in levels]
+    first, second, third = good[:3]
+    # Its content no longer its hash's.
+    altered = replace(second, spec=replace(second.spec, level={**second.spec.level, "target": 99}))
+    other_heuristic = replace(third, spec=replace(third.spec, heuristic="plain"))
+    unknown = PendingAttempt("e" * 64, first.spec)
 
     def run(task_run: int, items) -> list:
-        return [h for h, _ in matching(engine, Task(task_run, 5, tuple(items), "d"), with_db_retry)]
+        admission = Admission({}, TaskKeys(), engine)
+        return [p.level_hash for p in admission.matching(engine, Task(task_run, 5, tuple(items), "d"))]
 
-    assert run(run_id, good) == [h for h, _ in good]
-    assert run(run_id, [good[0], altered, other_heuristic, unknown]) == [h0]
-    assert run(run_id, [(h, replace(s, limits=Limits(50.0))) for h, s in good]) == []
+    assert run(run_id, good) == [p.level_hash for p in good]
+    assert run(run_id, [first, altered, other_heuristic, unknown]) == [first.level_hash]
+    assert run(run_id, [replace(p, spec=replace(p.spec, limits=Limits(50.0))) for p in good]) == []
     assert run(run_id + 1000, good) == [] and run(local, good) == []
+    engine.dispose()
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_tasks_of_one_level_in_pack_order_are_checked_from_one_read_until_it_is_too_old(
+    database, request, monkeypatch
+):
+    """The first one-level task reads the run's next attempts along; the next ones cost no statement,
+    are refused alike when they do not match, and once the read is older than KEPT_S a deleted
+    run's tasks are dropped again."""
+    from dataclasses import replace
+
+    from sqlalchemy import event
+
+    from packsolve.db import task_match
+    from packsolve.db.runs import RunOptions, create_run
+    from packsolve.execution import AttemptSpec, Limits
+    from packsolve.levels import make_level
+    from packsolve.planning import plan_levels
+    from packsolve.queue.admission import Admission
+    from packsolve.queue.protocol import PendingAttempt, Task, TaskKeys
+
+    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
+    engine = get_engine(url)
+    levels = [make_level(f"l{i}", lv) for i, lv in enumerate(LEVELS)]
+    with session_scope(engine) as s:
+        run_id = create_run(
+            s,
+            plan_levels(levels, "dp").attempts,
+            RunOptions(mode="distributed", heuristic="dp", time_limit=5.0),
+        )
+    good = [PendingAttempt(lv.hash, AttemptSpec("coins", "dp", lv.data, Limits(5.0))) for lv in levels]
+    admission = Admission({}, TaskKeys(), engine)
+    statements: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+
+    def run(item) -> list:
+        return [p.level_hash for p in admission.matching(engine, Task(run_id, 5, (item,), "d"))]
+
+    assert [run(item) for item in good] == [[p.level_hash] for p in good]
+    assert len(statements) == 1, statements
+    h1, s1 = good[1].level_hash, good[1].spec
+    assert run(PendingAttempt(h1, replace(s1, heuristic="plain"))) == []
+    assert run(PendingAttempt(h1, replace(s1, limits=Limits(50.0)))) == []
+    assert len(statements) == 1, statements
+    for command in (("cancel", str(run_id)), ("runs", "delete", str(run_id), "--yes")):
+        res = run_cli(*command, env={"PACKSOLVE_DATABASE_URL": url})
+        assert res.returncode == 0, res.stderr
+    monkeypatch.setattr(task_match, "KEPT_S", 0.0)
+    assert run(good[2]) == []
     engine.dispose()

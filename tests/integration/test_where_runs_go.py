@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from packsolve.queue.protocol import DEFAULT_BROKER_URL
+from packsolve.settings import DEFAULT_BROKER_URL
 from tests.support.services import run_cli
 
 PACK = Path(__file__).resolve().parents[2] / "examples" / "packs" / "coins"

@@ -7,7 +7,7 @@ row before and after (as JSON, so columns added later are kept too), classified 
 - ``requeue``: running to queued (the scheduler took it back from its holder);
 - ``final``: a pending attempt got its final result;
 - ``foreign_final``: a final result written over an attempt running under *another* worker: a
-  stale worker's result overwriting the current claim (issue 18, defect 1);
+  stale worker's result overwriting the current claim;
 - ``overwrite``: any change to an attempt that was already final: a second final result.
 
 A second trigger stamps the moment a run is marked finished with the number of its attempts that

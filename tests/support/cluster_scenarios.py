@@ -1,4 +1,4 @@
-"""Issue 18's network and damage scenarios on the in-machine cluster, each returning its Figures.
+"""The network and damage scenarios on the in-machine cluster, each returning its Figures.
 
 Every scenario submits a pack of chaos levels (each sleeps 1 to 2.5 s, all solvable well within
 the time limit) from the client host to three worker hosts, damages the cluster at a moment
@@ -10,7 +10,7 @@ run stamped finished only after its last result, no attempt running past its dea
     figures = run_scenario(cluster, "freeze", "rabbitmq", Profile())
     figures.violations     # [] when every invariant held
 
-`benchmarks/cluster_scenarios.py` runs them all and prints the closing table.
+`python -m benchmarks.cluster_scenarios` runs them all and prints the closing table.
 """
 
 from __future__ import annotations

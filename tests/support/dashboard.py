@@ -21,9 +21,15 @@ CHROMIUM = "/usr/bin/chromium"
 # No browser download (none is possible here): Playwright drives the system's Chromium with these flags,
 # which keep it off the network, the GPU and the user's profile.
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 _URL = re.compile(r"packsolve serve: (http://\S+/)")
 
 
@@ -79,15 +85,24 @@ class Served:
 
 
 @contextmanager
-def serving(database: str, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            log_dir: Path | None = None) -> Iterator[Served]:  # fmt: skip
+def serving(
+    database: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    log_dir: Path | None = None,
+) -> Iterator[Served]:
     """Start `packsolve serve --port 0 ARGS` on database; yield it once it prints its URL; stop it after."""
     log = (log_dir or Path(cwd or ".")) / f"serve-{time.monotonic_ns()}.log"
     with log.open("w") as err:
         process = subprocess.Popen(
-            packsolve_cmd("serve", "--port", "0", *args), stdout=subprocess.DEVNULL, stderr=err, text=True,
-            env=child_env({"PACKSOLVE_DATABASE_URL": database, **(env or {})}), cwd=cwd,
-        )  # fmt: skip
+            packsolve_cmd("serve", "--port", "0", *args),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            env=child_env({"PACKSOLVE_DATABASE_URL": database, **(env or {})}),
+            cwd=cwd,
+        )
     try:
         deadline = time.monotonic() + 60
         while not (found := _URL.search(log.read_text())):

@@ -302,18 +302,25 @@ def docker_engine() -> Iterator[Engine]:
         proc = subprocess.Popen(
             [
                 "dockerd",
-                "--host", f"unix://{sock}",
-                "--data-root", str(CACHE / "docker"),
-                "--exec-root", str(RUN_DIR / "exec"),
-                "--pidfile", str(RUN_DIR / "dockerd.pid"),
-                "--bip", BRIDGE_IP,
-                "--default-address-pool", ADDRESS_POOL,
-                "--storage-driver", "overlay2",
+                "--host",
+                f"unix://{sock}",
+                "--data-root",
+                str(CACHE / "docker"),
+                "--exec-root",
+                str(RUN_DIR / "exec"),
+                "--pidfile",
+                str(RUN_DIR / "dockerd.pid"),
+                "--bip",
+                BRIDGE_IP,
+                "--default-address-pool",
+                ADDRESS_POOL,
+                "--storage-driver",
+                "overlay2",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
         engine = Engine(host=f"unix://{sock}")
         try:
             deadline = time.monotonic() + 60

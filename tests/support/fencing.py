@@ -1,12 +1,11 @@
-"""Helpers for the fencing tests (issue 23): a broker of the test's own on Redis or RabbitMQ, a scheduler
+"""Helpers for the fencing tests: a broker of the test's own on Redis or RabbitMQ, a scheduler
 loop, and reading a run's attempts."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -72,8 +71,10 @@ def submit(env: dict[str, str], *args: str) -> int:
 def scheduler_loop(env: dict[str, str], grace: float = 1, interval: float = 1) -> Iterator[subprocess.Popen]:
     proc = subprocess.Popen(
         packsolve_cmd("scheduler", "--grace", str(grace), "--interval", str(interval)),
-        env=child_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        env=child_env(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         yield proc
     finally:
@@ -98,13 +99,11 @@ def final_count(db: str, run_id: int) -> int:
     return sum(1 for a in attempts(db, run_id) if a.status not in ("queued", "running"))
 
 
-def wait_until(check: Callable[[], object], timeout: float, every: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(every)
-    return check()
+@pytest.fixture(params=["sqlite", "postgresql"])
+def either_engine(request):
+    """An engine on the test's own SQLite file, then on its own PostgreSQL database (one test each)."""
+    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+    return get_engine(url)
 
 
 def sent_run_of(engine, levels: Sequence[Level], max_tries: int = 3) -> tuple[int, list[str]]:

@@ -378,7 +378,15 @@ def network() -> Iterator[Network]:
     net = Network()
     previous = signal.getsignal(signal.SIGTERM)
 
+    owner = os.getpid()
+
     def on_term(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            # A process forked inside the block (a test's multiprocessing pool) inherited this
+            # handler: it must die of SIGTERM as it would have, not unwind while holding a lock.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         raise KeyboardInterrupt("SIGTERM")  # unwinds through the finally below
 
     # pytest dies of SIGTERM without running teardowns; as an exception it unwinds through them.

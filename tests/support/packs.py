@@ -13,14 +13,17 @@ def make_pack(root: Path) -> Path:
     (pack / "levels.json").write_text(
         json.dumps(
             [
-                {"kind": "onestroke", "map": ["111111", "101101", "111111", "101101", "111111", "000000"],
-                 "start": 14},
+                {
+                    "kind": "onestroke",
+                    "map": ["111111", "101101", "111111", "101101", "111111", "000000"],
+                    "start": 14,
+                },
                 {"kind": "onestroke", "grid": ["S...", "....", "...."]},
                 {"kind": "onestroke", "grid": [".S."]},
                 {"kind": "onestroke", "grid": ["S..", "x.."]},
             ]
         )
-    )  # fmt: skip
+    )
     (pack / "more.stroke").write_text("S..\n.#.\n...\n\n..S\n...\n")
     (pack / "again.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "....", "...."]}))
     return pack

@@ -15,6 +15,7 @@ import pytest
 
 PY = "#!/usr/bin/env python3\nimport json, os, sys, time, itertools\n"
 
+ANSWER = "print(json.dumps(solve(json.load(sys.stdin))))\n"
 SOLVE = """
 def solve(level):
     notes, target = level["notes"], level["target"]
@@ -114,7 +115,9 @@ PROGRAMS = {
         """
     ),
     # Touches 120 MB, then answers right: its peak memory is recorded.
-    "big.py": PY + SOLVE + "blob = bytearray(120 * 2**20)\nprint(json.dumps(solve(json.load(sys.stdin))))\n",
+    "big.py": PY + SOLVE + "blob = bytearray(120 * 2**20)\n" + ANSWER,
+    # Touches 240 MB, then answers right: run before big.py, its peak must not become big.py's.
+    "bigger.py": PY + SOLVE + "blob = bytearray(240 * 2**20)\n" + ANSWER,
 }
 
 C_PROGRAMS = {

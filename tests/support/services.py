@@ -70,10 +70,8 @@ def redis_server() -> Iterator[str]:
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="packsolve-redis-")
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir, "--maxmemory-policy", "noeviction"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        _redis_argv(binary, port, workdir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     url = f"redis://127.0.0.1:{port}/0"
     try:
         for _ in range(100):
@@ -87,6 +85,26 @@ def redis_server() -> Iterator[str]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _redis_argv(binary: str, port: int, workdir: str, extra: Sequence[str] = ()) -> list[str]:
+    """Return the command line of a test's own redis-server: loopback, nothing saved, no eviction."""
+    return [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        workdir,
+        "--maxmemory-policy",
+        "noeviction",
+        *extra,
+    ]
+
+
 @contextmanager
 def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callable[[], None]]]:
     """Start a redis-server of our own (no persistence) on a free port; yield (url, restart)."""
@@ -98,8 +116,7 @@ def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callabl
     extra = extra or []
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="packsolve-chaos-redis-")
-    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", workdir, "--maxmemory-policy", "noeviction", *extra]  # fmt: skip
+    argv = _redis_argv(binary, port, workdir, extra)
     url = f"redis://127.0.0.1:{port}/0"
     password = extra[extra.index("--requirepass") + 1] if "--requirepass" in extra else None
     probe = url.replace("redis://", f"redis://:{password}@") if password else url
@@ -190,8 +207,12 @@ class Worker:
         env = child_env({"PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": database, **(env or {})})
         self.proc = subprocess.Popen(
             packsolve_cmd("worker", "-c", str(concurrency), "-n", hostname, "-l", "INFO", *args),
-            env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd,
-        )  # fmt: skip
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=cwd,
+        )
         self.broker = broker
 
     def wait_ready(self, timeout: float = 60) -> None:
@@ -259,8 +280,10 @@ def rabbitmq_vhost() -> Iterator[str]:
     try:
         subprocess.run(
             ["rabbitmqctl", "-q", "set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         yield f"amqp://guest:guest@127.0.0.1:5672/{vhost}"
     finally:
         subprocess.run(["rabbitmqctl", "-q", "delete_vhost", vhost], capture_output=True, timeout=60)

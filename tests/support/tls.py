@@ -44,8 +44,21 @@ def make_certificates(directory: Path, name: str = "packsolve test CA") -> Certi
     def openssl(*args: str) -> None:
         subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
 
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out", str(ca),
-            "-days", "2", "-subj", f"/CN={name}")  # fmt: skip
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+        "-days",
+        "2",
+        "-subj",
+        f"/CN={name}",
+    )
     openssl(
         "req",
         "-newkey",
@@ -58,8 +71,23 @@ def make_certificates(directory: Path, name: str = "packsolve test CA") -> Certi
         "-subj",
         "/CN=localhost",
     )
-    openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
-            "-out", str(cert), "-days", "2", "-extfile", str(ext))  # fmt: skip
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-out",
+        str(cert),
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+    )
     return Certificates(ca, cert, key)
 
 
@@ -86,12 +114,32 @@ class TlsRedis:
         self.port = free_port()
         log = self.dir / "redis.log"
         argv = [
-            shutil.which("redis-server") or "redis-server", "--bind", HOST, "--port", "0",
-            "--tls-port", str(self.port), "--tls-cert-file", str(certs.cert),
-            "--tls-key-file", str(certs.key), "--tls-ca-cert-file", str(certs.ca), "--tls-auth-clients", "no",
-            "--save", "", "--appendonly", "no", "--dir", str(self.dir), "--maxmemory-policy", "noeviction",
-            "--logfile", str(log),
-        ]  # fmt: skip
+            shutil.which("redis-server") or "redis-server",
+            "--bind",
+            HOST,
+            "--port",
+            "0",
+            "--tls-port",
+            str(self.port),
+            "--tls-cert-file",
+            str(certs.cert),
+            "--tls-key-file",
+            str(certs.key),
+            "--tls-ca-cert-file",
+            str(certs.ca),
+            "--tls-auth-clients",
+            "no",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.dir),
+            "--maxmemory-policy",
+            "noeviction",
+            "--logfile",
+            str(log),
+        ]
         self.proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -128,15 +176,22 @@ class TlsRabbit:
         log = self.dir / "server.log"
         with open(log, "w") as out:
             self.proc = subprocess.Popen(
-                [str(RABBITMQ_SBIN / "rabbitmq-server")], env=self.env, cwd=self.dir, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                [str(RABBITMQ_SBIN / "rabbitmq-server")],
+                env=self.env,
+                cwd=self.dir,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
         def started() -> bool:
             res = subprocess.run(
                 [str(RABBITMQ_SBIN / "rabbitmqctl"), "-n", self.node, "await_startup"],
-                env=self.env, cwd=self.dir, capture_output=True, timeout=90,
-            )  # fmt: skip
+                env=self.env,
+                cwd=self.dir,
+                capture_output=True,
+                timeout=90,
+            )
             return res.returncode == 0
 
         _wait(started, "rabbitmq-server (TLS)", 150, self.proc, log)
@@ -148,8 +203,11 @@ class TlsRabbit:
     def stop(self) -> None:
         subprocess.run(
             [str(RABBITMQ_SBIN / "rabbitmqctl"), "-n", self.node, "shutdown"],
-            env=self.env, cwd=self.dir, capture_output=True, timeout=60,
-        )  # fmt: skip
+            env=self.env,
+            cwd=self.dir,
+            capture_output=True,
+            timeout=60,
+        )
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, 9)
         self.proc.wait(30)
@@ -172,8 +230,20 @@ class TlsPostgres:
         os.chmod(key, 0o600)
         for path in (self.dir, self.sockets, key, self.dir / "server.pem"):
             shutil.chown(path, "postgres", "postgres")
-        initdb = [str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync",
-                  "-E", "UTF8", "--locale", "C"]  # fmt: skip
+        initdb = [
+            str(PG_BIN / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale",
+            "C",
+        ]
         as_postgres = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
         res = subprocess.run([*as_postgres, *initdb], capture_output=True, text=True, timeout=120)
         if res.returncode != 0:
@@ -184,11 +254,26 @@ class TlsPostgres:
         )
         log = self.dir / "postgres.log"
         argv = [
-            str(PG_BIN / "postgres"), "-D", str(self.data), "-c", f"listen_addresses={HOST}",
-            "-c", f"port={self.port}", "-c", f"unix_socket_directories={self.sockets}", "-c", "fsync=off",
-            "-c", "ssl=on", "-c", f"ssl_cert_file={self.dir / 'server.pem'}", "-c", f"ssl_key_file={key}",
-            "-c", "max_connections=100",
-        ]  # fmt: skip
+            str(PG_BIN / "postgres"),
+            "-D",
+            str(self.data),
+            "-c",
+            f"listen_addresses={HOST}",
+            "-c",
+            f"port={self.port}",
+            "-c",
+            f"unix_socket_directories={self.sockets}",
+            "-c",
+            "fsync=off",
+            "-c",
+            "ssl=on",
+            "-c",
+            f"ssl_cert_file={self.dir / 'server.pem'}",
+            "-c",
+            f"ssl_key_file={key}",
+            "-c",
+            "max_connections=100",
+        ]
         with open(log, "w") as out:
             shutil.chown(log, "postgres", "postgres")
             self.proc = subprocess.Popen(

@@ -24,9 +24,12 @@ def test_an_amqps_url_gives_py_amqp_its_ca_client_certificate_and_host_name_out_
     )
     assert url == "amqps://u:p@rabbit:5671/v?heartbeat=10"
     assert options == {
-        "cert_reqs": ssl.CERT_REQUIRED, "server_hostname": "rabbit", "ca_certs": "/ca.pem",
-        "certfile": "/c.pem", "keyfile": "/k.pem",
-    }  # fmt: skip
+        "cert_reqs": ssl.CERT_REQUIRED,
+        "server_hostname": "rabbit",
+        "ca_certs": "/ca.pem",
+        "certfile": "/c.pem",
+        "keyfile": "/k.pem",
+    }
     _, system = broker_tls("amqps://u:p@rabbit:5671/v")
     assert system is not None and system["ca_certs"] == ssl.get_default_verify_paths().cafile
     _, unchecked = broker_tls("amqps://u:p@rabbit:5671/v?ssl_cert_reqs=none")

@@ -147,7 +147,7 @@ def test_check_kind_cli_takes_levels_from_a_file(tmp_path):
     """A --levels file that cannot be read exits 2, as one that does not exist does (click's check).
 
     The file is the command's input, named on the command line: a usage error (errors.UsageError),
-    like an unreadable --solvers file or a path given to solve that does not exist (issue 16, item 1).
+    like an unreadable --solvers file or a path given to solve that does not exist.
     Exit 1 stays what it means for check-kind: the kind was checked and fails a check.
     """
     levels = tmp_path / "levels.jsonl"

@@ -90,8 +90,8 @@ def test_the_native_format_examples_of_the_readme_read_as_they_say():
     read = list(read_slide("\n".join(lines)))
     assert [tiles for _, tiles in read] == [
         {"tiles": [[1, 2, 5], [3, 4, 0], [6, 7, 8]]},
-        {"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]},
-        {"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]},
+        {"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]], "id": "writeup"},
+        {"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]], "id": "writeup", "optimal": 7},
     ]
     knights = re.search(r"`\.knights`: .*?: `([^`]+)`, `([^`]+)`", README, re.S)
     assert knights, "the README gives .knights examples"

@@ -1,4 +1,4 @@
-"""Issue 18: time a worker process spent frozen is not the solver's time.
+"""Time a worker process spent frozen is not the solver's time.
 
 The lease thread records each stretch the process was stopped; an attempt that
 ran over one has it taken out of its wall time, and a timeout it overlapped is
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("chaos_env")
 
 def lease_frozen(*stretches: tuple[float, float]) -> Lease:
     """A lease that saw these frozen stretches (no database: only its bookkeeping is used)."""
-    lease = Lease(engine=None, connection=None, host="w@test", retry=None, ttl_s=30)
+    lease = Lease(connection=None, host="w@test", ttl_s=30)
     lease.frozen.extend(stretches)
     return lease
 

@@ -100,8 +100,11 @@ def test_reading_a_fifo_or_a_device_directly_is_an_invalid_level_at_once(tmp_pat
 
     out = subprocess.run(
         [sys.executable, "-c", code, str(fifo), "/dev/zero"],
-        capture_output=True, text=True, timeout=30, preexec_fn=cap,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=30,
+        preexec_fn=cap,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     fifo_error, zero_error = out.stdout.splitlines()
     assert "a FIFO, not a regular file" in fifo_error

@@ -160,8 +160,11 @@ def test_java_writeup_plain_search_is_still_going_after_many_nodes():
 
 def test_warnsdorff_with_the_writeup_move_order_needs_backtracking_on_the_known_sizes():
     # Fixed-order Warnsdorff from the corner dead-ends on 41, 52, 59, 60 (Squirrel; FACTS.md).
-    straight = [n for n in range(30, 61) if solve({"size": n, "start": [0, 0]}, "warnsdorff",
-                                                   node_limit=n * n)[1].status is Status.SOLVED]  # fmt: skip
+    straight = [
+        n
+        for n in range(30, 61)
+        if solve({"size": n, "start": [0, 0]}, "warnsdorff", node_limit=n * n)[1].status is Status.SOLVED
+    ]
     assert sorted(set(range(30, 61)) - set(straight)) == [41, 52, 59, 60]
 
 

@@ -64,8 +64,14 @@ def test_one_chunk_survives_every_kind_of_misbehaviour_and_solves_the_rest_in_or
     ]
     outs = list(execute_attempts(specs))
     assert [o.status.value for o in outs] == [
-        "solved", "memout", "solved", "error", "timeout", "error", "solved",
-    ]  # fmt: skip
+        "solved",
+        "memout",
+        "solved",
+        "error",
+        "timeout",
+        "error",
+        "solved",
+    ]
     assert [o.solution for o in outs if o.status is Status.SOLVED] == [[10], [11], [12]]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from packsolve.bounds import INT32_MAX, INT64_MAX
 from packsolve.execution import AttemptSpec, Limits
-from packsolve.queue.protocol import decode, encode
+from packsolve.queue.protocol import PendingAttempt, decode, encode
 from tests.support.services import run_cli
 
 HUGE = "99999999999999999999"
@@ -50,7 +50,7 @@ CASES = [
     # Seconds of a service.
     (["worker", "--visibility-timeout", "3000000000"], "--visibility-timeout", INT32),
     (["scheduler", "--interval", "1e300"], "--interval", f"{INT32_MAX}"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("args", "option", "span"), CASES, ids=[" ".join(c[0][:3]) for c in CASES])
@@ -76,7 +76,7 @@ def test_a_visibility_timeout_from_the_environment_past_the_range_is_refused_in_
 
 def task(**fields):
     spec = AttemptSpec("coins", "dp", {"kind": "coins", "notes": [1], "target": 1}, Limits(5.0, 100, 64))
-    body = encode(7, [("h" * 64, spec)], 5, "deployment")
+    body = encode(7, [PendingAttempt("h" * 64, spec)], 5, "deployment")
     for key, value in fields.items():
         if key in ("run", "max_tries"):
             body[key] = value
@@ -88,17 +88,27 @@ def task(**fields):
 def test_a_task_within_the_ranges_decodes():
     decoded = decode(task())
     assert (decoded.run_id, decoded.max_tries) == (7, 5)
-    assert decoded.items[0][1].limits == Limits(5.0, 100, 64)
+    assert decoded.items[0].spec.limits == Limits(5.0, 100, 64)
 
 
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("run", 2**31), ("run", 0), ("run", "7"), ("max_tries", 3_000_000_000), ("max_tries", True),
-        ("time_limit", 1e300), ("time_limit", -1.0), ("time_limit", float("nan")), ("node_limit", 2**63),
-        ("node_limit", 0), ("node_limit", 1.5), ("memory_limit_mb", 2**31), ("memory_limit_mb", "64"),
+        ("run", 2**31),
+        ("run", 0),
+        ("run", "7"),
+        ("max_tries", 3_000_000_000),
+        ("max_tries", True),
+        ("time_limit", 1e300),
+        ("time_limit", -1.0),
+        ("time_limit", float("nan")),
+        ("node_limit", 2**63),
+        ("node_limit", 0),
+        ("node_limit", 1.5),
+        ("memory_limit_mb", 2**31),
+        ("memory_limit_mb", "64"),
     ],
-)  # fmt: skip
+)
 def test_a_task_field_out_of_range_is_not_a_task_and_the_error_gives_the_range(field, value):
     with pytest.raises(ValueError, match=f"{field}.* to "):
         decode(task(**{field: value}))

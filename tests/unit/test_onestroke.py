@@ -14,7 +14,14 @@ from packsolve.puzzles import get_kind
 from packsolve.puzzles.hamilton import prune as hamilton_prune
 from packsolve.puzzles.hamilton.cpsat import cpsat_available
 from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first
-from packsolve.puzzles.hamilton.prune import PRUNE_ALL, PRUNE_DEGREE, PRUNE_FORCED, _native, pruned_search
+from packsolve.puzzles.hamilton.prune import (
+    PRUNE_ALL,
+    PRUNE_DEGREE,
+    PRUNE_FORCED,
+    PRUNE_PROBE,
+    _native,
+    pruned_search,
+)
 from packsolve.puzzles.onestroke import kind as onestroke
 from packsolve.puzzles.onestroke.generate import generate, move_start, parse_size
 from packsolve.puzzles.onestroke.kind import problem
@@ -25,37 +32,77 @@ WRITE_UP = {"map": ["111111", "101101", "111111", "101101", "111111", "000000"],
 # A region of the bottom right holds more cells of one colour than its four links to the
 # rest can balance: parity of the whole grid is fine, yet no path exists.
 IMBALANCED = [
-    "..................", "..................", "..................", "..................",
-    "..................", "..................", "..................", "..###..##...###...",
-    "##########..###...", "##########.###....", "##############....", "##############....",
-    "#############.....", "#############.....", "###########.......", "###########.......",
-    "##########....S...", "##########........",
-]  # fmt: skip
+    "..................",
+    "..................",
+    "..................",
+    "..................",
+    "..................",
+    "..................",
+    "..................",
+    "..###..##...###...",
+    "##########..###...",
+    "##########.###....",
+    "##############....",
+    "##############....",
+    "#############.....",
+    "#############.....",
+    "###########.......",
+    "###########.......",
+    "##########....S...",
+    "##########........",
+]
 
 # (15, 11) is a dead end, hence the end; then the corner cells of degree two force a closed
 # loop in the top-right corner, which no path can contain.
 FORCED_LOOP = [
-    "....#.......#...", ".#..............", "................", "....#..........#",
-    ".............#..", "................", "................", "................",
-    "...#............", "................", ".#..............", ".#..............",
-    ".#....#.......#.", "................", ".....#..S..#....", "............#...",
-]  # fmt: skip
+    "....#.......#...",
+    ".#..............",
+    "................",
+    "....#..........#",
+    ".............#..",
+    "................",
+    "................",
+    "................",
+    "...#............",
+    "................",
+    ".#..............",
+    ".#..............",
+    ".#....#.......#.",
+    "................",
+    ".....#..S..#....",
+    "............#...",
+]
 
 # 22x22, 469 open cells: the pocket under the blocks would close a loop of forced edges
 # unless the path ended inside it, and no end there works either (CP-SAT agrees).
 POCKET = ["." * 22] * 17 + [
-    "..........######......", "..S.......#..###......", "..........#..##.......",
-    ".........#....#.......", "......................",
-]  # fmt: skip
+    "..........######......",
+    "..S.......#..###......",
+    "..........#..##.......",
+    ".........#....#.......",
+    "......................",
+]
 
 # 16x16, 151 cells: the staircase at the top right, cut off by two cells, holds colour counts no
 # path between those two cells can have, so the end must lie inside it, where no end works.
 STAIRCASE = [
-    "........#.....##", "....#.........##", "............####", "..........######",
-    ".......#########", ".S...###########", ".....###########", ".......#########",
-    ".......#########", "......##########", "......##########", ".......######..#",
-    ".......######..#", "..........##...#", "..........##...#", "................",
-]  # fmt: skip
+    "........#.....##",
+    "....#.........##",
+    "............####",
+    "..........######",
+    ".......#########",
+    ".S...###########",
+    ".....###########",
+    ".......#########",
+    ".......#########",
+    "......##########",
+    "......##########",
+    ".......######..#",
+    ".......######..#",
+    "..........##...#",
+    "..........##...#",
+    "................",
+]
 
 
 def solve(data, heuristic=None, **limits):
@@ -151,6 +198,26 @@ def test_c_search_matches_its_python_twin_node_for_node(seed):
         budget = Budget(node_limit=100_000)
         runs.append((pruned_search(p, budget, native=native), budget.nodes))
     assert runs[0] == runs[1]
+
+
+@pytest.mark.skipif(_native is None, reason="C accelerator not built")
+def test_c_search_with_the_end_given_matches_its_python_twin_node_for_node():
+    """With the end given, forced chains, their closing edges and the second degree test run at
+    every node: both searches must prune the same states (on hunted-6: paths in 90-103 nodes)."""
+    p, _ = problem(KIND.parse({"grid": HUNTED_6}))
+    ends = hamilton_prune._possible_ends(p, hamilton_prune.bipartite_colouring(p))
+    for e in ends[:: max(1, len(ends) // 8)]:
+        runs = []
+        for native in (True, False):
+            budget = Budget(node_limit=600)
+            try:
+                path = pruned_search(
+                    HamiltonProblem(p.adj, p.start, e), budget, restarts=False, native=native
+                )
+            except BudgetExhausted:
+                path = "capped"
+            runs.append((path, budget.nodes))
+        assert runs[0] == runs[1], e
 
 
 def test_required_end_and_closed_paths_on_the_shared_core():
@@ -342,7 +409,61 @@ def test_two_vertex_cut_parity_in_c_allows_the_ends_python_allows(grid):
         assert c is not None  # the test confines the end there
 
 
-# An impossible level the pruned search cannot refute in seconds; CP-SAT's relaxation can.
+# 14x14, 134 cells, no path (hunted-17). With the end above the walls, the cells of degree two
+# below them force chains whose closing edges drop, which forces more, until the whole bottom is
+# one chain and (10, 0) is left with one usable edge: a second dead end.
+HUNTED_17 = [
+    "..............",
+    "..............",
+    "..............",
+    "...#..........",
+    "..............",
+    ".......#......",
+    ".....###......",
+    ".....#########",
+    "..S..#########",
+    ".........#####",
+    ".........#####",
+    "#....#########",
+    ".....#########",
+    "....##########",
+]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_forced_chains_may_not_close_so_every_end_is_refuted_at_its_root(native):
+    if native and _native is None:
+        pytest.skip("C extension not built")
+    p, _ = problem(KIND.parse({"grid": HUNTED_17}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    for e in hamilton_prune._possible_ends(p, colour):
+        budget = Budget(node_limit=1)  # one node: the root; a survivor raises
+        q = HamiltonProblem(p.adj, p.start, e)
+        assert pruned_search(q, budget, restarts=False, native=native) is None
+        assert budget.nodes == 1
+
+
+def test_a_level_whose_every_end_fails_at_its_root_is_refuted_after_the_first_capped_run():
+    _, out = solve({"grid": HUNTED_17}, "prune")
+    # the free-end run's 1,000-node cap, then one node for each of the 67 ends' roots, then nothing
+    assert out.status == Status.NO_SOLUTION and out.nodes == 1000 + 67 + 1
+
+
+@pytest.mark.skipif(_native is None, reason="C extension not built")
+@pytest.mark.parametrize("grid", [HUNTED_17, POCKET, STAIRCASE, IMBALANCED, FORCED_LOOP])
+def test_root_checks_of_every_end_in_one_c_call_match_one_attempt_per_end(grid):
+    p, _ = problem(KIND.parse({"grid": grid}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    ends = hamilton_prune._possible_ends(p, colour)
+    runs = []
+    for native in (True, False):
+        runner = hamilton_prune._Runner(p, Budget(), colour, True, PRUNE_ALL, native)
+        runs.append((runner.root_survivors(p, ends), runner.budget.nodes))
+    assert runs[0] == runs[1]
+
+
+# 20x20, 253 cells, no path (hunted-19): once the end is fixed below the walls, forced-edge
+# propagation leaves open edges on which no subgraph of the path's degrees exists.
 HUNTED_19 = [
     "....................",
     "...................S",
@@ -367,23 +488,54 @@ HUNTED_19 = [
 ]
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_degree_test_on_the_edges_forced_propagation_leaves_refutes_every_end_at_its_root(native):
+    if native and _native is None:
+        pytest.skip("C extension not built")
+    p, _ = problem(KIND.parse({"grid": HUNTED_19}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    ends = hamilton_prune._possible_ends(p, colour)
+    for e in ends if native else ends[::8]:  # the Python twin is slow on 253 cells
+        budget = Budget(node_limit=1)
+        q = HamiltonProblem(p.adj, p.start, e)
+        assert pruned_search(q, budget, restarts=False, native=native) is None
+    _, out = solve({"grid": HUNTED_19}, "prune")
+    # the free-end run's cap (4 nodes per cell), one node per end (126), and the root
+    assert out.status == Status.NO_SOLUTION and out.nodes == 4 * 253 + 126 + 1
+
+
+# 10x10, 89 cells (hunted-6): the free-end search wanders, but with the end fixed at a corner a
+# path takes 98 nodes.
+HUNTED_6 = ["...#..S...", "..........", "..........", "........##", ".....#####", "........##"]
+HUNTED_6 += ["#.........", "..........", "..........", ".........."]
+
+
+def test_each_end_first_gets_room_for_a_path_two_nodes_per_cell():
+    level, out = solve({"grid": HUNTED_6}, "prune")
+    assert out.status == Status.SOLVED and KIND.verify(level, out.solution) is None
+    # the free-end run's 1,000 nodes, 40 ends' roots (1 node, 2 for a survivor): 80; the first end
+    # (the corner (0, 0)) within 2 x 89 nodes: 98. Doubling caps from 64 took 10,818.
+    assert out.nodes == 1000 + 80 + 98 + 1
+
+
 @pytest.mark.skipif(not cpsat_available(), reason="OR-Tools not installed")
-def test_portfolio_hands_what_prune_cannot_settle_to_cpsat_within_the_limit():
-    grid = KIND.parse({"grid": HUNTED_19})
-    assert KIND.solvers["prune"](grid, Budget(time_limit=1)).status is Status.TIMEOUT
-    out = KIND.solvers["portfolio"](grid, Budget(time_limit=4))
+def test_portfolio_hands_what_prune_cannot_settle_to_cpsat_within_the_limit(monkeypatch):
+    monkeypatch.setattr(onestroke, "PRUNE_NODES_PER_CELL", 1)  # 134 nodes: too few to refute it
+    grid = KIND.parse({"grid": HUNTED_17})
+    assert KIND.solvers["prune"](grid, Budget(node_limit=134)).status is Status.TIMEOUT
+    out = KIND.solvers["portfolio"](grid, Budget(time_limit=10))
     assert out.status is Status.NO_SOLUTION and "CP-SAT" in out.message
-    assert out.nodes > 1000  # the pruned search's nodes count too
+    assert out.nodes > 134  # the pruned search's nodes count too
 
 
 @pytest.mark.skipif(not cpsat_available(), reason="OR-Tools not installed")
-def test_portfolio_hands_over_after_its_nodes_per_cell_not_a_share_of_the_clock():
-    grid = KIND.parse({"grid": HUNTED_19})
-    cap = onestroke.PRUNE_NODES_PER_CELL * len(grid.cells())
+def test_portfolio_hands_over_after_its_nodes_per_cell_not_a_share_of_the_clock(monkeypatch):
+    monkeypatch.setattr(onestroke, "PRUNE_NODES_PER_CELL", 1)
+    grid = KIND.parse({"grid": HUNTED_17})
     # a limit whose quarter the pruned search cannot spend before its node cap on any machine
     out = KIND.solvers["portfolio"](grid, Budget(time_limit=3600))
-    assert out.status is Status.NO_SOLUTION and f"within {cap:,} nodes" in out.message
-    assert out.nodes > cap
+    assert out.status is Status.NO_SOLUTION and "within 134 nodes" in out.message
+    assert out.nodes > 134
 
 
 def test_portfolio_is_the_pruned_search_on_levels_it_settles():
@@ -392,3 +544,64 @@ def test_portfolio_is_the_pruned_search_on_levels_it_settles():
     b = KIND.solvers["prune"](grid, Budget(time_limit=5))
     assert a.status is b.status is Status.SOLVED and a.solution == b.solution and a.nodes == b.nodes
     assert KIND.default == "portfolio"
+
+
+# 18x18, 205 cells, no path (hunted-26): (1, 17) is a dead end, hence the only end, and its root
+# passes every test of one state; trying single edges of the root removed or forced (probing)
+# learns facts until propagation, connectivity or the degree test fails either way.
+HUNTED_26 = ["##################", "##########..#####.", "##..####....#####.", "#....#.......####."]
+HUNTED_26 += ["#............##...", "#.................", "###..##...........", "##########........"]
+HUNTED_26 += ["##########........"] * 3 + ["###########.......", ".......####.....S."]
+HUNTED_26 += [".......####.......", "..................", "..................", "...#.............."]
+HUNTED_26 += [".................."]
+# 12x12, 96 cells, no path (hunted-24): 23 of its 48 possible ends pass the tests of one state.
+HUNTED_24 = ["############", "#####.....##", "#####......#", "#####......#", "...........#"]
+HUNTED_24 += ["...........#", "...........#", ".....S..####", "........####", "...#...#####"]
+HUNTED_24 += ["............", "............"]
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize(("grid", "unprobed"), [(HUNTED_26, 1), (HUNTED_24, 23)])
+def test_probing_refutes_every_end_of_the_hunted_levels_at_its_root(grid, unprobed, native):
+    p, _ = problem(KIND.parse({"grid": grid}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    ends = hamilton_prune._possible_ends(p, colour)
+    without = hamilton_prune._Runner(p, Budget(), colour, True, PRUNE_ALL & ~PRUNE_PROBE, native)
+    assert len(without.root_survivors(p, ends)) == unprobed
+    runner = hamilton_prune._Runner(p, Budget(), colour, True, PRUNE_ALL, native)
+    assert runner.root_survivors(p, ends) == []
+
+
+def test_a_level_whose_every_end_probing_refutes_takes_the_free_end_run_and_one_node_per_end():
+    _, out = solve({"grid": HUNTED_26}, "prune")
+    # the free-end run's 1,000-node cap, then one node for each of the 102 ends' roots
+    assert out.status == Status.NO_SOLUTION and out.nodes == 1000 + 102 + 1
+
+
+@pytest.mark.skipif(_native is None, reason="C extension not built")
+def test_probing_refutes_only_ends_the_search_without_it_proves_unreachable():
+    # Random small grids never need probing (their roots fall to the tests of one state), so the
+    # check runs on hunted-24 with the start moved: most (start, end) pairs that survive the tests
+    # of one state are refuted by probing there. A path found for one of them would be a wrong proof.
+    p, _ = problem(KIND.parse({"grid": HUNTED_24}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    rng = random.Random(5)
+    refuted = confirmed = 0
+    for _ in range(60):
+        start = rng.randrange(p.n)
+        end = rng.choice([v for v in range(p.n) if v != start and colour[v] == colour[start] ^ (1 - p.n % 2)])
+        q = HamiltonProblem(p.adj, start, end)
+        runners = [hamilton_prune._Runner(q, Budget(), colour, True, PRUNE_ALL, nat) for nat in (True, False)]
+        unprobed = hamilton_prune._Runner(q, Budget(), colour, True, PRUNE_ALL & ~PRUNE_PROBE, True)
+        if unprobed.attempt(q, 1)[0] != 2 or runners[0]._probed_root(q)[0] != 1:
+            continue
+        refuted += 1
+        if refuted <= 3:  # the Python twin agrees (it is slow: 0.2 s a root)
+            assert runners[1]._probed_root(q)[0] == 1
+        try:
+            path = pruned_search(q, Budget(node_limit=20_000), prune=PRUNE_ALL & ~PRUNE_PROBE, restarts=False)
+        except BudgetExhausted:
+            continue
+        assert path is None, (start, end)
+        confirmed += 1
+    assert refuted >= 10 and confirmed >= 10

@@ -5,16 +5,28 @@ from __future__ import annotations
 import random
 
 from packsolve.execution import AttemptSpec, Limits
-from packsolve.planning import Spec, longest_first
+from packsolve.planning import LPT_FLOOR_S, longest_first
+from packsolve.queue.protocol import PendingAttempt
 
 
-def spec(level_hash: str, kind: str) -> Spec:
-    return (level_hash, f"pack/{level_hash}", AttemptSpec(kind, "default", {}, Limits()))
+def spec(level_hash: str, kind: str) -> PendingAttempt:
+    return PendingAttempt(level_hash, AttemptSpec(kind, "default", {}, Limits()), f"pack/{level_hash}")
 
 
-PACK = [spec("a", "sudoku"), spec("b", "sudoku"), spec("c", "sudoku"), spec("d", "sudoku"),
-        spec("l", "sudoku"), spec("e", "sudoku"), spec("f", "sudoku"), spec("g", "sliding"),
-        spec("h", "sliding"), spec("i", "coins"), spec("j", "coins"), spec("k", "sudoku")]  # fmt: skip
+PACK = [
+    spec("a", "sudoku"),
+    spec("b", "sudoku"),
+    spec("c", "sudoku"),
+    spec("d", "sudoku"),
+    spec("l", "sudoku"),
+    spec("e", "sudoku"),
+    spec("f", "sudoku"),
+    spec("g", "sliding"),
+    spec("h", "sliding"),
+    spec("i", "coins"),
+    spec("j", "coins"),
+    spec("k", "sudoku"),
+]
 FACTS: dict[str, tuple[int, float | None]] = {
     "a": (50, 2.0),  # known
     "b": (60, 5.0),  # known; c has the same size and a shorter time
@@ -32,41 +44,52 @@ FACTS: dict[str, tuple[int, float | None]] = {
 
 
 def test_levels_go_longest_expected_first_then_bigger_then_in_pack_order():
-    ordered = [h for h, _, _ in longest_first(PACK, FACTS)]
+    ordered = [p.level_hash for p in longest_first(PACK, FACTS)]
     # 5 s: f 70, b 60, d 55, k 40; 3 s: c 60, i 3, j 0; 2 s: l 52, e 52 (pack order), a 50; 1 s: h 16, g 9
     assert ordered == ["f", "b", "d", "k", "c", "i", "j", "l", "e", "a", "h", "g"]
 
 
 def test_with_no_history_levels_go_biggest_first_then_in_pack_order():
     facts = {h: (size, None) for h, (size, _) in FACTS.items()}
-    ordered = [h for h, _, _ in longest_first(PACK, facts)]
+    ordered = [p.level_hash for p in longest_first(PACK, facts)]
     assert ordered == ["f", "b", "c", "d", "l", "e", "a", "k", "h", "g", "i", "j"]
 
 
-def reference_order(specs: list[Spec], facts: dict[str, tuple[int, float | None]]) -> list[Spec]:
+def test_levels_expected_under_the_floor_go_bigger_first_then_in_pack_order():
+    """Tiny levels' past times (noise of microseconds) do not shuffle the pack: it stays in pack order."""
+    pack = [spec(h, "sudoku") for h in "abcdef"]
+    facts = {"a": (81, 0.0003), "b": (81, 0.0001), "c": (81, 0.0002), "d": (81, 0.004), "e": (90, 0.0001)}
+    facts["f"] = (81, 0.2)
+    ordered = [p.level_hash for p in longest_first(pack, facts)]
+    assert ordered == ["f", "e", "a", "b", "c", "d"]
+
+
+def reference_order(
+    specs: list[PendingAttempt], facts: dict[str, tuple[int, float | None]]
+) -> list[PendingAttempt]:
     """The ordering as first written: every unseen level compared with every known one (quadratic)."""
     known = {h: t for h, (_, t) in facts.items() if t is not None}
 
-    def size(s: Spec) -> int:
-        return facts.get(s[0], (0, None))[0]
+    def size(s: PendingAttempt) -> int:
+        return facts.get(s.level_hash, (0, None))[0]
 
     if not known:
         return sorted(specs, key=lambda s: -size(s))
     by_kind: dict[str, list[tuple[int, float]]] = {}
     for s in specs:
-        if s[0] in known:
-            by_kind.setdefault(s[2].kind, []).append((size(s), known[s[0]]))
+        if s.level_hash in known:
+            by_kind.setdefault(s.spec.kind, []).append((size(s), known[s.level_hash]))
     median = sorted(known.values())[len(known) // 2]
 
-    def expected(s: Spec) -> float:
-        if s[0] in known:
-            return known[s[0]]
-        points = by_kind.get(s[2].kind)
+    def expected(s: PendingAttempt) -> float:
+        if s.level_hash in known:
+            return known[s.level_hash]
+        points = by_kind.get(s.spec.kind)
         if not points:
             return median
         return min(points, key=lambda p: (abs(p[0] - size(s)), -p[1]))[1]
 
-    return sorted(specs, key=lambda s: (-expected(s), -size(s)))
+    return sorted(specs, key=lambda s: (-max(expected(s), LPT_FLOOR_S), -size(s)))
 
 
 def test_thousands_of_levels_are_ordered_as_the_reference_orders_them():

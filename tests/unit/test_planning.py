@@ -19,11 +19,15 @@ BROKEN = make_level("b", {"kind": "sliding", "tiles": [[1, 1]]})
         (None, None, (), "default"),
         ("default", None, (), "default"),
         ("dlx", "dlx", (), "dlx"),
-        (" sudoku = dlx , sliding=idastar ", None, (("sliding", "idastar"), ("sudoku", "dlx")),
-         "sliding=idastar,sudoku=dlx"),
+        (
+            " sudoku = dlx , sliding=idastar ",
+            None,
+            (("sliding", "idastar"), ("sudoku", "dlx")),
+            "sliding=idastar,sudoku=dlx",
+        ),
         ("astar,sudoku=dlx", "astar", (("sudoku", "dlx"),), "astar,sudoku=dlx"),
     ],
-)  # fmt: skip
+)
 def test_a_heuristic_choice_reads_a_common_name_and_names_per_kind(text, common, per_kind, spelled):
     choice = HeuristicChoice.parse(text)
     assert (choice.common, choice.per_kind, str(choice)) == (common, per_kind, spelled)

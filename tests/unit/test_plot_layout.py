@@ -32,12 +32,25 @@ def test_the_cactus_legend_is_outside_the_axes_and_inside_the_figure():
 
 def test_the_scatter_axis_labels_lie_inside_the_figure():
     points = [
-        {"level": str(i), "level_hash": str(i), "x": 0.01 * (i + 1), "y": 0.02 * (i + 1),
-         "x_status": "solved", "y_status": "timeout" if i % 3 else "solved"}
+        {
+            "level": str(i),
+            "level_hash": str(i),
+            "x": 0.01 * (i + 1),
+            "y": 0.02 * (i + 1),
+            "x_status": "solved",
+            "y_status": "timeout" if i % 3 else "solved",
+        }
         for i in range(50)
-    ]  # fmt: skip
-    fig = scatter_figure({"x_label": "run 1 a-long-label (plain)", "y_label": "run 2 a-long-label (dlx)",
-                          "x_run": 1, "y_run": 2, "points": points})  # fmt: skip
+    ]
+    fig = scatter_figure(
+        {
+            "x_label": "run 1 a-long-label (plain)",
+            "y_label": "run 2 a-long-label (dlx)",
+            "x_run": 1,
+            "y_run": 2,
+            "points": points,
+        }
+    )
     renderer, figure_box = extents(fig)
     for label in (fig.axes[0].yaxis.label, fig.axes[0].xaxis.label):
         box = label.get_window_extent(renderer)

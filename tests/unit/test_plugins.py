@@ -26,8 +26,11 @@ def test_a_plugin_kind_from_an_installed_distribution_is_found_with_its_distribu
     assert "flip" in KINDS and "flip" in list(KINDS)
     source = sources_by_name()["flip"]
     assert (source.origin, source.distribution, source.version, source.error) == (
-        "plug-in", "packsolve-flip", "1.2", None,
-    )  # fmt: skip
+        "plug-in",
+        "packsolve-flip",
+        "1.2",
+        None,
+    )
     assert source.describe() == "packsolve-flip 1.2"
     assert kind_provenance({"flip", "sudoku"}) == {
         "flip": {"source": "packsolve-flip", "version": "1.2", "origin": "plug-in"},
@@ -38,9 +41,12 @@ def test_a_plugin_kind_from_an_installed_distribution_is_found_with_its_distribu
 
 def test_a_plugin_that_fails_to_import_is_reported_by_name_and_the_other_kinds_still_work(tmp_path, install):
     root = make_distribution(
-        tmp_path / "site", "packsolve-broken", "0.3", {"broken": "broken_kind:KIND"},
+        tmp_path / "site",
+        "packsolve-broken",
+        "0.3",
+        {"broken": "broken_kind:KIND"},
         {"broken_kind": "import not_a_module_anyone_has\n"},
-    )  # fmt: skip
+    )
     install(flip_distribution(root, "1.0"))
     assert "broken" not in KINDS and "broken" not in list(KINDS)
     error = sources_by_name()["broken"].error
@@ -53,10 +59,13 @@ def test_a_plugin_that_fails_to_import_is_reported_by_name_and_the_other_kinds_s
 def test_a_plugin_that_exits_at_import_is_reported_and_packsolve_goes_on(tmp_path, install):
     install(
         make_distribution(
-            tmp_path / "site", "packsolve-quitter", "1.0", {"quitter": "quitter_kind:KIND"},
+            tmp_path / "site",
+            "packsolve-quitter",
+            "1.0",
+            {"quitter": "quitter_kind:KIND"},
             {"quitter_kind": "import sys\nsys.exit(3)\n"},
         )
-    )  # fmt: skip
+    )
     assert "SystemExit: 3" in sources_by_name()["quitter"].error and "sudoku" in KINDS
 
 
@@ -96,18 +105,24 @@ def test_two_distributions_declaring_one_kind_name_keep_the_first_and_report_the
 
 def test_a_plugin_whose_kind_is_named_otherwise_than_its_entry_point_is_reported(tmp_path, install):
     root = make_distribution(
-        tmp_path / "site", "packsolve-misnamed", "1.0", {"other": "mis_kind:KIND"},
+        tmp_path / "site",
+        "packsolve-misnamed",
+        "1.0",
+        {"other": "mis_kind:KIND"},
         {"mis_kind": "from flip_kind import KIND\n"},
-    )  # fmt: skip
+    )
     install(flip_distribution(root, "1.0"))
     assert "its entry point is named 'other'" in sources_by_name()["other"].error
 
 
 def test_kinds_and_help_work_with_a_broken_plugin_installed_and_list_it_with_the_reason(tmp_path):
     root = make_distribution(
-        tmp_path / "site", "packsolve-broken", "0.3", {"broken": "broken_kind:KIND"},
+        tmp_path / "site",
+        "packsolve-broken",
+        "0.3",
+        {"broken": "broken_kind:KIND"},
         {"broken_kind": "raise RuntimeError('boom at import')\n"},
-    )  # fmt: skip
+    )
     flip_distribution(root, "2.0")
     env = {"PYTHONPATH": str(root)}
     assert run_cli("--help", env=env).returncode == 0

@@ -256,6 +256,47 @@ def test_a_turned_group_reads_its_twins_table_as_if_it_had_its_own(monkeypatch):
     assert db.maps is not None and db.maps[2] == bytes(range(15, -1, -1))
 
 
+def _walk(n, moves, seed):
+    """Return the tiles after a random walk of the blank from the goal that never steps straight back."""
+    rng = random.Random(seed)
+    tiles, blank, last, near = list(range(n * n)), 0, -1, neighbours(n)
+    for _ in range(moves):
+        p = rng.choice([q for q in near[blank] if q != last])
+        tiles[blank], tiles[p] = tiles[p], 0
+        last, blank = blank, p
+    return tiles
+
+
+def test_pdb_6666_turned_5x5_groups_update_their_index_move_by_move_as_a_rank_would(monkeypatch):
+    """Korf's economy on 5x5 in small: 4-tile groups, two of them read the table of 3-4-8-9 turned by 180
+    and 90 degrees (a sideways move is a vertical one in that table). The search updates a compact
+    index from the moved tile alone; its tree must be pdb's over the same groups with sparse tables,
+    node for node, and the counts those of the C search that recomputed every rank (pinned)."""
+    groups = (
+        (1, 2, 5, 6),
+        (3, 4, 8, 9),
+        (7, 12, 13, 14),
+        (21, 20, 16, 15),
+        (19, 24, 18, 23),
+        (10, 11, 17, 22),
+    )
+    monkeypatch.setitem(sliding_pdb.PARTITIONS, 5, groups)
+    monkeypatch.setitem(sliding_pdb.RANKED_PARTITIONS, 5, groups)
+    monkeypatch.setitem(sliding_pdb.TURNED, (21, 20, 16, 15), ((3, 4, 8, 9), 2))
+    monkeypatch.setitem(sliding_pdb.TURNED, (19, 24, 18, 23), ((3, 4, 8, 9), 1))
+    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    counts = []
+    for seed in (1, 2, 3):
+        tiles = _walk(5, 50, seed)
+        board, turned = solve(tiles, "pdb-6666")
+        _, sparse = solve(tiles, "pdb")
+        assert KIND.verify(board, turned.solution) is None
+        assert len(turned.solution) == len(sparse.solution) and turned.nodes == sparse.nodes
+        counts.append((len(turned.solution), turned.nodes))
+    assert counts == [(44, 8318), (50, 16889), (30, 3055)]
+    assert sliding_pdb.load(5, ranked=True).maps is not None
+
+
 def test_verify_rejects_illegal_and_unfinished_move_lists():
     board = KIND.parse({"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]})
     assert "not next to the blank" in KIND.verify(board, [7])
@@ -281,12 +322,13 @@ def test_bad_boards_raise_actionable_level_errors(tiles, needle):
         KIND.parse({"tiles": tiles})
 
 
-def test_flat_rows_and_slide_spellings_are_one_level():
-    text = "# a comment\n0 1 2 3 4 5 8 6 7\nk7 3 0 1 2 3 4 5 8 6 7\n3 0 1 2 3 4 5 8 6 7\n"
+def test_flat_rows_and_slide_spellings_are_one_level_and_a_stated_length_makes_another():
+    text = "# a comment\n0 1 2 3 4 5 8 6 7\nk7 3 0 1 2 3 4 5 8 6 7\nq3 0 1 2 3 4 5 8 6 7\n"
     levels = list(read_text("p.slide", text, ".slide"))
-    assert [lv.name for lv in levels] == ["p.slide:2", "p.slide:3", "p.slide:4"]
+    assert [lv.name for lv in levels] == ["p.slide:2", "p.slide:k7", "p.slide:q3"]
     assert all(lv.valid for lv in levels)
-    assert len({lv.hash for lv in levels}) == 1
+    assert levels[0].hash == levels[2].hash != levels[1].hash
+    assert dict(levels[1].data)["optimal"] == 3
     flat = KIND.canonical(KIND.parse({"tiles": [0, 1, 2, 3, 4, 5, 8, 6, 7]}))
     assert {**flat, "kind": "sliding"} == dict(levels[0].data)
     assert flat == {"tiles": [[0, 1, 2], [3, 4, 5], [8, 6, 7]]}

@@ -1,6 +1,6 @@
 """The solver child is kept between batches (a fork per tiny attempt cost more than the attempt),
 and replaced whenever it cannot be trusted or reached: grown, dead, killed, or unable to take a job.
-execute_claimed overlaps a caller's claim with the solving (or defers it past a quick ending)
+execute_overlapped asks for the caller's claim while it solves (or never, past a quick ending)
 and drops unwanted results."""
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ import time
 import pytest
 
 from packsolve.api import PuzzleKind
-from packsolve.execution import AttemptSpec, Limits, execute_attempts, execute_claimed, processes
+from packsolve.execution import (
+    CLAIM_DUE,
+    AttemptSpec,
+    Limits,
+    execute_attempts,
+    execute_overlapped,
+    processes,
+)
 from packsolve.execution.child import RETIRE_GROWTH_MB
 from packsolve.execution.supervisor import ABANDON_GRACE_S
 from packsolve.outcome import Outcome, Status
@@ -132,8 +139,21 @@ def test_a_kill_at_the_hard_limit_costs_the_kept_child_and_the_next_job_gets_a_n
     assert pid_of("pid") != kept
 
 
+def execute_claimed(spec, claim, claim_after=0.0):
+    """Drive execute_overlapped as a worker does: make the claim when it is due, send its answer."""
+    run = execute_overlapped(spec, claim_after)
+    try:
+        assert next(run) is CLAIM_DUE
+        run.send(claim())
+    except StopIteration as ended:
+        return ended.value
+    finally:
+        run.close()
+    raise AssertionError("a second claim was asked for")
+
+
 @pytest.mark.usefixtures("chaos_env")
-class TestExecuteClaimed:
+class TestExecuteOverlapped:
     def test_a_claimed_attempt_runs_once_with_the_claim_made_while_it_is_in_the_child(self):
         calls = []
 

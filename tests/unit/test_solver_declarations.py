@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from packsolve.errors import SolverFileError
+from packsolve.external.declaration import ExternalSolver, heuristic_of, load_solvers
 from packsolve.puzzles import get_kind
-from packsolve.solvers import ExternalSolver, heuristic_of, load_solvers
 from tests.support.services import run_cli
 
 

@@ -18,8 +18,8 @@ from packsolve.puzzles.sudoku.kind import parse, parse_line, read_lines
 from packsolve.puzzles.sudoku.search import first_empty_dfs, native_search, propagation_search
 
 KIND = get_kind("sudoku")
-HEURISTICS = ("plain", "propagate", "band-triads", "dlx")
-STRONG = ("propagate", "band-triads", "dlx")
+HEURISTICS = ("plain", "propagate", "band-triads", "band-configs", "dlx")
+STRONG = ("propagate", "band-triads", "band-configs", "dlx")
 
 # The write-up's sample (Arto Inkala's "world's hardest sudoku") and its published solution.
 SEED = "800000000003600000070090200050007000000045700000100030001000068008500010090000400"
@@ -241,8 +241,8 @@ def test_generator_is_reproducible_and_makes_unique_puzzles():
 def test_default_falls_back_to_python_without_the_c_accelerator(monkeypatch):
     import packsolve.puzzles.sudoku.kind as sudoku
 
-    monkeypatch.setattr(sudoku, "native_search", lambda cells, budget, cap, module="sudoku": None)
-    for heuristic in ("propagate", "band-triads"):
+    monkeypatch.setattr(sudoku, "native_search", lambda *args, **kwargs: None)
+    for heuristic in ("propagate", "band-triads", "band-configs"):
         level, out = solve(heuristic, HARDEST_1)
         assert out.status == Status.SOLVED and out.message == "unique solution (pure-Python fallback)"
         assert KIND.verify(level, out.solution) is None
@@ -260,6 +260,33 @@ def test_band_triads_expand_as_many_nodes_as_propagate(grid, nodes):
     assert [solve(h, grid)[1].nodes for h in ("propagate", "band-triads")] == [nodes, nodes]
 
 
+@pytest.mark.parametrize(
+    ("grid", "nodes"),
+    [(SEED, 66), (TOP95_1, 1), (HARDEST_1, 1), (NO_SOLUTION, 193), (THREE_SOLUTIONS, 6), (EASY, 1)],
+)
+def test_band_configs_node_counts(grid, nodes):
+    # Minirow counts prune more and matching branches fix three cells' segments at once, so the
+    # trees differ from band-triads'; the pinned counts catch a change in the rules or the branching.
+    pytest.importorskip("packsolve.native.sudoku_bands")
+    level, out = solve("band-configs", grid)
+    assert out.nodes == nodes
+    assert out.solution is None or KIND.verify(level, out.solution) is None
+
+
+# From magictour's top1465: band-triads needs 20 nodes, the minirow counts settle it at the root.
+TOP1465_MINIROWS = "...6..9.23.87.....4............95..17......8...........2..6.5.....4...3..1......."
+
+
+def test_minirow_counts_settle_what_the_triads_leave_to_search():
+    bands = pytest.importorskip("packsolve.native.sudoku_bands")
+    cells = bytes(parse({"grid": TOP1465_MINIROWS}).cells)
+    triads, configs = bands.count(cells, 2, -1, -1.0), bands.count(cells, 2, -1, -1.0, True)
+    assert (triads[1], triads[3]) == (1, 20) and (configs[1], configs[3]) == (1, 1)
+    assert triads[2] == configs[2] and KIND.verify(parse({"grid": TOP1465_MINIROWS}), configs[2]) is None
+    counts, solutions, nodes = bands.count_batch(cells * 2, 2, True)
+    assert list(counts) == [1, 1] and nodes == 2 and solutions[:81].decode() == configs[2]
+
+
 def test_band_batch_counts_agree_with_one_grid_at_a_time():
     bands = pytest.importorskip("packsolve.native.sudoku_bands")
     grids = [SEED, THREE_SOLUTIONS, NO_SOLUTION, EASY]
@@ -275,15 +302,17 @@ def test_band_batch_counts_agree_with_one_grid_at_a_time():
         bands.count(b"\x0a" + b"\x00" * 80, 2, -1, -1.0)
 
 
-@pytest.mark.parametrize("module", ["sudoku", "sudoku_bands"])
-def test_c_search_stops_at_the_deadline_and_the_node_cap(module):
+@pytest.mark.parametrize(
+    ("module", "flags"), [("sudoku", ()), ("sudoku_bands", ()), ("sudoku_bands", (True,))]
+)
+def test_c_search_stops_at_the_deadline_and_the_node_cap(module, flags):
     native = pytest.importorskip(f"packsolve.native.{module}")
     import time
 
     # counting a million solutions of the empty grid takes far longer than 20 ms
-    stop, count, first, nodes = native.count(bytes(81), 10**6, -1, time.monotonic() + 0.02)
+    stop, count, first, nodes = native.count(bytes(81), 10**6, -1, time.monotonic() + 0.02, *flags)
     assert stop == 2 and 0 < count < 10**6 and first is not None and nodes >= 1024
-    stop, count, _, nodes = native.count(bytes(81), 10**6, 300, -1.0)
+    stop, count, _, nodes = native.count(bytes(81), 10**6, 300, -1.0, *flags)
     assert stop == 1 and nodes == 301
     level = parse({"grid": "." * 81})
     out = KIND.solvers["propagate"](level, Budget(time_limit=0.05))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from packsolve.execution import AttemptSpec, Limits
-from packsolve.queue.protocol import SIGNATURE, TaskKeys, encode, signature_problem, task_keys
+from packsolve.queue.protocol import SIGNATURE, PendingAttempt, TaskKeys, encode, signature_problem, task_keys
+from packsolve.settings import current
 
 SPEC = AttemptSpec("coins", "dp", {"kind": "coins", "notes": [1, 2], "target": 3}, Limits(5.0))
 NEW, OLD = b"new-key", b"old-key"
@@ -13,7 +14,7 @@ NEW, OLD = b"new-key", b"old-key"
 
 def body(key: bytes | None) -> dict:
     # Through JSON and back, as a worker receives it.
-    return json.loads(json.dumps(encode(7, [("ab" * 32, SPEC)], 5, "d" * 32, key)))
+    return json.loads(json.dumps(encode(7, [PendingAttempt("ab" * 32, SPEC)], 5, "d" * 32, key)))
 
 
 def test_a_body_signed_with_the_current_or_an_old_key_passes():
@@ -49,7 +50,7 @@ def test_without_any_key_nothing_is_checked_and_nothing_is_signed():
 def test_the_keys_come_from_the_environment_old_ones_comma_separated(monkeypatch):
     monkeypatch.setenv("PACKSOLVE_TASK_KEY", "new-key")
     monkeypatch.setenv("PACKSOLVE_TASK_KEYS_OLD", "old-key, older-key,")
-    assert task_keys() == TaskKeys(NEW, (OLD, b"older-key"))
+    assert task_keys(current()) == TaskKeys(NEW, (OLD, b"older-key"))
     monkeypatch.setenv("PACKSOLVE_TASK_KEY", "")
     monkeypatch.delenv("PACKSOLVE_TASK_KEYS_OLD")
-    assert task_keys().accepted == ()
+    assert task_keys(current()).accepted == ()

@@ -6,6 +6,8 @@ import click
 
 from packsolve import __version__
 from packsolve.cli.check import check
+from packsolve.cli.config import config
+from packsolve.cli.group import PacksolveGroup
 from packsolve.cli.kinds import check_kind, generate, kinds
 from packsolve.cli.reports import report
 from packsolve.cli.results import export, show, status
@@ -15,7 +17,9 @@ from packsolve.cli.serve import serve
 from packsolve.cli.service import db, scheduler, worker
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=PacksolveGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="packsolve")
 def cli() -> None:
     """Solve whole packs of puzzle levels in batch, locally or on Celery workers."""
@@ -23,7 +27,7 @@ def cli() -> None:
 
 COMMANDS = (
     *(check, solve, submit, rerun, resume, cancel, runs),  # runs
-    *(worker, scheduler, db),  # the distributed services
+    *(worker, scheduler, db, config),  # the distributed services and their settings
     *(status, report, export, show, serve),  # results
     *(kinds, check_kind, generate),  # puzzle kinds
 )

@@ -7,15 +7,16 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT
+from packsolve.cli.group import pass_settings
 from packsolve.cli.options import (
     database_option,
     emit,
     format_option,
-    handle_errors,
     run_options,
     run_request,
     within,
 )
+from packsolve.settings import Settings
 
 
 @click.command()
@@ -27,9 +28,10 @@ from packsolve.cli.options import (
 @click.option("--chunk-size", type=within(COUNT), default=0, help="Levels per task, as submit's (0: chosen).")
 @format_option
 @database_option
-@handle_errors
-def check(paths: tuple[str, ...], jobs: int | None, chunk_size: int, fmt: str, database_url: str | None,
-          **opts: Any) -> None:  # fmt: skip
+@pass_settings
+def check(
+    settings: Settings, paths: tuple[str, ...], jobs: int | None, chunk_size: int, fmt: str, **opts: Any
+) -> None:
     """Read PATHS as solve and submit would and say what they would do; create nothing.
 
     Levels per kind with the heuristic each would run, files skipped and why,
@@ -46,12 +48,12 @@ def check(paths: tuple[str, ...], jobs: int | None, chunk_size: int, fmt: str, d
     engine: Any
     try:
         # Past runs, if there is a database, size tasks as submit would; nothing is migrated or created.
-        engine = get_engine(database_url, migrate=False, create=False)
+        engine = get_engine(settings.database_url, migrate=False, create=False)
         if current_revision(engine) is None:
             engine = None  # a database with no schema yet: no history either
     except NoDatabase:
         engine = None
-    result = check_pack(engine, paths, request, jobs, chunk_size)
+    result = check_pack(engine, paths, request, jobs, chunk_size, settings.visibility_timeout)
     emit(as_json(result), fmt, render_check)
 
 
@@ -66,27 +68,49 @@ def render_check(c: dict[str, Any]) -> Any:
     out: list[Any] = [Text(f"{c['levels']} level(s) would run (nothing was created)", style="bold")]
     t = Table("kind", "levels", "heuristic", title_justify="left")
     for kind, entry in c["kinds"].items():
-        t.add_row(kind, str(entry["levels"]), ", ".join(f"{h} ({n})" if len(entry["heuristics"]) > 1 else h
-                                                       for h, n in entry["heuristics"].items()))  # fmt: skip
+        t.add_row(
+            kind,
+            str(entry["levels"]),
+            ", ".join(
+                f"{h} ({n})" if len(entry["heuristics"]) > 1 else h for h, n in entry["heuristics"].items()
+            ),
+        )
     out.append(t)
     lists = (
-        ("file(s) skipped, no level in them",
-         [f"{short_name(s['path'], 56)}: {s['reason']}" for s in c["skipped_files"]]),
-        ("duplicate level(s), each runs once",
-         [f"{short_name(d['level'], 36)}: same level as {short_name(d['same_as'], 36)}"
-          for d in c["duplicates"]]),
+        (
+            "file(s) skipped, no level in them",
+            [f"{short_name(s['path'], 56)}: {s['reason']}" for s in c["skipped_files"]],
+        ),
+        (
+            "duplicate level(s), each runs once",
+            [
+                f"{short_name(d['level'], 36)}: same level as {short_name(d['same_as'], 36)}"
+                for d in c["duplicates"]
+            ],
+        ),
         ("level(s) of other kinds left out (--kind)", [f"{k}: {n}" for k, n in c["other_kinds"].items()]),
-    )  # fmt: skip
+    )
     for title, items in lists:
         if items:
             out.append(Text(f"{len(items)} {title}:"))
             out += [Text(f"  {item}", style="dim") for item in items]
+    out += _problems(c)
+    out += _plan_lines(c)
+    return Group(*out)
+
+
+def _problems(c: dict[str, Any]) -> list[Any]:
+    """Return the lines of a check about what would go wrong: declared programs, notes, invalid levels."""
+    from rich.text import Text
+
+    from packsolve.report.text import short_name
+
+    out: list[Any] = []
     for name, program in c["solvers"].items():
         out.append(Text(f"{name}: declared program `{' '.join(program['command'])}` ({program['kind']})"))
         if program["problem"]:
             out.append(Text(f"  {program['problem']}: every level it solves would be an error", style="red"))
-    for note in c["notes"]:
-        out.append(Text(f"note: {note}", style="yellow"))
+    out += [Text(f"note: {note}", style="yellow") for note in c["notes"]]
     if c["invalid"]:
         out.append(Text(f"{len(c['invalid'])} level(s) cannot be read and would be recorded as invalid:"))
         for bad in c["invalid"]:
@@ -94,14 +118,20 @@ def render_check(c: dict[str, Any]) -> Any:
             if message.startswith(f"{bad['level']}: "):
                 message = message[len(bad["level"]) + 2 :]
             out.append(Text(f"  {short_name(bad['level'], 36)}: {message}", style="red"))
+    return out
+
+
+def _plan_lines(c: dict[str, Any]) -> list[Any]:
+    """Return the lines of a check about how the run would go: its limits, locally and distributed."""
+    from rich.text import Text
+
     limits = c["limits"]
     parts = [f"{limits['time_limit']:g} s per level" if limits["time_limit"] else "no time limit"]
     if limits["node_limit"]:
         parts.append(f"{limits['node_limit']} nodes")
     if limits["memory_limit_mb"]:
         parts.append(f"{limits['memory_limit_mb']} MB")
-    out.append(Text("limits: " + ", ".join(parts)))
-    out.append(Text(f"solve: {c['local']['processes']} process(es)"))
+    out = [Text("limits: " + ", ".join(parts)), Text(f"solve: {c['local']['processes']} process(es)")]
     d = c["distributed"]
     source = "past runs' times" if d["from_history"] else "the levels' sizes (no database here yet)"
     if d["problem"]:
@@ -110,4 +140,4 @@ def render_check(c: dict[str, Any]) -> Any:
         out.append(
             Text(f"submit: {d['tasks']} task(s) of up to {d['chunk_size']} level(s), sized from {source}")
         )
-    return Group(*out)
+    return out

@@ -8,7 +8,7 @@ import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S
 from packsolve.cli.durations import duration_within
-from packsolve.cli.options import emit, err_console, format_option, handle_errors, output_file, within
+from packsolve.cli.options import emit, err_console, format_option, output_file, within
 
 
 @click.command()
@@ -20,7 +20,6 @@ from packsolve.cli.options import emit, err_console, format_option, handle_error
     help="TOML file of external solver programs to list too [default: ./packsolve.toml if there is one].",
 )
 @format_option
-@handle_errors
 def kinds(solvers_file: str | None, fmt: str) -> None:
     """List the puzzle kinds: heuristics, default, formats, and where each comes from.
 
@@ -28,8 +27,8 @@ def kinds(solvers_file: str | None, fmt: str) -> None:
     one that cannot be loaded is listed with the reason and leaves the others usable.
     External solver programs declared in TOML are listed as their kind's `programs`.
     """
+    from packsolve.external.declaration import for_kind, load_solvers
     from packsolve.puzzles import KINDS
-    from packsolve.solvers import for_kind, load_solvers
 
     declared = load_solvers(solvers_file)
     rows = []
@@ -104,7 +103,6 @@ def _kinds_table(rows: list[dict[str, Any]]) -> Any:
     help="Seconds per heuristic per level (2.5, 500ms, 2s, 1m, 1h).",
 )
 @format_option
-@handle_errors
 def check_kind(name: str, levels_file: str | None, time_limit: float, fmt: str) -> None:
     """Check kind NAME against packsolve's contract; exit 1 if a check fails, 2 if --levels is unreadable.
 
@@ -193,7 +191,6 @@ def _size_form(kind: Any) -> str:
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False), default="-", help="JSONL file [default: stdout]."
 )
-@handle_errors
 def generate(kind: str, size: str, count: int, seed: int, output: str) -> None:
     """Write COUNT distinct levels of KIND; fewer, with a note, when the size has no more."""
     from packsolve.errors import LevelError, UnknownKind
@@ -229,5 +226,7 @@ def generate(kind: str, size: str, count: int, seed: int, output: str) -> None:
     if len(levels) < count:
         err_console.print(
             f"only {len(levels)} distinct {kind} level(s) of size {size} found (asked for {count}): "
-            "a bigger --size has more", highlight=False, markup=False,
-        )  # fmt: skip
+            "a bigger --size has more",
+            highlight=False,
+            markup=False,
+        )

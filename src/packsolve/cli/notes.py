@@ -43,8 +43,11 @@ def print_plan_notes(run: Any) -> None:
         runs = ", ".join(str(r) for r in carried.runs)
         err_console.print(
             f"{carried.levels} level(s) carried over: decided with the same heuristic in run(s) {runs}, "
-            "not run again (--skip-solved)", highlight=False, markup=False, soft_wrap=True,
-        )  # fmt: skip
+            "not run again (--skip-solved)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if run.label_moved_from is not None:
         err_console.print(f"label moved from run {run.label_moved_from} to run {run.id}", highlight=False)
     for note in run.notes:
@@ -52,5 +55,8 @@ def print_plan_notes(run: Any) -> None:
     if run.invalid:
         err_console.print(
             f"{run.invalid} level(s) cannot be read and are recorded as invalid: "
-            f"`packsolve report failures {run.id}` says why", highlight=False, markup=False, soft_wrap=True,
-        )  # fmt: skip
+            f"`packsolve report failures {run.id}` says why",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )

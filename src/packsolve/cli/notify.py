@@ -25,13 +25,18 @@ POST_BACKOFF_S = 1.0
 
 def notify_options(fn: Callable) -> Callable:
     fn = click.option(
-        "--notify-url", default=None, metavar="URL",
+        "--notify-url",
+        default=None,
+        metavar="URL",
         help="When the run ends, POST its summary JSON to URL (retried; a failure is only a warning).",
-    )(fn)  # fmt: skip
+    )(fn)
     return click.option(
-        "--notify", "notify_command", default=None, metavar="COMMAND",
+        "--notify",
+        "notify_command",
+        default=None,
+        metavar="COMMAND",
         help="When the run ends, run COMMAND with its summary JSON on stdin (mail, chat, a desktop note).",
-    )(fn)  # fmt: skip
+    )(fn)
 
 
 def notify(engine: Any, run_id: int, command: str | None, url: str | None) -> None:

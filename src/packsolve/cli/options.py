@@ -1,9 +1,8 @@
-"""What every command shares: its options, the consoles, printing data, and turning errors into messages."""
+"""What every command shares: its options, the consoles and printing data (errors: cli/group.py)."""
 
 from __future__ import annotations
 
 import csv
-import functools
 import json
 import os
 import sys
@@ -16,8 +15,10 @@ from rich.console import Console
 
 from packsolve.bounds import Range, shown
 from packsolve.cli.durations import DURATION
-from packsolve.errors import OptionError, PacksolveError
+from packsolve.cli.group import setting_flag
+from packsolve.errors import OptionError
 from packsolve.levels import DEFAULT_MAX_BYTES
+from packsolve.settings import Settings
 
 err_console = Console(stderr=True)
 out_console = Console()
@@ -43,41 +44,51 @@ def within(span: Range, low: float | None = None) -> click.ParamType:
     return _IntRange(int(start), int(span.high))
 
 
+# --database-url and --broker-url: the flags only, not passed to the command: they are settings, which
+# the command receives resolved (@pass_settings) with their environment variables and the [settings]
+# table of ./packsolve.toml (packsolve.settings is the one reader of every setting).
+def setting_option(*decls: str, **attrs: Any) -> Callable[[Callable], Callable]:
+    """Return click.option for a flag that is a setting (named as the setting): noted, then resolved."""
+    return click.option(*decls, default=None, expose_value=False, callback=setting_flag, **attrs)
+
+
 def database_option(fn: Callable) -> Callable:
-    return click.option(
+    return setting_option(
         "--database-url",
-        envvar="PACKSOLVE_DATABASE_URL",
-        default=None,
-        show_envvar=True,
-        help="SQLAlchemy URL of the results database [default: sqlite file ./packsolve.db].",
+        help="SQLAlchemy URL of the results database [default: sqlite file ./packsolve.db; "
+        "env: PACKSOLVE_DATABASE_URL].",
     )(fn)
 
 
 def broker_option(fn: Callable) -> Callable:
-    return click.option(
+    return setting_option(
         "--broker-url",
-        envvar="PACKSOLVE_BROKER_URL",
-        default=None,
-        show_envvar=True,
-        help="Celery broker URL [default: redis://localhost:6379/0].",
+        help="Celery broker URL [default: redis://localhost:6379/0; env: PACKSOLVE_BROKER_URL].",
     )(fn)
 
 
-def destinations(database_url: str | None, broker_url: str | None) -> list[str]:
-    """Return the lines naming the broker and database a run goes to, saying where a default was used.
-
-    database_url and broker_url are the options as given (flag or environment): None means the default.
-    """
+def destinations(settings: Settings) -> list[str]:
+    """Return the lines naming the broker and database a run goes to, saying where a default was used."""
     from packsolve.db.session import database_url as database_in_use
     from packsolve.db.session import shown_database
-    from packsolve.queue.protocol import broker_url as broker_in_use
     from packsolve.queue.protocol import shown_broker
+    from packsolve.settings import DEFAULT
 
-    broker = f"broker {shown_broker(broker_in_use(broker_url))}"
-    database = f"database {shown_database(database_in_use(database_url))}"
+    broker = f"broker {shown_broker(settings.broker_url)}"
+    database = f"database {shown_database(database_in_use(settings.database_url))}"
     return [
-        broker + ("" if broker_url else " (the default: PACKSOLVE_BROKER_URL is not set)"),
-        database + ("" if database_url else " (the default: PACKSOLVE_DATABASE_URL is not set)"),
+        broker
+        + (
+            " (the default: PACKSOLVE_BROKER_URL is not set)"
+            if settings.source("broker_url") == DEFAULT
+            else ""
+        ),
+        database
+        + (
+            " (the default: PACKSOLVE_DATABASE_URL is not set)"
+            if settings.source("database_url") == DEFAULT
+            else ""
+        ),
     ]
 
 
@@ -100,9 +111,10 @@ def solvers_option(fn: Callable) -> Callable:
 
 def follow_links_option(fn: Callable) -> Callable:
     return click.option(
-        "--follow-links", is_flag=True,
+        "--follow-links",
+        is_flag=True,
         help="Read level files through links that lead out of the pack (refused by default).",
-    )(fn)  # fmt: skip
+    )(fn)
 
 
 def run_options(fn: Callable) -> Callable:
@@ -114,32 +126,45 @@ def run_options(fn: Callable) -> Callable:
     decorators = [
         click.option("--kind", default=None, help="Only accept levels of this kind."),
         click.option(
-            "--heuristic", default="default", show_default=True,
+            "--heuristic",
+            default="default",
+            show_default=True,
             help="Solver to use (see `packsolve kinds`, or a program declared with --solvers): a name for "
             "every kind that has it, or per kind: sudoku=dlx,sliding=idastar.",
         ),
         click.option(
-            "--time-limit", type=DURATION, default=DEFAULT_TIME_LIMIT, show_default=True,
+            "--time-limit",
+            type=DURATION,
+            default=DEFAULT_TIME_LIMIT,
+            show_default=True,
             help="Wall time per level: seconds, or 500ms, 2s, 1m, 1h (0: no limit); the solver is stopped, "
             "then killed soon after.",
         ),
         click.option("--node-limit", type=int, default=None, help="Expanded nodes per level (at least 1)."),
         click.option(
-            "--memory-limit", type=int, default=None, help="MB a solver may allocate per level (at least 1).",
+            "--memory-limit",
+            type=int,
+            default=None,
+            help="MB a solver may allocate per level (at least 1).",
         ),
         click.option(
-            "--label", default=None,
+            "--label",
+            default=None,
             help="A name for the run, usable instead of its id; unique, not all digits.",
         ),
         click.option(
-            "--move-label", is_flag=True,
+            "--move-label",
+            is_flag=True,
             help="If another run has the --label, take it from that run (instead of an error).",
         ),
         click.option(
-            "--max-file-mb", type=float, default=DEFAULT_MAX_BYTES / 2**20, show_default=True,
+            "--max-file-mb",
+            type=float,
+            default=DEFAULT_MAX_BYTES / 2**20,
+            show_default=True,
             help="Level files larger than this are refused (as invalid levels).",
         ),
-    ]  # fmt: skip
+    ]
     for d in reversed(decorators):
         fn = d(fn)
     return solvers_option(follow_links_option(fn))
@@ -150,43 +175,15 @@ def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
 
     The declared solvers (--solvers, else ./packsolve.toml) are read into it.
     """
-    from dataclasses import replace
+    from dataclasses import fields, replace
 
-    from packsolve.request import request_from_options
-    from packsolve.solvers import load_solvers
+    from packsolve.external.declaration import load_solvers
+    from packsolve.request import GivenOptions, request_from_options
 
-    request = request_from_options(
-        opts["kind"], opts["heuristic"], opts["time_limit"], opts["node_limit"], opts["memory_limit"],
-        opts["label"], opts["max_file_mb"], max_tries, opts["move_label"],
-    )  # fmt: skip
+    # run_options gives every field but max_tries, which only submit and rerun have.
+    given = {f.name: opts[f.name] for f in fields(GivenOptions) if f.name != "max_tries"}
+    request = request_from_options(GivenOptions(**given, max_tries=max_tries))
     return replace(request, solvers=load_solvers(opts["solvers_file"]), follow_links=opts["follow_links"])
-
-
-def handle_errors(fn: Callable) -> Callable:
-    """Turn the errors a user can fix (PacksolveError, an unreachable database) into one-line messages.
-
-    Everything else is a bug and keeps its traceback.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from sqlalchemy.exc import OperationalError
-
-        try:
-            return fn(*args, **kwargs)
-        except PacksolveError as exc:
-            raise _Failed(str(exc), exc.exit_code) from None
-        except OperationalError as exc:
-            from packsolve.db.session import database_url, shown_database
-
-            where = shown_database(database_url(kwargs.get("database_url")))
-            # The driver's message can run over several lines; its first says what happened.
-            first = next((line for line in str(exc.orig).splitlines() if line.strip()), "")
-            raise click.ClickException(
-                f"database error at {where}: {first.strip()} (is it running, and is the URL right?)"
-            ) from None
-
-    return wrapper
 
 
 def read_engine(database_url: str | None) -> Any:
@@ -227,18 +224,10 @@ def format_of(path: str, given: str | None, by_suffix: Mapping[str, str], defaul
     suffix = Path(path).suffix.lower()
     if suffix not in by_suffix:
         known = ", ".join(sorted(by_suffix))
-        raise OptionError("--output", f"{path}: cannot tell the format from its name; end it in {known} "
-                          "or pass --format")  # fmt: skip
+        raise OptionError(
+            "--output", f"{path}: cannot tell the format from its name; end it in {known} or pass --format"
+        )
     return by_suffix[suffix]
-
-
-class _Failed(click.ClickException):
-    """A PacksolveError as click prints it: 'Error: message' on stderr, with the error's exit code."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        # click declares exit_code on the class; each error here brings its own.
-        setattr(self, "exit_code", exit_code)  # noqa: B010
 
 
 def emit(data: Any, fmt: str, table: Callable[[Any], Any]) -> None:
@@ -278,11 +267,12 @@ def print_summary(engine: Any, run_id: int, fmt: str) -> None:
     emit(summary, fmt, render_summary)
 
 
-def warn_without_task_key(consequence: str) -> None:
-    """Say loudly, on stderr, that this deployment has no task key (tasks are not authenticated)."""
+def warn_without_task_key(consequence: str, settings: Settings) -> None:
+    """Say loudly, on stderr, that this deployment (the command's settings) has no task key (tasks are
+    not authenticated)."""
     from packsolve.queue.protocol import task_keys
 
-    if task_keys().accepted:
+    if task_keys(settings).accepted:
         return
     err_console.print(
         f"[bold red]WARNING: no PACKSOLVE_TASK_KEY: {consequence}; anyone who can write to the broker "

@@ -17,7 +17,7 @@ def solve_showing_progress(engine: Any, run: Any, jobs: int, quiet: bool, every:
     """Solve a local run: a bar on a terminal, a line every `every` seconds otherwise, none if quiet."""
     from packsolve import runs
 
-    if quiet or not run.specs:
+    if quiet or not run.pending:
         runs.solve_local(engine, run, jobs)
     elif err_console.is_terminal:
         _with_bar(engine, run, jobs)
@@ -32,7 +32,7 @@ class _Tally:
         self.run_id = run.id
         self.total = run.total
         self.counts: Counter[str] = Counter()
-        self.before = run.total - len(run.specs)  # invalid levels, or results of an earlier session
+        self.before = run.total - len(run.pending)  # invalid levels, or results of an earlier session
         self.counts["invalid"] = run.invalid
         self.started = time.monotonic()
         self.lock = threading.Lock()
@@ -103,7 +103,7 @@ def _with_bar(engine: Any, run: Any, jobs: int) -> None:
         console=err_console,
         transient=False,
     ) as progress:
-        task = progress.add_task(describe(), total=run.total, completed=run.total - len(run.specs))
+        task = progress.add_task(describe(), total=run.total, completed=run.total - len(run.pending))
 
         def on_result(_hash: str, outcome: Any) -> None:
             counts[outcome.status.value] += 1

@@ -1,4 +1,4 @@
-"""`packsolve report`: summary, failures, hardest, compare, cactus and html, computed from the database."""
+"""`packsolve report`: summary, failures, hardest, compare, cactus, curve and html, from the database."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT
+from packsolve.cli.group import pass_settings
 from packsolve.cli.options import (
     database_option,
     emit,
     err_console,
     format_option,
-    handle_errors,
     out_console,
     output_file,
     print_summary,
@@ -20,6 +20,7 @@ from packsolve.cli.options import (
     within,
 )
 from packsolve.errors import OptionError, ReportError
+from packsolve.settings import Settings
 
 
 @click.group()
@@ -30,18 +31,19 @@ def report() -> None:
 @report.command("summary")
 @click.argument("run", required=False)
 @click.option(
-    "--with-reruns", is_flag=True,
+    "--with-reruns",
+    is_flag=True,
     help="Merge RUN with its reruns: each level's best result across them, and which run got it.",
-)  # fmt: skip
+)
 @format_option
 @database_option
-@handle_errors
-def report_summary(run: str | None, with_reruns: bool, fmt: str, database_url: str | None):
+@pass_settings
+def report_summary(settings: Settings, run: str | None, with_reruns: bool, fmt: str):
     """Solved X of Y, counts per status (with a message), CPU and wall time of RUN (default: latest)."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
 
-    engine = read_engine(database_url)
+    engine = read_engine(settings.database_url)
     with session_scope(engine) as session:
         target = resolve_run(session, run)
         if with_reruns:
@@ -61,14 +63,14 @@ def report_summary(run: str | None, with_reruns: bool, fmt: str, database_url: s
 @click.option("--examples", type=within(COUNT), default=3, show_default=True, help="Levels named per group.")
 @format_option
 @database_option
-@handle_errors
-def report_failures(run: str | None, examples: int, fmt: str, database_url: str | None):
+@pass_settings
+def report_failures(settings: Settings, run: str | None, examples: int, fmt: str):
     """Why RUN's levels failed: grouped by status and message, with counts, examples and a rerun command."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.failures import failure_groups, flat_groups, render_failures
 
-    with session_scope(read_engine(database_url)) as session:
+    with session_scope(read_engine(settings.database_url)) as session:
         data = failure_groups(session, resolve_run(session, run), examples)
     if fmt == "csv":
         emit(flat_groups(data), fmt, lambda d: d)
@@ -94,17 +96,25 @@ def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
 @click.option("--top", type=within(COUNT, low=1), default=20, show_default=True)
 @format_option
 @database_option
-@handle_errors
-def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: str, top: int, fmt: str,
-                   database_url: str | None):  # fmt: skip
+@pass_settings
+def report_hardest(
+    settings: Settings,
+    run_ref: str | None,
+    all_runs: bool,
+    kind: str | None,
+    by: str,
+    top: int,
+    fmt: str,
+):
     """The hardest levels: unsolved first (by PAR-2, then nodes), then solved ones by --by."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
-    from packsolve.report.hardest import hardest_in_run, hardest_overall, render_hardest
+    from packsolve.report.hardest import HardestRows, hardest_in_run, hardest_overall, render_hardest
 
     if all_runs and run_ref:
         raise click.UsageError("give --run or --all, not both")
-    with session_scope(read_engine(database_url)) as session:
+    rows: HardestRows
+    with session_scope(read_engine(settings.database_url)) as session:
         if all_runs:
             resolve_run(session, "latest")  # no run at all: say so, as every report does
             rows, title = hardest_overall(session, by, top, kind), "hardest levels across all runs"
@@ -128,9 +138,16 @@ def report_hardest(run_ref: str | None, all_runs: bool, kind: str | None, by: st
 @click.option("--kind", default=None, help="Only levels of this kind.")
 @format_option
 @database_option
-@handle_errors
-def report_compare(runs: tuple[str, ...], differs: bool, with_missing: bool, only_solved_by: str | None,
-                   kind: str | None, fmt: str, database_url: str | None):  # fmt: skip
+@pass_settings
+def report_compare(
+    settings: Settings,
+    runs: tuple[str, ...],
+    differs: bool,
+    with_missing: bool,
+    only_solved_by: str | None,
+    kind: str | None,
+    fmt: str,
+):
     """One row per level, one column group per run (and why it failed); footer: PAR-2 and speedup.
 
     The footer's PAR-2 is over the levels every run attempted, so a rerun of a
@@ -142,7 +159,7 @@ def report_compare(runs: tuple[str, ...], differs: bool, with_missing: bool, onl
 
     if len(runs) < 2:
         raise click.UsageError("compare needs at least two runs")
-    with session_scope(read_engine(database_url)) as session:
+    with session_scope(read_engine(settings.database_url)) as session:
         selected = _runs(session, runs)
         only = resolve_run(session, only_solved_by) if only_solved_by else None
         data = compare_runs(session, selected, differs, only, kind, with_missing)
@@ -160,31 +177,24 @@ def report_compare(runs: tuple[str, ...], differs: bool, with_missing: bool, onl
 @click.option(
     "--output", "-o", required=True, type=click.Path(dir_okay=False), help="Plot file, .png or .svg."
 )
-@click.option("--scatter", type=click.Path(dir_okay=False), default=None,
-              help="Also plot two runs' per-level times against each other to this .png/.svg.")  # fmt: skip
+@click.option(
+    "--scatter",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also plot two runs' per-level times against each other to this .png/.svg.",
+)
 @format_option
 @database_option
-@handle_errors
-def report_cactus(
-    runs: tuple[str, ...], output: str, scatter: str | None, fmt: str, database_url: str | None
-):
+@pass_settings
+def report_cactus(settings: Settings, runs: tuple[str, ...], output: str, scatter: str | None, fmt: str):
     """Cactus plot of RUNS (default: latest): levels decided within a time, one line per run."""
     from packsolve.db.session import session_scope
-    from packsolve.report.cactus import (
-        FORMATS,
-        cactus_data,
-        cactus_figure,
-        save,
-        scatter_data,
-        scatter_figure,
-    )
+    from packsolve.report.cactus import cactus_data, cactus_figure, save, scatter_data, scatter_figure
 
     for path, option in ((output, "--output"), (scatter, "--scatter")):
         if path:
-            output_file(path, option)
-            if not path.lower().endswith(FORMATS):
-                raise OptionError(option, f"{path}: a plot file ends in {', '.join(FORMATS)}")
-    with session_scope(read_engine(database_url)) as session:
+            _plot_file(path, option)
+    with session_scope(read_engine(settings.database_url)) as session:
         selected = _runs(session, runs)
         if scatter and len(selected) != 2:
             raise click.UsageError("--scatter needs exactly two runs")
@@ -215,17 +225,98 @@ def report_cactus(
         out_console.print(t)
 
 
+@report.command("curve")
+@click.argument("run", required=False)
+@click.option("--kind", default=None, help="Only levels of this kind.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also plot it, per kind, to this .png, .svg or .pdf.",
+)
+@format_option
+@database_option
+@pass_settings
+def report_curve(settings: Settings, run: str | None, kind: str | None, output: str | None, fmt: str):
+    """Time and nodes against level size, per kind, for RUN (default: latest): the difficulty curve."""
+    from packsolve.db.runs import resolve_run
+    from packsolve.db.session import session_scope
+    from packsolve.report.cactus import save
+    from packsolve.report.curve import curve_figure, size_curve
+
+    if output:
+        _plot_file(output, "--output")
+    with session_scope(read_engine(settings.database_url)) as session:
+        curve = size_curve(session, resolve_run(session, run), kind)
+    if output:
+        save(curve_figure(curve), output)
+        err_console.print(f"size curve plotted to {output}")
+    if fmt == "json":
+        emit(curve.as_json(), fmt, lambda d: d)
+    elif fmt == "csv":
+        emit(curve.as_json()["points"], fmt, lambda d: d)
+    else:
+        emit(curve, fmt, _curve_table)
+
+
+def _plot_file(path: str, option: str) -> None:
+    """Refuse, before anything is read, a plot file that cannot be written or has no plot format."""
+    from packsolve.report.cactus import FORMATS
+
+    output_file(path, option)
+    if not path.lower().endswith(FORMATS):
+        raise OptionError(option, f"{path}: a plot file ends in {', '.join(FORMATS)}")
+
+
+def _curve_table(curve: Any) -> Any:
+    """Return the rich table of a size curve (one row per kind and size)."""
+    from rich.table import Table
+
+    from packsolve.report.cactus import time_text
+
+    def seconds(x: float | None) -> str:
+        return "—" if x is None else time_text(x)
+
+    def count(x: float | None) -> str:
+        return "—" if x is None else f"{x:,.0f}"
+
+    t = Table(title=f"{curve.label}: time and nodes against level size")
+    t.add_column("kind", no_wrap=True)  # whole: kinds are told apart by their names
+    for name in ("size", "levels", "decided", "median s", "max s", "median nodes", "max nodes"):
+        t.add_column(name, justify="right", overflow="fold")  # a number is never cut
+    for p in curve.points:
+        t.add_row(
+            p.kind,
+            f"{p.size:,}",
+            f"{p.levels:,}",
+            f"{p.decided:,}",
+            seconds(p.wall_s_median),
+            seconds(p.wall_s_max),
+            count(p.nodes_median),
+            count(p.nodes_max),
+        )
+    if not curve.points:
+        t.caption = "no attempt of this run has run yet"
+    return t
+
+
 @report.command("html")
 @click.argument("runs", nargs=-1)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default="report.html", show_default=True)
 @click.option(
     "--top", type=within(COUNT, low=1), default=20, show_default=True, help="Rows of the hardest table."
 )
-@click.option("--max-pictures", type=within(COUNT), default=40, show_default=True,
-              help="Levels pictured (SVG with the best solution), the hardest first.")  # fmt: skip
+@click.option(
+    "--max-pictures",
+    type=within(COUNT),
+    default=40,
+    show_default=True,
+    help="Levels pictured (SVG with the best solution), the hardest first.",
+)
 @database_option
-@handle_errors
-def report_html(runs: tuple[str, ...], output: str, top: int, max_pictures: int, database_url: str | None):
+@pass_settings
+def report_html(settings: Settings, runs: tuple[str, ...], output: str, top: int, max_pictures: int):
     """One self-contained HTML file for RUNS (default: latest): summary, plots, hardest, every level."""
     from pathlib import Path
 
@@ -235,7 +326,7 @@ def report_html(runs: tuple[str, ...], output: str, top: int, max_pictures: int,
     output_file(output)
     if not output.lower().endswith((".html", ".htm")):
         raise OptionError("--output", f"{output}: the report is an HTML page; name it .html")
-    with session_scope(read_engine(database_url)) as session:
+    with session_scope(read_engine(settings.database_url)) as session:
         page = html_report(session, _runs(session, runs), top, max_pictures)
     Path(output).write_text(page, encoding="utf-8")
     err_console.print(f"report written to {output} ({len(page) / 1024:.0f} KiB)")

@@ -6,11 +6,12 @@ import csv
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from packsolve.bounds import TIME_LIMIT_S
+from packsolve.cli.group import pass_settings
 from packsolve.cli.options import (
     database_option,
     emit,
@@ -18,7 +19,6 @@ from packsolve.cli.options import (
     follow_links_option,
     format_of,
     format_option,
-    handle_errors,
     out_console,
     output_file,
     read_engine,
@@ -26,6 +26,17 @@ from packsolve.cli.options import (
     within,
 )
 from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
+from packsolve.runstate import RunMode
+from packsolve.settings import Settings
+
+if TYPE_CHECKING:  # the report modules load when a command runs, not for every command line
+    from packsolve.report.progress import Progress
+
+    class Located(Progress):
+        """A run's progress with where it lives: the database read, the broker a submit sent it to."""
+
+        database: str
+        broker: str | None
 
 
 @click.command()
@@ -36,33 +47,41 @@ from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
 @fail_on_option
 @format_option
 @database_option
-@handle_errors
-def status(run: str | None, watch: bool, wait: bool, interval: float, fail_on: tuple[str, ...], fmt: str,
-           database_url: str | None):  # fmt: skip
+@pass_settings
+def status(
+    settings: Settings,
+    run: str | None,
+    watch: bool,
+    wait: bool,
+    interval: float,
+    fail_on: tuple[str, ...],
+    fmt: str,
+):
     """Show the progress of a run (default: the latest): counts, rate, ETA from the median time so far.
 
     With --watch the table refreshes until the run is finished; with --format
     json it prints one JSON object per line at every refresh. With --wait it
     returns once the run is over (exit 1 if a level ended in a --fail-on status).
     """
-    engine = read_engine(database_url)
+    engine = read_engine(settings.database_url)
     if not wait:
-        _status(engine, run, watch, interval, fmt)
+        _status(settings, engine, run, watch, interval, fmt)
         return
     run_id = int(_progress(engine, run)["run"])  # the latest now, even if another starts meanwhile
     wait_for_end(engine, run_id, interval)
-    _status(engine, str(run_id), False, interval, fmt)  # the status of a run that is over, once
+    _status(settings, engine, str(run_id), False, interval, fmt)  # the status of a run that is over, once
     code = exit_code(engine, run_id, fail_on)
     if code:
         sys.exit(code)
 
 
-def _status(engine: Any, run: str | None, watch: bool, interval: float, fmt: str) -> None:
-    """Print the run's status once, or refreshed until it is finished (watch)."""
+def _status(settings: Settings, engine: Any, run: str | None, watch: bool, interval: float, fmt: str) -> None:
+    """Print the run's status once, or refreshed until it is finished (watch); a distributed run's
+    warns if the settings have no task key."""
     from packsolve.report.progress import PROGRESS_COLUMNS, progress_row, render_progress
 
-    if _mode(engine, run) == "distributed":
-        warn_without_task_key("this deployment's workers run tasks nobody signed")
+    if _mode(engine, run) == RunMode.DISTRIBUTED:
+        warn_without_task_key("this deployment's workers run tasks nobody signed", settings)
     if fmt != "table":
         # One JSON object (or CSV row, stable columns) per refresh: a script can follow the run.
         writer = csv.DictWriter(sys.stdout, fieldnames=PROGRESS_COLUMNS) if fmt == "csv" else None
@@ -106,7 +125,7 @@ def _mode(engine: Any, ref: str | None) -> str:
         return resolve_run(session, ref).mode
 
 
-def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
+def _progress(engine: Any, ref: str | None) -> Located:
     """Return the run's progress with where it lives: the database read, the broker submit sent it to."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope, shown_database
@@ -115,11 +134,11 @@ def _progress(engine: Any, ref: str | None) -> dict[str, Any]:
     with session_scope(engine) as session:
         run = resolve_run(session, ref)
         p = run_progress(session, run)
-        broker = json.loads(run.options or "{}").get("broker")
+        broker = (run.options or {}).get("broker")
     return {**p, "database": shown_database(engine.url), "broker": broker}
 
 
-def _print_where(p: dict[str, Any]) -> None:
+def _print_where(p: Located) -> None:
     """Print the lines naming the run's database and broker, whole (a path or URL is copied from here)."""
     for line in [f"database {p['database']}", *([f"broker {p['broker']}"] if p["broker"] else [])]:
         out_console.print(line, style="dim", soft_wrap=True, highlight=False, markup=False)
@@ -131,23 +150,29 @@ EXPORT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv
 @click.command()
 @click.argument("run", default="latest")
 @click.option(
-    "--format", "fmt", type=click.Choice(["jsonl", "json", "csv"]), default=None,
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "json", "csv"]),
+    default=None,
     help="jsonl (one object a line), json (one array) or csv [default: from -o's extension, else jsonl].",
-)  # fmt: skip
+)
 @click.option(
-    "--output", "-o", type=click.Path(dir_okay=False), default="-",
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False),
+    default="-",
     help="File; .jsonl, .json or .csv picks the format [default: stdout].",
-)  # fmt: skip
+)
 @database_option
-@handle_errors
-def export(run: str, fmt: str | None, output: str, database_url: str | None):
+@pass_settings
+def export(settings: Settings, run: str, fmt: str | None, output: str):
     """Write one record per attempt of RUN ('latest' by default) as JSON lines, a JSON array or CSV."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.export import WRITERS, export_records
 
     fmt = format_of(output_file(output), fmt, EXPORT_SUFFIXES, "jsonl")
-    engine = read_engine(database_url)
+    engine = read_engine(settings.database_url)
     with session_scope(engine) as session:
         run_id = resolve_run(session, run).id
         records = export_records(session, run_id)
@@ -162,8 +187,8 @@ def export(run: str, fmt: str | None, output: str, database_url: str | None):
 @format_option
 @follow_links_option
 @database_option
-@handle_errors
-def show(level: str, fmt: str, follow_links: bool, database_url: str | None):
+@pass_settings
+def show(settings: Settings, level: str, fmt: str, follow_links: bool):
     """Show LEVEL (a level file, PATH:LINE, a name from a report, or a hash or its prefix).
 
     Draws it with its best known solution and lists every attempt at it across runs.
@@ -171,7 +196,7 @@ def show(level: str, fmt: str, follow_links: bool, database_url: str | None):
     from packsolve.db.session import session_scope
     from packsolve.report.show import level_report, render_level
 
-    with session_scope(read_engine(database_url)) as session:
+    with session_scope(read_engine(settings.database_url)) as session:
         rep = level_report(session, level, follow_links)
     if fmt == "csv":
         emit(rep["history"], fmt, lambda r: r)

@@ -9,6 +9,7 @@ import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S
 from packsolve.cli.durations import DURATION
+from packsolve.cli.group import pass_settings
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.notify import notify, notify_options
 from packsolve.cli.options import (
@@ -18,7 +19,6 @@ from packsolve.cli.options import (
     emit,
     err_console,
     format_option,
-    handle_errors,
     print_summary,
     read_engine,
     run_options,
@@ -28,6 +28,8 @@ from packsolve.cli.options import (
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
 from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
+from packsolve.runstate import RunMode
+from packsolve.settings import Settings
 
 RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 
@@ -35,9 +37,12 @@ RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 def progress_options(fn: Any) -> Any:
     """Options of every command that solves locally: quiet, and how often to print progress to a log."""
     fn = click.option(
-        "--progress-every", type=within(TIME_LIMIT_S, low=0.1), default=DEFAULT_EVERY_S, show_default=True,
+        "--progress-every",
+        type=within(TIME_LIMIT_S, low=0.1),
+        default=DEFAULT_EVERY_S,
+        show_default=True,
         help="Seconds between progress lines when stderr is not a terminal (a log).",
-    )(fn)  # fmt: skip
+    )(fn)
     return click.option("--quiet", "-q", is_flag=True, help="No progress bar or lines.")(fn)
 
 
@@ -48,18 +53,29 @@ def progress_options(fn: Any) -> Any:
     "--jobs", "-j", type=int, default=None, help="Worker processes, at least 1 [default: one per core]."
 )
 @click.option(
-    "--skip-solved", is_flag=True,
+    "--skip-solved",
+    is_flag=True,
     help="Leave out levels already solved (or proved unsolvable) with the same heuristic in an earlier run.",
-)  # fmt: skip
+)
 @progress_options
 @fail_on_option
 @notify_options
 @format_option
 @database_option
-@handle_errors
-def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bool, progress_every: float,
-          fail_on: tuple[str, ...], notify_command: str | None, notify_url: str | None, fmt: str,
-          database_url: str | None, **opts: Any):  # fmt: skip
+@pass_settings
+def solve(
+    settings: Settings,
+    paths: tuple[str, ...],
+    jobs: int | None,
+    skip_solved: bool,
+    quiet: bool,
+    progress_every: float,
+    fail_on: tuple[str, ...],
+    notify_command: str | None,
+    notify_url: str | None,
+    fmt: str,
+    **opts: Any,
+):
     """Solve every level under PATHS on a local process pool; results go to the database.
 
     Ctrl-C, or `packsolve cancel RUN` from elsewhere, stops it within a second:
@@ -74,21 +90,28 @@ def solve(paths: tuple[str, ...], jobs: int | None, skip_solved: bool, quiet: bo
     check_jobs(jobs)  # before the database is touched: a typo costs nothing
     check_paths(paths)
     plan = plan_request(paths, request)  # a heuristic typo is refused before a database is made
-    engine = get_engine(database_url)
+    engine = get_engine(settings.database_url)
     try:
-        run, jobs = runs.start_local(engine, paths, request, jobs, sys.argv[1:], skip_solved, plan)
+        run, jobs = runs.start_local(engine, plan, request, jobs, sys.argv[1:], skip_solved)
     except runs.NothingToRun as exc:
         err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
         return
     print_plan_notes(run)
-    err_console.print(f"run {run.id}: {len(run.specs)} level(s) to run, {jobs} process(es)", highlight=False)
+    to_run = len(run.pending)
+    err_console.print(f"run {run.id}: {to_run} level(s) to run, {jobs} process(es)", highlight=False)
     _solve_and_summarise(engine, run, jobs, quiet, fmt, progress_every, fail_on, (notify_command, notify_url))
 
 
-def _solve_and_summarise(  # noqa: PLR0913 (the end of a run: how to show it, judge it, announce it)
-    engine: Any, run: Any, jobs: int, quiet: bool, fmt: str, every: float, fail_on: tuple[str, ...] = (),
+def _solve_and_summarise(
+    engine: Any,
+    run: Any,
+    jobs: int,
+    quiet: bool,
+    fmt: str,
+    every: float,
+    fail_on: tuple[str, ...] = (),
     notify_to: tuple[str | None, str | None] = (None, None),
-) -> None:  # fmt: skip
+) -> None:
     """Solve a local run, then print its summary; exit 130 after Ctrl-C, 1 after `packsolve cancel`.
 
     Once it is over, notify_to (command, URL) get its summary, and the exit is 1
@@ -105,7 +128,7 @@ def _solve_and_summarise(  # noqa: PLR0913 (the end of a run: how to show it, ju
             f"`packsolve resume {exc.run_id}` runs them into the same run[/]",
             highlight=False,
             soft_wrap=True,
-        )  # fmt: skip
+        )
         print_summary(engine, run.id, fmt)
         notify(engine, run.id, *notify_to)
         sys.exit(130 if exc.reason == "interrupted" else 1)
@@ -128,19 +151,25 @@ def _solve_and_summarise(  # noqa: PLR0913 (the end of a run: how to show it, ju
     default=0,
     help="Levels per task (0: chosen from past times of the kind, else level sizes) [default: 0].",
 )
-@click.option("--wait", is_flag=True, help="Return once the workers finished the run (see --fail-on).")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Return once the workers finished the run (see --fail-on; --notify waits too).",
+)
 @fail_on_option
+@notify_options
 @database_option
 @broker_option
-@handle_errors
+@pass_settings
 def submit(
+    settings: Settings,
     paths: tuple[str, ...],
     max_tries: int | None,
     chunk_size: int,
     wait: bool,
     fail_on: tuple[str, ...],
-    database_url: str | None,
-    broker_url: str | None,
+    notify_command: str | None,
+    notify_url: str | None,
     **opts,
 ):
     """Create a run for the levels under PATHS and enqueue them in tasks of one or more; print the run id."""
@@ -151,23 +180,32 @@ def submit(
 
     request = run_request(opts, max_tries)
     check_paths(paths)
-    app = make_app(broker_url)  # a malformed broker URL is refused before a database is made
-    engine = get_engine(database_url)
+    app = make_app(settings=settings)
+    engine = get_engine(settings.database_url)
     run, sent = runs.start_distributed(engine, app, paths, request, chunk_size, sys.argv[1:])
     print_plan_notes(run)
     err_console.print(
         f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
-        f"{sent.seconds:.2f} s, {run.invalid} invalid", highlight=False,
-    )  # fmt: skip
-    for line in destinations(database_url, broker_url):
+        f"{sent.seconds:.2f} s, {run.invalid} invalid",
+        highlight=False,
+    )
+    for line in destinations(settings):
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     click.echo(run.id)
-    if wait:
+    if wait or notify_command or notify_url:
         sys.stdout.flush()  # the id is known before the night is over
-        wait_for_end(engine, run.id)
+        _await_and_notify(engine, run.id, (notify_command, notify_url))
         code = exit_code(engine, run.id, fail_on)
         if code:
             sys.exit(code)
+
+
+def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str | None]) -> None:
+    """Wait until the workers finished run_id, then send its summary to notify_to (command, URL)."""
+    if any(notify_to):
+        err_console.print(f"waiting for run {run_id} to end, to notify", highlight=False)
+    wait_for_end(engine, run_id)
+    notify(engine, run_id, *notify_to)
 
 
 @click.command()
@@ -203,12 +241,24 @@ def submit(
 @progress_options
 @solvers_option
 @format_option
+@notify_options
 @database_option
 @broker_option
-@handle_errors
-def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tries: int | None, quiet: bool,
-          progress_every: float, fmt: str, database_url: str | None, broker_url: str | None,
-          **opts: Any):  # fmt: skip
+@pass_settings
+def rerun(
+    settings: Settings,
+    run: str,
+    statuses: str,
+    local: bool | None,
+    jobs: int | None,
+    max_tries: int | None,
+    quiet: bool,
+    progress_every: float,
+    fmt: str,
+    notify_command: str | None,
+    notify_url: str | None,
+    **opts: Any,
+):
     """Run RUN's failed levels again as a child run (linked to RUN); print the child's id.
 
     By default the child runs where the parent did (local or distributed) with
@@ -216,10 +266,11 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
     heuristic or more time buys (`packsolve report compare RUN CHILD`).
     """
     from packsolve import runs
+    from packsolve.external.declaration import load_solvers
     from packsolve.queue.app import make_app
-    from packsolve.solvers import load_solvers
+    from packsolve.request import RerunRequest
 
-    request = runs.RerunRequest(
+    request = RerunRequest(
         parent=run,
         statuses=tuple(statuses.split(",")),
         kind=opts["kind"],
@@ -236,24 +287,31 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
         solvers=load_solvers(opts["solvers_file"]),
     )
     request.check()  # before the database is touched: a typo costs nothing
-    engine = read_engine(database_url)
-    app = make_app(broker_url)  # connects only if the child is distributed
+    engine = read_engine(settings.database_url)
+    app = make_app(settings=settings)  # connects only if the child is distributed
     child, processes = runs.start_rerun(engine, request, sys.argv[1:], app)
     print_plan_notes(child)
+    notify_to = (notify_command, notify_url)
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
-        _solve_and_summarise(engine, child, processes, quiet or fmt != "table", fmt, progress_every)
+        _solve_and_summarise(
+            engine, child, processes, quiet or fmt != "table", fmt, progress_every, notify_to=notify_to
+        )
         if fmt != "table":
             return  # the summary printed is the one document on stdout; it names the run
+        click.echo(child.id)
+        return
+    sent = runs.send(engine, app, child)
+    err_console.print(
+        f"run {child.id}: rerun of {run}, {child.total} level(s), {sent.tasks} task(s) enqueued"
+    )
+    if fmt != "table":  # one document, as the local rerun's summary is
+        emit({"run": child.id, "rerun_of": run, "levels": child.total, "tasks": sent.tasks}, fmt, str)
     else:
-        sent = runs.send(engine, app, child)
-        err_console.print(
-            f"run {child.id}: rerun of {run}, {child.total} level(s), {sent.tasks} task(s) enqueued"
-        )
-        if fmt != "table":  # one document, as the local rerun's summary is
-            emit({"run": child.id, "rerun_of": run, "levels": child.total, "tasks": sent.tasks}, fmt, str)
-            return
-    click.echo(child.id)
+        click.echo(child.id)
+    if any(notify_to):
+        sys.stdout.flush()
+        _await_and_notify(engine, child.id, notify_to)
 
 
 @click.command()
@@ -263,11 +321,22 @@ def rerun(run: str, statuses: str, local: bool | None, jobs: int | None, max_tri
 @solvers_option
 @fail_on_option
 @format_option
+@notify_options
 @database_option
 @broker_option
-@handle_errors
-def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: str, database_url: str | None,
-           broker_url: str | None, solvers_file: str | None, fail_on: tuple[str, ...]):  # fmt: skip
+@pass_settings
+def resume(
+    settings: Settings,
+    run: str,
+    jobs: int | None,
+    quiet: bool,
+    progress_every: float,
+    fmt: str,
+    notify_command: str | None,
+    notify_url: str | None,
+    solvers_file: str | None,
+    fail_on: tuple[str, ...],
+):
     """Run the levels of RUN that have no final result, into RUN itself.
 
     Those are the levels a Ctrl-C, a `packsolve cancel` or a crash left
@@ -280,22 +349,26 @@ def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: 
     from packsolve import resumption, runs
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
+    from packsolve.external.declaration import load_solvers
     from packsolve.request import check_jobs
-    from packsolve.solvers import load_solvers
 
     if jobs is not None:
         check_jobs(jobs)
     solvers = load_solvers(solvers_file)
-    engine = read_engine(database_url)
+    engine = read_engine(settings.database_url)
     with session_scope(engine) as session:
         mode = resolve_run(session, run).mode
-    if mode == "distributed":
+    if mode == RunMode.DISTRIBUTED:
         from packsolve.queue.app import make_app
 
-        sent = resumption.resume_distributed(engine, make_app(broker_url), run, solvers=solvers)
+        sent = resumption.resume_distributed(engine, make_app(settings=settings), run, solvers=solvers)
         err_console.print(
             f"run {run}: sent {sent.tasks} task(s) of its queued levels; the workers take it from here"
         )
+        if notify_command or notify_url:
+            with session_scope(engine) as session:
+                run_id = resolve_run(session, run).id
+            _await_and_notify(engine, run_id, (notify_command, notify_url))
         return
     try:
         resumed, processes = resumption.resume_local(engine, run, jobs, sys.argv[1:], solvers)
@@ -303,17 +376,19 @@ def resume(run: str, jobs: int | None, quiet: bool, progress_every: float, fmt: 
         err_console.print(str(exc), highlight=False, markup=False)
         return
     err_console.print(
-        f"run {resumed.id}: resuming {len(resumed.specs)} of {resumed.total} level(s), "
+        f"run {resumed.id}: resuming {len(resumed.pending)} of {resumed.total} level(s), "
         f"{processes} process(es)"
     )
-    _solve_and_summarise(engine, resumed, processes, quiet, fmt, progress_every, fail_on)
+    _solve_and_summarise(
+        engine, resumed, processes, quiet, fmt, progress_every, fail_on, (notify_command, notify_url)
+    )
 
 
 @click.command()
 @click.argument("run")
 @database_option
-@handle_errors
-def cancel(run: str, database_url: str | None):
+@pass_settings
+def cancel(settings: Settings, run: str):
     """Cancel RUN: its queued attempts become cancelled; workers skip them, a local solve stops.
 
     A local `packsolve solve` of RUN stops within a second and keeps every
@@ -321,10 +396,10 @@ def cancel(run: str, database_url: str | None):
     """
     from packsolve import runs
 
-    done = runs.cancel(read_engine(database_url), run)
+    done = runs.cancel(read_engine(settings.database_url), run)
     if done.finished_before:
         click.echo(f"run {done.run_id} is finished already: nothing to cancel")
-    elif done.mode == "local":
+    elif done.mode == RunMode.LOCAL:
         click.echo(
             f"run {done.run_id} cancelled: {done.cancelled} level(s) had no result yet; its "
             "`packsolve solve` stops within a second and keeps what finishes before "

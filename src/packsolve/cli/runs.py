@@ -7,16 +7,17 @@ import sys
 import click
 
 from packsolve.bounds import COUNT
+from packsolve.cli.group import pass_settings, settings_of
 from packsolve.cli.options import (
     database_option,
     emit,
     err_console,
     format_option,
-    handle_errors,
     read_engine,
     within,
 )
 from packsolve.errors import PlanError
+from packsolve.settings import Settings
 
 
 @click.group(invoke_without_command=True)
@@ -25,8 +26,7 @@ from packsolve.errors import PlanError
 @format_option
 @database_option
 @click.pass_context
-@handle_errors
-def runs(ctx: click.Context, limit: int, all_runs: bool, fmt: str, database_url: str | None) -> None:
+def runs(ctx: click.Context, limit: int, all_runs: bool, fmt: str) -> None:
     """List the runs, newest first: id, label, state, mode, packs, heuristic, solved/total, created, took.
 
     `packsolve runs label RUN LABEL` names a run, `packsolve runs delete RUN` deletes one.
@@ -36,7 +36,8 @@ def runs(ctx: click.Context, limit: int, all_runs: bool, fmt: str, database_url:
     from packsolve.db.session import session_scope, shown_database
     from packsolve.report.runs_list import render_runs, run_rows
 
-    engine = read_engine(database_url)
+    # Resolved here, not by @pass_settings: with a subcommand, its own flags are noted after this runs.
+    engine = read_engine(settings_of(ctx).database_url)
     with session_scope(engine) as session:
         rows = run_rows(session, None if all_runs else limit)
     emit(rows, fmt, lambda r: render_runs(r, shown_database(engine.url)))
@@ -47,8 +48,8 @@ def runs(ctx: click.Context, limit: int, all_runs: bool, fmt: str, database_url:
 @click.argument("label")
 @click.option("--move-label", is_flag=True, help="If another run has LABEL, take it from that run.")
 @database_option
-@handle_errors
-def runs_label(run: str, label: str, move_label: bool, database_url: str | None) -> None:
+@pass_settings
+def runs_label(settings: Settings, run: str, label: str, move_label: bool) -> None:
     """Name RUN LABEL (unique, not all digits); '-' removes its label."""
     from packsolve.db.catalog import relabel
     from packsolve.db.runs import resolve_run
@@ -56,7 +57,7 @@ def runs_label(run: str, label: str, move_label: bool, database_url: str | None)
     from packsolve.request import check_label
 
     new = None if label == "-" else check_label(label)
-    with session_scope(read_engine(database_url)) as session:
+    with session_scope(read_engine(settings.database_url)) as session:
         run_id = resolve_run(session, run).id
         taken_from = relabel(session, run_id, new, move_label)
     moved = f" (taken from run {taken_from})" if taken_from is not None else ""
@@ -67,8 +68,8 @@ def runs_label(run: str, label: str, move_label: bool, database_url: str | None)
 @click.argument("run")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @database_option
-@handle_errors
-def runs_delete(run: str, yes: bool, database_url: str | None) -> None:
+@pass_settings
+def runs_delete(settings: Settings, run: str, yes: bool) -> None:
     """Delete RUN and its attempts (asks first; --yes does not).
 
     Levels stay, and so does their history in every other run; reruns of RUN
@@ -78,7 +79,7 @@ def runs_delete(run: str, yes: bool, database_url: str | None) -> None:
     from packsolve.db.runs import resolve_run, status_counts
     from packsolve.db.session import session_scope
 
-    engine = read_engine(database_url)
+    engine = read_engine(settings.database_url)
     with session_scope(engine) as session:
         target = resolve_run(session, run)
         run_id, label, finished = target.id, target.label, target.finished_at is not None

@@ -6,8 +6,10 @@ import socket
 
 import click
 
-from packsolve.cli.options import broker_option, database_option, err_console, handle_errors
+from packsolve.cli.group import pass_settings
+from packsolve.cli.options import broker_option, database_option, err_console, setting_option
 from packsolve.errors import OptionError
+from packsolve.settings import FLAG, Settings
 
 DEFAULT_PORT = 8787
 
@@ -32,19 +34,31 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on; any but loopback needs a token.")  # fmt: skip
-@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
-              help="Port to listen on (0: any free one, printed).")  # fmt: skip
-@click.option("--token-file", type=click.Path(dir_okay=False), default=None,
-              help="File holding the token every request must carry (or PACKSOLVE_SERVE_TOKEN).")  # fmt: skip
-@click.option("--token", envvar="PACKSOLVE_SERVE_TOKEN", default=None, hidden=True)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; any but loopback needs a token.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port to listen on (0: any free one, printed).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="File holding the token every request must carry (or PACKSOLVE_SERVE_TOKEN).",
+)
+@setting_option("--token", "serve_token", hidden=True)
 @click.option("--read-only", is_flag=True, help="Serve no action: no rerun, cancel, resume, label or delete.")
 @database_option
 @broker_option
-@handle_errors
-def serve(host: str, port: int, token_file: str | None, token: str | None, read_only: bool,
-          database_url: str | None, broker_url: str | None) -> None:  # fmt: skip
+@pass_settings
+def serve(settings: Settings, host: str, port: int, token_file: str | None, read_only: bool) -> None:
     """Serve the live dashboard of runs, levels and reruns over the database; print its URL.
 
     It binds 127.0.0.1 unless told otherwise; another address needs a token
@@ -56,18 +70,23 @@ def serve(host: str, port: int, token_file: str | None, token: str | None, read_
     from packsolve.web.app import create_app
     from packsolve.web.security import Guard, check_bind, read_token
 
-    secret = read_token(token, token_file)
+    secret = read_token(settings.serve_token, token_file)
     check_bind(host, secret)
     # A read-only dashboard never creates a database; one that can act may start on an empty one.
-    engine = get_engine(database_url, create=not read_only)
+    engine = get_engine(settings.database_url, create=not read_only)
     sock = _listen(host, port)
+    # The commands it starts (rerun, resume) get the broker by flag only if this one had it so.
+    broker_url = settings.broker_url if settings.source("broker_url") == FLAG else None
     app = create_app(engine, Guard(secret), read_only, broker_url)
     bound = sock.getsockname()[1]
     shown_host = f"[{host}]" if ":" in host else host
     err_console.print(
         f"packsolve serve: http://{shown_host}:{bound}/ on {shown_database(engine.url)}"
-        + (" (read-only)" if read_only else "") + (" (token required)" if secret else ""),
-        highlight=False, markup=False, soft_wrap=True,
-    )  # fmt: skip
+        + (" (read-only)" if read_only else "")
+        + (" (token required)" if secret else ""),
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
     config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False)
     uvicorn.Server(config).run(sockets=[sock])

@@ -29,10 +29,14 @@ def _statuses(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 def fail_on_option(fn: Callable) -> Callable:
     return click.option(
-        "--fail-on", "fail_on", default=None, callback=_statuses, metavar="STATUS,...",
+        "--fail-on",
+        "fail_on",
+        default=None,
+        callback=_statuses,
+        metavar="STATUS,...",
         help="Exit 1 once the run is over if any level ended in one of these statuses "
         "(e.g. timeout,error,wrong) [default: exit 0 whatever the levels' outcomes].",
-    )(fn)  # fmt: skip
+    )(fn)
 
 
 def exit_code(engine: Any, run_id: int, fail_on: tuple[str, ...]) -> int:

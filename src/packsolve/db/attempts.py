@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -26,11 +26,13 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import BindParameter
 
+from packsolve.db.figures import fold
 from packsolve.db.models import Run, utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
 from packsolve.db.workers import WORKERS
 from packsolve.outcome import Outcome, Status
+from packsolve.runstate import RunState
 
 # The claim and the record run once per attempt, tiny ones included: their statements are built
 # once per dialect, so SQLAlchemy compiles each shape once and reuses it; no expanding IN parameter
@@ -39,7 +41,7 @@ _PENDING_LITERALS = [literal(v) for v in PENDING_VALUES]
 _QUEUED = literal(Status.QUEUED.value)
 _RUNNING = literal(Status.RUNNING.value)
 RUNS = cast(Table, Run.__table__)
-_CANCELLED_RUN = exists().where(RUNS.c.id == ATTEMPTS.c.run_id, RUNS.c.state == "cancelled")
+_CANCELLED_RUN = exists().where(RUNS.c.id == ATTEMPTS.c.run_id, RUNS.c.state == RunState.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ def _statements(postgresql: bool) -> _Statements:
             finished_at=now,
             deadline=None,
             message="cancelled by the user; its task came again after the cancel",
-        )  # fmt: skip
+        )
         .returning(ATTEMPTS.c.level_hash),
         start=update(ATTEMPTS)
         .where(ATTEMPTS.c.run_id == bindparam("c_run"), ATTEMPTS.c.level_hash == bindparam("c_hash"))
@@ -144,30 +146,49 @@ def hold(connection: Connection, run_id: int, level_hashes: Sequence[str], holde
         connection.execute(_HOLD, {"c_run": run_id, "c_hashes": hashes[i : i + BATCH], "c_holder": holder})
 
 
+@dataclass(frozen=True)
+class ClaimBy:
+    """Who claims, and on what terms: the worker recorded on the attempts, the cap on an attempt's
+    tries, the hard time limit of each (None: none), and the worker process's lease (holder)."""
+
+    worker: str
+    max_tries: int
+    hard_s: float | None = None
+    holder: str | None = None
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a claim answered: a verdict per level hash ('run', 'skip', 'cancelled', 'lost'), and the
+    fencing token of each attempt claimed (its result must carry it)."""
+
+    verdicts: dict[str, str] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+
+    def runs(self, level_hash: str) -> bool:
+        return self.verdicts.get(level_hash) == "run"
+
+
 def claim_many(
     connection: Connection,
     run_id: int,
     level_hashes: Sequence[str],
-    worker: str,
-    max_tries: int,
-    hard_s: float | None = None,
-    holder: str | None = None,
-    tokens: dict[str, int] | None = None,
+    by: ClaimBy,
     start_first: bool = True,
-) -> dict[str, str]:
-    """Claim attempts that will run one after the other, in order; return {hash: verdict}.
+) -> Claimed:
+    """Claim attempts that will run one after the other, in order; return the verdicts and tokens.
 
     A verdict is 'run' (now running for this worker), 'skip' (final, or held
     by another worker whose lease is alive), 'cancelled' (its run was
-    cancelled: the attempt is now too) or 'lost'. holder names the worker
-    process (its lease); tokens, if given, receives each claimed hash's fencing
-    token, which its result must carry (Result.token). A claim this holder
+    cancelled: the attempt is now too) or 'lost'. by.holder names the worker
+    process (its lease); each claimed hash gets a fencing token, which its
+    result must carry (Result.token). A claim this holder
     already has (a retry whose first answer was lost) is read back, with its
     token. The first attempt claimed counts a try (it starts now; with
     start_first=False the caller counts it with start()); each later one counts
     its own when it starts (the caller's start()). An attempt started
     max_tries times (its workers keep dying) becomes ``lost`` instead of
-    running again. hard_s (the hard limit) sets the deadline after which the
+    running again. by.hard_s (the hard limit) sets the deadline after which the
     scheduler presumes the worker dead: the k-th claimed attempt cannot start
     later than k hard limits from now (each before it is killed at its hard
     limit), so its deadline is set that far ahead, and the scheduler never
@@ -175,6 +196,7 @@ def claim_many(
     """
     hashes = list(dict.fromkeys(level_hashes))
     verdicts = dict.fromkeys(hashes, "skip")
+    worker, max_tries, hard_s, holder = by.worker, by.max_tries, by.hard_s, by.holder
     st = _statements(connection.dialect.name == "postgresql")
     now = utcnow()
     claimed: dict[str, int] = {}
@@ -182,8 +204,12 @@ def claim_many(
     for i in range(0, len(hashes), BATCH):
         chunk = hashes[i : i + BATCH]
         params: dict[str, Any] = {
-            "c_run": run_id, "c_max": max_tries, "c_worker": worker, "c_now": now, "c_holder": holder,
-        }  # fmt: skip
+            "c_run": run_id,
+            "c_max": max_tries,
+            "c_worker": worker,
+            "c_now": now,
+            "c_holder": holder,
+        }
         if len(hashes) == 1:
             stmt = st.claim_one
             params["c_hash"] = chunk[0]
@@ -201,17 +227,17 @@ def claim_many(
         claimed.update(got)
         rest = [h for h in chunk if h not in got]
         if rest:
-            claimed.update(_the_rest(connection, st, run_id, rest, holder, max_tries, now, verdicts))
+            mine, settled = _the_rest(connection, st, run_id, rest, by, now)
+            claimed.update(mine)
+            verdicts.update(settled)
     verdicts.update(dict.fromkeys(claimed, "run"))
-    if tokens is not None:
-        tokens.update(claimed)
     first = next((h for h in hashes if h in claimed), None)
     if start_first and first is not None and first not in started:
         # The first of a group starts now: its try counts.
         start(connection, [(run_id, first, claimed[first])])
     if {"lost", "cancelled"} & set(verdicts.values()):
         finish_run_if_done(connection, run_id)
-    return verdicts
+    return Claimed(verdicts, claimed)
 
 
 def _deadline(st: _Statements, now: datetime, hard_s: float) -> Any:
@@ -238,20 +264,15 @@ def start(db: Session | Connection, starts: Sequence[tuple[int, str, int]]) -> N
 
 
 def _the_rest(
-    connection: Connection,
-    st: _Statements,
-    run_id: int,
-    rest: list[str],
-    holder: str | None,
-    max_tries: int,
-    now: datetime,
-    verdicts: dict[str, str],
-) -> dict[str, int]:
+    connection: Connection, st: _Statements, run_id: int, rest: list[str], by: ClaimBy, now: datetime
+) -> tuple[dict[str, int], dict[str, str]]:
     """Settle the hashes a claim did not take: cancel those of a cancelled run, read back those this
-    holder already has (return them with their tokens), mark lost those past the cap."""
+    holder already has, mark lost those past the cap. Return (tokens of those read back, verdicts of
+    those cancelled or lost)."""
+    holder, max_tries = by.holder, by.max_tries
     params: dict[str, Any] = {"c_run": run_id, "c_hashes": rest, "c_now": now, "c_holder": holder}
     cancelled = connection.scalars(st.cancel, params).all()
-    verdicts.update(dict.fromkeys(cancelled, "cancelled"))
+    verdicts = dict.fromkeys(cancelled, "cancelled")
     mine: dict[str, int] = {}
     if holder is not None:
         rows = connection.execute(
@@ -273,7 +294,7 @@ def _the_rest(
             st.lose, {**params, "c_hashes": left, "c_message": message, "c_max": max_tries}
         )
         verdicts.update(dict.fromkeys(lost.all(), "lost"))
-    return mine
+    return mine, verdicts
 
 
 @dataclass(frozen=True)
@@ -365,8 +386,11 @@ def record(db: Session | Connection, results: Iterable[Result], finish: bool = T
         batch = rows[i : i + BATCH]
         # One row goes as a plain execute: executemany's set-up costs more than the row.
         written += rowcount(db.execute(stmt, batch[0] if len(batch) == 1 else batch))
+    runs = sorted({int(row["b_run"]) for row in rows})
+    for run_id in runs:
+        fold(db, run_id)  # the rows this flush added to run_figures, while they are few
     # finish=False: the caller stamps finished runs itself, later, in a fresh transaction.
-    for run_id in sorted({int(row["b_run"]) for row in rows}) if finish else ():
+    for run_id in runs if finish else ():
         finish_run_if_done(db, run_id)
     return written
 

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,21 @@ from packsolve.db.models import Attempt, LevelRow, Run, utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import BATCH, PENDING_VALUES, rowcount
 from packsolve.outcome import Status
+from packsolve.runstate import RunMode, RunState
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A resume of a local run: its process, its command line (passwords masked), programs declared again."""
+
+    pid: int
+    argv: Sequence[str]
+    solvers: dict[str, Any] | None = None  # declarations by name (None: the run's recorded ones stay)
 
 
 def was_cancelled(session: Session, run_id: int) -> bool:
     """Return True if the run was cancelled (`packsolve cancel`); False otherwise or if it is gone."""
-    return session.scalar(select(Run.state).where(Run.id == run_id)) == "cancelled"
+    return session.scalar(select(Run.state).where(Run.id == run_id)) == RunState.CANCELLED
 
 
 def record_over_cancel(session: Session, results: Sequence[Any]) -> int:
@@ -35,15 +46,21 @@ def record_over_cancel(session: Session, results: Sequence[Any]) -> int:
         res = session.execute(
             update(Attempt)
             .where(Attempt.run_id == r.run_id, Attempt.level_hash == r.level_hash)
-            .where(Attempt.status == Status.CANCELLED.value, Attempt.wall_s.is_(None))
+            .where(Attempt.status == Status.CANCELLED, Attempt.wall_s.is_(None))
             .values(
                 status=o.status.value,
                 solution=None if o.solution is None else json.dumps(o.solution, separators=(",", ":")),
-                length=r.length, nodes=o.stats.nodes, wall_s=o.stats.wall_s, cpu_s=o.stats.cpu_s,
-                peak_rss_mb=o.stats.peak_rss_mb, worker=r.worker, started_at=r.started_at,
-                finished_at=r.finished_at or utcnow(), message=o.message or None,
+                length=r.length,
+                nodes=o.stats.nodes,
+                wall_s=o.stats.wall_s,
+                cpu_s=o.stats.cpu_s,
+                peak_rss_mb=o.stats.peak_rss_mb,
+                worker=r.worker,
+                started_at=r.started_at,
+                finished_at=r.finished_at or utcnow(),
+                message=o.message or None,
             )
-        )  # fmt: skip
+        )
         written += rowcount(res)
     return written
 
@@ -58,20 +75,20 @@ def stop_pending(session: Session, run_id: int, in_flight: Sequence[str], why: s
     running = list(dict.fromkeys(in_flight))
     now = utcnow()
     unfinished = Attempt.status.in_(PENDING_VALUES)
-    without_result = and_(Attempt.status == Status.CANCELLED.value, Attempt.wall_s.is_(None))
+    without_result = and_(Attempt.status == Status.CANCELLED, Attempt.wall_s.is_(None))
     for i in range(0, len(running), BATCH):
         session.execute(
             update(Attempt)
             .where(Attempt.run_id == run_id, Attempt.level_hash.in_(running[i : i + BATCH]))
             .where(unfinished | without_result)
-            .values(status=Status.CANCELLED.value, finished_at=now, message=f"{why} while it ran")
+            .values(status=Status.CANCELLED, finished_at=now, message=f"{why} while it ran")
         )
     session.execute(
         update(Attempt)
         .where(Attempt.run_id == run_id, unfinished)
-        .values(status=Status.CANCELLED.value, finished_at=now, message=f"{why} before it ran")
+        .values(status=Status.CANCELLED, finished_at=now, message=f"{why} before it ran")
     )
-    session.execute(update(Run).where(Run.id == run_id).values(state="cancelled"))
+    session.execute(update(Run).where(Run.id == run_id).values(state=RunState.CANCELLED))
     finish_run_if_done(session, run_id)
     return session.scalar(select(func.count()).where(Attempt.run_id == run_id, without_result)) or 0
 
@@ -79,7 +96,7 @@ def stop_pending(session: Session, run_id: int, in_flight: Sequence[str], why: s
 def attempts_without_result(session: Session, run_id: int) -> list[tuple[Attempt, LevelRow]]:
     """Return the run's attempts with no final result (pending, or cancelled before one), in pack order."""
     no_result = Attempt.status.in_(PENDING_VALUES) | and_(
-        Attempt.status == Status.CANCELLED.value, Attempt.wall_s.is_(None)
+        Attempt.status == Status.CANCELLED, Attempt.wall_s.is_(None)
     )
     rows = session.execute(
         select(Attempt, LevelRow)
@@ -90,32 +107,52 @@ def attempts_without_result(session: Session, run_id: int) -> list[tuple[Attempt
     return [(a, lv) for a, lv in rows]
 
 
-def reopen(session: Session, run_id: int, level_hashes: Sequence[str], extra: dict[str, Any]) -> None:
-    """Queue the run's given attempts again and mark the run running, its options updated with extra."""
+def reopen(session: Session, run_id: int, level_hashes: Sequence[str], resume: Resume) -> None:
+    """Queue the run's given attempts again and mark the run running, solved by the resume's process.
+
+    The resume joins the run's history (options' resumed); programs declared again replace those
+    the run recorded.
+    """
     hashes = list(level_hashes)
     for i in range(0, len(hashes), BATCH):
         session.execute(
             update(Attempt)
             .where(Attempt.run_id == run_id, Attempt.level_hash.in_(hashes[i : i + BATCH]))
-            .values(status=Status.QUEUED.value, finished_at=None, message=None, started_at=None)
+            .values(status=Status.QUEUED, finished_at=None, message=None, started_at=None)
         )
     run = session.get(Run, run_id)
     assert run is not None
-    options = {**json.loads(run.options or "{}"), **extra}
-    run.options = json.dumps(options, sort_keys=True)
-    run.state, run.finished_at = "running", None
+    resumed = [*(run.options or {}).get("resumed", []), {"argv": list(resume.argv), "levels": len(hashes)}]
+    run.options = {**(run.options or {}), "resumed": resumed}
+    run.pid = resume.pid
+    if resume.solvers is not None:
+        run.solvers = resume.solvers
+    run.state, run.finished_at = RunState.RUNNING, None
+
+
+def shown_state(run: Run) -> str:
+    """Return the state a run is shown in (`runs`, `report summary`), as a user should read it.
+
+    A distributed run not sent in full is `unsent` (its submit failed: resume or
+    delete it) or `sending` (its submit is at work, or was killed). A local run
+    whose solve process on this machine is gone (killed, crashed) is `interrupted`.
+    """
+    if run.finished_at is not None and run.state != RunState.CANCELLED:
+        return RunState.FINISHED
+    if run.finished_at is None and solver_alive(run) is False:
+        return "interrupted"
+    if run.mode == RunMode.DISTRIBUTED and run.sent_at is None and run.state == RunState.RUNNING:
+        return "unsent" if run.send_error else "sending"
+    return str(run.state)
 
 
 def solver_alive(run: Run) -> bool | None:
     """Return whether the process solving a local run lives: None if it cannot be told (another machine).
 
-    The process's pid is in the run's options; a live pid that is not a
-    packsolve process (reused by the system) counts as gone.
+    A live pid that is not a packsolve process (reused by the system) counts as gone.
     """
-    if run.mode != "local":
-        return None
-    pid = json.loads(run.options or "{}").get("pid")
-    if not isinstance(pid, int):
+    pid = run.pid
+    if run.mode != RunMode.LOCAL or pid is None:
         return None
     if run.host != socket.gethostname():
         return None

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
+    Column,
     DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
     String,
+    Table,
     Text,
     UniqueConstraint,
+    text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+from packsolve.outcome import Status
+from packsolve.runstate import RunMode, RunState
 
 
 def utcnow() -> datetime:
@@ -30,6 +42,46 @@ def utcnow() -> datetime:
 # A test hook, never set by packsolve itself: tests set it in a process they start
 # (tests/support/skewed_clock.py) to play a machine whose clock is off.
 CLOCK_OFFSET = timedelta(0)
+
+
+class _Members(dict[Any, Any]):
+    """A StrEnum's members by value; a key that is none (None, or a string no member has) maps to itself."""
+
+    def __missing__(self, key: Any) -> Any:
+        return key
+
+
+class StoredEnum(TypeDecorator[StrEnum]):
+    """A string column read back as one of a StrEnum's members: the stored strings are the values.
+
+    Writing a string that is no value of the enum raises ValueError. A stored string that is none
+    (written by a newer release) is read back as it is, so a report can still show it.
+    """
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[StrEnum], length: int) -> None:
+        super().__init__(length)
+        self.enum = enum
+        self._members = _Members({m.value: m for m in enum})
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else self.enum(value).value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return self._members[value]
+
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Any:
+        # The dict's own lookup, no Python call per row: a report may read 100,000 statuses.
+        lookup = self._members.__getitem__
+        inner = self.impl_instance.result_processor(dialect, coltype)
+        return lookup if inner is None else lambda value: lookup(inner(value))
+
+
+# A JSON document: JSONB on PostgreSQL (it has equality, so a query may compare or group whole rows),
+# JSON text elsewhere. None is SQL NULL, not JSON null.
+JsonDocument = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
 
 class Base(DeclarativeBase):
@@ -59,8 +111,8 @@ class Run(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     label: Mapped[str | None] = mapped_column(String(200))  # unique: names one run
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
-    mode: Mapped[str] = mapped_column(String(16))  # local | distributed
-    state: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | cancelled
+    mode: Mapped[RunMode] = mapped_column(StoredEnum(RunMode, 16))
+    state: Mapped[RunState] = mapped_column(StoredEnum(RunState, 16), default=RunState.RUNNING)
     heuristic: Mapped[str] = mapped_column(Text, default="default")  # per kind: "sudoku=dlx,sliding=pdb"
     kind: Mapped[str | None] = mapped_column(String(64))
     time_limit: Mapped[float | None] = mapped_column(Float)
@@ -71,7 +123,15 @@ class Run(Base):
     total: Mapped[int] = mapped_column(Integer, default=0)
     host: Mapped[str] = mapped_column(String(255))
     version: Mapped[str] = mapped_column(String(64))
-    options: Mapped[str] = mapped_column(Text, default="{}")  # JSON: the command line that made the run
+    # The command line that made the run and what it did since: argv (passwords masked), paths,
+    # broker, rerun_of and statuses, carried_over, resumed (each resume's argv and level count).
+    options: Mapped[dict[str, Any]] = mapped_column(JsonDocument, default=dict)
+    # The process solving a local run on its host (resume and status tell whether it still lives).
+    pid: Mapped[int | None] = mapped_column(Integer)
+    # Provenance (db.runs.Provenance): the kinds used, by source and version, and the external
+    # programs' declarations, which rerun and resume send again.
+    kinds: Mapped[dict[str, Any] | None] = mapped_column(JsonDocument)
+    solvers: Mapped[dict[str, Any] | None] = mapped_column(JsonDocument)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # Distributed: when its submit finished sending every task (None while sending, or if it
@@ -88,9 +148,16 @@ class Attempt(Base):
         UniqueConstraint("run_id", "level_hash", name="uq_attempt_run_level"),
         Index("ix_attempts_run_status", "run_id", "status"),
         Index("ix_attempts_level", "level_hash"),
-        Index("ix_attempts_run_seq", "run_id", "seq"),
+        Index("ix_attempts_run_seq", "run_id", "seq", "id"),
         Index("ix_attempts_status_deadline", "status", "deadline"),
         Index("ix_attempts_holder", "holder"),
+        # The dashboard's text search in names and messages, on PostgreSQL with pg_trgm (migration 0013).
+        *(
+            Index(
+                f"ix_attempts_{c}_trgm", c, postgresql_using="gin", postgresql_ops={c: "gin_trgm_ops"}
+            ).ddl_if(dialect="postgresql")
+            for c in ("name", "message")
+        ),
         # The dashboard's sorted pages of a run (migration 0011).
         *(
             Index(f"ix_attempts_sort_{c}", "run_id", c, "id")
@@ -109,6 +176,17 @@ class Attempt(Base):
                 "finished_at",
             )
         ),
+        # A kind's medians and maximum times, and a run's first start (migration 0014).
+        Index("ix_attempts_kind_wall", "run_id", "kind", "wall_s"),
+        Index("ix_attempts_kind_cpu", "run_id", "kind", "cpu_s"),
+        Index("ix_attempts_run_started", "run_id", "started_at"),
+        Index(
+            "ix_attempts_run_said",
+            "run_id",
+            "status",
+            sqlite_where=text("message IS NOT NULL"),
+            postgresql_where=text("message IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -118,7 +196,7 @@ class Attempt(Base):
     name: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(String(64))
     heuristic: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[Status] = mapped_column(StoredEnum(Status, 16))
     solution: Mapped[str | None] = mapped_column(Text)  # JSON text
     length: Mapped[int | None] = mapped_column(Integer)
     nodes: Mapped[int | None] = mapped_column(BigInteger)
@@ -154,6 +232,8 @@ class Worker(Base):
     renewed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     lease_until: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     offers: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")  # JSON: kind -> source
+    # JSON {run id: [level hash, ...]}: results computed and not yet written, as of the last renewal.
+    buffered: Mapped[str | None] = mapped_column(Text)
 
 
 class Deployment(Base):
@@ -205,3 +285,74 @@ class LevelStatsRun(Base):
     __tablename__ = "level_stats_runs"
 
     run_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+
+
+# A run's attempts counted per (kind, heuristic, status) with the sums `report summary` needs, kept by
+# triggers on attempts (migration 0014). On PostgreSQL a group may have several signed rows (each
+# statement's change, until folded): read it through packsolve.db.figures, which adds them up.
+RUN_FIGURES = Table(
+    "run_figures",
+    Base.metadata,
+    Column("run_id", ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("heuristic", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("wall_n", Integer, nullable=False),  # attempts with a wall time
+    Column("wall_sum", Float, nullable=False),
+    Column("cpu_n", Integer, nullable=False),  # attempts with a CPU time
+    Column("cpu_sum", Float, nullable=False),
+    Column("nodes_sum", BigInteger, nullable=False),
+)
+
+
+class RunFinal(Base):
+    """A finished run's figures read over all its attempts, kept when it was stamped finished.
+
+    Its medians (kind "" for the whole run, else a kind; heuristic "") and the largest peak RSS of
+    each (kind, heuristic).
+    """
+
+    __tablename__ = "run_final"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64), primary_key=True)
+    heuristic: Mapped[str] = mapped_column(String(64), primary_key=True)
+    wall_median: Mapped[float | None] = mapped_column(Float)
+    cpu_median: Mapped[float | None] = mapped_column(Float)
+    peak_rss_mb: Mapped[float | None] = mapped_column(Float)
+    # The run's finished_at then: a run resumed and finished again has them read again.
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CompareFigures(Base):
+    """Two finished runs' compare footer, per kind, read once over their attempts (db.compare_figures).
+
+    figures is a JSON object of the aggregate's named counts and sums; the runs' finished_at then
+    tell whether it still holds (a run resumed and finished again has it read again).
+    """
+
+    __tablename__ = "compare_figures"
+
+    run_a: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    run_b: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64), primary_key=True)
+    a_finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    b_finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    figures: Mapped[str] = mapped_column(Text)
+
+
+class RunFailures(Base):
+    """A finished run's failed attempts grouped as `report failures` shows them, kept when it finished.
+
+    groups is a JSON list of the groups (db.failures.Group), each with at most `examples` of its
+    levels; the run's finished_at then tells whether it still holds (a run resumed and finished again
+    has them grouped again).
+    """
+
+    __tablename__ = "run_failures"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    examples: Mapped[int] = mapped_column(Integer)
+    groups: Mapped[str] = mapped_column(Text)
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

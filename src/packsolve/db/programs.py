@@ -1,22 +1,21 @@
 """Which external solver programs each worker ran for a run (command, SHA-256), and the run's kinds.
 
 Provenance a report needs to trust a comparison: a run records the kinds it used with their
-distribution versions (in its options, at creation) and every worker records the binary it
+distribution versions (db.runs.Provenance, at creation) and every worker records the binary it
 ran for each solver program (here, once per worker and binary).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Run, RunProgram, utcnow
+from packsolve.db.models import RunProgram, utcnow
 
 
 @dataclass(frozen=True)
@@ -34,11 +33,17 @@ def note_programs(connection: Connection, run_id: int, worker: str, programs: It
     """Record that worker ran these programs for the run (a row it already has is left alone)."""
     rows = [
         {
-            "run_id": run_id, "worker": worker, "solver": p.solver, "kind": p.kind, "command": p.command,
-            "executable": p.executable, "sha256": p.sha256, "first_at": utcnow(),
+            "run_id": run_id,
+            "worker": worker,
+            "solver": p.solver,
+            "kind": p.kind,
+            "command": p.command,
+            "executable": p.executable,
+            "sha256": p.sha256,
+            "first_at": utcnow(),
         }
         for p in programs
-    ]  # fmt: skip
+    ]
     if not rows:
         return
     table: Any = RunProgram.__table__
@@ -53,26 +58,27 @@ def note_programs(connection: Connection, run_id: int, worker: str, programs: It
     connection.execute(stmt, rows)
 
 
-def programs_of(session: Session, run_id: int) -> list[dict[str, Any]]:
-    """Return the programs the run's workers ran: one dict per solver and binary, with its workers."""
+class ProgramBuild(TypedDict):
+    """One binary of a solver program a run's workers ran, and which workers ran it."""
+
+    solver: str
+    kind: str
+    sha256: str
+    command: str
+    workers: list[str]
+
+
+def programs_of(session: Session, run_id: int) -> list[ProgramBuild]:
+    """Return the programs the run's workers ran: one record per solver and binary, with its workers."""
     rows = session.execute(
         select(RunProgram).where(RunProgram.run_id == run_id).order_by(RunProgram.solver, RunProgram.first_at)
     ).scalars()
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], ProgramBuild] = {}
     for r in rows:
         entry = out.setdefault(
             (r.solver, r.sha256),
-            {"solver": r.solver, "kind": r.kind, "sha256": r.sha256, "command": r.command, "workers": []},
+            ProgramBuild(solver=r.solver, kind=r.kind, sha256=r.sha256, command=r.command, workers=[]),
         )
         if r.worker not in entry["workers"]:
             entry["workers"].append(r.worker)
     return list(out.values())
-
-
-def recorded(run: Run, key: str) -> dict[str, Any]:
-    """Return what the run recorded at creation under key in its options ("kinds", "solvers"), or {}."""
-    try:
-        value = json.loads(run.options or "{}").get(key)
-    except (ValueError, AttributeError):
-        return {}
-    return value if isinstance(value, dict) else {}

@@ -15,6 +15,7 @@ from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import BATCH, PENDING_VALUES, rowcount
 from packsolve.db.workers import lapsed_holders, now_sql
 from packsolve.outcome import Status
+from packsolve.runstate import RunMode, RunState
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,17 @@ class Taken:
 
 
 _COLUMNS = (
-    Attempt.id, Attempt.run_id, Attempt.level_hash, Attempt.status, Attempt.tries, Attempt.claims,
-    Attempt.requeues, Attempt.worker, Run.max_tries, Run.state,
-)  # fmt: skip
+    Attempt.id,
+    Attempt.run_id,
+    Attempt.level_hash,
+    Attempt.status,
+    Attempt.tries,
+    Attempt.claims,
+    Attempt.requeues,
+    Attempt.worker,
+    Run.max_tries,
+    Run.state,
+)
 
 
 def stale_attempts(
@@ -86,7 +95,7 @@ def stale_attempts(
         rows = session.execute(
             select(*_COLUMNS)
             .join(Run, Run.id == Attempt.run_id)
-            .where(Run.finished_at.is_(None), Run.mode == "distributed", Run.sent_at.is_not(None))
+            .where(Run.finished_at.is_(None), Run.mode == RunMode.DISTRIBUTED, Run.sent_at.is_not(None))
             .where(condition)
         )
         found.update((row[0], StaleAttempt(*cast(tuple[Any, ...], row))) for row in rows)
@@ -123,7 +132,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
     taken: list[Taken] = []
     for c in candidates:
         cap = c.max_tries or default_max_tries
-        cancelled = c.run_state == "cancelled"
+        cancelled = c.run_state == RunState.CANCELLED
         lost = not cancelled and c.tries >= cap
         values: dict[str, Any]
         if cancelled:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, exists, func, insert, select, update
+from sqlalchemy import Connection, and_, case, exists, insert, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from packsolve import __version__
+from packsolve.db import figures
+from packsolve.db.compare_figures import keep_rerun_pairs
+from packsolve.db.failures import store_groups
+from packsolve.db.figures import fold, store_final
 from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.db.session import shown_database
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
@@ -20,13 +23,31 @@ from packsolve.db.workers import db_now, now_sql
 from packsolve.errors import RunNotFound
 from packsolve.levels import Level, canonical_json
 from packsolve.outcome import Status
+from packsolve.runstate import RunMode, RunState
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """What a run used, recorded at its creation: its kinds' sources and versions, its programs.
+
+    kinds: {kind: {"origin", "source", "version"}}; solvers: {program name: its declaration as
+    JSON}, which rerun and resume send again (solvers.declared_in reads it back).
+    """
+
+    kinds: dict[str, Any] = field(default_factory=dict)
+    solvers: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, run: Run) -> Provenance:
+        """Return what the run recorded (empty for a run made before provenance was recorded)."""
+        return cls(dict(run.kinds or {}), dict(run.solvers or {}))
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What a run was asked to do; stored on the run as its provenance."""
+    """What a run was asked to do, where it runs and what it uses: stored on the run."""
 
-    mode: str
+    mode: RunMode
     heuristic: str = "default"
     kind: str | None = None
     time_limit: float | None = None
@@ -36,7 +57,9 @@ class RunOptions:
     label: str | None = None
     parent_id: int | None = None
     max_tries: int | None = None
-    extra: dict[str, Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # the command line (models.Run.options)
+    pid: int | None = None  # the process solving a local run
+    provenance: Provenance = field(default_factory=Provenance)
 
 
 @dataclass(frozen=True)
@@ -62,7 +85,7 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
         label=options.label,
         parent_id=options.parent_id,
         mode=options.mode,
-        state="running",
+        state=RunState.RUNNING,
         heuristic=options.heuristic,
         kind=options.kind,
         time_limit=options.time_limit,
@@ -73,7 +96,10 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
         total=len(planned),
         host=socket.gethostname(),
         version=__version__,
-        options=json.dumps(options.extra or {}, sort_keys=True),
+        options=options.options,
+        pid=options.pid,
+        kinds=options.provenance.kinds,
+        solvers=options.provenance.solvers,
         created_at=now,
     )
     session.add(run)
@@ -98,13 +124,19 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
         lv = p.level
         attempts.append(
             {
-                "run_id": run.id, "level_hash": lv.hash, "seq": p.seq, "name": lv.name, "kind": lv.kind,
+                "run_id": run.id,
+                "level_hash": lv.hash,
+                "seq": p.seq,
+                "name": lv.name,
+                "kind": lv.kind,
                 "heuristic": p.heuristic,
-                "status": Status.QUEUED.value if lv.valid else Status.INVALID.value,
-                "message": lv.error, "tries": 0, "queued_at": None,  # set when the scheduler sends it again
+                "status": Status.QUEUED if lv.valid else Status.INVALID,
+                "message": lv.error,
+                "tries": 0,
+                "queued_at": None,  # set when the scheduler sends it again
                 "finished_at": None if lv.valid else now,
             }
-        )  # fmt: skip
+        )
     # The Core table and only the columns that have values: the ORM's bulk path and a dozen NULL
     # parameters per row were most of the time of a 50,000-level submit.
     _insert(session, ATTEMPTS, attempts)
@@ -232,10 +264,7 @@ def resolve_run(session: Session, ref: str | int | None) -> Run:
 
 def status_counts(session: Session, run_id: int) -> dict[str, int]:
     """Return {status: number of the run's attempts in it}; empty for a run with none (or no such run)."""
-    rows = session.execute(
-        select(Attempt.status, func.count()).where(Attempt.run_id == run_id).group_by(Attempt.status)
-    )
-    return {status: n for status, n in rows}
+    return figures.status_counts(session, run_id)
 
 
 def pending_of(session: Session, run_id: int) -> list[tuple[Attempt, LevelRow]]:
@@ -279,10 +308,10 @@ def cancel_pending(session: Session, run_id: int, message: str = "cancelled") ->
     """Mark every queued attempt of the run cancelled; return how many (0 if none was queued)."""
     res = session.execute(
         update(Attempt)
-        .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED.value)
-        .values(status=Status.CANCELLED.value, finished_at=now_sql(session), message=message)
+        .where(Attempt.run_id == run_id, Attempt.status == Status.QUEUED)
+        .values(status=Status.CANCELLED, finished_at=now_sql(session), message=message)
     )
-    session.execute(update(Run).where(Run.id == run_id).values(state="cancelled"))
+    session.execute(update(Run).where(Run.id == run_id).values(state=RunState.CANCELLED))
     finish_run_if_done(session, run_id)
     return rowcount(res)
 
@@ -297,7 +326,17 @@ def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
         update(Run)
         .where(Run.id == run_id, Run.finished_at.is_(None), ~pending)
         .values(
-            finished_at=now_sql(db), state=case((Run.state == "cancelled", "cancelled"), else_="finished")
+            finished_at=now_sql(db),
+            state=case((Run.state == RunState.CANCELLED, RunState.CANCELLED), else_=RunState.FINISHED),
         )
     )
-    return bool(rowcount(res))
+    if not rowcount(res):
+        return False
+    # A finished run's attempts no longer change: its medians, peaks and failure groups are read
+    # once, now, and its compare against its parent (and its reruns' against it), the compare its
+    # page links to.
+    fold(db, run_id)
+    store_final(db, run_id)
+    store_groups(db, run_id)
+    keep_rerun_pairs(db, run_id)
+    return True

@@ -1,4 +1,4 @@
-"""Engines and sessions: settings from the environment, SQLite tuned for concurrency, auto-migration."""
+"""Engines and sessions: the URL the settings give, SQLite tuned for concurrency, auto-migration."""
 
 from __future__ import annotations
 
@@ -23,8 +23,11 @@ FROM_WHERE = "--database-url or PACKSOLVE_DATABASE_URL"
 
 
 def database_url(url: str | None = None) -> str:
-    """Return the database URL: the argument, else PACKSOLVE_DATABASE_URL, else ./packsolve.db."""
-    url = url or os.environ.get("PACKSOLVE_DATABASE_URL")
+    """Return the database URL to connect to: url (the settings' database_url), else ./packsolve.db.
+
+    The caller gives the value its Settings resolved (flag, PACKSOLVE_DATABASE_URL,
+    ./packsolve.toml): nothing here reads the environment.
+    """
     if not url:
         return f"sqlite:///{Path.cwd() / DEFAULT_DB_FILE}"
     # Plain postgresql:// URLs get the psycopg 3 driver we depend on (SQLAlchemy defaults to psycopg2).
@@ -93,7 +96,8 @@ def get_engine(
     create: bool = True,
     service: bool = False,
 ) -> Engine:
-    """Return this process's engine for url (one per process: engines must not cross a fork).
+    """Return this process's engine for url (None: ./packsolve.db; one per process: engines must not
+    cross a fork).
 
     pre_ping=False is for callers that retry a transaction on a dropped connection
     themselves (the worker): it saves a round trip per transaction. service=True

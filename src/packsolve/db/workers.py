@@ -14,16 +14,16 @@ machine, whose clock it uses.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, delete, exists, func, insert, literal, select, update
+from sqlalchemy import Connection, Table, and_, delete, exists, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Deployment, Worker, utcnow
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
+from packsolve.outcome import Status
 
 WORKERS = cast(Table, Worker.__table__)
 # A lease lapsed this long ago whose holder holds nothing pending is forgotten.
@@ -34,21 +34,35 @@ FORGET_AFTER = timedelta(days=1)
 RELEASED = "(released)"
 
 
-def _on_postgresql(db: Session | Connection) -> bool:
+def on_postgresql(db: Session | Connection) -> bool:
     dialect = db.get_bind().dialect if isinstance(db, Session) else db.dialect
     return bool(dialect.name == "postgresql")
 
 
 def db_now(db: Session | Connection) -> datetime:
     """Return the database server's current time (UTC, aware); this machine's clock on SQLite."""
-    if _on_postgresql(db):
+    if on_postgresql(db):
         return cast(datetime, db.execute(select(func.now())).scalar_one())
     return utcnow()
 
 
 def now_sql(db: Session | Connection) -> Any:
     """Return "now" to write in a statement: the server's now() on PostgreSQL, this machine's on SQLite."""
-    return func.now() if _on_postgresql(db) else utcnow()
+    return func.now() if on_postgresql(db) else utcnow()
+
+
+@dataclass(frozen=True)
+class Doing:
+    """What a worker process works on, as each renewal of its lease says it.
+
+    runs: the attempts it runs, and the claimed ones among its results not yet written, as
+    (run id, level hash); the rest of what the database says it holds is given back.
+    buffered: per run id, the level hashes of every result it computed and has not written
+    yet (claimed or not), published so `status` tells them from attempts really running.
+    """
+
+    runs: set[tuple[int, str]]
+    buffered: dict[int, list[str]] = field(default_factory=dict)
 
 
 def renew(
@@ -57,40 +71,40 @@ def renew(
     host: str,
     ttl_s: float,
     offers: dict[str, Any],
-    runs: Callable[[], set[tuple[int, str]]] | None = None,
+    doing: Doing | None = None,
 ) -> datetime:
     """Extend name's lease to ttl_s from now, creating it the first time; return the server's time.
 
-    With runs (what the process works on now, as (run id, level hash)): the
-    attempts the database says name holds that are not among them are given
-    back (holder RELEASED), for the scheduler to take back on its next pass. On
-    a slow link a renewal costs two round trips (one for the lease and the
-    server's time, one to read what name holds), so a lease of a few seconds
-    still holds over a 400 ms round trip.
+    With doing (what the process works on now): the attempts the database says
+    name holds that are not among doing.runs are given back (holder RELEASED),
+    for the scheduler to take back on its next pass, and doing.buffered is
+    published in the same statement as the lease. On a slow link a renewal
+    costs two round trips (one for the lease and the server's time, one to read
+    what name holds), so a lease of a few seconds still holds over a 400 ms
+    round trip.
     """
-    if _on_postgresql(connection):
+    if on_postgresql(connection):
         until: Any = func.now() + timedelta(seconds=ttl_s)
         now: Any = func.now()
     else:
         now = utcnow()
         until = now + timedelta(seconds=ttl_s)
+    values: dict[str, Any] = {"renewed_at": now, "lease_until": until}
+    if doing is not None:
+        values["buffered"] = json.dumps({str(r): hashes for r, hashes in sorted(doing.buffered.items())})
     res = connection.execute(
-        update(WORKERS)
-        .where(WORKERS.c.name == name)
-        .values(renewed_at=now, lease_until=until)
-        .returning(WORKERS.c.renewed_at)
+        update(WORKERS).where(WORKERS.c.name == name).values(**values).returning(WORKERS.c.renewed_at)
     )
     stamp = res.scalar()
     if stamp is None:
         res = connection.execute(
-            insert(WORKERS).values(
-                name=name, host=host, started_at=now, renewed_at=now, lease_until=until,
-                offers=json.dumps(offers, sort_keys=True),
-            ).returning(WORKERS.c.renewed_at)
-        )  # fmt: skip
+            insert(WORKERS)
+            .values(name=name, host=host, started_at=now, offers=json.dumps(offers, sort_keys=True), **values)
+            .returning(WORKERS.c.renewed_at)
+        )
         stamp = res.scalar_one()
-    if runs is not None:
-        _release_unrun(connection, name, runs())
+    if doing is not None:
+        _release_unrun(connection, name, doing.runs)
     return _aware(stamp)
 
 
@@ -124,7 +138,9 @@ def holders_of(connection: Connection, run_id: int, level_hashes: list[str]) -> 
     """Return the distinct holders of these attempts of a run that are running."""
     rows = connection.execute(
         select(Attempt.holder)
-        .where(Attempt.run_id == run_id, Attempt.level_hash.in_(level_hashes), Attempt.status == "running")
+        .where(
+            Attempt.run_id == run_id, Attempt.level_hash.in_(level_hashes), Attempt.status == Status.RUNNING
+        )
         .where(Attempt.holder.is_not(None))
         .distinct()
     )
@@ -164,9 +180,65 @@ def held_by_lapsed(session: Session, run_id: int, now: datetime | None = None) -
         session.execute(
             select(func.count())
             .select_from(Attempt)
-            .where(Attempt.run_id == run_id, Attempt.status == "running")
+            .where(Attempt.run_id == run_id, Attempt.status == Status.RUNNING)
             .where(Attempt.holder.in_(lapsed_holders(now)))
         ).scalar_one()
+    )
+
+
+@dataclass(frozen=True)
+class Buffered:
+    """A run's pending attempts whose results live worker processes computed and have not written yet.
+
+    by_host: how many per worker (its Celery hostname); claimed: how many of them the
+    database shows running (claimed, then run), unclaimed: shown queued (a tiny attempt
+    runs before its claim, and its result's write claims it).
+    """
+
+    by_host: dict[str, int]
+    claimed: int
+    unclaimed: int
+
+    @property
+    def total(self) -> int:
+        return self.claimed + self.unclaimed
+
+
+def buffered_in(session: Session, run_id: int, now: datetime | None = None) -> Buffered:
+    """Return the run's attempts waiting in live worker processes' write buffers (see Buffered).
+
+    From what each live lease's last renewal published (Doing.buffered). A hash
+    counts only while its attempt is still pending: queued, or running under that
+    process's claim. A result written since that renewal is final and counts no
+    more, so a stale list never counts twice; one computed since counts as running
+    until the next renewal.
+    """
+    now = db_now(session) if now is None else now
+    leases = session.execute(
+        select(WORKERS.c.name, WORKERS.c.host, WORKERS.c.buffered).where(
+            WORKERS.c.lease_until >= now, WORKERS.c.buffered.is_not(None)
+        )
+    ).all()
+    by_host: dict[str, int] = {}
+    shown: dict[str, int] = {}
+    for name, host, published in leases:
+        hashes = json.loads(published).get(str(run_id)) or []
+        for k in range(0, len(hashes), BATCH):
+            pending = or_(
+                Attempt.status == Status.QUEUED,
+                and_(Attempt.status == Status.RUNNING, Attempt.holder == name),
+            )
+            rows = session.execute(
+                select(Attempt.status, func.count())
+                .where(Attempt.run_id == run_id, Attempt.level_hash.in_(hashes[k : k + BATCH]), pending)
+                .group_by(Attempt.status)
+            )
+            for status, n in rows:
+                key = status.value if isinstance(status, Status) else str(status)
+                shown[key] = shown.get(key, 0) + n
+                by_host[host] = by_host.get(host, 0) + n
+    return Buffered(
+        dict(sorted(by_host.items())), shown.get(Status.RUNNING.value, 0), shown.get(Status.QUEUED.value, 0)
     )
 
 

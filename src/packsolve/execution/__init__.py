@@ -8,8 +8,9 @@ after (``attempts``):
 
 - ``execute_attempts(specs)``: a batch, one Outcome per spec in order (the local pool's
   chunks, a worker's claimed groups);
-- ``execute_claimed(spec, claim, claim_after)``: one attempt with the caller's claim made
-  while it runs, or skipped if it ends first (a worker's lone tiny attempt).
+- ``execute_overlapped(spec, claim_after)``: one attempt that yields ``CLAIM_DUE`` for the
+  caller to make its claim while it runs (and send back the answer), or never if it ends first
+  (a worker's lone tiny attempt).
 
 Modules: ``spec`` (Limits, AttemptSpec: the attempt as it travels), ``attempts`` (the entry
 points, parse and verify), ``supervisor`` (the parent following a child job by job),
@@ -19,7 +20,8 @@ points, parse and verify), ``supervisor`` (the parent following a child job by j
 
 from __future__ import annotations
 
-from packsolve.execution.attempts import execute_attempts, execute_claimed, solution_length
+from packsolve.execution.attempts import execute_attempts, execute_overlapped, solution_length
 from packsolve.execution.spec import AttemptSpec, Limits
+from packsolve.execution.supervisor import CLAIM_DUE
 
-__all__ = ["AttemptSpec", "Limits", "execute_attempts", "execute_claimed", "solution_length"]
+__all__ = ["CLAIM_DUE", "AttemptSpec", "Limits", "execute_attempts", "execute_overlapped", "solution_length"]

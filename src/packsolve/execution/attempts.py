@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from packsolve.errors import LevelError, UnknownHeuristic, UnknownKind
-from packsolve.execution.programs import ProgramJob, ProgramMissing, resolve
+from packsolve.execution.programs import ProgramJob
 from packsolve.execution.spec import AttemptSpec, Work
-from packsolve.execution.supervisor import Abandoned, JobResult, run_batch
+from packsolve.execution.supervisor import CLAIM_DUE, Abandoned, ClaimDue, JobResult, run_batch
+from packsolve.external.declaration import ProgramRef
+from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.levels import canonical_json
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.puzzles import PuzzleKind, get_kind
-from packsolve.solvers import ProgramRef
 
 
 def execute_attempts(specs: Sequence[AttemptSpec]) -> Iterator[Outcome]:
@@ -34,29 +35,40 @@ def execute_attempts(specs: Sequence[AttemptSpec]) -> Iterator[Outcome]:
     )
     try:
         for p in prepared:
-            yield _finish(p, next(results)) if isinstance(p, _Prepared) else p
+            yield _finish(p, _result(next(results))) if isinstance(p, _Prepared) else p
     finally:
         results.close()  # a consumer that stops early must leave no child behind
 
 
-def execute_claimed(spec: AttemptSpec, claim: Callable[[], bool], claim_after: float = 0.0) -> Outcome | None:
-    """Run one attempt while claim() runs alongside; return its Outcome, or None if claim() said no.
+Overlapped = Generator[ClaimDue, bool, Outcome | None]
 
-    For a worker's lone (likely tiny) attempt, whose claim in the database should
-    cost it no time. claim is called once the solver child has the attempt, so the
-    caller's bookkeeping overlaps the solving instead of preceding it. With claim_after > 0
-    it is called only if the attempt has not ended within that many seconds: an
-    attempt that ends sooner comes back unclaimed, and the caller does the claim's
-    bookkeeping with its result. When claim returns False the result is not
-    wanted: a child that finishes within ABANDON_GRACE_S is kept, a busier one
-    killed. Outcomes are as execute_attempts gives them.
+
+def execute_overlapped(spec: AttemptSpec, claim_after: float = 0.0) -> Overlapped:
+    """Run one attempt, yielding CLAIM_DUE when the caller's claim is due; return its Outcome, or None.
+
+    For a worker's lone (likely tiny) attempt, whose claim in the database should cost it
+    no time: CLAIM_DUE comes once the solver child has the attempt, so the caller's
+    bookkeeping overlaps the solving instead of preceding it, and the caller sends back
+    whether it still wants the result (its claim's answer). With claim_after > 0 it comes
+    only if the attempt has not ended within that many seconds: an attempt that ends sooner
+    is returned unclaimed, and the caller does the claim's bookkeeping with its result. When
+    the caller sends False, None is returned: a child that finishes within ABANDON_GRACE_S is
+    kept, a busier one killed. Closing the generator (the claim failed) kills the child.
+    Outcomes are as execute_attempts gives them.
     """
     prepared = _prepare(spec)
     if isinstance(prepared, Outcome):
-        return prepared if claim_after > 0 or claim() else None
-    results = run_batch([(prepared.work, spec.limits)], claim, claim_after)
+        if claim_after > 0:
+            return prepared
+        return prepared if (yield CLAIM_DUE) else None
+    results = run_batch([(prepared.work, spec.limits)], claim_after)
     try:
-        return _finish(prepared, next(results))
+        answer = None
+        while True:
+            item = results.send(answer)
+            if isinstance(item, JobResult):
+                return _finish(prepared, item)
+            answer = yield item
     except Abandoned:
         return None
     finally:
@@ -107,6 +119,12 @@ def _prepare(spec: AttemptSpec) -> _Prepared | Outcome:
     if spec.program is not None:
         return _Prepared(kind, level, ProgramJob(program, canonical_json(dict(spec.level)), spec.limits))
     return _Prepared(kind, level, functools.partial(solve, level))
+
+
+def _result(item: JobResult | ClaimDue) -> JobResult:
+    """Return a batch's next item as the result it is (a batch run without claim_after asks no claim)."""
+    assert isinstance(item, JobResult), item
+    return item
 
 
 def _finish(prepared: _Prepared, result: JobResult) -> Outcome:

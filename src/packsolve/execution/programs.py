@@ -1,7 +1,6 @@
-"""External solver programs on the execution path: the command resolved here, the job a solver child runs.
+"""External solver programs on the execution path: the job a solver child runs.
 
-``resolve`` finds the program a declaration names on this machine (the worker that runs it)
-and the SHA-256 of that file, which the run's provenance records. ``ProgramJob`` is what a
+The program is resolved on this machine first (external/resolution.py). ``ProgramJob`` is what a
 solver child runs for one attempt: the level written to a file (``{level}``) and sent on
 standard input, the program run under the attempt's limits (spawn.py), its answer read by
 the protocol (answer.py). The kind's ``verify`` then judges the answer like any other
@@ -11,7 +10,6 @@ the protocol (answer.py). The kind's ``verify`` then judges the answer like any 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import shutil
 import tempfile
@@ -20,74 +18,9 @@ from dataclasses import dataclass
 from packsolve.budget import Budget
 from packsolve.execution import answer, spawn
 from packsolve.execution.spec import Limits
+from packsolve.external.declaration import LEVEL_PLACEHOLDER
+from packsolve.external.resolution import Resolved
 from packsolve.outcome import Outcome, Status
-from packsolve.solvers import LEVEL_PLACEHOLDER, ExternalSolver
-
-
-class ProgramMissing(Exception):
-    """The declared command cannot be run on this machine; the message says where it looked."""
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """A declaration as this machine runs it: the executable's path and digest, argv, directory."""
-
-    solver: ExternalSolver
-    executable: str
-    sha256: str
-    argv: tuple[str, ...]
-    cwd: str
-
-    def provenance(self) -> dict[str, str]:
-        """Return what a run records about the program a worker ran."""
-        return {"command": " ".join(self.argv), "executable": self.executable, "sha256": self.sha256}
-
-
-# SHA-256 by (path, inode, size, mtime): a binary rebuilt in place is hashed again.
-_digests: dict[tuple[str, int, int, int], str] = {}
-
-
-def resolve(solver: ExternalSolver) -> Resolved:
-    """Return the program solver names, as found on this machine; raise ProgramMissing if it is not here.
-
-    A relative path is looked for in the declaring file's directory, then in the current
-    directory (where that directory does not exist, or the program is not in it); the program
-    runs in the directory it was found from.
-    """
-    first = solver.command[0]
-    here = os.getcwd()
-    bases = [b for b in (solver.base, here) if b and os.path.isdir(b)]
-    bases = list(dict.fromkeys(bases))  # once each, the declaring file's first
-    if "/" in first:
-        candidates = [(os.path.normpath(os.path.join(b, first)), b) for b in bases]
-        found = next(((p, b) for p, b in candidates if os.path.isfile(p)), None)
-        if found is None:
-            where = " or ".join(p for p, _ in candidates)
-            raise ProgramMissing(f"solver {solver.name!r}: no program at {where}")
-        path, base = found
-    else:
-        which = shutil.which(first)
-        if which is None:
-            raise ProgramMissing(f"solver {solver.name!r}: command {first!r} is not on this machine's PATH")
-        path, base = which, bases[0] if bases else here
-    if not os.access(path, os.X_OK):
-        raise ProgramMissing(f"solver {solver.name!r}: {path} is not executable (chmod +x it)")
-    real = os.path.realpath(path)
-    return Resolved(solver, real, _sha256(real), (path, *solver.command[1:]), base)
-
-
-def _sha256(path: str) -> str:
-    st = os.stat(path)
-    key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
-    digest = _digests.get(key)
-    if digest is None:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        digest = _digests[key] = h.hexdigest()
-    return digest
-
 
 # Where level files go: memory (tmpfs) where there is one. On a disk a directory made and removed
 # per level cost milliseconds on a busy machine, more than starting the program.

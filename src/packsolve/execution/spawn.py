@@ -89,7 +89,7 @@ def run(
         close_fds=True,
     )
     result = RawRun()
-    reaped: dict[int, int] = {}
+    reaped = tree.Reaped()
     try:
         _limit(proc.pid, limits)
         with tree.killed_with_this_process(proc.pid, leaving):
@@ -109,23 +109,22 @@ def run(
         proc.returncode = 0  # reaped here, not by subprocess (it must not wait again)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result.cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    result.peak_rss_mb = max(result.peak_rss_mb, _reaped_peak_mb(before.ru_maxrss, after.ru_maxrss))
-    result.status = reaped.get(proc.pid, 0)
+    result.peak_rss_mb = max(result.peak_rss_mb, _reaped_peak_mb(reaped.max_rss_kb))
+    result.status = reaped.status.get(proc.pid, 0)
     result.oom_kills = tree.oom_kills() - oom_before
     return result
 
 
-def _reaped_peak_mb(before_kb: int, after_kb: int) -> float:
+def _reaped_peak_mb(reaped_kb: int) -> float:
     """Return the peak resident memory the kernel recorded for the program once reaped, in MB; 0 if unknown.
 
     Sampling misses a peak reached between two readings, just before the program exits (on a
-    busy machine, most of a short program's peak). The kernel's record of reaped children
-    (ru_maxrss) does not, but it is one maximum over every program this process ever ran, and
-    under vfork it starts from this process's own high-water mark: it speaks for this program
-    only when it grew past both.
+    busy machine, most of a short program's peak). The kernel's record of each reaped process
+    (os.wait4's ru_maxrss) does not, but under vfork it starts from this process's own
+    high-water mark: it speaks for the program only when it grew past that.
     """
     own_kb = peak_rss_mb(resource.getrusage(resource.RUSAGE_SELF)) * 1024
-    return after_kb / 1024.0 if after_kb > max(before_kb, own_kb) else 0.0
+    return reaped_kb / 1024.0 if reaped_kb > own_kb else 0.0
 
 
 def _limit(pid: int, limits: Limits) -> None:
@@ -153,58 +152,82 @@ def _watch(
     proc: subprocess.Popen[bytes], stdin: bytes | None, limits: Limits, started: float, out: RawRun
 ) -> None:
     """Follow the program until it exits or a limit stops it; fill out's output, peak and stopped."""
-    assert proc.stdout is not None and proc.stderr is not None
-    deadline = None if limits.time_limit is None else started + limits.time_limit
-    limit_mb = limits.memory_limit_mb
-    poll_every = POLL_LIMITED_S if limit_mb is not None else POLL_FREE_S
-    next_poll = started  # at once: a short program's memory is read at least once
-    stdout, stderr = bytearray(), bytearray()
-    sel = selectors.DefaultSelector()
-    pidfd = _pidfd(proc.pid)
-    if pidfd is not None:
-        sel.register(pidfd, selectors.EVENT_READ, "exit")
-    for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
-        os.set_blocking(stream.fileno(), False)
-        sel.register(stream.fileno(), selectors.EVENT_READ, tag)
-    pending = memoryview(stdin or b"")
-    if proc.stdin is not None:
-        os.set_blocking(proc.stdin.fileno(), False)
-        sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+    watch = _Watch(proc, stdin, limits, started, out)
     try:
         while True:
             now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                out.stopped = "timeout"
+            out.stopped = watch.limit_passed(now)
+            if out.stopped is not None:
                 break
-            if now >= next_poll:
-                used, one = tree.memory_mb(tree.descendants())
-                out.peak_rss_mb = max(out.peak_rss_mb, used, one)
-                if limit_mb is not None and out.peak_rss_mb > limit_mb:
-                    out.stopped = "memout"
-                    break
-                # Often while the program is young (most are short), then at the steady pace.
-                next_poll = now + (POLL_YOUNG_S if now - started < YOUNG_S else poll_every)
-            wait = next_poll - now if deadline is None else min(next_poll, deadline) - now
-            if pidfd is None:  # no exit notification: look every few milliseconds
-                wait = min(wait, NO_PIDFD_WAIT_S)
-                out.exited = out.exited or _has_exited(proc.pid)
-            for key, _ in sel.select(max(0.0, wait)):
-                if key.data == "exit":
-                    out.exited = True
-                elif key.data == "in":
-                    pending = _feed(proc, sel, pending)
-                else:
-                    _read(key.fd, stdout if key.data == "out" else stderr, key.data, sel)
-            if len(stdout) > STDOUT_CAP:
+            watch.wait(now)
+            if len(watch.stdout) > STDOUT_CAP:
                 out.stopped = "output"
                 break
             if out.exited:
                 break
     finally:
-        sel.close()
-        if pidfd is not None:
-            os.close(pidfd)
-        out.stdout, out.stderr = bytes(stdout), bytes(stderr)
+        watch.close()
+
+
+class _Watch:
+    """A running program followed on one selector (its exit, its pipes), its tree's memory read at a pace."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], stdin: bytes | None, limits: Limits, started: float, out: RawRun
+    ) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self.proc, self.started, self.out = proc, started, out
+        self.deadline = None if limits.time_limit is None else started + limits.time_limit
+        self.limit_mb = limits.memory_limit_mb
+        self.poll_every = POLL_LIMITED_S if self.limit_mb is not None else POLL_FREE_S
+        self.next_poll = started  # at once: a short program's memory is read at least once
+        self.stdout, self.stderr = bytearray(), bytearray()
+        self.pending = memoryview(stdin or b"")
+        self.sel = selectors.DefaultSelector()
+        self.pidfd = _pidfd(proc.pid)
+        if self.pidfd is not None:
+            self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
+        for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
+            os.set_blocking(stream.fileno(), False)
+            self.sel.register(stream.fileno(), selectors.EVENT_READ, tag)
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+            self.sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+
+    def limit_passed(self, now: float) -> str | None:
+        """Return "timeout" or "memout" when that limit is passed; read the memory when it is time."""
+        if self.deadline is not None and now >= self.deadline:
+            return "timeout"
+        if now >= self.next_poll:
+            out = self.out
+            used, one = tree.memory_mb(tree.descendants())
+            out.peak_rss_mb = max(out.peak_rss_mb, used, one)
+            if self.limit_mb is not None and out.peak_rss_mb > self.limit_mb:
+                return "memout"
+            # Often while the program is young (most are short), then at the steady pace.
+            self.next_poll = now + (POLL_YOUNG_S if now - self.started < YOUNG_S else self.poll_every)
+        return None
+
+    def wait(self, now: float) -> None:
+        """Wait for the program's exit or pipes until the next reading or the deadline; serve what comes."""
+        wait = self.next_poll - now if self.deadline is None else min(self.next_poll, self.deadline) - now
+        if self.pidfd is None:  # no exit notification: look every few milliseconds
+            wait = min(wait, NO_PIDFD_WAIT_S)
+            self.out.exited = self.out.exited or _has_exited(self.proc.pid)
+        for key, _ in self.sel.select(max(0.0, wait)):
+            if key.data == "exit":
+                self.out.exited = True
+            elif key.data == "in":
+                self.pending = _feed(self.proc, self.sel, self.pending)
+            else:
+                _read(key.fd, self.stdout if key.data == "out" else self.stderr, key.data, self.sel)
+
+    def close(self) -> None:
+        """Close the selector and the pidfd; hand what the program printed to out."""
+        self.sel.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        self.out.stdout, self.out.stderr = bytes(self.stdout), bytes(self.stderr)
 
 
 def _pidfd(pid: int) -> int | None:
@@ -250,6 +273,11 @@ def _read(fd: int, into: bytearray, tag: str, sel: selectors.BaseSelector) -> No
     if not chunk:
         sel.unregister(fd)
         return
+    _keep(into, chunk, tag)
+
+
+def _keep(into: bytearray, chunk: bytes, tag: str) -> None:
+    """Append chunk of standard output (tag "out") whole, of standard error only up to STDERR_KEEP."""
     if tag == "out" or len(into) < STDERR_KEEP:
         into.extend(chunk if tag == "out" else chunk[: STDERR_KEEP - len(into)])
 
@@ -270,8 +298,7 @@ def _drain(proc: subprocess.Popen[bytes], out: RawRun) -> None:
                 continue
             if not chunk:
                 break
-            if tag == "out" or len(into) < STDERR_KEEP:
-                into.extend(chunk if tag == "out" else chunk[: STDERR_KEEP - len(into)])
+            _keep(into, chunk, tag)
     out.stdout, out.stderr = bytes(stdout), bytes(stderr)
     if len(out.stdout) > STDOUT_CAP and out.stopped is None:
         out.stopped = "output"

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from packsolve.budget import Budget
+from packsolve.external.declaration import ExternalSolver, ProgramRef
 from packsolve.outcome import Outcome
-from packsolve.solvers import ExternalSolver, ProgramRef
 
 
 @dataclass(frozen=True)

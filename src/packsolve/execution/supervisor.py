@@ -5,6 +5,11 @@ per process, forked once and kept between batches) takes them if it is idle; oth
 fresh child is forked with the jobs in its memory. The parent waits for each job's line
 up to the job's hard limit, kills the child there, and turns a death into the ending of
 the job that was running; a fresh child takes the jobs after it.
+
+A caller that wants to make its claim while the first job runs (a worker's lone tiny
+attempt) asks run_batch for a CLAIM_DUE: run_batch yields it once the child has the jobs
+(or once the first job has outlasted a delay) and the caller sends back whether it still
+wants the results. The caller makes the claim itself, in its own layer: nothing here calls up.
 """
 
 from __future__ import annotations
@@ -13,15 +18,25 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
+from enum import Enum
 from typing import Any, NamedTuple
 
 from packsolve.execution import processes, wire
 from packsolve.execution.spec import Job, Limits
 from packsolve.outcome import SearchStats, Status
 
-# A child whose results were declined (started returned False) is kept if it finishes within this.
+# A child whose results were declined (False sent for CLAIM_DUE) is kept if it finishes within this.
 ABANDON_GRACE_S = 0.1
+
+
+class ClaimDue(Enum):
+    """What run_batch yields when the caller's claim is due; the caller sends back whether it is wanted."""
+
+    CLAIM_DUE = "claim due"
+
+
+CLAIM_DUE = ClaimDue.CLAIM_DUE
 
 
 class JobResult(NamedTuple):
@@ -36,32 +51,27 @@ class Abandoned(Exception):
     """The caller declined the results of the jobs it handed over (see run_batch)."""
 
 
-def run_batch(
-    jobs: Sequence[Job], started: Callable[[], bool] | None = None, started_after: float = 0.0
-) -> Generator[JobResult, None, None]:
+Batch = Generator[JobResult | ClaimDue, bool | None, int]
+
+
+def run_batch(jobs: Sequence[Job], claim_after: float | None = None) -> Batch:
     """Yield each job's result, in order, running the jobs after a child's death in a fresh one.
 
-    started, if given, is called once the first child has the jobs, before any
-    result is awaited; with started_after > 0, only if the first job has not
-    ended within that many seconds (else never). If it returns False the results
-    are not wanted: nothing is yielded, Abandoned is raised, and the child is kept
-    only if it finishes within ABANDON_GRACE_S (else killed).
+    With claim_after given, CLAIM_DUE is yielded once the first child has the jobs and the
+    first job has run claim_after seconds (0: at once; never if it ended sooner), and the
+    caller sends back whether it wants the results. On False nothing more is yielded,
+    Abandoned is raised, and the child is kept only if it finishes within ABANDON_GRACE_S
+    (else killed). Closing the generator at CLAIM_DUE (the caller's claim failed) kills the
+    child. Return how many results were yielded.
     """
-    start = 0
-    while start < len(jobs):
-        child = _run_child(jobs[start:], started, started_after)
-        started = None
-        try:
-            for result in child:
-                start += 1
-                yield result
-        finally:
-            child.close()
+    done = 0
+    while done < len(jobs):
+        done += yield from _run_child(jobs[done:], claim_after)
+        claim_after = None
+    return done
 
 
-def _run_child(
-    jobs: Sequence[Job], started: Callable[[], bool] | None, started_after: float
-) -> Generator[JobResult, None, None]:
+def _run_child(jobs: Sequence[Job], claim_after: float | None) -> Batch:
     """Run jobs in one solver child; yield each job's result as it arrives, stopping after a death or kill.
 
     The kept child takes the jobs through its pipe if it can; otherwise (none kept,
@@ -70,8 +80,8 @@ def _run_child(
     """
     with processes.kept_child_turn() as own:
         child = processes.hand_over(jobs) if own else None
-        watch = _Watch(child or processes.fork(jobs, keep=own), jobs, own, started, started_after)
-        yield from watch.results()
+        watch = _Watch(child or processes.fork(jobs, keep=own), jobs, own, claim_after)
+        return (yield from watch.results())
 
 
 class _Watch:
@@ -82,36 +92,38 @@ class _Watch:
         child: processes.Child,
         jobs: Sequence[Job],
         keep: bool,
-        started: Callable[[], bool] | None,
-        started_after: float,
+        claim_after: float | None,
     ) -> None:
         self.child = child
         self.jobs = jobs
         self.keep = keep  # whether the child may become the kept one when it ends the batch healthy
-        self.started = started  # None once called, or once it can no longer be due
         self.lines = wire.Lines(child.from_child)
         self.mark = time.monotonic()  # when the job now running started (as far as the parent knows)
-        self.started_by = self.mark + started_after  # when started is due, if it still is
-        self.abandon_by: float | None = None  # set once started declined the results
+        # When the caller's claim is due; None once answered, or once it can no longer be due.
+        self.claim_by = None if claim_after is None else self.mark + claim_after
+        self.abandon_by: float | None = None  # set once the caller declined the results
         self.done = 0  # jobs whose line has been read
         self.killed = False
         self.reaped: tuple[int, int, Any] | None = None  # os.wait4's (pid, status, rusage)
         self.current: processes.Child | None = child  # None once handed back as the kept child
 
-    def results(self) -> Generator[JobResult, None, None]:
+    def results(self) -> Batch:
         """Yield each job's result; after a death or kill, the ending of the job it cost, then stop.
 
-        Raise Abandoned (yielding nothing) if started declined the results. Never leaves
-        a child behind: one not handed back as the kept child is reaped, or killed and
-        reaped if this is interrupted (Celery soft limit, Ctrl-C, consumer gone).
+        Yield CLAIM_DUE when the claim is due (see run_batch); raise Abandoned (yielding no
+        result) if the caller declined the results. Never leaves a child behind: one not handed
+        back as the kept child is reaped, or killed and reaped if this is interrupted (Celery
+        soft limit, Ctrl-C, the caller's claim failing, consumer gone). Return how many results.
         """
+        yielded = 0
         try:
             while self.done < len(self.jobs):
-                # Inside the try: if started raises (its database is gone), the child must not be left.
-                self._call_started_if_due()
+                # Inside the try: if the caller's claim fails (its database is gone), it closes
+                # this generator at the yield, and the child must not be left.
+                yield from self._claim_if_due()
                 line = self.lines.next(self._wait())
                 if line is False:
-                    if self._only_started_was_due():
+                    if self._only_the_claim_was_due():
                         continue
                     self._kill_at_hard_limit()
                     break
@@ -122,6 +134,7 @@ class _Watch:
                     continue
                 result, leaving = self._record(line)
                 if self.abandon_by is None:
+                    yielded += 1
                     yield result
                 if leaving:
                     break  # after a MemoryError (or grown too big) the child leaves; the rest get a fresh one
@@ -133,13 +146,15 @@ class _Watch:
         if self.done < len(self.jobs):
             ending = self._ending_of_death()
             if ending is not None:
+                yielded += 1
                 yield ending
+        return yielded
 
-    def _call_started_if_due(self) -> None:
-        """Call started once its time has come; if it declines the results, give the child a grace."""
-        if self.started is not None and time.monotonic() >= self.started_by:
-            wanted, self.started = self.started(), None
-            if not wanted:
+    def _claim_if_due(self) -> Generator[ClaimDue, bool | None, None]:
+        """Yield CLAIM_DUE once its time has come; if the caller declines the results, grant the grace."""
+        if self.claim_by is not None and time.monotonic() >= self.claim_by:
+            self.claim_by = None
+            if not (yield CLAIM_DUE):
                 self.abandon_by = time.monotonic() + ABANDON_GRACE_S
 
     def _hard_deadline(self) -> float | None:
@@ -148,18 +163,18 @@ class _Watch:
         return None if hard is None else self.mark + hard
 
     def _wait(self) -> float | None:
-        """Return how long to wait for the next line: until the hard limit, the grace, or started is due."""
-        now = time.monotonic()  # after started, which may have waited on its database
+        """Return how long to wait for the next line: until the hard limit, the grace, or the claim is due."""
+        now = time.monotonic()  # after the claim, which may have waited on its database
         deadline = self.abandon_by if self.abandon_by is not None else self._hard_deadline()
         wait = None if deadline is None else max(0.0, deadline - now)
-        if self.started is not None:
-            wait = self.started_by - now if wait is None else min(wait, self.started_by - now)
+        if self.claim_by is not None:
+            wait = self.claim_by - now if wait is None else min(wait, self.claim_by - now)
         return wait
 
-    def _only_started_was_due(self) -> bool:
-        """Return True if the wait ended for started's time only, not at the hard limit."""
+    def _only_the_claim_was_due(self) -> bool:
+        """Return True if the wait ended for the claim's time only, not at the hard limit."""
         deadline = self._hard_deadline()
-        return self.started is not None and (deadline is None or time.monotonic() < deadline)
+        return self.claim_by is not None and (deadline is None or time.monotonic() < deadline)
 
     def _kill_at_hard_limit(self) -> None:
         """Kill the child (its job passed the hard limit, or the declined child its grace)."""
@@ -176,7 +191,7 @@ class _Watch:
     def _record(self, line: bytes) -> tuple[JobResult, bool]:
         """Return the result of the job this line reports, and whether the child leaves after it."""
         result = _decode(line)
-        self.started = None  # the first job ended before started was due: it never is
+        self.claim_by = None  # the first job ended before the claim was due: it never is
         # The next job's clock starts when the parent reads this line, not when the child
         # wrote it: a child blocked on a full pipe (parent busy writing results) has not
         # started the next job yet. Lenient by the parent's delay; RLIMIT_CPU still holds.

@@ -26,8 +26,16 @@
  *     the few edges around them can feed;
  *   - forced edges (once the end is known): a vertex with exactly as many usable
  *     edges as its degree in the path uses them all, and one whose forced edges
- *     fill its degree loses the rest; propagated to a fixpoint, a forced cycle,
- *     an overfull vertex or a forced h..end chain that misses vertices prunes.
+ *     fill its degree loses the rest, and an edge joining the two ends of one
+ *     forced chain is dropped (the path would close a cycle); propagated to a
+ *     fixpoint, a forced cycle, an overfull vertex or a forced h..end chain that
+ *     misses vertices prunes; then the degree relaxation runs again on the open
+ *     edges, with each vertex's degree less its forced edges;
+ *   - probing (root_ends only, the roots of the possible ends up to the first that survives): each
+ *     open edge is tried removed and forced; when the tests above (plus connectivity along the
+ *     edges not removed) fail one way, the other is a fact, kept for the following tries, pass
+ *     after pass; a contradiction refutes the end. It sees what the tests of one state see only deep in the search (a removal that
+ *     disconnects or a forcing that unbalances a region far away), too costly for every node.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,6 +49,7 @@
 #define PRUNE_PARITY 4
 #define PRUNE_DEGREE 8
 #define PRUNE_FORCED 16
+#define PRUNE_PROBE 32
 
 typedef struct {
     int n, start, end, closed, order, prune, bip;
@@ -64,8 +73,24 @@ typedef struct {
     unsigned *mark, mstamp;
     /* forced-edge scratch: edge state per slot (0 open, 1 forced, 2 removed), union-find */
     uint8_t *ef;
-    int *av, *fc, *uf, *usz, *work;
+    /* probing (root_ends only): facts per slot (0 none, 1 in the path, 2 not), the open edges to try */
+    uint8_t *fix;
+    int *plist, probe_root;
+    int *av, *fc, *uf, *usz, *ea, *eb, *work;
 } Search;
+
+/* Whether degree_ok may use adjacency slot k: any edge, or when reduced (degree_ok on what
+ * forced_ok left: forced edges taken, removed ones gone) only the edges still open. The flag is a
+ * constant at every call, so the compiler specializes the hot loops and the plain test pays nothing. */
+/* Append v to list as a Python int; -1 (an exception set) if it cannot. */
+static int append_long(PyObject *list, long v) {
+    PyObject *x = PyLong_FromLong(v);
+    int failed = !x || PyList_Append(list, x) < 0;
+    Py_XDECREF(x);
+    return failed ? -1 : 0;
+}
+
+static inline int open_slot(const Search *s, int k, int reduced) { return !reduced || s->ef[k] == 0; }
 
 static int in_gp(const Search *s, int w, int h) { return !s->vis[w] || w == h; }
 
@@ -78,7 +103,7 @@ static int segment_ok(int ca, int cb, int n0, int n1) {
 }
 
 /* Find an augmenting path from O-side vertex v to an E-side vertex with spare capacity; flip it. */
-static int augment(Search *s, int v, unsigned st) {
+static int augment(Search *s, int v, unsigned st, int reduced) {
     unsigned ms = ++s->mstamp;
     if (ms == 0) {
         memset(s->mark, 0, sizeof(unsigned) * s->n);
@@ -91,7 +116,7 @@ static int augment(Search *s, int v, unsigned st) {
         int x = s->queue[qh++];
         for (int k = s->off[x]; k < s->off[x + 1]; k++) {
             int w = s->nb[k];
-            if (s->seen[w] != st || s->used[k] || s->mark[w] == ms) continue;
+            if (s->seen[w] != st || s->used[k] || s->mark[w] == ms || !open_slot(s, k, reduced)) continue;
             s->mark[w] = ms;
             s->pred[w] = k;
             if (s->load[w] < s->cap[w]) {
@@ -123,17 +148,17 @@ static int augment(Search *s, int v, unsigned st) {
  *
  * The edge set found last time is kept in `used` and repaired rather than rebuilt: the
  * previous state differs by a vertex or two, so a few augmenting paths usually suffice. */
-static int degree_ok(Search *s, int h, int endv, int nord, unsigned st) {
+static int degree_ok(Search *s, int h, int endv, int nord, unsigned st, int reduced) {
     int sum[2] = {0, 0};
     for (int i = 0; i < nord; i++) {
         int v = s->order_buf[i], load = 0;
-        s->cap[v] = (v == h || v == endv) ? 1 : 2;
+        s->cap[v] = ((v == h || v == endv) ? 1 : 2) - (reduced ? s->fc[v] : 0);
         sum[s->colour[v]] += s->cap[v];
         for (int k = s->off[v]; k < s->off[v + 1]; k++) {
             if (!s->used[k]) continue;
-            if (s->seen[s->nb[k]] == st) {
+            if (s->seen[s->nb[k]] == st && open_slot(s, k, reduced)) {
                 load++;
-            } else { /* the other end left G' */
+            } else { /* the other end left G', or the edge is forced or removed */
                 s->used[k] = s->used[s->rev[k]] = 0;
             }
         }
@@ -166,7 +191,7 @@ static int degree_ok(Search *s, int h, int endv, int nord, unsigned st) {
         if (s->colour[v] != o) continue;
         for (int k = s->off[v]; k < s->off[v + 1] && s->load[v] < s->cap[v]; k++) {
             int w = s->nb[k];
-            if (s->used[k] || s->seen[w] != st || s->load[w] >= s->cap[w]) continue;
+            if (s->used[k] || s->seen[w] != st || s->load[w] >= s->cap[w] || !open_slot(s, k, reduced)) continue;
             s->used[k] = s->used[s->rev[k]] = 1;
             s->load[v]++;
             s->load[w]++;
@@ -176,7 +201,7 @@ static int degree_ok(Search *s, int h, int endv, int nord, unsigned st) {
         int v = s->order_buf[i];
         if (s->colour[v] != o) continue;
         while (s->load[v] < s->cap[v])
-            if (!augment(s, v, st)) return 0;
+            if (!augment(s, v, st, reduced)) return 0;
     }
     return 1;
 }
@@ -189,20 +214,82 @@ static int uf_find(int *uf, int v) {
     return v;
 }
 
-/* Propagate forced and removed edges of G' (end endv known); return 0 on a contradiction. */
-static int forced_ok(Search *s, int h, int endv, int nord, unsigned st) {
+/* Remove the open edge between x and y, the two ends of one forced chain, if G' has one: the path
+ * cannot use it without closing a cycle. Push both ends for a recheck; return the new work count. */
+static int close_chain(Search *s, int x, int y, unsigned st, int nw) {
+    if (s->bip && s->colour[x] == s->colour[y]) return nw; /* no edge joins one colour */
+    for (int k = s->off[x]; k < s->off[x + 1]; k++) {
+        if (s->nb[k] != y || s->ef[k] || s->seen[y] != st) continue;
+        s->ef[k] = s->ef[s->rev[k]] = 2;
+        s->av[x]--;
+        s->av[y]--;
+        s->work[nw++] = x;
+        s->work[nw++] = y;
+    }
+    return nw;
+}
+
+/* Join v and w (adjacency slot k, open) by a forced edge; return 0 on a contradiction (a forced cycle,
+ * or a forced chain from h to the end that misses vertices). */
+static inline int force_slot(Search *s, int k, int v, int w, int h, int endv, int nord, unsigned st, int *nw) {
+    int rv = uf_find(s->uf, v), rw = uf_find(s->uf, w);
+    if (rv == rw) return 0; /* a forced cycle */
+    /* the joined chain runs from the far end of v's piece to the far end of w's */
+    int x = s->ea[rv] == v ? s->eb[rv] : s->ea[rv];
+    int y = s->ea[rw] == w ? s->eb[rw] : s->ea[rw];
+    if (s->usz[rv] < s->usz[rw]) {
+        int t = rv;
+        rv = rw;
+        rw = t;
+    }
+    s->uf[rw] = rv;
+    s->usz[rv] += s->usz[rw];
+    s->ea[rv] = x;
+    s->eb[rv] = y;
+    if (uf_find(s->uf, h) == uf_find(s->uf, endv) && s->usz[rv] < nord) return 0;
+    s->ef[k] = s->ef[s->rev[k]] = 1;
+    s->fc[v]++;
+    s->fc[w]++;
+    *nw = close_chain(s, x, y, st, *nw);
+    return 1;
+}
+
+/* Propagate forced and removed edges of G' (end endv known); return 0 on a contradiction.
+ * Each forced piece is a chain (cycles and overfull vertices are contradictions); its two ends
+ * (ea, eb at its union-find root) may not be joined by an edge of the path. With fixed (the
+ * probing), the slots fix marks start removed (2) or forced (1), as facts proved earlier. */
+static inline int forced_ok(Search *s, int h, int endv, int nord, unsigned st, int fixed) {
     int nw = 0;
     for (int i = 0; i < nord; i++) {
         int v = s->order_buf[i], a = 0;
         for (int k = s->off[v]; k < s->off[v + 1]; k++) {
             s->ef[k] = 0;
-            a += s->seen[s->nb[k]] == st;
+            if (s->seen[s->nb[k]] != st) continue;
+            if (fixed && s->fix[k] == 2) s->ef[k] = 2;
+            else a++;
         }
         s->av[v] = a;
         s->fc[v] = 0;
         s->uf[v] = v;
         s->usz[v] = 1;
+        s->ea[v] = s->eb[v] = v;
         s->work[nw++] = v;
+    }
+    if (fixed) {
+        for (int i = 0; i < nord; i++) {
+            int v = s->order_buf[i];
+            for (int k = s->off[v]; k < s->off[v + 1]; k++) {
+                int w = s->nb[k];
+                if (s->fix[k] != 1 || w < v || s->seen[w] != st) continue;
+                /* a chain-closing edge the forcing before removed cannot be in the path */
+                if (s->ef[k] == 2) return 0;
+                if (s->ef[k] == 0) {
+                    if (!force_slot(s, k, v, w, h, endv, nord, st, &nw)) return 0;
+                    s->work[nw++] = v;
+                    s->work[nw++] = w;
+                }
+            }
+        }
     }
     while (nw > 0) {
         int v = s->work[--nw];
@@ -215,19 +302,7 @@ static int forced_ok(Search *s, int h, int endv, int nord, unsigned st) {
             int w = s->nb[k];
             if (s->seen[w] != st || s->ef[k]) continue;
             if (force) {
-                int rv = uf_find(s->uf, v), rw = uf_find(s->uf, w);
-                if (rv == rw) return 0; /* a forced cycle */
-                if (s->usz[rv] < s->usz[rw]) {
-                    int t = rv;
-                    rv = rw;
-                    rw = t;
-                }
-                s->uf[rw] = rv;
-                s->usz[rv] += s->usz[rw];
-                if (uf_find(s->uf, h) == uf_find(s->uf, endv) && s->usz[rv] < nord) return 0;
-                s->ef[k] = s->ef[s->rev[k]] = 1;
-                s->fc[v]++;
-                s->fc[w]++;
+                if (!force_slot(s, k, v, w, h, endv, nord, st, &nw)) return 0;
             } else {
                 s->ef[k] = s->ef[s->rev[k]] = 2;
                 s->av[v]--;
@@ -347,10 +422,73 @@ static int feasible(Search *s, int h) {
         }
         if (!segment_ok(s->colour[a], ce, t0, t1)) return 0;
     }
-    return !(s->prune & PRUNE_DEGREE) || degree_ok(s, h, endv, nord, st);
+    return !(s->prune & PRUNE_DEGREE) || degree_ok(s, h, endv, nord, st, 0);
 }
 
-/* Return 1 if the state passes feasible() and, when the end is known, forced-edge propagation. */
+/* Whether the facts in fix survive forced-edge propagation, leave G' connected along the edges
+ * not removed, and leave room for the degree relaxation on the open edges. */
+static int fixed_ok(Search *s, int h, int endv, int nord, unsigned st) {
+    if (!forced_ok(s, h, endv, nord, st, 1)) return 0;
+    unsigned ms = ++s->mstamp;
+    if (ms == 0) {
+        memset(s->mark, 0, sizeof(unsigned) * s->n);
+        ms = s->mstamp = 1;
+    }
+    int qh = 0, qt = 0;
+    s->mark[h] = ms;
+    s->queue[qt++] = h;
+    while (qh < qt) {
+        int x = s->queue[qh++];
+        for (int k = s->off[x]; k < s->off[x + 1]; k++) {
+            int w = s->nb[k];
+            if (s->seen[w] != st || s->ef[k] == 2 || s->mark[w] == ms) continue;
+            s->mark[w] = ms;
+            s->queue[qt++] = w;
+        }
+    }
+    return qt == nord && degree_ok(s, h, endv, nord, st, 1);
+}
+
+/* Probing (failed literals) on the root of a search to a given end: an open edge whose removal
+ * fails fixed_ok is in every path, one whose forcing fails is in none. The facts accumulate, pass
+ * after pass over the open edges until none is learned; a contradiction refutes the state. Edge
+ * removal breaks connectivity and forcing breaks parity far from the edge, which the tests of a
+ * single state see only once the search gets there: on the hardest impossible levels found this
+ * refutes every end at its root. O(m) propagations a pass, so it runs at the ends' roots only. */
+static int probe_ok(Search *s, int h, int endv, int nord, unsigned st) {
+    for (int i = 0; i < nord; i++) {
+        int v = s->order_buf[i];
+        for (int k = s->off[v]; k < s->off[v + 1]; k++) s->fix[k] = 0;
+    }
+    for (int learned = 1; learned;) {
+        learned = 0;
+        if (!fixed_ok(s, h, endv, nord, st)) return 0;
+        int np = 0;
+        for (int i = 0; i < nord; i++) { /* the open edges of this pass's fixpoint, once each */
+            int v = s->order_buf[i];
+            for (int k = s->off[v]; k < s->off[v + 1]; k++)
+                if (s->ef[k] == 0 && s->nb[k] > v && s->seen[s->nb[k]] == st) s->plist[np++] = k;
+        }
+        for (int j = 0; j < np; j++) {
+            int k = s->plist[j];
+            if (s->fix[k]) continue;
+            int proved = 0;
+            for (int f = 2; f >= 1 && !proved; f--) { /* try it removed, then forced */
+                s->fix[k] = s->fix[s->rev[k]] = (uint8_t)f;
+                if (!fixed_ok(s, h, endv, nord, st)) proved = 3 - f; /* the other way holds */
+            }
+            s->fix[k] = s->fix[s->rev[k]] = (uint8_t)proved;
+            if (proved) {
+                learned = 1;
+                if (!fixed_ok(s, h, endv, nord, st)) return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Return 1 if the state passes feasible() and, when the end is known, forced-edge propagation and
+ * the degree relaxation again on the edges it left open (forced edges already fill their share). */
 static int feasible_all(Search *s, int h) {
     if (!feasible(s, h)) return 0;
     if (!(s->prune & PRUNE_FORCED) || s->n - s->count == 0) return 1;
@@ -362,7 +500,15 @@ static int feasible_all(Search *s, int h) {
             if (s->deg[v] + (s->nbh[v] == st) <= 1) endv = v;
         }
     }
-    return endv < 0 || forced_ok(s, h, endv, s->n - s->count + 1, s->stamp);
+    if (endv < 0) return 1;
+    int nord = s->n - s->count + 1;
+    if (!forced_ok(s, h, endv, nord, s->stamp, 0)) return 0;
+    /* The path is the forced edges plus a degree-constrained subgraph of the open ones. Only when
+     * the end was given (the end splitting): with an end found as a dead end, the second matching
+     * per node cost typical levels a fifth more time and saved no node. */
+    if (!s->bip || !(s->prune & PRUNE_DEGREE) || s->end < 0) return 1;
+    if (!degree_ok(s, h, endv, nord, s->stamp, 1)) return 0;
+    return !s->probe_root || s->count != 1 || probe_ok(s, h, endv, nord, s->stamp);
 }
 
 static void visit(Search *s, int v) {
@@ -518,6 +664,95 @@ static int read_graph(PyObject *off_o, PyObject *nb_o, int start, int end, int *
     return 1;
 }
 
+/* Free what search_init allocated (every pointer of a zeroed Search may be NULL). */
+static void search_free(Search *s) {
+    void *ptrs[] = {s->colour, s->vis,  s->deg,   s->path, s->cands, s->ncand, s->ci,  s->seen,
+                    s->nbh,    s->hang, s->cutmark, s->adjstart, s->used, s->rev, s->owner, s->mark,
+                    s->ef,     s->work, s->off,   s->nb, s->fix, s->plist};
+    for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) PyMem_Free(ptrs[i]);
+    int *ints[] = {s->disc, s->low, s->last, s->parent, s->it,   s->stack, s->order_buf, s->c0, s->c1, s->cap,
+                   s->load, s->pred, s->queue, s->av,   s->fc,   s->uf,    s->usz,       s->ea, s->eb};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) PyMem_Free(ints[i]);
+}
+
+/* Read the graph and allocate the search of it; 0 with an exception set (call search_free anyway). */
+static int search_init(Search *s, PyObject *off_o, PyObject *nb_o, PyObject *colour_o, int start, int end,
+                       int closed, int order, int prune) {
+    memset(s, 0, sizeof *s);
+    Py_ssize_t nnb;
+    if (!read_graph(off_o, nb_o, start, end, &s->off, &s->nb, &s->n, &nnb)) {
+        s->off = s->nb = NULL; /* freed by read_graph */
+        return 0;
+    }
+    int n = s->n;
+    for (int v = 0; v < n; v++)
+        if (s->off[v + 1] - s->off[v] > s->maxdeg) s->maxdeg = s->off[v + 1] - s->off[v];
+    if (s->maxdeg == 0) s->maxdeg = 1;
+    s->start = start;
+    s->end = end;
+    s->closed = closed;
+    s->order = order;
+    s->prune = prune;
+    s->colour = PyMem_Calloc(n, 1);
+    s->vis = PyMem_Calloc(n, 1);
+    s->deg = PyMem_Malloc(sizeof(int) * n);
+    s->path = PyMem_Malloc(sizeof(int) * n);
+    s->cands = PyMem_Malloc(sizeof(int) * (size_t)n * s->maxdeg);
+    s->ncand = PyMem_Malloc(sizeof(int) * n);
+    s->ci = PyMem_Malloc(sizeof(int) * n);
+    s->seen = PyMem_Calloc(n, sizeof(unsigned));
+    s->nbh = PyMem_Calloc(n, sizeof(unsigned));
+    s->cutmark = PyMem_Calloc(n, sizeof(unsigned));
+    s->adjstart = PyMem_Calloc(n, 1);
+    s->used = PyMem_Calloc(nnb ? nnb : 1, 1);
+    s->rev = PyMem_Malloc(sizeof(int) * (nnb ? nnb : 1));
+    s->owner = PyMem_Malloc(sizeof(int) * (nnb ? nnb : 1));
+    s->mark = PyMem_Calloc(n, sizeof(unsigned));
+    s->ef = PyMem_Calloc(nnb ? nnb : 1, 1);
+    /* each vertex once, then at most three pushes per edge change and one re-push of its vertex */
+    s->work = PyMem_Malloc(sizeof(int) * ((size_t)n + 3 * (size_t)nnb + 1));
+    int **ints[] = {&s->disc, &s->low, &s->last, &s->parent, &s->it, &s->stack, &s->order_buf,
+                    &s->c0,   &s->c1,  &s->cap,  &s->load,   &s->pred, &s->queue, &s->av,
+                    &s->fc,   &s->uf,  &s->usz,  &s->ea,     &s->eb};
+    int ok = s->colour && s->vis && s->deg && s->path && s->cands && s->ncand && s->ci && s->seen && s->nbh &&
+             s->cutmark && s->adjstart && s->used && s->rev && s->owner && s->mark && s->ef && s->work;
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) ok = (*ints[i] = PyMem_Malloc(sizeof(int) * n)) && ok;
+    s->hang = PyMem_Malloc(sizeof(int) * 2 * n);
+    if (!ok || !s->hang) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    if (colour_o != Py_None) {
+        Py_ssize_t nc;
+        int *col = int_array(colour_o, &nc, "colour must be a sequence of 0/1");
+        if (!col) return 0;
+        if (nc != n) {
+            PyMem_Free(col);
+            PyErr_SetString(PyExc_ValueError, "colour must have one entry per vertex");
+            return 0;
+        }
+        for (int v = 0; v < n; v++) s->colour[v] = (int8_t)(col[v] & 1);
+        PyMem_Free(col);
+        s->bip = 1;
+    }
+    for (int v = 0; v < n; v++) s->deg[v] = s->off[v + 1] - s->off[v];
+    for (int k = s->off[start]; k < s->off[start + 1]; k++) s->adjstart[s->nb[k]] = 1;
+    for (int v = 0; v < n; v++)
+        for (int k = s->off[v]; k < s->off[v + 1]; k++) {
+            int w = s->nb[k];
+            s->owner[k] = v;
+            s->rev[k] = -1;
+            for (int j = s->off[w]; j < s->off[w + 1]; j++)
+                if (s->nb[j] == v) s->rev[k] = j;
+        }
+    for (Py_ssize_t k = 0; k < nnb; k++)
+        if (s->rev[k] < 0) { /* the degree relaxation needs every edge listed both ways */
+            s->prune &= ~(PRUNE_DEGREE | PRUNE_FORCED | PRUNE_PROBE);
+            break;
+        }
+    return 1;
+}
+
 static PyObject *search(PyObject *self, PyObject *args) {
     PyObject *off_o, *nb_o, *colour_o;
     int start, end, closed, order, prune;
@@ -527,110 +762,73 @@ static PyObject *search(PyObject *self, PyObject *args) {
                           &prune, &node_limit, &time_limit))
         return NULL;
     Search s;
-    memset(&s, 0, sizeof s);
-    Py_ssize_t nnb;
-    if (!read_graph(off_o, nb_o, start, end, &s.off, &s.nb, &s.n, &nnb)) return NULL;
     PyObject *result = NULL;
-    int n = s.n;
-    for (int v = 0; v < n; v++)
-        if (s.off[v + 1] - s.off[v] > s.maxdeg) s.maxdeg = s.off[v + 1] - s.off[v];
-    if (s.maxdeg == 0) s.maxdeg = 1;
-    s.start = start;
-    s.end = end;
-    s.closed = closed;
-    s.order = order;
-    s.prune = prune;
-    s.colour = PyMem_Calloc(n, 1);
-    s.vis = PyMem_Calloc(n, 1);
-    s.deg = PyMem_Malloc(sizeof(int) * n);
-    s.path = PyMem_Malloc(sizeof(int) * n);
-    s.cands = PyMem_Malloc(sizeof(int) * (size_t)n * s.maxdeg);
-    s.ncand = PyMem_Malloc(sizeof(int) * n);
-    s.ci = PyMem_Malloc(sizeof(int) * n);
-    s.seen = PyMem_Calloc(n, sizeof(unsigned));
-    s.nbh = PyMem_Calloc(n, sizeof(unsigned));
-    s.cutmark = PyMem_Calloc(n, sizeof(unsigned));
-    s.adjstart = PyMem_Calloc(n, 1);
-    s.used = PyMem_Calloc(nnb ? nnb : 1, 1);
-    s.rev = PyMem_Malloc(sizeof(int) * (nnb ? nnb : 1));
-    s.owner = PyMem_Malloc(sizeof(int) * (nnb ? nnb : 1));
-    s.mark = PyMem_Calloc(n, sizeof(unsigned));
-    s.ef = PyMem_Calloc(nnb ? nnb : 1, 1);
-    /* each vertex once, then at most two pushes per edge change and one re-push of its vertex */
-    s.work = PyMem_Malloc(sizeof(int) * ((size_t)n + 3 * (size_t)nnb + 1));
-    int **ints[] = {&s.disc, &s.low,  &s.last, &s.parent, &s.it,   &s.stack, &s.order_buf,
-                    &s.c0,   &s.c1,   &s.cap,  &s.load,   &s.pred, &s.queue, &s.av, &s.fc, &s.uf, &s.usz};
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) *ints[i] = PyMem_Malloc(sizeof(int) * n);
-    s.hang = PyMem_Malloc(sizeof(int) * 2 * n);
-    int ok = s.colour && s.vis && s.deg && s.path && s.cands && s.ncand && s.ci && s.seen && s.nbh && s.hang && s.cutmark && s.adjstart && s.used && s.rev &&
-             s.owner && s.mark && s.ef && s.work;
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) ok = ok && *ints[i];
-    if (!ok) {
-        PyErr_NoMemory();
-        goto done_all;
-    }
-    if (colour_o != Py_None) {
-        Py_ssize_t nc;
-        int *col = int_array(colour_o, &nc, "colour must be a sequence of 0/1");
-        if (!col) goto done_all;
-        if (nc != n) {
-            PyMem_Free(col);
-            PyErr_SetString(PyExc_ValueError, "colour must have one entry per vertex");
-            goto done_all;
-        }
-        for (int v = 0; v < n; v++) s.colour[v] = (int8_t)(col[v] & 1);
-        PyMem_Free(col);
-        s.bip = 1;
-    }
-    for (int v = 0; v < n; v++) s.deg[v] = s.off[v + 1] - s.off[v];
-    for (int k = s.off[start]; k < s.off[start + 1]; k++) s.adjstart[s.nb[k]] = 1;
-    for (int v = 0; v < n; v++)
-        for (int k = s.off[v]; k < s.off[v + 1]; k++) {
-            int w = s.nb[k];
-            s.owner[k] = v;
-            s.rev[k] = -1;
-            for (int j = s.off[w]; j < s.off[w + 1]; j++)
-                if (s.nb[j] == v) s.rev[k] = j;
-        }
-    for (Py_ssize_t k = 0; k < nnb; k++)
-        if (s.rev[k] < 0) { /* the degree relaxation needs every edge listed both ways */
-            s.prune &= ~(PRUNE_DEGREE | PRUNE_FORCED);
-            break;
-        }
+    if (!search_init(&s, off_o, nb_o, colour_o, start, end, closed, order, prune)) goto done;
     long long nodes = 0;
     /* The GIL stays held: the loop polls PyErr_CheckSignals so Ctrl-C interrupts it. */
     int status = run(&s, node_limit, time_limit, &nodes);
-    if (status == -1) goto done_all;
+    if (status == -1) goto done;
     if (status == 0) {
         PyObject *path = PyList_New(s.count);
-        if (!path) goto done_all;
+        if (!path) goto done;
         for (int i = 0; i < s.count; i++) PyList_SET_ITEM(path, i, PyLong_FromLong(s.path[i]));
         result = Py_BuildValue("(iNL)", status, path, nodes);
     } else {
         result = Py_BuildValue("(iOL)", status, Py_None, nodes);
     }
-done_all:
-    PyMem_Free(s.colour);
-    PyMem_Free(s.vis);
-    PyMem_Free(s.deg);
-    PyMem_Free(s.path);
-    PyMem_Free(s.cands);
-    PyMem_Free(s.ncand);
-    PyMem_Free(s.ci);
-    PyMem_Free(s.seen);
-    PyMem_Free(s.nbh);
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) PyMem_Free(*ints[i]);
-    PyMem_Free(s.hang);
-    PyMem_Free(s.cutmark);
-    PyMem_Free(s.adjstart);
-    PyMem_Free(s.used);
-    PyMem_Free(s.rev);
-    PyMem_Free(s.owner);
-    PyMem_Free(s.mark);
-    PyMem_Free(s.ef);
-    PyMem_Free(s.work);
-    PyMem_Free(s.off);
-    PyMem_Free(s.nb);
+done:
+    search_free(&s);
+    return result;
+}
+
+/* The ends whose root state (the path is the start alone, the end required) passes every test and
+ * has a move: those for which search() with node limit 1 would stop at the limit (two nodes) rather
+ * than prove there is no path (one node), found on one set-up of the graph. */
+static PyObject *root_ends(PyObject *self, PyObject *args) {
+    PyObject *off_o, *nb_o, *colour_o, *ends_o;
+    int start, prune;
+    if (!PyArg_ParseTuple(args, "OOiOOi", &off_o, &nb_o, &start, &colour_o, &ends_o, &prune)) return NULL;
+    Search s;
+    PyObject *result = NULL;
+    Py_ssize_t nends = 0;
+    int *ends = NULL;
+    if (!search_init(&s, off_o, nb_o, colour_o, start, -1, 0, 1, prune)) goto done;
+    s.probe_root = (s.prune & PRUNE_PROBE) != 0;
+    if (s.probe_root) { /* probing's scratch, per adjacency slot: only here, search() never probes */
+        size_t nnb = (size_t)s.off[s.n] ? (size_t)s.off[s.n] : 1;
+        s.fix = PyMem_Calloc(nnb, 1);
+        s.plist = PyMem_Malloc(sizeof(int) * nnb);
+        if (!s.fix || !s.plist) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    if (!(ends = int_array(ends_o, &nends, "ends must be a sequence of ints"))) goto done;
+    if (!(result = PyList_New(0))) goto done;
+    for (Py_ssize_t i = 0; i < nends; i++) {
+        if (ends[i] < 0 || ends[i] >= s.n || ends[i] == start) {
+            PyErr_SetString(PyExc_ValueError, "an end is out of range or the start");
+            Py_CLEAR(result);
+            break;
+        }
+        s.end = ends[i];
+        while (s.count > 0) unvisit(&s);
+        visit(&s, start);
+        if (!feasible_all(&s, start)) continue;
+        candidates(&s, 0, start);
+        if (s.ncand[0] == 0) continue; /* the start's only way on is the end: search() finds none */
+        /* Probing stops at the first end it does not refute: on a level with a path most ends
+         * survive it, each after whole passes over the edges (hunted-16: 228 ends, 13 s), while on
+         * the impossible levels it refutes every end. */
+        s.probe_root = 0;
+        if (append_long(result, ends[i]) < 0) {
+            Py_CLEAR(result);
+            break;
+        }
+    }
+done:
+    PyMem_Free(ends);
+    search_free(&s);
     return result;
 }
 
@@ -727,13 +925,10 @@ static PyObject *two_cut_ends(PyObject *self, PyObject *args) {
     } else if ((result = PyList_New(0)) != NULL) {
         for (int v = 0; v < n; v++) {
             if (!allowed[v]) continue;
-            PyObject *x = PyLong_FromLong(v);
-            if (!x || PyList_Append(result, x) < 0) {
-                Py_XDECREF(x);
+            if (append_long(result, v) < 0) {
                 Py_CLEAR(result);
                 break;
             }
-            Py_DECREF(x);
         }
     }
 done:
@@ -748,6 +943,9 @@ static PyMethodDef methods[] = {
     {"search", search, METH_VARARGS,
      "search(offsets, neighbours, start, end, closed, colour, order, prune, node_limit, time_limit)"
      " -> (status, path or None, nodes); status 0 found, 1 none exists, 2 node limit, 3 time limit."},
+    {"root_ends", root_ends, METH_VARARGS,
+     "root_ends(offsets, neighbours, start, colour, ends, prune) -> list of the ends whose root state "
+     "(start alone, that end required) passes every pruning test: the end round at a cap of one node."},
     {"two_cut_ends", two_cut_ends, METH_VARARGS,
      "two_cut_ends(offsets, neighbours, start, colour) -> list of the vertices that may end a path "
      "from start by the 2-vertex-cut parity test, or None when it allows all."},

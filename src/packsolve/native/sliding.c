@@ -41,6 +41,10 @@ typedef struct {
     int group_of[MAXC], slot_of[MAXC];
     uint64_t pw[MAXGROUPS + 1];
     uint64_t idx[MAXGROUPS], ridx[MAXGROUPS];
+    /* weight of each slot's digit in its group's index: (n*n)**slot sparse, the product of the
+     * later radices ranked; and each group's table value at the current state, and their sums */
+    uint64_t wt[MAXGROUPS][MAXGROUPS];
+    int hv[MAXGROUPS], rhv[MAXGROUPS], hsum, rsum;
     /* search */
     long bound, next_bound;
     uint64_t nodes, node_limit;
@@ -92,21 +96,6 @@ static int line_conflict(const Search *s, int line, int is_row) {
     return 2 * (k - best);
 }
 
-static int pdb_sum(const Search *s, const uint64_t *ix) {
-    int h = 0;
-    for (int g = 0; g < s->ngroups; g++) h += s->tab[g][ix[g]];
-    return h;
-}
-
-static int pdb_h(const Search *s) {
-    int h = pdb_sum(s, s->idx);
-    if (s->reflect) {
-        int r = pdb_sum(s, s->ridx);
-        if (r > h) h = r;
-    }
-    return h;
-}
-
 /* The compact index of a group's placement: positions in the mixed radix nn, nn-1, ..., each
  * counted among the cells the earlier tiles left free (as pattern_db.c builds its tables). */
 static inline uint64_t placement_rank(const Search *s, const int *pos, int k) {
@@ -137,36 +126,33 @@ static void pdb_init_index(Search *s) {
             s->ridx[g] = placement_rank(s, s->rgpos[g], s->gk[g]);
         }
     }
+    s->hsum = s->rsum = 0;
+    for (int g = 0; g < s->ngroups; g++) {
+        s->hsum += s->hv[g] = s->tab[g][s->idx[g]];
+        s->rsum += s->rhv[g] = s->tab[g][s->ridx[g]];
+    }
 }
 
-static inline void pdb_move(Search *s, int t, int from, int to) {
-    int g = s->group_of[t], rt = s->tr[t], rg = s->group_of[rt];
-    if (s->ranked) {
-        s->gpos[g][s->slot_of[t]] = s->cmap[g][to];
-        s->idx[g] = placement_rank(s, s->gpos[g], s->gk[g]);
-        s->rgpos[rg][s->slot_of[rt]] = s->cmap[rg][s->tr[to]];
-        s->ridx[rg] = placement_rank(s, s->rgpos[rg], s->gk[rg]);
-        return;
+/* A group's index after its tile in `slot` moved from cell a to the next cell b (both as the
+ * group's table sees them; pos still holds a). Sparse: one digit changes. Ranked: that tile's
+ * digit moves by b - a, one step less for each earlier tile between a and b, and each later tile
+ * between them gains or loses one (none lie between when a and b are next in the table's order,
+ * as on a step along a row of the table's board): at most k comparisons, not a rank. */
+static inline uint64_t moved_index(const Search *s, int g, const int *pos, int slot, int a, int b,
+                                   uint64_t idx) {
+    const uint64_t *w = s->wt[g];
+    int64_t delta = (int64_t)(b - a) * (int64_t)w[slot];
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    if (s->ranked && hi - lo > 1) {
+        int64_t sign = a < b ? 1 : -1;
+        for (int j = 0; j < s->gk[g]; j++)
+            if (pos[j] > lo && pos[j] < hi) delta += j < slot ? -sign * (int64_t)w[slot] : sign * (int64_t)w[j];
     }
-    s->idx[g] += ((int64_t)to - from) * (int64_t)s->pw[s->slot_of[t]];
-    s->ridx[rg] += ((int64_t)s->tr[to] - s->tr[from]) * (int64_t)s->pw[s->slot_of[rt]];
+    return (uint64_t)((int64_t)idx + delta);
 }
 
 /* Heuristic after tile t moved from `from` to `to` (board already updated); h0 is the old value. */
-static inline int h_after(Search *s, int h0, int t, int from, int to, long child_g_cost) {
-    if (s->mode == H_PDB) {
-        pdb_move(s, t, from, to);
-        int h = pdb_sum(s, s->idx);
-        /* The reflected tables cost another cache miss: skip them when the regular value alone
-         * prunes the child and cannot lower the next bound (Korf's order), which leaves the
-         * search exactly as it was. */
-        long f = child_g_cost + (long)h * s->wnum;
-        if (s->reflect && (f <= s->bound || f < s->next_bound)) {
-            int r = pdb_sum(s, s->ridx);
-            if (r > h) h = r;
-        }
-        return h;
-    }
+static inline int h_after(Search *s, int h0, int t, int from, int to) {
     int h = h0 + s->md[t][to] - s->md[t][from];
     if (s->mode == H_LINEAR_CONFLICT) {
         int n = s->n;
@@ -190,7 +176,7 @@ static inline int h_after(Search *s, int h0, int t, int from, int to, long child
 static int h_full(Search *s) {
     if (s->mode == H_PDB) {
         pdb_init_index(s);
-        return pdb_h(s);
+        return s->reflect && s->rsum > s->hsum ? s->rsum : s->hsum;
     }
     int h = 0;
     for (int p = 0; p < s->nn; p++) h += s->md[s->board[p]][p];
@@ -204,7 +190,22 @@ static int h_full(Search *s) {
     return h;
 }
 
-/* Depth-first search below the bound: 1 found, 0 not within the bound, -1 stopped by a limit. */
+/* Count an expansion; -1 (result set) when the node limit or the deadline is reached. */
+static inline int expand_node(Search *s) {
+    s->nodes++;
+    if ((s->nodes & CLOCK_EVERY) == 0 && s->deadline > 0 && now_monotonic() >= s->deadline) {
+        s->result = R_TIME_LIMIT;
+        return -1;
+    }
+    if (s->node_limit && s->nodes >= s->node_limit) {
+        s->result = R_NODE_LIMIT;
+        return -1;
+    }
+    return 0;
+}
+
+/* Depth-first search below the bound (Manhattan, linear conflict): 1 found, 0 not within the
+ * bound, -1 stopped by a limit. */
 static int dfs(Search *s, int g, int h, int prev_blank) {
     long f = (long)g * s->wden + (long)h * s->wnum;
     if (f > s->bound) {
@@ -219,17 +220,7 @@ static int dfs(Search *s, int g, int h, int prev_blank) {
         s->result = R_DEPTH;
         return -1;
     }
-    s->nodes++;
-    if ((s->nodes & CLOCK_EVERY) == 0) {
-        if (s->deadline > 0 && now_monotonic() >= s->deadline) {
-            s->result = R_TIME_LIMIT;
-            return -1;
-        }
-    }
-    if (s->node_limit && s->nodes >= s->node_limit) {
-        s->result = R_NODE_LIMIT;
-        return -1;
-    }
+    if (expand_node(s) < 0) return -1;
     int b = s->blank;
     int saved_row[5], saved_col[5];
     for (int k = 0; k < s->nnbr[b]; k++) {
@@ -243,16 +234,95 @@ static int dfs(Search *s, int g, int h, int prev_blank) {
         s->board[b] = (uint8_t)t;
         s->board[p] = 0;
         s->blank = p;
-        int nh = h_after(s, h, t, p, b, (long)(g + 1) * s->wden);
+        int nh = h_after(s, h, t, p, b);
         s->path[g] = t;
         int r = dfs(s, g + 1, nh, b);
         s->board[p] = (uint8_t)t;
         s->board[b] = 0;
         s->blank = b;
-        if (s->mode == H_PDB) pdb_move(s, t, b, p);
         if (s->mode == H_LINEAR_CONFLICT) {
             memcpy(s->lc_row, saved_row, sizeof saved_row);
             memcpy(s->lc_col, saved_col, sizeof saved_col);
+        }
+        if (r != 0) return r;
+    }
+    return 0;
+}
+
+/* The pattern-database search: the same tree as dfs, node for node, but each child is judged
+ * before it is entered. A move changes one group's index, so a child costs one table read: the
+ * reads of all the children are issued (prefetched) first, so their cache misses overlap. The
+ * reflected sum is read only where the regular one does not already prune the child and leave
+ * the next bound as it is (Korf's order): the search is exactly that of the maximum. */
+static int dfs_pdb(Search *s, int g, int prev_blank) {
+    if (g >= MAXDEPTH - 1) {
+        s->result = R_DEPTH;
+        return -1;
+    }
+    if (expand_node(s) < 0) return -1;
+    int b = s->blank, m = 0, cells[4];
+    uint64_t nidx[4], nridx[4];
+    for (int k = 0; k < s->nnbr[b]; k++) {
+        int p = s->nbr[b][k];
+        if (p == prev_blank) continue;
+        int t = s->board[p], gr = s->group_of[t], rt = s->tr[t], rg = s->group_of[rt];
+        nidx[m] = moved_index(s, gr, s->gpos[gr], s->slot_of[t], s->cmap[gr][p], s->cmap[gr][b], s->idx[gr]);
+        __builtin_prefetch(&s->tab[gr][nidx[m]]);
+        if (s->reflect)
+            nridx[m] = moved_index(s, rg, s->rgpos[rg], s->slot_of[rt], s->cmap[rg][s->tr[p]],
+                                   s->cmap[rg][s->tr[b]], s->ridx[rg]);
+        cells[m++] = p;
+    }
+    long gcost = (long)(g + 1) * s->wden;
+    for (int j = 0; j < m; j++) {
+        int p = cells[j], t = s->board[p], gr = s->group_of[t], rt = s->tr[t], rg = s->group_of[rt];
+        int v = s->tab[gr][nidx[j]], h = s->hsum - s->hv[gr] + v, rv = 0;
+        long f = gcost + (long)h * s->wnum;
+        if (s->reflect && (f <= s->bound || f < s->next_bound)) {
+            rv = s->tab[rg][nridx[j]];
+            int hr = s->rsum - s->rhv[rg] + rv;
+            if (hr > h) {
+                h = hr;
+                f = gcost + (long)h * s->wnum;
+            }
+        }
+        if (f > s->bound) {
+            if (f < s->next_bound) s->next_bound = f;
+            continue;
+        }
+        s->path[g] = t;
+        if (h == 0) {
+            s->sol_len = g + 1;
+            return 1;
+        }
+        int slot = s->slot_of[t], rslot = s->slot_of[rt], old_v = s->hv[gr], old_rv = s->rhv[rg];
+        uint64_t old_idx = s->idx[gr], old_ridx = s->ridx[rg];
+        s->board[b] = (uint8_t)t;
+        s->board[p] = 0;
+        s->blank = p;
+        s->gpos[gr][slot] = s->cmap[gr][b];
+        s->idx[gr] = nidx[j];
+        s->hv[gr] = v;
+        s->hsum += v - old_v;
+        if (s->reflect) {
+            s->rgpos[rg][rslot] = s->cmap[rg][s->tr[b]];
+            s->ridx[rg] = nridx[j];
+            s->rhv[rg] = rv;
+            s->rsum += rv - old_rv;
+        }
+        int r = dfs_pdb(s, g + 1, b);
+        s->board[p] = (uint8_t)t;
+        s->board[b] = 0;
+        s->blank = b;
+        s->gpos[gr][slot] = s->cmap[gr][p];
+        s->idx[gr] = old_idx;
+        s->hv[gr] = old_v;
+        s->hsum += old_v - v;
+        if (s->reflect) {
+            s->rgpos[rg][rslot] = s->cmap[rg][s->tr[p]];
+            s->ridx[rg] = old_ridx;
+            s->rhv[rg] = old_rv;
+            s->rsum += old_rv - rv;
         }
         if (r != 0) return r;
     }
@@ -382,6 +452,9 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
         if (read_maps(s, maps) < 0) goto done;
         s->pw[0] = 1;
         for (int i = 1; i <= MAXGROUPS; i++) s->pw[i] = s->pw[i - 1] * (uint64_t)s->nn;
+        for (int g = 0; g < s->ngroups; g++)
+            for (int i = s->gk[g] - 1; i >= 0; i--)
+                s->wt[g][i] = !ranked ? s->pw[i] : i == s->gk[g] - 1 ? 1 : s->wt[g][i + 1] * (uint64_t)(s->nn - i - 1);
         for (int g = 0; g < s->ngroups; g++) {
             PyObject *grp = PyTuple_GET_ITEM(groups, g);
             if (PyObject_GetBuffer(PyTuple_GET_ITEM(tables, g), &views[g], PyBUF_SIMPLE) < 0) goto done;
@@ -410,7 +483,7 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
     for (;;) {
         iterations++;
         s->next_bound = 0x7FFFFFFFL;
-        int r = dfs(s, 0, h, -1);
+        int r = s->mode != H_PDB ? dfs(s, 0, h, -1) : h == 0 ? (s->sol_len = 0, 1) : dfs_pdb(s, 0, -1);
         if (r == 1) {
             found = 1;
             break;

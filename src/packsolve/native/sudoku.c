@@ -270,7 +270,7 @@ static int start(State *s, const uint8_t *grid) {
 static PyObject *count(PyObject *self, PyObject *args) {
     uint8_t grid[81];
     Search x;
-    if (!count_args(args, grid, &x)) return NULL;
+    if (!count_args(args, grid, &x, NULL)) return NULL;
     State s;
     if (start(&s, grid)) search(&s, &x);
     else x.nodes = 1; /* the root was expanded and refuted by propagation */

@@ -52,13 +52,16 @@ static int read_grid(const Py_buffer *buf, Py_ssize_t at, uint8_t *grid) {
     return 1;
 }
 
-/* Parse count()'s arguments into grid and a fresh search record; 0 with an exception set. */
-static int count_args(PyObject *args, uint8_t *grid, Search *x) {
+/* Parse count()'s arguments into grid and a fresh search record, and the optional flag after them
+ * into *flag when flag is not NULL (a search with two variants); 0 with an exception set. */
+static int count_args(PyObject *args, uint8_t *grid, Search *x, int *flag) {
     Py_buffer buf;
     int max_solutions;
     long long node_limit;
     double deadline;
-    if (!PyArg_ParseTuple(args, "y*iLd", &buf, &max_solutions, &node_limit, &deadline)) return 0;
+    if (!(flag ? PyArg_ParseTuple(args, "y*iLd|p", &buf, &max_solutions, &node_limit, &deadline, flag)
+               : PyArg_ParseTuple(args, "y*iLd", &buf, &max_solutions, &node_limit, &deadline)))
+        return 0;
     int ok = buf.len == 81;
     if (!ok) PyErr_SetString(PyExc_ValueError, "grid must be 81 bytes");
     else ok = read_grid(&buf, 0, grid);

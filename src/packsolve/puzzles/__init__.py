@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -68,12 +67,9 @@ class KindSource:
 
 def _extra_modules() -> dict[str, str]:
     """Return the kinds of PACKSOLVE_EXTRA_KINDS ("name:module,..."), e.g. test-only kinds."""
-    extra = {}
-    for entry in os.environ.get("PACKSOLVE_EXTRA_KINDS", "").split(","):
-        name, sep, module = entry.strip().partition(":")
-        if sep and name and module:
-            extra[name] = module
-    return extra
+    from packsolve.settings import current
+
+    return dict(current().extra_kinds)
 
 
 def _entry_points() -> list[tuple[str, str, str, str]]:

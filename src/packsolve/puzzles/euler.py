@@ -266,10 +266,12 @@ def svg(g: Graph, solution: Any = None, size: int = 480) -> str:
     names = g.vertices()
     centre, radius = size / 2, size / 2 - 40
     pos = {
-        vertex_key(v): (centre + radius * cos(2 * pi * i / len(names) - pi / 2),
-                        centre + radius * sin(2 * pi * i / len(names) - pi / 2))
+        vertex_key(v): (
+            centre + radius * cos(2 * pi * i / len(names) - pi / 2),
+            centre + radius * sin(2 * pi * i / len(names) - pi / 2),
+        )
         for i, v in enumerate(names)
-    }  # fmt: skip
+    }
     order: dict[tuple[Any, Any], list[int]] = {}
     if solution:
         for step, (u, v) in enumerate(zip(solution, solution[1:], strict=False), 1):

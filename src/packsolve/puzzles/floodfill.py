@@ -207,30 +207,60 @@ def _scanline_python(img: Image, match: list[bytes], budget: Budget) -> Outcome:
 
 def verify(img: Image, solution: Any) -> str | None:
     """Return why solution is not the click's fill, or None: same colour, closed, connected, counted."""
+    problem = _form_problem(img, solution)
+    if problem is not None:
+        return problem
+    mask = solution["mask"]
+    bits = [int(row.translate(_MASK_BITS), 2) for row in mask]
+    r0, c0 = img.click
+    problem = _closure_problem(bits, _colour_bits(img, img.rows[r0][c0]), img.width)
+    if problem is not None:
+        return problem
+    if _native is not None:
+        flat = "".join(mask).encode("ascii").translate(bytes.maketrans(b".!", b"\x00\x01"))
+        if _native.reach(flat, img.height, img.width, r0, c0) != solution["count"]:
+            return "the filled pixels are not one region connected to the click"
+        return None
+    return _connected(mask, img.click)
+
+
+# A mask row as binary digits: filled 1, empty 0.
+_MASK_BITS = str.maketrans({FILLED: "1", EMPTY: "0"})
+
+
+def _form_problem(img: Image, solution: Any) -> str | None:
+    """Return why solution is not a mask of img's size whose count is its filled pixels, click filled."""
     if not isinstance(solution, Mapping) or set(solution) != {"count", "mask"}:
         return 'solution must be {"count": n, "mask": [rows of "!" and "."]}'
     mask, height, width = solution["mask"], img.height, img.width
     if not isinstance(mask, list) or len(mask) != height:
         return f"mask must be a list of {height} rows"
-    filled_text = str.maketrans({FILLED: "1", EMPTY: "0"})
-    bits = []
     for i, row in enumerate(mask):
         if not isinstance(row, str) or len(row) != width or not set(row) <= {FILLED, EMPTY}:
             return f"mask row {i + 1} must be {width} characters of '!' and '.'"
-        bits.append(int(row.translate(filled_text), 2))
     total = sum(row.count(FILLED) for row in mask)
     if solution["count"] != total:
         return f"count {solution['count']!r} differs from the {total} filled pixels of the mask"
     r0, c0 = img.click
     if mask[r0][c0] != FILLED:
         return f"the clicked pixel {[r0, c0]} is not filled"
-    colour, full = img.rows[r0][c0], (1 << width) - 1
+    return None
+
+
+def _colour_bits(img: Image, colour: Any) -> list[int]:
+    """Return each row of img as a bitmask of its pixels of the given colour."""
     same, digit_bits = [], str.maketrans({d: "1" if d == colour else "0" for d in _DIGITS})
     for row in img.rows:
         if isinstance(row, str):
             same.append(int(row.translate(digit_bits), 2))
         else:
             same.append(int("".join("1" if v == colour else "0" for v in row), 2))
+    return same
+
+
+def _closure_problem(bits: list[int], same: list[int], width: int) -> str | None:
+    """Return why the fill (row bitmasks) takes another colour or leaves out a same-coloured neighbour."""
+    height, full = len(bits), (1 << width) - 1
     for r in range(height):
         if bits[r] & ~same[r]:
             return f"row {r + 1} fills a pixel of another colour"
@@ -238,12 +268,7 @@ def verify(img: Image, solution: Any) -> str | None:
         around |= (bits[r - 1] if r else 0) | (bits[r + 1] if r + 1 < height else 0)
         if around & full & same[r] & ~bits[r]:
             return f"row {r + 1} leaves out a pixel of the clicked colour next to the fill"
-    if _native is not None:
-        flat = "".join(mask).encode("ascii").translate(bytes.maketrans(b".!", b"\x00\x01"))
-        if _native.reach(flat, height, width, r0, c0) != total:
-            return "the filled pixels are not one region connected to the click"
-        return None
-    return _connected(mask, img.click)
+    return None
 
 
 def _connected(mask: list[str], click: tuple[int, int]) -> str | None:

@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from packsolve.db.session import get_engine
-from packsolve.db.task_match import mismatches
+from sqlalchemy import Engine
+
+from packsolve.db.retry import Transactional, in_transaction
+from packsolve.db.task_match import KnownAttempts
 from packsolve.db.workers import deployment_id
 from packsolve.errors import UnknownHeuristic, UnknownKind
-from packsolve.execution import AttemptSpec
-from packsolve.execution.programs import ProgramMissing, resolve
+from packsolve.external.declaration import ExternalSolver, ProgramRef, Solvers, declared_as
+from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.levels import level_hash
 from packsolve.puzzles import get_kind
-from packsolve.queue.protocol import Task, TaskKeys, decode, signature_problem
-from packsolve.solvers import ExternalSolver, ProgramRef, Solvers, declared_as
+from packsolve.queue.protocol import DB_PATIENCE_S, PendingAttempt, Task, TaskKeys, decode, signature_problem
 
 log = logging.getLogger("packsolve.worker")
-# retry(engine or connection, work) runs work(connection) in a transaction, retried (consumer.with_db_retry).
-Retry = Callable[[Any, Callable[[Any], Any]], Any]
 
 # A worker refuses a task it cannot serve (a kind or heuristic it lacks) without acknowledging it,
 # so the levels wait in the queue for a worker that can. A refusal is cheap, so a worker that
@@ -52,55 +49,106 @@ class Refused(Exception):
         self.requeue = requeue
 
 
-def admit(payload: Any, declared: Solvers, keys: TaskKeys, retry: Retry) -> Task:
-    """Return the task as this worker runs it, its programs bound to declared; raise Refused saying why not.
+class Admission:
+    """What one worker process admits: its declared programs, its task keys, its database and its id.
 
-    retry(engine, work) runs work(connection) with the worker's retries (consumer.with_db_retry).
-
-    Unacknowledged (another worker may serve it): a bad or missing signature, another
-    database, a kind, heuristic or program this worker lacks or declares otherwise.
-    Dropped: what is no packsolve task at all, or names no deployment.
+    The database's deployment id is read once, by the first task that asks.
     """
-    problem = signature_problem(payload, keys)
-    if problem is not None:
-        raise Refused(problem, requeue=True)
-    try:
-        task = decode(payload)
-    except ValueError as exc:
-        raise Refused(f"not a packsolve task ({exc})", requeue=False) from None
-    if task.deployment is None:
-        raise Refused(
-            f"run {task.run_id}'s task names no deployment: not sent by `packsolve submit` or the scheduler",
-            requeue=False,
-        )
-    reason = refusal(task, declared, retry)
-    if reason is not None:
-        raise Refused(reason, requeue=True)
-    return bind(task, declared)
 
+    def __init__(self, declared: Solvers, keys: TaskKeys, engine: Engine) -> None:
+        self.declared = declared
+        self.keys = keys
+        self.engine = engine
+        self._deployment: str | None = None
+        self.refusals = Refusals()
+        # Recent reads of runs and attempts: a task of one level costs no round trip of its own.
+        self.known = KnownAttempts()
 
-def refusal(task: Task, declared: Solvers, retry: Retry) -> str | None:
-    """Return why this worker cannot run the task, or None.
+    def deployment(self) -> str:
+        """Return the id of this worker's database (read once per process: every task asks)."""
+        if self._deployment is None:
+            self._deployment = in_transaction(self.engine, deployment_id, DB_PATIENCE_S)
+        return self._deployment
 
-    It cannot if the task comes from another database than this worker's (its
-    deployment id differs), or if it lacks a kind or a heuristic, or a program
-    the task names is not declared here with the same declaration digest, or
-    not found on this machine.
-    """
-    if task.deployment is not None:
-        engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
-        mine = _DEPLOYMENT.get(str(engine.url)) or _DEPLOYMENT.setdefault(
-            str(engine.url), retry(engine, deployment_id)
-        )  # read once per process: every task asks
-        if mine != task.deployment:
-            where = engine.url.render_as_string(hide_password=True)
-            return (
-                f"run {task.run_id}'s tasks come from another database (deployment {task.deployment[:8]}) "
-                f"than this worker's {where} (deployment {mine[:8]}): start the worker with "
-                "PACKSOLVE_DATABASE_URL (or --database-url) set to the database `packsolve submit` used"
+    def admit(self, payload: Any) -> Task:
+        """Return the task as this worker runs it, its programs bound to declared; else raise Refused.
+
+        Unacknowledged (another worker may serve it): a bad or missing signature, another
+        database, a kind, heuristic or program this worker lacks or declares otherwise.
+        Dropped: what is no packsolve task at all, or names no deployment.
+        """
+        problem = signature_problem(payload, self.keys)
+        if problem is not None:
+            raise Refused(problem, requeue=True)
+        try:
+            task = decode(payload)
+        except ValueError as exc:
+            raise Refused(f"not a packsolve task ({exc})", requeue=False) from None
+        if task.deployment is None:
+            raise Refused(
+                f"run {task.run_id}'s task names no deployment: "
+                "not sent by `packsolve submit` or the scheduler",
+                requeue=False,
             )
+        reason = self._other_database(task) or refusal(task, self.declared)
+        if reason is not None:
+            raise Refused(reason, requeue=True)
+        return bind(task, self.declared)
+
+    def _other_database(self, task: Task) -> str | None:
+        """Return why the task is not this worker's (another database sent it), or None."""
+        mine = self.deployment()
+        if task.deployment is None or mine == task.deployment:
+            return None
+        where = self.engine.url.render_as_string(hide_password=True)
+        return (
+            f"run {task.run_id}'s tasks come from another database (deployment {task.deployment[:8]}) "
+            f"than this worker's {where} (deployment {mine[:8]}): start the worker with "
+            "PACKSOLVE_DATABASE_URL (or --database-url) set to the database `packsolve submit` used"
+        )
+
+    def matching(self, claims: Transactional, task: Task) -> list[PendingAttempt]:
+        """Return the task's attempts that match the database (run, level, heuristic, limits); log the rest.
+
+        claims is the connection (or engine) the check runs on: one query, or none when the
+        attempts named were read lately with those after them (db.task_match.KnownAttempts).
+        A level whose content is not the one its hash names is left out too. Nothing of a
+        task whose run is unknown, not distributed, or of other limits is returned.
+        """
+        items = list(task.items)
+        if not items:
+            return []
+        limits = items[0].spec.limits
+        if any(item.spec.limits != limits for item in items):
+            self.refusals.drop(f"run {task.run_id}'s task carries attempts of different limits")
+            return []
+        check = functools.partial(
+            self.known.mismatches,
+            run_id=task.run_id,
+            heuristics={item.level_hash: item.spec.heuristic for item in items},
+            limits=(limits.time_limit, limits.node_limit, limits.memory_limit_mb),
+        )
+        whole, wrong = in_transaction(claims, check, DB_PATIENCE_S)
+        if whole is not None:
+            self.refusals.drop(whole)
+            return []
+        for item in items:
+            h = item.level_hash
+            if level_hash(item.spec.level) != h:
+                wrong[h] = f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
+        for reason in sorted(set(wrong.values())):
+            self.refusals.drop(reason)
+        return [item for item in items if item.level_hash not in wrong]
+
+
+def refusal(task: Task, declared: Solvers) -> str | None:
+    """Return why this worker cannot run the task's kinds, heuristics or programs, or None.
+
+    It cannot if it lacks a kind or a heuristic, or a program the task names is not
+    declared here with the same declaration digest, or not found on this machine.
+    """
     programs: dict[str, ExternalSolver] = {}
-    for _, spec in task.items:
+    for spec in (item.spec for item in task.items):
         if spec.program is None:
             continue
         try:
@@ -111,13 +159,23 @@ def refusal(task: Task, declared: Solvers, retry: Retry) -> str | None:
         except ValueError as exc:
             return f"this worker cannot run run {task.run_id}'s {spec.kind} levels: {exc}"
         programs[program.name] = program
-    for kind_name, heuristic in sorted({(spec.kind, spec.heuristic) for _, spec in task.items}):
+    return _missing_kind(task, programs) or _missing_program(task, programs)
+
+
+def _missing_kind(task: Task, programs: dict[str, ExternalSolver]) -> str | None:
+    """Return why a kind or heuristic of the task is not installed here (a program is one), or None."""
+    for kind_name, heuristic in sorted({(item.spec.kind, item.spec.heuristic) for item in task.items}):
         try:
             kind = get_kind(kind_name)
             if not any(p.name == heuristic and p.kind == kind_name for p in programs.values()):
                 kind.solver(heuristic)
         except (UnknownKind, UnknownHeuristic) as exc:
             return f"this worker cannot run run {task.run_id}'s {kind_name} levels: {exc}"
+    return None
+
+
+def _missing_program(task: Task, programs: dict[str, ExternalSolver]) -> str | None:
+    """Return why a declared program of the task cannot be found on this machine, or None."""
     for name in sorted(programs):
         try:
             resolve(programs[name])
@@ -129,13 +187,12 @@ def refusal(task: Task, declared: Solvers, retry: Retry) -> str | None:
 def bind(task: Task, declared: Solvers) -> Task:
     """Return the task with each program reference replaced by this worker's declaration (refusal passed)."""
     items = tuple(
-        (h, replace(spec, program=declared[spec.program.name]) if spec.program is not None else spec)
-        for h, spec in task.items
+        replace(item, spec=replace(item.spec, program=declared[item.spec.program.name]))
+        if item.spec.program is not None
+        else item
+        for item in task.items
     )
     return replace(task, items=items)
-
-
-_DEPLOYMENT: dict[str, str] = {}
 
 
 class Refusals:
@@ -163,40 +220,3 @@ class Refusals:
 
     def accepted(self) -> None:
         self.in_a_row = 0
-
-
-REFUSALS = Refusals()
-
-
-def matching(claims: Any, task: Task, retry: Retry) -> list[tuple[str, AttemptSpec]]:
-    """Return the task's attempts that match the database (run, level, heuristic, limits); log the rest.
-
-    claims is the connection (or engine) retry(claims, work) runs the one query on.
-
-    A level whose content is not the one its hash names is left out too. Nothing of
-    a task whose run is unknown, not distributed, or of other limits is returned.
-    """
-    items = list(task.items)
-    if not items:
-        return []
-    limits = items[0][1].limits
-    if any(spec.limits != limits for _, spec in items):
-        REFUSALS.drop(f"run {task.run_id}'s task carries attempts of different limits")
-        return []
-    heuristics = {h: spec.heuristic for h, spec in items}
-    check = functools.partial(
-        mismatches,
-        run_id=task.run_id,
-        heuristics=heuristics,
-        limits=(limits.time_limit, limits.node_limit, limits.memory_limit_mb),
-    )
-    whole, wrong = retry(claims, check)
-    if whole is not None:
-        REFUSALS.drop(whole)
-        return []
-    for h, spec in items:
-        if level_hash(spec.level) != h:
-            wrong[h] = f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
-    for reason in sorted(set(wrong.values())):
-        REFUSALS.drop(reason)
-    return [(h, spec) for h, spec in items if h not in wrong]

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from celery import Celery
 
-from packsolve.queue.protocol import broker_tls, broker_url, queue_name, visibility_timeout
+from packsolve import settings as settings_module
+from packsolve.queue.protocol import broker_tls
+from packsolve.settings import Settings, parsed
 
 
-def make_app(broker: str | None = None) -> Celery:
+def make_app(broker: str | None = None, settings: Settings | None = None) -> Celery:
     """Return a Celery app with packsolve's settings (see DESIGN: why each one); no task registered.
 
-    Senders use it as it is (send_task by name); `packsolve worker` registers the task on it.
+    settings: the resolved settings, which the app's configuration carries to a worker's
+    pool processes and to whatever sends with it (conf.packsolve_settings). Senders use
+    the app as it is (send_task by name); `packsolve worker` registers the task on it.
+
+    For a library user or a test that has no Settings: without settings, the
+    environment's and ./packsolve.toml's (settings.current()); broker, if given,
+    overrides their broker URL (SettingsError if it is not one).
     """
-    url, tls = broker_tls(broker_url(broker))
+    settings = settings or settings_module.current()
+    url, tls = broker_tls(parsed("broker_url", broker) if broker else settings.broker_url)
     app = Celery("packsolve", broker=url)
     app.conf.update(
         # rediss:// and amqps://: the certificate is checked (see broker_tls for the URL's settings).
@@ -28,9 +37,10 @@ def make_app(broker: str | None = None) -> Celery:
         task_acks_late=True,
         worker_prefetch_multiplier=1,
         task_reject_on_worker_lost=True,
-        task_default_queue=queue_name(),
-        broker_transport_options={"visibility_timeout": visibility_timeout()},
+        task_default_queue=settings.queue,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout},
         broker_connection_retry_on_startup=True,
         worker_send_task_events=False,
+        packsolve_settings=settings,
     )
     return app

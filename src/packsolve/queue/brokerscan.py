@@ -88,7 +88,7 @@ def unacked_messages(broker: str, queue: str) -> list[Unacked]:
                 continue
             if task is None:
                 continue
-            attempts = tuple((task.run_id, level_hash) for level_hash, _ in task.items)
+            attempts = tuple((task.run_id, item.level_hash) for item in task.items)
             out.append(Unacked(tag.decode(), attempts, client.zscore(UNACKED_INDEX, tag), task.deployment))
         return out
     except redis.RedisError as exc:

@@ -1,44 +1,43 @@
-"""Consuming a task: claim its attempts, run them on the one execution path, record the results.
+"""A worker pool process: what it owns, and consuming a task: claim its attempts, run them, record them.
 
-Called by the Celery task of `packsolve worker` (worker.py) with the task queue.admission
-admitted; everything here runs in a pool process. Nothing runs before the task matched
-the database's run, attempts, heuristics and limits (admission.matching).
+`packsolve worker` (worker.py) makes one WorkerProcess in each pool process, at its start
+(Celery's worker_process_init): it owns the process's engine, claim connection, lease, result
+buffer, pace, refusals and deployment id. Each task goes through its admit (admission: signature,
+database, declared programs), then its run_task. Nothing runs before the task matched the
+database's run, attempts, heuristics and limits (Admission.matching).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, PendingRollbackError
+from sqlalchemy import Engine
 
-from packsolve.db.attempts import Result, claim_many, hold, record, stale_of, start
+from packsolve.db.attempts import Result
 from packsolve.db.models import utcnow
-from packsolve.db.runs import finish_run_if_done
+from packsolve.db.retry import in_transaction
 from packsolve.db.session import get_engine
-from packsolve.execution import AttemptSpec, execute_attempts, execute_claimed, solution_length
+from packsolve.execution import AttemptSpec, execute_attempts, execute_overlapped, solution_length
+from packsolve.external.declaration import Solvers
+from packsolve.external.provenance import Noted, note_programs_run
 from packsolve.outcome import Outcome, Status
-from packsolve.queue.admission import matching
-from packsolve.queue.lease import Lease, retire_dead_siblings
-from packsolve.queue.programs import note_programs_run
-from packsolve.queue.protocol import DB_PATIENCE_S, Task
+from packsolve.queue.admission import Admission, Refused
+from packsolve.queue.claiming import Claimant, ClaimConnection, Claimed
+from packsolve.queue.lease import Lease
+from packsolve.queue.protocol import DB_PATIENCE_S, PendingAttempt, Task, task_keys
+from packsolve.queue.results import FLUSH_EVERY_S, ResultBuffer
+from packsolve.settings import Settings
 
 # A database write that fails on a dropped connection (server restart, pg_terminate_backend,
 # SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
 DB_RETRY_S = DB_PATIENCE_S
-# Results are written in batches at least this often: a worker killed loses at most this much
-# finished work (plus the attempt it was running); one write per attempt would cost more than a
-# tiny attempt itself.
-FLUSH_EVERY_S = 0.25
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
 # A lone attempt of a kind and heuristic whose last attempt here took under this long is tiny:
@@ -55,134 +54,253 @@ MAX_GROUP = 200
 FROZEN_RERUNS = 2
 
 log = logging.getLogger("packsolve.worker")
-T = TypeVar("T")
 
 
-def run_task(task: Task, hostname: str, redelivered: bool = False) -> None:
-    """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.
+@dataclass(frozen=True)
+class Done:
+    """One attempt run: its outcome, and the claim it ran under (None: not claimed, its result's write
+    counts its try)."""
 
-    Attempts are claimed in groups of about GROUP_S of work (the first alone, to
-    learn the chunk's pace) and run in one solver child per group. A claim is one
-    statement, committed on its own; a lone tiny attempt (TINY_S) is claimed only
-    if it outlasts TINY_S. Results go to this process's ResultBuffer, written in
-    batches within FLUSH_EVERY_S: a task of one tiny level costs no round trip of
-    its own to the database. A worker killed loses at most the attempt it was
-    running plus under FLUSH_EVERY_S of results; claimed (or held) attempts are
-    requeued by the scheduler once this process's lease lapses, unclaimed ones
-    once the broker's queue is empty.
+    item: PendingAttempt
+    outcome: Outcome
+    claimed: Claimed | None
+
+
+class WorkerProcess:
+    """One pool process of `packsolve worker`: its database, lease, results and pace, and its tasks.
+
+    Made once per process (start_process), after the fork: nothing of it crosses one.
     """
-    engine = get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False)
-    claims = _claims(engine)
-    run_id = task.run_id
-    # Only what the database knows, as it knows it (run, level, heuristic, limits): nothing else runs.
-    items = matching(claims, task, with_db_retry)
-    if not items:
-        return
-    task = replace(task, items=tuple(items))
-    lease = _lease(engine, hostname)
-    buffer = _results(engine)
-    lease.else_runs = buffer.held
-    # Before any claim: a renewal never gives back what this task is about to claim.
-    lease.own(run_id, [h for h, _ in items])
-    try:
-        note_programs_run(engine, run_id, hostname, [spec for _, spec in items], with_db_retry)  # provenance
-        _run_items(task, hostname, redelivered, claims, lease, buffer)
-    finally:
-        # What this task still holds and does not run (it failed midway: the database was down too
-        # long) goes back at the lease's next tick, not when the lease lapses: it renews.
-        lease.disown()
 
+    def __init__(self, settings: Settings, hostname: str, declared: Solvers | None = None) -> None:
+        self.settings = settings
+        self.hostname = hostname
+        self.engine: Engine = get_engine(settings.database_url, migrate=False, pre_ping=False)
+        self.claims = ClaimConnection(self.engine)
+        self.results = ResultBuffer(self.engine, settings.result_flush)
+        self.admission = Admission(dict(declared or {}), task_keys(settings), self.engine)
+        self.pace: dict[
+            tuple[str, str], float
+        ] = {}  # the wall time of the last attempt of each (kind, heuristic)
+        self.noted: Noted = set()  # the programs this process recorded (queue.programs)
+        self._lease: Lease | None = None
+        self._lease_lock = threading.Lock()
 
-def _run_items(
-    task: Task, hostname: str, redelivered: bool, claims: ClaimConnection, lease: Lease, buffer: ResultBuffer
-) -> None:
-    """Claim, run and record the task's attempts group by group (see run_task)."""
-    run_id = task.run_id
-    max_tries = task.max_tries
-    items = list(task.items)
-    tokens: dict[str, int] = {}
-    pos = 0
-    group_size = 1
-    while pos < len(items):
-        group = items[pos : pos + group_size]
-        pos += len(group)
-        hashes = [h for h, _ in group]
-        hard = group[0][1].limits.hard_time()
-        # The first claim of a chunk also holds the rest of it for this process (see db.attempts.hold).
-        waiting = [h for h, _ in items[pos:]] if len(group) == pos else []
+    # --- the lease ----------------------------------------------------------------------------
 
-        def claim_group(
-            connection: Any,
-            hashes: list[str] = hashes,
-            hard: float | None = hard,
-            waiting: list[str] = waiting,
-        ) -> dict:
-            claim = functools.partial(
-                claim_many, connection, run_id, worker=hostname, max_tries=max_tries, hard_s=hard,
-                holder=lease.name, tokens=tokens, start_first=False,
-            )  # fmt: skip
-            verdicts = claim(hashes)
-            skipped = [h for h in hashes if verdicts[h] == "skip"]
-            if redelivered and skipped and retire_dead_siblings(connection, run_id, skipped, lease.host):
-                # Redelivered because a pool process of this worker died: its lease would only
-                # lapse in a while, and its claims are this worker's to take over now.
-                verdicts.update(claim(skipped))
-            first = next((h for h in hashes if verdicts[h] == "run"), None)
-            if first is not None and len(hashes) > 1:  # a lone claim counted its try itself
-                start(connection, [(run_id, first, tokens[first])])  # it runs now: its try counts
-            if waiting:
-                hold(connection, run_id, waiting, lease.name)
-            return verdicts
-
-        started = time.monotonic()
-        successor: dict[str, str] = {}
-        done: Iterable[tuple[tuple[str, AttemptSpec], Outcome, bool]]
-        tiny = _PACE.get((group[0][1].kind, group[0][1].heuristic), 1e9) < TINY_S
-        if len(group) == 1 and not waiting and tiny:
-            claim = functools.partial(with_db_retry, claims, claim_group)
-            done = _run_overlapped(run_id, group[0], claim, 0.0 if redelivered else TINY_S)
-        else:
-            verdicts = with_db_retry(claims, claim_group)
-            runnable = [(h, spec) for h, spec in group if verdicts[h] == "run"]
-            for h, _ in group:
-                if verdicts[h] != "run":
-                    log.info("run %s level %s: %s", run_id, h[:12], verdicts[h])
-            # Lazily: each result reaches the buffer (and the database) while the group goes on.
-            done = (
-                (item, outcome, True)
-                for item, outcome in zip(
-                    runnable, execute_attempts([spec for _, spec in runnable]), strict=True
+    def lease(self) -> Lease:
+        """Return this process's lease, taking it (and starting its renewals) the first time."""
+        with self._lease_lock:
+            if self._lease is None:
+                lease = Lease(
+                    ClaimConnection(self.engine), self.hostname, self.settings.lease_ttl, self.results
                 )
+                lease.start()
+                self._lease = lease
+            return self._lease
+
+    def take_lease_early(self) -> None:
+        """Take the lease from a thread (a worker waiting for its first task is live too); if the
+        database is away, the first task takes it."""
+
+        def take() -> None:
+            try:
+                self.lease()
+            except Exception as exc:
+                log.warning("taking this process's lease at start failed (its first task takes it): %s", exc)
+
+        threading.Thread(target=take, name="packsolve-lease-start", daemon=True).start()
+
+    def stop(self) -> None:
+        """Write what this process still holds, then end its lease, so what it held is taken back at once."""
+        self.results.flush()
+        with self._lease_lock:
+            lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.retire()
+
+    # --- a task -------------------------------------------------------------------------------
+
+    def admit(self, payload: Any) -> Task:
+        """Return the task if this process may run it; else log why and raise Refused (see admission).
+
+        A refusal left for another worker first waits, longer after each in a row.
+        """
+        refusals = self.admission.refusals
+        try:
+            task = self.admission.admit(payload)
+        except Refused as refused:
+            if refused.requeue:
+                time.sleep(refusals.refuse(refused.reason))
+            else:
+                refusals.drop(refused.reason)
+            raise
+        refusals.accepted()
+        return task
+
+    def run_task(self, task: Task, redelivered: bool = False) -> None:
+        """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.
+
+        Attempts are claimed in groups of about GROUP_S of work (the first alone, to
+        learn the chunk's pace) and run in one solver child per group. A claim is one
+        statement, committed on its own; a lone tiny attempt (TINY_S) is claimed only
+        if it outlasts TINY_S. Results go to this process's ResultBuffer, written in
+        batches within FLUSH_EVERY_S: a task of one tiny level costs no round trip of
+        its own to the database. A worker killed loses at most the attempt it was
+        running plus under FLUSH_EVERY_S of results; claimed (or held) attempts are
+        requeued by the scheduler once this process's lease lapses, unclaimed ones
+        once the broker's queue is empty.
+        """
+        # Only what the database knows, as it knows it (run, level, heuristic, limits): nothing else runs.
+        items = self.admission.matching(self.claims, task)
+        if not items:
+            return
+        lease = self.lease()
+        # Before any claim: a renewal never gives back what this task is about to claim.
+        lease.own(task.run_id, [item.level_hash for item in items])
+        try:
+            specs = [item.spec for item in items]
+            note_programs_run(self.engine, task.run_id, self.hostname, specs, self.noted, DB_RETRY_S)
+            claimant = Claimant(
+                task.run_id, self.hostname, lease.name, lease.host, task.max_tries, redelivered
             )
-            # Each attempt of the group starts when the one before it ends: its try is counted then
-            # (one statement), never before it starts, so a worker dying mid-group charges no
-            # attempt that never started, and one that kills its worker is charged.
-            successor = {a: b for (a, _), (b, _) in zip(runnable, runnable[1:], strict=False)}
+            self._run_chunk(items, claimant, lease)
+        finally:
+            # What this task still holds and does not run (it failed midway: the database was down too
+            # long) goes back at the lease's next tick, not when the lease lapses: it renews.
+            lease.disown()
+
+    def _run_chunk(self, items: list[PendingAttempt], claimant: Claimant, lease: Lease) -> None:
+        """Claim, run and record the chunk's attempts group by group, the first alone (see run_task)."""
+        pos = 0
+        group_size = 1
+        while pos < len(items):
+            group = items[pos : pos + group_size]
+            pos += len(group)
+            # The first claim of a chunk also holds the rest of it for this process (see db.attempts.hold).
+            waiting = [item.level_hash for item in items[pos:]] if len(group) == pos else []
+            started = time.monotonic()
+            count = self._run_group(group, waiting, claimant, lease)
+            if count:
+                # The first attempt alone sets the pace; a slow one met later only delays claimed
+                # attempts, whose deadlines are staggered for exactly that.
+                group_size = _group_size((time.monotonic() - started) / count)
+
+    def _run_group(
+        self, group: list[PendingAttempt], waiting: list[str], claimant: Claimant, lease: Lease
+    ) -> int:
+        """Claim and run one group, handing each result to the buffer; return how many ran."""
+        claim = functools.partial(
+            claimant.claim,
+            hashes=[item.level_hash for item in group],
+            hard_s=group[0].spec.limits.hard_time(),
+            waiting=waiting,
+        )
+        if len(group) == 1 and not waiting and self._tiny(group[0].spec):
+            claim_after = 0.0 if claimant.redelivered else TINY_S
+            return self._record(
+                claimant, lease, _run_overlapped(claimant.run_id, group[0], self._claim(claim), claim_after)
+            )
+        claimed = in_transaction(self.claims, claim, DB_RETRY_S)
+        runnable = [item for item in group if claimed.runs(item.level_hash)]
+        for h in (item.level_hash for item in group):
+            if not claimed.runs(h):
+                log.info("run %s level %s: %s", claimant.run_id, h[:12], claimed.verdicts[h])
+        return self._record(claimant, lease, _run_claimed(runnable, claimed), _successors(runnable))
+
+    def _tiny(self, spec: AttemptSpec) -> bool:
+        return self.pace.get((spec.kind, spec.heuristic), 1e9) < TINY_S
+
+    def _claim(self, claim: Callable[..., Claimed]) -> Callable[[], Claimed]:
+        return functools.partial(in_transaction, self.claims, claim, DB_RETRY_S)
+
+    def _record(
+        self, claimant: Claimant, lease: Lease, done: Iterable[Done], successor: dict[str, str] | None = None
+    ) -> int:
+        """Hand each attempt's result to the buffer as it ends, starting the next's try; return how many."""
         count = 0
-        since = started
-        for (h, spec), outcome, claimed in done:
+        since = time.monotonic()
+        for each in done:
             count += 1
             now = time.monotonic()
-            outcome = _without_freezes(lease, spec, outcome, since, now)
+            h, spec = each.item.level_hash, each.item.spec
+            outcome = _without_freezes(lease, spec, each.outcome, since, now)
             since = time.monotonic()
-            _PACE[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
-            finished = utcnow() + timedelta(seconds=lease.offset_s)  # stamped in the server's clock
-            length = solution_length(spec.kind, outcome)
-            began = finished - timedelta(seconds=outcome.stats.wall_s)
-            token = tokens.get(h) if claimed else None
-            after = successor.get(h)
-            if after is not None:
-                starts = [(run_id, after, tokens[after])]
-                with_db_retry(claims, functools.partial(start, starts=starts))
-            buffer.add(Result(run_id, h, outcome, length, hostname, began, finished, claimed, token))
+            self.pace[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
+            after = (successor or {}).get(h)
+            if after is not None and each.claimed is not None:
+                start = functools.partial(claimant.start, level_hash=after, claimed=each.claimed)
+                in_transaction(self.claims, start, DB_RETRY_S)
+            self.results.add(self._result(claimant.run_id, h, spec, outcome, each.claimed, lease.offset_s))
             if outcome.stats.wall_s >= FLUSH_EVERY_S:
-                buffer.flush()  # batching pays for tiny attempts only; a long one's result goes now
-        if count:
-            pace = (time.monotonic() - started) / count
-            fits = int(GROUP_S / pace) if pace > 0 else MAX_GROUP
-            # The first attempt alone sets the pace; a slow one met later only delays claimed
-            # attempts, whose deadlines are staggered for exactly that.
-            group_size = max(1, min(MAX_GROUP, fits))
+                self.results.flush()  # batching pays for tiny attempts only; a long one's result goes now
+        return count
+
+    def _result(
+        self,
+        run_id: int,
+        h: str,
+        spec: AttemptSpec,
+        outcome: Outcome,
+        claimed: Claimed | None,
+        offset_s: float,
+    ) -> Result:
+        """Return the result to write of an attempt that ended now, stamped in the server's clock."""
+        finished = utcnow() + timedelta(seconds=offset_s)
+        began = finished - timedelta(seconds=outcome.stats.wall_s)
+        token = claimed.tokens.get(h) if claimed is not None else None
+        length = solution_length(spec.kind, outcome)
+        return Result(run_id, h, outcome, length, self.hostname, began, finished, claimed is not None, token)
+
+
+def _group_size(pace_s: float) -> int:
+    """Return how many attempts of this pace (seconds each) make a group of about GROUP_S."""
+    fits = int(GROUP_S / pace_s) if pace_s > 0 else MAX_GROUP
+    return max(1, min(MAX_GROUP, fits))
+
+
+def _successors(runnable: Sequence[PendingAttempt]) -> dict[str, str]:
+    """Return each attempt's next in the group.
+
+    Each attempt of a group starts when the one before it ends: its try is counted then
+    (one statement), never before it starts, so a worker dying mid-group charges no
+    attempt that never started, and one that kills its worker is charged.
+    """
+    return {a.level_hash: b.level_hash for a, b in zip(runnable, runnable[1:], strict=False)}
+
+
+def _run_claimed(runnable: list[PendingAttempt], claimed: Claimed) -> Iterator[Done]:
+    """Run the claimed attempts in one solver child, yielding each as it ends (lazily: each result
+    reaches the buffer, and the database, while the group goes on)."""
+    outcomes = execute_attempts([item.spec for item in runnable])
+    for item, outcome in zip(runnable, outcomes, strict=True):
+        yield Done(item, outcome, claimed)
+
+
+def _run_overlapped(
+    run_id: int, item: PendingAttempt, claim: Callable[[], Claimed], claim_after: float
+) -> list[Done]:
+    """Run one attempt and make its claim here when the attempt says it is due (see execute_overlapped).
+
+    Return [Done], or [] if the claim declined it; its claim is None if it ended before claim_after.
+    """
+    level_hash = item.level_hash
+    run = execute_overlapped(item.spec, claim_after)
+    answer: Claimed | None = None
+    try:
+        next(run)  # CLAIM_DUE: the attempt is in its solver child (it asks at most once)
+        answer = claim()
+        run.send(answer.runs(level_hash))
+        raise AssertionError("execute_overlapped asked for a second claim")
+    except StopIteration as ended:
+        outcome: Outcome | None = ended.value
+    finally:
+        run.close()  # the claim failed: its solver child is killed, not left solving
+    if outcome is None:
+        assert answer is not None
+        log.info("run %s level %s: %s", run_id, level_hash[:12], answer.verdicts[level_hash])
+        return []
+    return [Done(item, outcome, answer)]
 
 
 def _without_freezes(lease: Lease, spec: AttemptSpec, outcome: Outcome, start: float, end: float) -> Outcome:
@@ -206,237 +324,30 @@ def _without_freezes(lease: Lease, spec: AttemptSpec, outcome: Outcome, start: f
     return outcome
 
 
-def _lease(engine: Any, hostname: str) -> Lease:
-    """Return this process's lease for engine, taking it (and starting its renewals) the first time."""
-    with _LEASE_LOCK:
-        found = _LEASES.get(os.getpid())
-        if found is None or found.engine is not engine:
-            if found is not None:
-                found.retire()
-            found = Lease(engine, ClaimConnection(engine), hostname, with_db_retry)
-            found.start()
-            _LEASES[os.getpid()] = found
-        return found
+# The one WorkerProcess of this pool process (None until start_process, and in any other process).
+_process: WorkerProcess | None = None
 
 
-_LEASES: dict[int, Lease] = {}
-_LEASE_LOCK = threading.Lock()
+def start_process(settings: Settings, hostname: str, declared: Solvers | None = None) -> WorkerProcess:
+    """Make this pool process's WorkerProcess (at its start) and take its lease from a thread."""
+    global _process
+    _process = WorkerProcess(settings, hostname, declared)
+    _process.take_lease_early()
+    return _process
 
 
-def take_lease_early(hostname: str) -> None:
-    """Take this pool process's lease from a thread (at process start: a worker waiting for its first
-    task is live too); if the database is away, the first task takes it."""
-
-    def take() -> None:
-        try:
-            _lease(get_engine(os.environ.get("PACKSOLVE_DATABASE_URL"), pre_ping=False), hostname)
-        except Exception as exc:
-            log.warning("taking this process's lease at start failed (its first task takes it): %s", exc)
-
-    threading.Thread(target=take, name="packsolve-lease-start", daemon=True).start()
+def this_process() -> WorkerProcess:
+    """Return this pool process's WorkerProcess (made by start_process)."""
+    if _process is None:
+        raise RuntimeError(
+            "no WorkerProcess in this process: start_process runs at each pool process's start"
+        )
+    return _process
 
 
-def retire_lease() -> None:
-    """End this pool process's lease (before it exits), so what it held is taken back at once."""
-    lease = _LEASES.pop(os.getpid(), None)
-    if lease is not None:
-        lease.retire()
-
-
-# The wall time of this process's last attempt of each (kind, heuristic).
-_PACE: dict[tuple[str, str], float] = {}
-
-
-def _run_overlapped(
-    run_id: int, item: tuple[str, AttemptSpec], claim: Callable[[], dict[str, str]], claim_after: float
-) -> list[tuple[tuple[str, AttemptSpec], Outcome, bool]]:
-    """Run one attempt with its claim alongside (see execute_claimed).
-
-    Return [(item, outcome, claimed)], or [] if the claim declined it.
-    """
-    level_hash, spec = item
-    verdicts: dict[str, str] = {}
-
-    def claimed() -> bool:
-        verdicts.update(claim())
-        return verdicts[level_hash] == "run"
-
-    outcome = execute_claimed(spec, claimed, claim_after)
-    if outcome is None:
-        log.info("run %s level %s: %s", run_id, level_hash[:12], verdicts[level_hash])
-        return []
-    return [(item, outcome, bool(verdicts))]
-
-
-class ClaimConnection:
-    """This process's connection for claims, kept open in autocommit mode.
-
-    A claim is one guarded statement: BEGIN and COMMIT around it, or checking a
-    connection out of the pool for it (reset, events), cost more than the
-    statement itself; on PostgreSQL it also skips waiting for the disk. Used
-    like Engine.begin by with_db_retry; after an error the connection is
-    dropped and the next claim opens a fresh one.
-    """
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.connection: Any = None
-
-    @contextlib.contextmanager
-    def begin(self) -> Iterator[Any]:
-        if self.connection is None:
-            self.connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            if self.engine.dialect.name == "postgresql":
-                # A claim need not wait for its WAL flush (one disk sync per tiny attempt). Should
-                # the server crash, the last claims may be undone: their attempts go back to queued,
-                # and the results, written with synchronous commits, still land (record accepts
-                # queued) or are run again. A claim is bookkeeping; results stay durable.
-                self.connection.exec_driver_sql("SET synchronous_commit TO off")
-        try:
-            yield self.connection
-            self.connection.commit()  # ends SQLAlchemy's own transaction; the database has committed
-        except BaseException:
-            connection, self.connection = self.connection, None
-            with contextlib.suppress(Exception):
-                connection.close()
-            raise
-
-
-_CLAIMS: dict[int, ClaimConnection] = {}
-
-
-def _claims(engine: Any) -> ClaimConnection:
-    """Return this process's ClaimConnection for engine (one per process, as the engine)."""
-    found = _CLAIMS.get(os.getpid())
-    if found is None or found.engine is not engine:
-        found = _CLAIMS[os.getpid()] = ClaimConnection(engine)
-    return found
-
-
-class ResultBuffer:
-    """This process's finished results not yet written.
-
-    A timer writes them all in one transaction within FLUSH_EVERY_S of the oldest,
-    then checks the runs they touched for their end; at process exit what is left
-    is written at once.
-    """
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.results: list[Result] = []
-        self.writing: list[Result] = []  # taken out of results by a flush that has not committed yet
-        self.lock = threading.Lock()
-        self.timer: threading.Timer | None = None
-
-    def held(self) -> set[tuple[int, str]]:
-        """Return the (run id, level hash) of the claimed attempts whose results are not written yet."""
-        with self.lock:
-            return {(r.run_id, r.level_hash) for r in (*self.results, *self.writing) if r.claimed}
-
-    def add(self, result: Result) -> None:
-        with self.lock:
-            self.results.append(result)
-            self._arm()
-
-    def _arm(self) -> None:
-        """Start the timer unless it runs (the caller holds the lock)."""
-        if self.timer is None:
-            # Not reset by later results: the oldest unwritten one waits at most FLUSH_EVERY_S.
-            self.timer = threading.Timer(FLUSH_EVERY_S, self.flush)
-            self.timer.daemon = True
-            self.timer.start()
-
-    def flush(self) -> None:
-        """Write what is buffered, then check the runs it touched in a fresh transaction."""
-        with self.lock:
-            self.timer = None
-            done, self.results = self.results, []
-            self.writing = self.writing + done
-        if not done:
-            return
-        try:
-            with_db_retry(self.engine, functools.partial(_record, results=done))
-        except Exception:  # the timer thread must not die silently with results in hand
-            log.exception("writing results failed; they stay buffered and are tried again")
-            with self.lock:
-                self.results[:0] = done
-                failed = {id(r) for r in done}
-                self.writing = [r for r in self.writing if id(r) not in failed]
-                self._arm()
-            return
-        written = {id(r) for r in done}
-        with self.lock:
-            self.writing = [r for r in self.writing if id(r) not in written]
-        # In a fresh transaction: two workers committing a run's last results at once each see
-        # the other's row still pending inside their own, and neither would stamp the run.
-        for run_id in sorted({r.run_id for r in done}):
-            try:
-                with_db_retry(self.engine, functools.partial(_finish_run, run_id=run_id))
-            except Exception:  # the scheduler stamps it on its next pass
-                log.exception("checking whether run %s is finished failed", run_id)
-
-
-def _record(connection: Connection, results: list[Result]) -> int:
-    written = record(connection, results, finish=False)
-    if written < len(results):
-        # Fencing at work: a result whose claim was taken back (this process was frozen or cut
-        # off past its lease) is refused; the attempt's current holder reports it.
-        for r, why in stale_of(connection, results):
-            log.warning("stale result refused: run %s level %s: %s", r.run_id, r.level_hash[:12], why)
-    return written
-
-
-def _finish_run(connection: Connection, run_id: int) -> bool:
-    return finish_run_if_done(connection, run_id)
-
-
-_BUFFERS: dict[int, ResultBuffer] = {}
-
-
-def _results(engine: Any) -> ResultBuffer:
-    """Return this process's ResultBuffer (one per process: a buffer must not cross a fork)."""
-    buffer = _BUFFERS.get(os.getpid())
-    if buffer is not None and buffer.engine is not engine:
-        buffer.flush()  # another database now: what the old one is owed goes there first
-        buffer = None
-    if buffer is None:
-        buffer = _BUFFERS[os.getpid()] = ResultBuffer(engine)
-    return buffer
-
-
-def flush_results() -> None:
-    """Write what this pool process still holds (before it exits: warm shutdown, max-tasks-per-child)."""
-    buffer = _BUFFERS.get(os.getpid())
-    if buffer is not None:
-        buffer.flush()
-
-
-def with_db_retry(engine: Any, work: Callable[[Any], T], patience_s: float = DB_RETRY_S) -> T:
-    """Run work(connection) in a transaction, retrying on a lost connection; re-raise after patience_s.
-
-    engine is an Engine or a ClaimConnection (anything whose begin() yields a connection).
-
-    Both writes a worker makes are safe to repeat: claim is guarded by status and
-    tries, record never overwrites a final result.
-    """
-    deadline = time.monotonic() + patience_s
-    delay = 0.1
-    while True:
-        try:
-            # A Core connection, not an ORM session: the worker's statements need none of the
-            # ORM's bookkeeping, which cost more than a tiny attempt's claim itself.
-            with engine.begin() as connection:
-                return work(connection)
-        except (OperationalError, InterfaceError, DBAPIError, PendingRollbackError) as exc:
-            # PendingRollbackError: a connection the server dropped mid-statement, met again before
-            # it was rolled back; the next try takes a fresh one (begin() drops the old one).
-            transient = (
-                isinstance(exc, (OperationalError, InterfaceError, PendingRollbackError))
-                or exc.connection_invalidated
-            )
-            if not transient or time.monotonic() + delay > deadline:
-                raise
-            cause = type(getattr(exc, "orig", None) or exc).__name__
-            log.warning("database write failed (%s); retrying in %.1f s", cause, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
+def stop_process() -> None:
+    """Write what this pool process holds and end its lease (before it exits); forget its WorkerProcess."""
+    global _process
+    process, _process = _process, None
+    if process is not None:
+        process.stop()

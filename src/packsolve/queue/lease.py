@@ -4,7 +4,8 @@ The lease (db.workers) says the process is alive: while it lies ahead, the
 attempts it claimed are its own. A thread renews it RENEWALS_PER_TTL times per
 time to live, and each renewal says what the process runs: the claims and holds
 the database has for it that it does not run (a task that failed midway, a
-claim whose answer was lost) are given back at once for the scheduler to take.
+claim whose answer was lost) are given back at once for the scheduler to take,
+and which results it has computed and not yet written (`status` counts them apart).
 The same thread ticks every TICK_S; a tick that comes FROZEN_GAP_S late means
 the whole process was stopped (SIGSTOP, a suspended VM, a machine swapping to
 death): that stretch is not the solver's time, and an attempt that
@@ -19,11 +20,13 @@ import threading
 import time
 from typing import Any
 
-from packsolve.db import workers
+from sqlalchemy import Connection
 
-# Seconds a lease lasts unless renewed (PACKSOLVE_LEASE_TTL): a dead worker's claims are taken
-# back within this plus one scheduler interval.
-DEFAULT_TTL_S = 30.0
+from packsolve.db import workers
+from packsolve.db.retry import Transactional, in_transaction
+from packsolve.queue.results import ResultBuffer
+from packsolve.settings import DEFAULT_LEASE_TTL_S
+
 # Renewals per time to live: three may fail or crawl before the lease lapses.
 RENEWALS_PER_TTL = 4
 TICK_S = 0.25
@@ -34,41 +37,37 @@ FROZEN_GAP_S = 2.0
 log = logging.getLogger("packsolve.worker")
 
 
-def lease_ttl() -> float:
-    """Return the lease's time to live in seconds: PACKSOLVE_LEASE_TTL, else DEFAULT_TTL_S."""
-    raw = os.environ.get("PACKSOLVE_LEASE_TTL")
-    try:
-        ttl = float(raw) if raw else DEFAULT_TTL_S
-    except ValueError:
-        ttl = DEFAULT_TTL_S
-    return ttl if ttl > 0 else DEFAULT_TTL_S
-
-
 class Lease:
-    """This process's lease: its name is the holder of every claim the process makes."""
+    """This process's lease: its name is the holder of every claim the process makes.
+
+    connection: its own (a ClaimConnection), renewals retried on it as long as the lease lasts;
+    results: the process's ResultBuffer, whose claimed results not yet written it still runs.
+    """
 
     def __init__(
-        self, engine: Any, connection: Any, host: str, retry: Any, ttl_s: float | None = None
+        self,
+        connection: Transactional | None,
+        host: str,
+        ttl_s: float = DEFAULT_LEASE_TTL_S,
+        results: ResultBuffer | None = None,
     ) -> None:
-        self.engine = engine
-        # Its own autocommit connection (queue.consumer.ClaimConnection): the thread renews while the
+        # Its own autocommit connection (queue.claiming.ClaimConnection): the thread renews while the
         # process claims, and a renewal is one UPDATE with no BEGIN or pool checkout around it.
         self._conn = connection
         self.host = host
         self.name = f"{host}/{os.getpid()}"
-        self.ttl_s = lease_ttl() if ttl_s is None else ttl_s
-        self._retry = retry  # with_db_retry: renewing waits out a dropped connection as writes do
+        self.ttl_s = ttl_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.frozen: list[tuple[float, float]] = []  # (monotonic start, end) of each stretch stopped
         self._lock = threading.Lock()
         self._renewed: float | None = None  # monotonic start of the last renewal that went through
-        # What the process runs: its task's attempts (own), and what else_runs returns (its results
-        # not yet written). Held while a renewal reads it and gives back the rest, and while a task
+        # What the process runs: its task's attempts (own), and the claimed ones among its results not
+        # yet written. Held while a renewal reads it and gives back the rest, and while a task
         # says what it runs, so a claim made meanwhile is never given back.
         self._running: set[tuple[int, str]] = set()
         self._runs_lock = threading.Lock()
-        self.else_runs: Any = set
+        self._results = results
         self._release = threading.Event()  # a task ended: give back what it left at the next tick
         self.offset_s = 0.0  # the database server's clock minus this machine's, as of the last renewal
 
@@ -92,23 +91,27 @@ class Lease:
             self._running = set()
         self._release.set()
 
-    def _runs(self) -> set[tuple[int, str]]:
-        return self._running | set(self.else_runs())
+    def _doing(self) -> workers.Doing:
+        """Return what the process works on: its task's attempts, and its results not yet written."""
+        if self._results is None:
+            return workers.Doing(set(self._running))
+        return workers.Doing(self._running | self._results.held(), self._results.waiting())
 
     def renew(self) -> None:
         """Renew the lease once and give back what the process does not run; log if it had lapsed."""
         began = time.monotonic()
         from packsolve.db.models import utcnow
 
-        def work(connection: Any) -> None:
+        def work(connection: Connection) -> None:
             asked = utcnow()
-            server = workers.renew(connection, self.name, self.host, self.ttl_s, self._offers, self._runs)
+            server = workers.renew(connection, self.name, self.host, self.ttl_s, self._offers, self._doing())
             self.offset_s = (
                 (server - asked).total_seconds() if connection.dialect.name == "postgresql" else 0.0
             )
 
+        assert self._conn is not None, "a lease without a connection only keeps time"
         with self._runs_lock:
-            self._retry(self._conn, work, self.ttl_s)
+            in_transaction(self._conn, work, self.ttl_s)
         if self._renewed is not None and began - self._renewed > self.ttl_s:
             log.warning(
                 "lease of %s had lapsed for %.1f s (frozen or cut off): its claims may have been taken "
@@ -151,7 +154,8 @@ class Lease:
         if self._thread is not None:
             self._thread.join(self.ttl_s)  # its connection is the thread's until it stops
         try:
-            self._retry(self._conn, lambda connection: workers.retire(connection, self.name), 5.0)
+            assert self._conn is not None, "a lease without a connection was never taken"
+            in_transaction(self._conn, lambda connection: workers.retire(connection, self.name), 5.0)
         except Exception as exc:
             log.warning("ending the lease of %s failed (it lapses by itself): %s", self.name, exc)
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 from packsolve.errors import BrokerError
-from packsolve.execution import AttemptSpec
 from packsolve.queue import protocol
+from packsolve.queue.protocol import PendingAttempt
 
 
 def check_broker(app: Any) -> None:
@@ -25,44 +24,42 @@ def check_broker(app: Any) -> None:
 def enqueue(
     app: Any,
     run_id: int,
-    specs: Sequence[tuple[str, str, AttemptSpec]],
+    pending: Sequence[PendingAttempt],
     max_tries: int,
     chunk_size: int = 1,
     deployment: str | None = None,
 ) -> int:
-    """Send (level hash, name, spec) attempts as tasks of chunk_size over one connection; return tasks sent.
+    """Send the attempts as tasks of chunk_size over one connection; return tasks sent.
 
     deployment is the id of the database the run lives in: a worker of another database refuses
     the tasks (unacknowledged) instead of running them against the wrong one. Each task is
-    signed with PACKSOLVE_TASK_KEY when it is set (protocol.task_keys).
+    signed with the task key of the app's settings (PACKSOLVE_TASK_KEY) when it is set.
 
-    Messages are pipelined to Redis in batches (one round trip per thousand
-    tasks) where kombu supports it, so enqueueing 50,000 levels takes seconds.
+    Messages are pipelined to Redis in batches (kombu's Producer.batch: one round
+    trip per thousand tasks), so enqueueing 50,000 levels takes seconds.
     """
     if chunk_size < 1:
         raise ValueError("chunk size must be at least 1")
     queue = app.conf.task_default_queue
-    key = protocol.task_keys().current
+    key = protocol.task_keys(app.conf.packsolve_settings).current
     sent = 0
     with app.producer_or_acquire() as producer:
         # Declared once here instead of once per message (declare=[] below).
         producer.maybe_declare(app.amqp.queues[queue])
-        batch = getattr(producer, "batch", None)  # kombu >= 5.7
-        with batch(max_size=1000) if batch is not None else contextlib.nullcontext():
-            for i in range(0, len(specs), chunk_size):
-                chunk = specs[i : i + chunk_size]
-                soft, hard = protocol.celery_limits(chunk[0][2].limits, len(chunk))
+        with producer.batch(max_size=1000):
+            for i in range(0, len(pending), chunk_size):
+                chunk = pending[i : i + chunk_size]
+                soft, hard = protocol.celery_limits(chunk[0].spec.limits, len(chunk))
+                first = chunk[0].name or chunk[0].level_hash[:12]
                 app.send_task(
                     protocol.TASK_NAME,
-                    args=[
-                        protocol.encode(run_id, [(h, s) for h, _name, s in chunk], max_tries, deployment, key)
-                    ],
+                    args=[protocol.encode(run_id, chunk, max_tries, deployment, key)],
                     soft_time_limit=soft,
                     time_limit=hard,
                     producer=producer,
                     declare=[],
                     # Celery would repr the whole payload for logs and Flower; this says as much.
-                    argsrepr=f"run {run_id}: {len(chunk)} level(s) from {chunk[0][1]}",
+                    argsrepr=f"run {run_id}: {len(chunk)} level(s) from {first}",
                     kwargsrepr="{}",
                 )
                 sent += 1

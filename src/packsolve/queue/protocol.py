@@ -1,10 +1,11 @@
-"""The task format and the queue settings that submit, the scheduler and the worker share.
+"""The task format that submit, the scheduler and the worker share.
 
-One place for what travels on the queue: the task name, the queue name, the
-payload (encoded by the sender, decoded by the worker and by the scheduler's
-look into the broker), its signature with the cluster's task key, the Celery
-time limits that go with it, and the visibility timeout every side must agree
-on. No Celery import: reading a message must not need a Celery app.
+One place for what travels on the queue: the task name, the payload (encoded by
+the sender, decoded by the worker and by the scheduler's look into the broker),
+its signature with the cluster's task keys, and the Celery time limits that go
+with it. The queue name, the keys and the visibility timeout every side must
+agree on are settings (packsolve.settings), handed in by the caller. No Celery
+import: reading a message must not need a Celery app.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
-import re
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,21 +21,15 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from packsolve import bounds
-from packsolve.errors import OptionError
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import canonical_json
+from packsolve.settings import Settings, hide_password
 
 TASK_NAME = "packsolve.attempt"
-DEFAULT_QUEUE = "packsolve"
-DEFAULT_BROKER_URL = "redis://localhost:6379/0"
-BROKER_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # How many times an attempt may be started (worker deaths, redeliveries) before it is lost.
 # Five, not three: a worker killed while holding a claimed group charges a try to every attempt
 # in it, run or not, so an innocent level can meet two or three kills in a bad night.
 DEFAULT_MAX_TRIES = 5
-# Redis redelivers an unacknowledged task after this many seconds; it must exceed the longest
-# task (hard limit + time spent reserved). Runs with longer limits are refused at submit.
-DEFAULT_VISIBILITY_TIMEOUT = 12 * 3600
 # Celery's hard limit sits above our hard kill of the solver child, so it only fires if that fails
 # (a pool process stuck outside any solver). It also leaves room for the worker's two waits on the
 # database (its claim and its result write, each retried for up to DB_PATIENCE_S): waiting for
@@ -46,34 +39,9 @@ CELERY_HARD_MARGIN_S = 60
 DB_PATIENCE_S = 120.0
 
 
-def queue_name() -> str:
-    """Return this deployment's queue: PACKSOLVE_QUEUE (several can share one Redis), else 'packsolve'."""
-    return os.environ.get("PACKSOLVE_QUEUE") or DEFAULT_QUEUE
-
-
-def broker_url(url: str | None = None) -> str:
-    """Return the broker URL: the argument, else PACKSOLVE_BROKER_URL, else local Redis.
-
-    Raise OptionError saying what a broker URL looks like if it has no scheme:// (redis//host).
-    """
-    url = url or os.environ.get("PACKSOLVE_BROKER_URL") or DEFAULT_BROKER_URL
-    if not BROKER_FORM.match(url):
-        raise OptionError(
-            "--broker-url",
-            f"{shown_broker(url)!r} is not a broker URL (--broker-url or PACKSOLVE_BROKER_URL): "
-            "write redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/VHOST",
-        )
-    return url
-
-
 def shown_broker(url: str) -> str:
     """Return a broker URL as it may be shown: its password masked."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    return hide_password(url)
 
 
 @dataclass(frozen=True)
@@ -89,14 +57,11 @@ class TaskKeys:
         return (*((self.current,) if self.current else ()), *self.old)
 
 
-def task_keys() -> TaskKeys:
-    """Return the task keys: PACKSOLVE_TASK_KEY, and PACKSOLVE_TASK_KEYS_OLD (comma-separated, accepted).
-
-    The one reader of both variables (see docs/security.md: rotating the key).
-    """
-    current = os.environ.get("PACKSOLVE_TASK_KEY") or None
-    old = [k.strip() for k in (os.environ.get("PACKSOLVE_TASK_KEYS_OLD") or "").split(",")]
-    return TaskKeys(current.encode() if current else None, tuple(k.encode() for k in old if k))
+def task_keys(settings: Settings) -> TaskKeys:
+    """Return the task keys of the settings: PACKSOLVE_TASK_KEY signs, and it and every key of
+    PACKSOLVE_TASK_KEYS_OLD (comma-separated) are accepted (docs/security.md: rotating)."""
+    current = settings.task_key
+    return TaskKeys(current.encode() if current else None, tuple(k.encode() for k in settings.task_keys_old))
 
 
 def broker_tls(url: str) -> tuple[str, dict[str, Any] | None]:
@@ -133,29 +98,6 @@ def broker_tls(url: str) -> tuple[str, dict[str, Any] | None]:
     return urlunsplit(parts._replace(query=urlencode(rest))), options
 
 
-def visibility_timeout() -> int:
-    """Return the broker's visibility timeout in seconds: PACKSOLVE_VISIBILITY_TIMEOUT, else 12 hours.
-
-    The one source that submit (its time-limit guard), chunk sizing and the
-    worker (its broker setting) all read, so they cannot disagree.
-    """
-    raw = os.environ.get("PACKSOLVE_VISIBILITY_TIMEOUT")
-    if not raw:
-        return DEFAULT_VISIBILITY_TIMEOUT
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if not bounds.WHOLE_SECONDS.holds(value):
-        from packsolve.errors import PlanError
-
-        raise PlanError(
-            f"PACKSOLVE_VISIBILITY_TIMEOUT must be a whole number of seconds from {bounds.WHOLE_SECONDS}, "
-            f"not {raw!r}"
-        )
-    return value
-
-
 def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, float | None]:
     """Return Celery's (soft, hard) time limits for a task of this many attempts under limits.
 
@@ -167,19 +109,32 @@ def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, floa
     return None, hard * attempts + CELERY_HARD_MARGIN_S + 2 * DB_PATIENCE_S
 
 
+@dataclass(frozen=True, slots=True)
+class PendingAttempt:
+    """One attempt to make: its level (by hash), its spec, and the name the run lists the level under.
+
+    What a plan hands to the local pool or the queue, and what a task carries. A task carries the
+    level hash and the spec only: an attempt decoded from one has no name (None).
+    """
+
+    level_hash: str
+    spec: AttemptSpec
+    name: str | None = None
+
+
 @dataclass(frozen=True)
 class Task:
     """One task's payload: attempts of one run, run one after the other."""
 
     run_id: int
     max_tries: int
-    items: tuple[tuple[str, AttemptSpec], ...]  # (level hash, spec)
+    items: tuple[PendingAttempt, ...]
     deployment: str | None = None  # the id of the database that sent it (None: an older sender)
 
 
 def encode(
     run_id: int,
-    items: Sequence[tuple[str, AttemptSpec]],
+    items: Sequence[PendingAttempt],
     max_tries: int,
     deployment: str | None = None,
     key: bytes | None = None,
@@ -191,7 +146,8 @@ def encode(
     body: dict[str, Any] = {
         "run": run_id,
         "max_tries": max_tries,
-        "items": [{"level": level_hash, "spec": spec.to_json()} for level_hash, spec in items],
+        # The wire format of every release so far: the level hash and the spec, no name.
+        "items": [{"level": item.level_hash, "spec": item.spec.to_json()} for item in items],
     }
     if deployment is not None:
         body["deployment"] = deployment
@@ -244,7 +200,8 @@ def decode(payload: Any) -> Task:
     """
     try:
         items = tuple(
-            (str(item["level"]), AttemptSpec.from_json(_bounded(item["spec"]))) for item in payload["items"]
+            PendingAttempt(str(item["level"]), AttemptSpec.from_json(_bounded(item["spec"])))
+            for item in payload["items"]
         )
         deployment = payload.get("deployment")
         max_tries = _number(payload, "max_tries", bounds.MAX_TRIES, DEFAULT_MAX_TRIES)

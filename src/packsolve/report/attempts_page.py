@@ -5,21 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Integer, func, or_, select, text
+from sqlalchemy import column as sql_column
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt
+from packsolve.db.models import RUN_FIGURES, Attempt
 from packsolve.errors import ReportError
 from packsolve.report.export import iso
 from packsolve.report.metrics import rounded
 
 # The columns a page shows and may be sorted by (the user's name -> the column).
 COLUMNS = {
-    "seq": Attempt.seq, "level": Attempt.name, "kind": Attempt.kind, "heuristic": Attempt.heuristic,
-    "status": Attempt.status, "wall_s": Attempt.wall_s, "cpu_s": Attempt.cpu_s, "nodes": Attempt.nodes,
-    "peak_rss_mb": Attempt.peak_rss_mb, "length": Attempt.length, "worker": Attempt.worker,
-    "tries": Attempt.tries, "finished_at": Attempt.finished_at,
-}  # fmt: skip
+    "seq": Attempt.seq,
+    "level": Attempt.name,
+    "kind": Attempt.kind,
+    "heuristic": Attempt.heuristic,
+    "status": Attempt.status,
+    "wall_s": Attempt.wall_s,
+    "cpu_s": Attempt.cpu_s,
+    "nodes": Attempt.nodes,
+    "peak_rss_mb": Attempt.peak_rss_mb,
+    "length": Attempt.length,
+    "worker": Attempt.worker,
+    "tries": Attempt.tries,
+    "finished_at": Attempt.finished_at,
+}
 PER_PAGE = 50
 MAX_PER_PAGE = 500
 
@@ -49,23 +59,54 @@ class AttemptQuery:
         return self
 
 
-def _where(run_id: int, q: AttemptQuery) -> list[Any]:
+# SQLite's trigram index (attempts_text, migration 0014) finds texts of three characters or more.
+TRIGRAM = 3
+
+
+def _where(session: Session, run_id: int, q: AttemptQuery) -> list[Any]:
     where: list[Any] = [Attempt.run_id == run_id]
-    for column, value in ((Attempt.kind, q.kind), (Attempt.status, q.status),
-                          (Attempt.heuristic, q.heuristic), (Attempt.worker, q.worker)):  # fmt: skip
+    for column, value in (
+        (Attempt.kind, q.kind),
+        (Attempt.status, q.status),
+        (Attempt.heuristic, q.heuristic),
+        (Attempt.worker, q.worker),
+    ):
         if value:
             where.append(column == value)
     if q.text:
         # LIKE's wildcards in the user's text are matched as themselves.
         pattern = "%" + q.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where.append(or_(Attempt.name.like(pattern, escape="\\"), Attempt.message.like(pattern, escape="\\")))
+        if len(q.text) >= TRIGRAM and session.get_bind().dialect.name == "sqlite":
+            # The index narrows the run to the attempts holding the text's trigrams (ignoring case as
+            # LIKE does); LIKE above keeps its exact meaning.
+            phrase = '"' + q.text.replace('"', '""') + '"'
+            held = text("SELECT rowid FROM attempts_text WHERE attempts_text MATCH :phrase").bindparams(
+                phrase=phrase
+            )
+            where.append(Attempt.id.in_(held.columns(sql_column("rowid", Integer))))
     return where
 
 
 def count_matching(session: Session, run_id: int, q: AttemptQuery) -> int:
-    """Return how many of the run's attempts pass q's filters."""
+    """Return how many of the run's attempts pass q's filters.
+
+    Filters on kind, status and heuristic alone are counted in run_figures (a few rows per run);
+    a worker or a text, over the run's attempts.
+    """
+    if not q.worker and not q.text:
+        f = RUN_FIGURES.c
+        where = [f.run_id == run_id]
+        where += [
+            column == value
+            for column, value in ((f.kind, q.kind), (f.status, q.status), (f.heuristic, q.heuristic))
+            if value
+        ]
+        return int(session.execute(select(func.coalesce(func.sum(f.attempts), 0)).where(*where)).scalar_one())
     return int(
-        session.execute(select(func.count()).select_from(Attempt).where(*_where(run_id, q))).scalar_one()
+        session.execute(
+            select(func.count()).select_from(Attempt).where(*_where(session, run_id, q))
+        ).scalar_one()
     )
 
 
@@ -79,7 +120,7 @@ def attempts_page(
     count, kept), saves the count.
     """
     q.check()
-    where = _where(run_id, q)
+    where = _where(session, run_id, q)
     if matching is None:
         matching = count_matching(session, run_id, q)
     pages = max(1, -(-matching // q.per_page))
@@ -91,12 +132,29 @@ def attempts_page(
     order: list[Any] = (
         [column.desc(), Attempt.id.desc()] if q.descending else [column.asc(), Attempt.id.asc()]
     )
-    shown = (Attempt.seq, Attempt.name, Attempt.level_hash, Attempt.kind, Attempt.heuristic, Attempt.status,
-             Attempt.wall_s, Attempt.cpu_s, Attempt.nodes, Attempt.peak_rss_mb, Attempt.length,
-             Attempt.worker, Attempt.tries, Attempt.finished_at, Attempt.message)  # fmt: skip
-    result = session.execute(
-        select(*shown).where(*where).order_by(*order).limit(q.per_page).offset((q.page - 1) * q.per_page)
+    shown = (
+        Attempt.seq,
+        Attempt.name,
+        Attempt.level_hash,
+        Attempt.kind,
+        Attempt.heuristic,
+        Attempt.status,
+        Attempt.wall_s,
+        Attempt.cpu_s,
+        Attempt.nodes,
+        Attempt.peak_rss_mb,
+        Attempt.length,
+        Attempt.worker,
+        Attempt.tries,
+        Attempt.finished_at,
+        Attempt.message,
     )
+    # The page's ids first, then its rows: skipping to a far page walks the sort's index only
+    # (run, column, id), never the rows it skips.
+    ids = (
+        select(Attempt.id).where(*where).order_by(*order).limit(q.per_page).offset((q.page - 1) * q.per_page)
+    )
+    result = session.execute(select(*shown).where(Attempt.id.in_(ids.scalar_subquery())).order_by(*order))
     rows = []
     for r in result:
         row = dict(r._mapping)

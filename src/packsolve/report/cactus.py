@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
-from packsolve.report.metrics import SUCCESS_VALUES, par2, rounded
+from packsolve.outcome import SUCCESS_VALUES
+from packsolve.report.metrics import par2
 
 FORMATS = (".png", ".svg", ".pdf")
 # Times below this are drawn at it: a log axis has no zero, and a level solved in no
@@ -19,19 +20,54 @@ FORMATS = (".png", ".svg", ".pdf")
 FLOOR_S = 1e-4
 
 
-def cactus_data(session: Session, runs: list[Run]) -> list[dict[str, Any]]:
+class CactusLine(TypedDict):
+    """One run's line of a cactus plot: the sorted wall times of its decided attempts."""
+
+    run: int
+    label: str
+    decided: int
+    times: list[float]  # rounded as metrics.rounded does
+
+
+class ScatterPoint(TypedDict):
+    """A level both runs ran: its PAR-2 score in each, and its status in each."""
+
+    level: str
+    level_hash: str
+    x: float
+    y: float
+    x_status: str
+    y_status: str
+
+
+class Scatter(TypedDict):
+    """Two runs' per-level PAR-2 scores against each other."""
+
+    x_run: int
+    x_label: str
+    y_run: int
+    y_label: str
+    points: list[ScatterPoint]
+
+
+def cactus_data(session: Session, runs: list[Run]) -> list[CactusLine]:
     """Return per run the sorted wall times of its decided attempts (the cactus line's points)."""
-    out = []
+    out: list[CactusLine] = []
     for run in runs:
         q = select(Attempt.wall_s).where(Attempt.run_id == run.id, Attempt.status.in_(SUCCESS_VALUES))
         times = sorted(w or 0.0 for (w,) in session.execute(q))
         out.append(
-            {"run": run.id, "label": _label(run), "decided": len(times), "times": [rounded(t) for t in times]}
+            {
+                "run": run.id,
+                "label": _label(run),
+                "decided": len(times),
+                "times": [round(t, 4) for t in times],
+            }
         )
     return out
 
 
-def scatter_data(session: Session, a: Run, b: Run) -> dict[str, Any]:
+def scatter_data(session: Session, a: Run, b: Run) -> Scatter:
     """Return the PAR-2 scores of the levels two runs share (unsolved ones sit at twice the limit)."""
     runs = {}
     for run in (a, b):
@@ -39,19 +75,14 @@ def scatter_data(session: Session, a: Run, b: Run) -> dict[str, Any]:
             Attempt.run_id == run.id
         )
         runs[run.id] = {h: (name, par2(s, w, run.time_limit), s) for h, name, s, w in session.execute(q)}
-    points = []
+    points: list[ScatterPoint] = []
     for h, (name, pa, sa) in runs[a.id].items():
-        if h in runs[b.id] and pa is not None and runs[b.id][h][1] is not None:
-            _, pb, sb = runs[b.id][h]
+        _, pb, sb = runs[b.id].get(h, (None, None, ""))
+        if pa is not None and pb is not None:  # rounded as metrics.rounded does
             points.append(
-                {
-                    "level": name,
-                    "level_hash": h,
-                    "x": rounded(pa),
-                    "y": rounded(pb),
-                    "x_status": sa,
-                    "y_status": sb,
-                }
+                ScatterPoint(
+                    level=name, level_hash=h, x=round(pa, 4), y=round(pb, 4), x_status=sa, y_status=sb
+                )
             )
     return {"x_run": a.id, "x_label": _label(a), "y_run": b.id, "y_label": _label(b), "points": points}
 
@@ -67,7 +98,7 @@ def _figure(size: tuple[float, float] = (7, 4.5)) -> Any:
     return Figure(figsize=size, dpi=100, layout="constrained")
 
 
-def cactus_figure(data: list[dict[str, Any]]) -> Any:
+def cactus_figure(data: list[CactusLine]) -> Any:
     """Return a matplotlib Figure: x the time limit one would need, y how many levels are decided by then.
 
     A run with nothing decided is named in the legend; when no run decided
@@ -78,8 +109,16 @@ def cactus_figure(data: list[dict[str, Any]]) -> Any:
     ax.set_title("cactus plot: levels decided within a time")
     if not any(line["times"] for line in data):
         names = ", ".join(line["label"] for line in data) or "no run"
-        ax.text(0.5, 0.5, f"nothing decided in {names}:\nno level was solved or proved unsolvable",
-                ha="center", va="center", fontsize=12, transform=ax.transAxes, wrap=True)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            f"nothing decided in {names}:\nno level was solved or proved unsolvable",
+            ha="center",
+            va="center",
+            fontsize=12,
+            transform=ax.transAxes,
+            wrap=True,
+        )
         ax.set_axis_off()
         return fig
     for line in data:
@@ -102,7 +141,7 @@ def cactus_figure(data: list[dict[str, Any]]) -> Any:
     return fig
 
 
-def scatter_figure(data: dict[str, Any]) -> Any:
+def scatter_figure(data: Scatter) -> Any:
     """Return a matplotlib Figure of one point per level, log axes: x one run's PAR-2 time, y the other's.
 
     The diagonal marks equal times: points under it are levels the second run
@@ -113,8 +152,15 @@ def scatter_figure(data: dict[str, Any]) -> Any:
     pts = data["points"]
     ax.set_title("per-level time: under the diagonal the second run is faster")
     if not pts:
-        ax.text(0.5, 0.5, "no level was run by both runs", ha="center", va="center", fontsize=12,
-                transform=ax.transAxes)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            "no level was run by both runs",
+            ha="center",
+            va="center",
+            fontsize=12,
+            transform=ax.transAxes,
+        )
         ax.set_axis_off()
         return fig
     xs = [max(p["x"], FLOOR_S) for p in pts]

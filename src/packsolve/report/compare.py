@@ -2,41 +2,103 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from packsolve.db.compare_figures import SHOWN, Figures, combined, compare_figures, compare_rows
 from packsolve.db.models import Attempt, Run
 from packsolve.errors import ReportError
-from packsolve.report.metrics import SUCCESS_VALUES, host_of, par2, rounded
+from packsolve.outcome import SUCCESS_VALUES, Status
+from packsolve.report.metrics import host_of, par2, rounded
 from packsolve.report.provenance import comparison_warnings
+from packsolve.report.summary import run_workers
 from packsolve.report.text import short_message, short_name
 
+
 # A level's result in one run, as compare_runs has it (None: the run did not have the level).
-Cell = dict[str, Any] | None
+class Result(TypedDict):
+    """One run's result on one level."""
+
+    status: str
+    wall_s: float | None
+    nodes: int | None
+    par2_s: float | None
+    peak_rss_mb: float | None
+    message: str | None
+
+
+Cell = Result | None
+
+
+class ComparedRow(TypedDict):
+    """One level, with one cell per compared run (None where that run did not have it)."""
+
+    level: str
+    level_hash: str
+    kind: str
+    results: list[Cell]
+
+
+class ComparedRun(TypedDict):
+    """A compared run as the comparison names it."""
+
+    run: int
+    label: str | None
+    heuristic: str
+    time_limit: float | None
+
+
+class Footer(TypedDict):
+    """A compared run's totals, PAR-2 and speedups over the first run."""
+
+    run: int
+    levels: int
+    solved: int
+    decided: int
+    par2_s: float
+    peak_rss_mb: float | None  # the largest of its attempts', None if none was measured
+    both_decided: int
+    speedup: float | None
+    speedup_levels: int
+    speedup_why_not: str | None
+    par2_speedup: float | None
+    common_levels: int
+    common_par2_s: float
+    common_speedup: float | None
+
+
+class Comparison(TypedDict):
+    """`report compare`: the runs, a row per level, a footer per run, and what makes them incomparable."""
+
+    runs: list[ComparedRun]
+    rows: list[ComparedRow]
+    footer: list[Footer]
+    warnings: list[str]
+
 
 # Provenance that makes two runs' times incomparable when it differs.
 PROVENANCE = ("host", "version", "time_limit", "node_limit", "memory_limit_mb", "concurrency", "mode")
 
 
-def _cell(
-    status: str, wall_s: float | None, nodes: int | None, time_limit: float | None, message: str | None
-) -> dict[str, Any]:
-    return {
-        "status": status,
-        "wall_s": rounded(wall_s),
-        "nodes": nodes,
-        "par2_s": rounded(par2(status, wall_s, time_limit)),
-        "message": message,
-    }
+def _cell(row: Any, time_limit: float | None) -> Result:
+    """Return one run's result on one level from its attempt's row (status, wall_s, nodes, peak, message)."""
+    return Result(
+        status=row.status,
+        wall_s=rounded(row.wall_s),
+        nodes=row.nodes,
+        par2_s=rounded(par2(row.status, row.wall_s, time_limit)),
+        peak_rss_mb=rounded(row.peak_rss_mb, 1),
+        message=row.message,
+    )
 
 
 def _hosts(session: Session, run_id: int) -> list[str]:
-    q = select(Attempt.worker).where(Attempt.run_id == run_id, Attempt.worker.is_not(None)).distinct()
-    return sorted({h for (w,) in session.execute(q) if (h := host_of(w))})
+    # Its workers one index step each (summary's): a DISTINCT over 1,000,000 attempts takes 0.4 s.
+    return sorted({h for w in run_workers(session.connection(), run_id) if (h := host_of(w))})
 
 
 def provenance_warnings(session: Session, runs: list[Run]) -> list[str]:
@@ -62,7 +124,7 @@ def compare_runs(
     only_solved_by: Run | None = None,
     kind: str | None = None,
     with_missing: bool = False,
-) -> dict[str, Any]:
+) -> Comparison:
     """Return {runs, rows, footer, warnings} comparing runs level by level (by content hash).
 
     A row's `results` hold one cell per run, in the order given (None where the
@@ -72,7 +134,7 @@ def compare_runs(
     other. The footer is computed over every level, before the filters.
     """
     ids = [r.id for r in runs]
-    table: dict[str, dict[str, Any]] = {}
+    table: dict[str, ComparedRow] = {}
     for col, run in enumerate(runs):
         # Core rows of the few columns shown: a 10,000-level run must not build ORM objects.
         q = (
@@ -83,6 +145,7 @@ def compare_runs(
                 Attempt.status,
                 Attempt.wall_s,
                 Attempt.nodes,
+                Attempt.peak_rss_mb,
                 Attempt.message,
             )
             .where(Attempt.run_id == run.id)
@@ -90,22 +153,22 @@ def compare_runs(
         )
         if kind:
             q = q.where(Attempt.kind == kind)
-        for h, name, k, status, wall, nodes, message in session.connection().execute(q):
-            row = table.get(h)
+        for found in session.connection().execute(q):
+            row = table.get(found.level_hash)
             if row is None:
-                row = table[h] = {"level": name, "level_hash": h, "kind": k, "results": [None] * len(runs)}
-            row["results"][col] = _cell(status, wall, nodes, run.time_limit, message)
+                row = table[found.level_hash] = ComparedRow(
+                    level=found.name, level_hash=found.level_hash, kind=found.kind, results=[None] * len(runs)
+                )
+            row["results"][col] = _cell(found, run.time_limit)
     rows = list(table.values())
-    common = [
-        r["results"] for r in rows if all(c is not None and c["par2_s"] is not None for c in r["results"])
-    ]
-    footer = [_footer(rows, col, runs, common) for col in range(len(runs))]
+    footer = footers(runs, combined(compare_figures(session, runs), kind))
     if differs:
         rows = [
-            r for r in rows
+            r
+            for r in rows
             if len({c["status"] if c else None for c in r["results"]}) > 1
             and (with_missing or all(c is not None for c in r["results"]))
-        ]  # fmt: skip
+        ]
     if only_solved_by is not None:
         if only_solved_by.id not in ids:
             raise ReportError(f"--only-solved-by run {only_solved_by.id} is not one of the compared runs")
@@ -117,14 +180,91 @@ def compare_runs(
             and not any(_decided(c) for i, c in enumerate(r["results"]) if i != col)
         ]
     return {
-        "runs": [
-            {"run": r.id, "label": r.label, "heuristic": r.heuristic, "time_limit": r.time_limit}
-            for r in runs
-        ],
+        "runs": _named(runs),
         "rows": rows,
         "footer": footer,
         "warnings": provenance_warnings(session, runs) + comparison_warnings(session, runs),
     }
+
+
+class ComparePage(Comparison):
+    """A page of a comparison's rows, with the footer over every row and how many rows match.
+
+    figures_age_s: how many seconds old the footer's figures are, when they were read earlier
+    (the dashboard's, for a run still going); None when read now or kept for finished runs.
+    """
+
+    matching: int
+    figures_age_s: float | None
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Which rows of a comparison a page shows: compare_runs' filters, then offset..offset+limit."""
+
+    differs: bool
+    kind: str | None
+    offset: int
+    limit: int
+
+
+def compare_page(
+    session: Session, runs: list[Run], differs: bool, kind: str | None, offset: int, limit: int
+) -> ComparePage:
+    """Return compare_runs' runs, footer and warnings with rows offset..offset+limit, paged in SQL.
+
+    The rows are compare_runs' (differs: levels every run has, statuses not all equal), in its
+    order; matching counts them all, from the same figures as the footer.
+    """
+    return page_of(session, runs, compare_figures(session, runs), Slice(differs, kind, offset, limit))
+
+
+def page_of(
+    session: Session,
+    runs: list[Run],
+    figures: dict[str, Figures],
+    rows: Slice,
+    figures_age_s: float | None = None,
+) -> ComparePage:
+    """Return compare_page's page with the footer from figures (compare_figures' of the runs).
+
+    figures_age_s says how old they are when the caller read them earlier (None: read now).
+    """
+    f = combined(figures, rows.kind)
+    found = compare_rows(session, runs, rows.kind, rows.differs, rows.offset, rows.limit)
+    return {
+        "runs": _named(runs),
+        "rows": [
+            ComparedRow(
+                level=r["name"],
+                level_hash=r["level_hash"],
+                kind=r["kind"],
+                results=[
+                    None if r[f"status{j}"] is None else _cell(_Stored(r, j), run.time_limit)
+                    for j, run in enumerate(runs)
+                ],
+            )
+            for r in found
+        ],
+        "footer": footers(runs, f),
+        "warnings": provenance_warnings(session, runs) + comparison_warnings(session, runs),
+        "matching": int(f.get("differs" if rows.differs else "rows", 0)),
+        "figures_age_s": figures_age_s,
+    }
+
+
+class _Stored:
+    """Run j's columns of a compare_rows row, under the attempt's own names (as _cell reads them)."""
+
+    def __init__(self, row: dict[str, Any], j: int) -> None:
+        for name in SHOWN:
+            setattr(self, name, row[f"{name}{j}"])
+
+
+def _named(runs: list[Run]) -> list[ComparedRun]:
+    return [
+        {"run": r.id, "label": r.label, "heuristic": r.heuristic, "time_limit": r.time_limit} for r in runs
+    ]
 
 
 def _decided(cell: Cell) -> bool:
@@ -159,84 +299,100 @@ def limits_differ(base: Any, other: Any) -> str | None:
 
 
 def speedup(base: Any, other: Any, pairs: Iterable[tuple[Cell, Cell]]) -> Speedup:
+    """Return other's speedup over base from (base's cell, other's cell) per level (see speedup_of)."""
+    both = [(a, b) for a, b in pairs if a is not None and b is not None and _decided(a) and _decided(b)]
+    base_t = sum(float(a["wall_s"] or 0.0) for a, _ in both)
+    return speedup_of(base, other, len(both), base_t, sum(float(b["wall_s"] or 0.0) for _, b in both))
+
+
+def speedup_of(base: Any, other: Any, levels: int, base_t: float, this_t: float) -> Speedup:
     """Return other's speedup over base: base's wall time over other's, on the levels both decided.
 
-    pairs are (base's cell, other's cell) per level (None where a run lacks it).
-    Shown only under equal limits (a time under another limit means another
-    thing) and when both decided a level in measurable time; otherwise value is
-    None and why_not says why. The one speedup every report shows (>1: other is faster).
+    levels is how many levels both decided, base_t and this_t the two runs' wall times summed over
+    them. Shown only under equal limits (a time under another limit means another thing) and when
+    both decided a level in measurable time; otherwise value is None and why_not says why. The one
+    speedup every report shows (>1: other is faster).
     """
-    both = [(a, b) for a, b in pairs if a is not None and b is not None and _decided(a) and _decided(b)]
     differ = limits_differ(base, other)
     if differ:
-        return Speedup(None, len(both), differ)
-    if not both:
+        return Speedup(None, levels, differ)
+    if not levels:
         return Speedup(None, 0, f"no level decided by both run {base.id} and run {other.id}")
-    base_t = sum(float(a["wall_s"] or 0.0) for a, _ in both)
-    this_t = sum(float(b["wall_s"] or 0.0) for _, b in both)
     if this_t <= 0 or base_t <= 0:
-        return Speedup(None, len(both), "their times on the levels both decided are too short to measure")
-    return Speedup(round(base_t / this_t, 3), len(both))
+        return Speedup(None, levels, "their times on the levels both decided are too short to measure")
+    return Speedup(round(base_t / this_t, 3), levels)
 
 
-def _footer(rows: list[dict[str, Any]], col: int, runs: list[Run], common: list[list[Any]]) -> dict[str, Any]:
-    """Return a run's solved counts and PAR-2, and its speedup over the first run (see speedup).
+def _ratio(base: float, this: float, n: float, comparable: bool) -> float | None:
+    return round(base / this, 3) if comparable and this > 0 and n else None
 
-    common holds the results of the levels every run ran: PAR-2 over them is
-    comparable from run to run; the PAR-2 ratios are given only under equal limits too.
+
+def footers(runs: Sequence[Any], f: Figures) -> list[Footer]:
+    """Return each run's footer from the runs' figures (db.compare_figures): the one place they are rounded.
+
+    Solved counts and PAR-2 over its own levels, its speedup over the first run (see speedup_of),
+    PAR-2 over the levels both ran and over the levels every run ran (common); PAR-2 ratios are
+    given only under equal limits too (a penalty is twice the limit).
     """
-    run = runs[col]
-    cells = [r["results"][col] for r in rows if r["results"][col] is not None]
-    scores = [c["par2_s"] for c in cells if c["par2_s"] is not None]
-    s = speedup(runs[0], run, [(r["results"][0], r["results"][col]) for r in rows])
-    comparable = limits_differ(runs[0], run) is None  # PAR-2 ratios too: a penalty is twice the limit
-    shared = [
-        r["results"] for r in rows if r["results"][0] and r["results"][col]
-        and r["results"][0]["par2_s"] is not None and r["results"][col]["par2_s"] is not None
-    ]  # fmt: skip
-    base_p = sum(c[0]["par2_s"] for c in shared)
-    this_p = sum(c[col]["par2_s"] for c in shared)
-    common_base = sum(c[0]["par2_s"] for c in common)
-    common_this = sum(c[col]["par2_s"] for c in common)
-    return {
-        "run": run.id,
-        "levels": len(cells),
-        "solved": sum(c["status"] == "solved" for c in cells),
-        "decided": sum(_decided(c) for c in cells),
-        "par2_s": round(sum(scores), 3),
-        "both_decided": s.levels,
-        "speedup": s.value,
-        "speedup_levels": s.levels,
-        "speedup_why_not": s.why_not,
-        "par2_speedup": round(base_p / this_p, 3) if comparable and this_p > 0 and shared else None,
-        "common_levels": len(common),
-        "common_par2_s": round(common_this, 3),
-        "common_speedup": (
-            round(common_base / common_this, 3) if comparable and common_this > 0 and common else None
-        ),
-    }
+    out = []
+    for j, run in enumerate(runs):
+        s = speedup_of(
+            runs[0],
+            run,
+            int(f.get(f"both{j}", 0)),
+            f.get(f"both_base_wall{j}", 0.0),
+            f.get(f"both_wall{j}", 0.0),
+        )
+        comparable = limits_differ(runs[0], run) is None
+        common = f.get("common", 0.0)
+        common_this = f.get(f"common_par2{j}", 0.0)
+        peak = f.get(f"peak{j}")
+        out.append(
+            Footer(
+                run=run.id,
+                levels=int(f.get(f"levels{j}", 0)),
+                solved=int(f.get(f"solved{j}", 0)),
+                decided=int(f.get(f"decided{j}", 0)),
+                par2_s=round(f.get(f"par2_{j}", 0.0), 3),
+                peak_rss_mb=None if peak is None else round(peak, 1),
+                both_decided=s.levels,
+                speedup=s.value,
+                speedup_levels=s.levels,
+                speedup_why_not=s.why_not,
+                par2_speedup=_ratio(
+                    f.get(f"shared_base_par2{j}", 0.0),
+                    f.get(f"shared_par2{j}", 0.0),
+                    f.get(f"shared{j}", 0.0),
+                    comparable,
+                ),
+                common_levels=int(common),
+                common_par2_s=round(common_this, 3),
+                common_speedup=_ratio(f.get(f"common_base_par2{j}", 0.0), common_this, common, comparable),
+            )
+        )
+    return out
 
 
-def speedup_text(foot: dict[str, Any], base_id: int) -> str:
+def speedup_text(foot: Footer, base_id: int) -> str:
     """Return a footer's speedup for people: '×1.30 over 12 levels both decided', or why it is not shown."""
     if foot["speedup"] is None:
         return f"no speedup: {foot['speedup_why_not']}"
     return f"×{foot['speedup']:.2f} over {foot['speedup_levels']:,} level(s) both decided (vs run {base_id})"
 
 
-def flat_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+def flat_rows(data: Comparison) -> list[dict[str, Any]]:
     """Return compare rows as flat dicts for CSV: run<ID>_status, run<ID>_wall_s, ..."""
     out = []
     for r in data["rows"]:
-        flat = {"level": r["level"], "level_hash": r["level_hash"], "kind": r["kind"]}
+        flat: dict[str, Any] = {"level": r["level"], "level_hash": r["level_hash"], "kind": r["kind"]}
         for run, cell in zip(data["runs"], r["results"], strict=True):
-            for f in ("status", "wall_s", "nodes", "par2_s", "message"):
+            for f in ("status", "wall_s", "nodes", "par2_s", "peak_rss_mb", "message"):
                 flat[f"run{run['run']}_{f}"] = cell[f] if cell else None
         out.append(flat)
     return out
 
 
-def render_compare(data: dict[str, Any], width: int = 100) -> Any:
+def render_compare(data: Comparison, width: int = 100) -> Any:
     """Return a rich renderable: one column per run (status, wall s, nodes; why it failed), the footer.
 
     The footer gives each run's solved counts over its own levels, then PAR-2
@@ -249,17 +405,27 @@ def render_compare(data: dict[str, Any], width: int = 100) -> Any:
     from rich.text import Text
 
     common = data["footer"][0]["common_levels"] if data["footer"] else 0
-    t = Table(title="comparison", title_justify="left", show_footer=True, box=box.SIMPLE_HEAD,
-              collapse_padding=True, pad_edge=False)  # fmt: skip
+    t = Table(
+        title="comparison",
+        title_justify="left",
+        show_footer=True,
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
     t.add_column(
-        "level", footer=f"solved (decided) of N\nPAR-2 s on the {common:,}\nlevels all ran",
-        overflow="fold", ratio=1,
-    )  # fmt: skip
+        "level",
+        footer=f"solved (decided) of N\nPAR-2 s on the {common:,}\nlevels all ran\npeak memory",
+        overflow="fold",
+        ratio=1,
+    )
     t.add_column("kind", no_wrap=True)
     for run, foot in zip(data["runs"], data["footer"], strict=True):
         name = f"run {run['run']}" + (f" {run['label']}" if run["label"] else "") + f"\n{run['heuristic']}"
+        peak = "—" if foot["peak_rss_mb"] is None else f"{foot['peak_rss_mb']:,.0f} MB"
         footer = (
             f"{foot['solved']:,} ({foot['decided']:,}) of {foot['levels']:,}\n{foot['common_par2_s']:,.2f}"
+            f"\n\n{peak}"  # under the label's third line ("levels all ran"), beside "peak memory"
         )
         t.add_column(Text(name), footer=footer, overflow="fold", min_width=18)
     # A message may take two lines of its cell.
@@ -271,9 +437,11 @@ def render_compare(data: dict[str, Any], width: int = 100) -> Any:
                 cells.append(Text("— (not run)", style="dim"))
                 continue
             wall = "" if c["wall_s"] is None else f" {c['wall_s']:.3f}s"
-            nodes = "" if c["nodes"] is None or c["status"] == "invalid" else f" {c['nodes']:,}n"
+            nodes = "" if c["nodes"] is None or c["status"] == Status.INVALID else f" {c['nodes']:,}n"
             style = (
-                "green" if c["status"] in SUCCESS_VALUES else ("red" if c["status"] != "invalid" else "dim")
+                "green"
+                if c["status"] in SUCCESS_VALUES
+                else ("red" if c["status"] != Status.INVALID else "dim")
             )
             cell = Text(f"{c['status']}{wall}{nodes}", style=style)
             if c["message"] and c["status"] not in SUCCESS_VALUES:

@@ -2,33 +2,60 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, Run
-from packsolve.report.metrics import NOT_RUN_VALUES, rounded
+from packsolve.outcome import NOT_RUN_VALUES
+from packsolve.report.metrics import rounded
 
 # Points drawn per run: a plot of more shows nothing more, and costs the browser.
 MAX_POINTS = 5000
 
 
-def size_times(session: Session, run: Run, limit: int = MAX_POINTS) -> list[dict[str, Any]]:
+class SizeTime(TypedDict):
+    """An attempt that ran, with its level's size: a point of the time-against-size plot."""
+
+    level: str
+    level_hash: str
+    kind: str
+    size: int | None
+    status: str
+    wall_s: float | None
+    peak_rss_mb: float | None
+
+
+def size_times(session: Session, run: Run, limit: int = MAX_POINTS) -> list[SizeTime]:
     """Return the run's attempts that ran (first `limit` in pack order): level, kind, size, status, wall_s."""
     q = (
-        select(Attempt.name, Attempt.level_hash, Attempt.kind, LevelRow.size, Attempt.status, Attempt.wall_s,
-               Attempt.peak_rss_mb)
+        select(
+            Attempt.name,
+            Attempt.level_hash,
+            Attempt.kind,
+            LevelRow.size,
+            Attempt.status,
+            Attempt.wall_s,
+            Attempt.peak_rss_mb,
+        )
         .join(LevelRow, LevelRow.hash == Attempt.level_hash)
         .where(Attempt.run_id == run.id, Attempt.status.not_in(NOT_RUN_VALUES), Attempt.wall_s.is_not(None))
         .order_by(Attempt.seq)
         .limit(limit)
-    )  # fmt: skip
+    )
     return [
-        {"level": n, "level_hash": h, "kind": k, "size": s, "status": st, "wall_s": rounded(w),
-         "peak_rss_mb": rounded(m, 1)}
+        {
+            "level": n,
+            "level_hash": h,
+            "kind": k,
+            "size": s,
+            "status": st,
+            "wall_s": rounded(w),
+            "peak_rss_mb": rounded(m, 1),
+        }
         for n, h, k, s, st, w, m in session.execute(q)
-    ]  # fmt: skip
+    ]
 
 
 def kinds_of(session: Session, hashes: list[str]) -> dict[str, str]:

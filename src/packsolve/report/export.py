@@ -14,9 +14,24 @@ from sqlalchemy.orm import Session
 from packsolve.db.models import Attempt
 
 FIELDS = [
-    "run", "level", "level_hash", "kind", "heuristic", "status", "solution", "length", "nodes",
-    "wall_s", "cpu_s", "peak_rss_mb", "worker", "tries", "started_at", "finished_at", "message",
-]  # fmt: skip
+    "run",
+    "level",
+    "level_hash",
+    "kind",
+    "heuristic",
+    "status",
+    "solution",
+    "length",
+    "nodes",
+    "wall_s",
+    "cpu_s",
+    "peak_rss_mb",
+    "worker",
+    "tries",
+    "started_at",
+    "finished_at",
+    "message",
+]
 
 
 def export_records(session: Session, run_id: int) -> Iterator[dict[str, Any]]:

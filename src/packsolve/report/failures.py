@@ -3,75 +3,66 @@
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from collections import Counter
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, Run
-from packsolve.report.metrics import SUCCESS_VALUES
+from packsolve.db.failures import Group, failure_groups_of
+from packsolve.db.models import Run
+from packsolve.outcome import Status
 from packsolve.report.text import short_message, short_name
+from packsolve.runstate import RunMode
 
 # Examples named per group; the JSON carries them too, `export` has every level.
 EXAMPLES = 3
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_NOT_FAILED = (*SUCCESS_VALUES, "queued", "running")
 
 
-def pattern(message: str | None, name: str | None = None) -> str:
-    """Return the shape of a message: its level name dropped, every number as N (what groups share)."""
-    text = message or ""
-    if name and text.startswith(f"{name}: "):
-        text = text[len(name) + 2 :]
-    return _NUMBER.sub("N", text.strip())
+class FailureGroup(Group):
+    """Failed attempts of one status whose messages share a pattern, and a command that reruns them."""
+
+    rerun: str
 
 
-def failure_groups(session: Session, run: Run, examples: int = EXAMPLES) -> dict[str, Any]:
+class Failures(TypedDict):
+    """`report failures`: a run's failed attempts in groups, largest first."""
+
+    run: int
+    label: str | None
+    failed: int
+    total: int | None
+    groups: list[FailureGroup]
+
+
+def failure_groups(session: Session, run: Run, examples: int = EXAMPLES) -> Failures:
     """Return the run's failed attempts grouped by (status, message pattern), largest group first.
 
     Each group: status, count, its first message as written, the pattern, counts
     per kind, a few example levels, and a command that reruns that group (or
-    what to do instead, for levels that cannot be read).
+    what to do instead, for levels that cannot be read). A finished run's groups
+    were made when it finished (db.failures); a run going has them made now.
     """
-    q = (
-        select(Attempt.name, Attempt.kind, Attempt.status, Attempt.message)
-        .where(Attempt.run_id == run.id, Attempt.status.not_in(_NOT_FAILED))
-        .order_by(Attempt.seq)
-    )
-    groups: dict[tuple[str, str], dict[str, Any]] = {}
-    total = 0
-    for name, kind, status, message in session.connection().execute(q):
-        total += 1
-        key = (status, pattern(message, name))
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = {"status": status, "message": message or "", "pattern": key[1],
-                               "count": 0, "kinds": Counter(), "examples": []}  # fmt: skip
-        g["count"] += 1
-        g["kinds"][kind] += 1
-        if len(g["examples"]) < examples:
-            g["examples"].append(name)
-    per_status = Counter(status for status, _ in groups)
-    ordered = sorted(groups.values(), key=lambda g: (-g["count"], g["status"], g["pattern"]))
-    for g in ordered:
-        g["kinds"] = dict(sorted(g["kinds"].items()))
-        g["rerun"] = _next_step(run, g, alone=per_status[g["status"]] == 1)
+    found = failure_groups_of(session.connection(), run, examples)
+    per_status = Counter(g["status"] for g in found)
+    ordered: list[FailureGroup] = [
+        {**g, "rerun": _next_step(run, g, alone=per_status[g["status"]] == 1)} for g in found
+    ]
     attempts = session.scalar(select(Run.total).where(Run.id == run.id))
-    return {"run": run.id, "label": run.label, "failed": total, "total": attempts, "groups": ordered}
+    failed = sum(g["count"] for g in found)
+    return {"run": run.id, "label": run.label, "failed": failed, "total": attempts, "groups": ordered}
 
 
-def _next_step(run: Run, group: dict[str, Any], alone: bool) -> str:
+def _next_step(run: Run, group: Group, alone: bool) -> str:
     """Return the command that runs a group of failures again, or what to do when rerunning cannot help."""
     status = group["status"]
-    if status == "invalid":
+    if status == Status.INVALID:
         return "fix the files as the message says; `packsolve check PATH` tells before a run"
-    if status == "cancelled":
+    if status == Status.CANCELLED:
         return (
             f"packsolve resume {run.id}"
-            if run.mode == "local"
+            if run.mode == RunMode.LOCAL
             else f"packsolve rerun {run.id} --status cancelled"
         )
     words = ["packsolve", "rerun", str(run.id), "--status", status]
@@ -81,9 +72,9 @@ def _next_step(run: Run, group: dict[str, Any], alone: bool) -> str:
         fragment = _fragment(group["pattern"])
         if fragment:
             words += ["--message", fragment]
-    if status == "timeout" and run.time_limit:
+    if status == Status.TIMEOUT and run.time_limit:
         words += ["--time-limit", f"{2 * run.time_limit:g}"]
-    if status == "memout" and run.memory_limit_mb:
+    if status == Status.MEMOUT and run.memory_limit_mb:
         words += ["--memory-limit", str(2 * run.memory_limit_mb)]
     return " ".join(shlex.quote(w) for w in words)
 
@@ -94,7 +85,7 @@ def _fragment(pattern_text: str) -> str:
     return max(pieces, key=len, default="")
 
 
-def render_failures(data: dict[str, Any]) -> Any:
+def render_failures(data: Failures) -> Any:
     """Return a rich renderable: one block per group (status × count, message, examples, the command)."""
     from rich.console import Group
     from rich.text import Text
@@ -119,7 +110,7 @@ def render_failures(data: dict[str, Any]) -> Any:
     return Group(*out)
 
 
-def flat_groups(data: dict[str, Any]) -> list[dict[str, Any]]:
+def flat_groups(data: Failures) -> list[dict[str, Any]]:
     """Return the groups as flat rows for CSV (kinds and examples as JSON text)."""
     return [
         {"run": data["run"], **g, "kinds": json.dumps(g["kinds"]), "examples": json.dumps(g["examples"])}

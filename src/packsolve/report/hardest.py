@@ -2,28 +2,78 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
+from packsolve.db import level_stats
 from packsolve.db.models import Attempt, LevelRow, LevelStats, Run
-from packsolve.report import level_stats
-from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES, rounded
+from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
+from packsolve.report.metrics import rounded
 from packsolve.report.text import short_message, short_name
 
 BY = ("par2", "time", "nodes")
 
 
+class HardAttempt(TypedDict):
+    """One of a run's hardest attempts, ranked."""
+
+    rank: int
+    level: str
+    level_hash: str
+    kind: str
+    run: int
+    heuristic: str
+    status: str
+    wall_s: float | None
+    cpu_s: float | None
+    nodes: int | None
+    par2_s: float | None
+    message: str | None
+
+
+class HardLevel(TypedDict):
+    """One of the hardest levels across every run (each level once), ranked, with its figures over them."""
+
+    rank: int
+    level: str | None
+    level_hash: str
+    kind: str
+    attempts: int
+    decided: int
+    solved: int
+    best_wall_s: float | None
+    best_nodes: int | None
+    max_par2_s: float | None
+    max_nodes: int | None
+    last_run: int | None
+
+
+# Either shape, as the table and the pages take them.
+HardestRows = Sequence[Mapping[str, Any]]
+
+
 def hardest_in_run(
     session: Session, run: Run, by: str = "par2", top: int = 20, kind: str | None = None
-) -> list:
+) -> list[HardAttempt]:
     """Return the top attempts of run, unsolved first (by PAR-2, then nodes), then solved ones by `by`."""
     par2 = level_stats.par2_expr()
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
     key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
-    cols = (Attempt.name, Attempt.level_hash, Attempt.kind, Attempt.run_id, Attempt.heuristic, Attempt.status,
-            Attempt.wall_s, Attempt.cpu_s, Attempt.nodes, Attempt.message)  # fmt: skip
+    cols = (
+        Attempt.name,
+        Attempt.level_hash,
+        Attempt.kind,
+        Attempt.run_id,
+        Attempt.heuristic,
+        Attempt.status,
+        Attempt.wall_s,
+        Attempt.cpu_s,
+        Attempt.nodes,
+        Attempt.message,
+    )
     q = (
         select(*cols, par2.label("par2"))
         .join(Run, Run.id == Attempt.run_id)
@@ -38,7 +88,7 @@ def hardest_in_run(
     )
     if kind:
         q = q.where(Attempt.kind == kind)
-    out = []
+    out: list[HardAttempt] = []
     for rank, (name, h, k, run_id, heuristic, status, wall, cpu, nodes, message, score) in enumerate(
         session.execute(q), 1
     ):
@@ -70,7 +120,9 @@ def _key(row: dict[str, Any], by: str) -> tuple:
     return (1, -(row["best_wall_s"] or 0.0), -(row["best_nodes"] or 0))
 
 
-def hardest_overall(session: Session, by: str = "par2", top: int = 20, kind: str | None = None) -> list:
+def hardest_overall(
+    session: Session, by: str = "par2", top: int = 20, kind: str | None = None
+) -> list[HardLevel]:
     """Return the top levels over every run, each level once: never-decided first, then by best effort.
 
     A level's figures across runs: attempts, decided/solved counts, its best
@@ -91,7 +143,7 @@ def hardest_overall(session: Session, by: str = "par2", top: int = 20, kind: str
     if kind:
         q = q.where(s.kind == kind)
     # Levels also met in running runs are merged above; fetch enough to replace them.
-    candidates = {r.level_hash: level_stats._as_dict(r) for r in session.scalars(q.limit(top + len(live)))}
+    candidates = {r.level_hash: level_stats.row_of(r) for r in session.scalars(q.limit(top + len(live)))}
     candidates.update(live)
     ranked = sorted(candidates.values(), key=lambda r: _key(r, by))[:top]
     hashes = [r["level_hash"] for r in ranked]
@@ -100,29 +152,36 @@ def hardest_overall(session: Session, by: str = "par2", top: int = 20, kind: str
         for h, n in session.execute(select(LevelRow.hash, LevelRow.name).where(LevelRow.hash.in_(hashes)))
     }
     return [
-        {
-            "rank": i,
-            "level": names.get(r["level_hash"]),
-            "level_hash": r["level_hash"],
-            "kind": r["kind"],
-            "attempts": r["attempts"],
-            "decided": r["decided"],
-            "solved": r["solved"],
-            "best_wall_s": rounded(r["best_wall_s"]),
-            "best_nodes": r["best_nodes"],
-            "max_par2_s": rounded(r["max_par2_s"]),
-            "max_nodes": r["max_nodes"],
-            "last_run": r["last_run_id"],
-        }
+        HardLevel(
+            rank=i,
+            level=names.get(r["level_hash"]),
+            level_hash=r["level_hash"],
+            kind=r["kind"],
+            attempts=r["attempts"],
+            decided=r["decided"],
+            solved=r["solved"],
+            best_wall_s=rounded(r["best_wall_s"]),
+            best_nodes=r["best_nodes"],
+            max_par2_s=rounded(r["max_par2_s"]),
+            max_nodes=r["max_nodes"],
+            last_run=r["last_run_id"],
+        )
         for i, r in enumerate(ranked, 1)
     ]
 
 
-HEADERS = {"rank": "#", "best_wall_s": "best s", "best_nodes": "best nodes", "max_par2_s": "max PAR-2",
-           "wall_s": "wall s", "par2_s": "PAR-2", "attempts": "tries"}  # fmt: skip
+HEADERS = {
+    "rank": "#",
+    "best_wall_s": "best s",
+    "best_nodes": "best nodes",
+    "max_par2_s": "max PAR-2",
+    "wall_s": "wall s",
+    "par2_s": "PAR-2",
+    "attempts": "tries",
+}
 
 
-def render_hardest(rows: list[dict[str, Any]], title: str = "hardest levels", width: int = 100) -> Any:
+def render_hardest(rows: Sequence[Mapping[str, Any]], title: str = "hardest levels", width: int = 100) -> Any:
     """Return a rich table of hardest rows (either shape): names shortened from the left, why they failed."""
     from rich import box
     from rich.table import Table

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Worker
 from packsolve.db.workers import db_now
+from packsolve.outcome import Status
 from packsolve.report.export import iso
 
 # Points of the progress line: enough for a smooth curve, few enough to draw at once.
@@ -29,7 +30,7 @@ def run_workers(session: Session, run_id: int) -> list[dict[str, Any]]:
     q = (
         select(Attempt.worker, Attempt.holder, Attempt.name, Worker.lease_until)
         .outerjoin(Worker, Worker.name == Attempt.holder)
-        .where(Attempt.run_id == run_id, Attempt.status == "running")
+        .where(Attempt.run_id == run_id, Attempt.status == Status.RUNNING)
         .order_by(Attempt.worker, Attempt.seq)
         .limit(500)
     )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
-from packsolve.report.metrics import SUCCESS_VALUES, par2, rounded
+from packsolve.outcome import SUCCESS, SUCCESS_VALUES, Status
+from packsolve.report.metrics import par2, rounded
 from packsolve.report.text import short_message, short_name
 
 _NOT_FINAL = ("queued", "running")
@@ -26,7 +27,7 @@ def reruns_of(session: Session, run: Run) -> list[Run]:
     return sorted(found, key=lambda r: r.id)
 
 
-def _better(new: dict[str, Any], old: dict[str, Any]) -> bool:
+def _better(new: MergedLevel, old: MergedLevel) -> bool:
     """Return True if new is the better final result: decided beats not, then faster, then later."""
     new_decided, old_decided = new["status"] in SUCCESS_VALUES, old["status"] in SUCCESS_VALUES
     if new_decided != old_decided:
@@ -36,7 +37,57 @@ def _better(new: dict[str, Any], old: dict[str, Any]) -> bool:
     return new["status"] not in _NOT_FINAL  # a later final attempt says more than an earlier failure
 
 
-def merged_view(session: Session, run: Run) -> dict[str, Any]:
+class MergedLevel(TypedDict):
+    """A level's best result across a run and its reruns, the run that got it, and how many runs tried it."""
+
+    level: str
+    level_hash: str
+    kind: str
+    status: str
+    wall_s: float | None
+    nodes: int | None
+    message: str | None
+    run: int
+    heuristic: str
+    par2_s: float | None
+    tries: int
+
+
+class FamilyRun(TypedDict):
+    """The run or one of its reruns, and for how many levels it got the best result."""
+
+    run: int
+    label: str | None
+    heuristic: str
+    time_limit: float | None
+    parent: int | None
+    best_for: int
+
+
+class Alone(TypedDict):
+    """What the run got by itself, before its reruns."""
+
+    solved: int
+    decided: int
+
+
+class Merged(TypedDict):
+    """`report summary --with-reruns`: the run merged with its reruns, level by level."""
+
+    run: int
+    label: str | None
+    reruns: list[int]
+    runs: list[FamilyRun]
+    total: int
+    solved: int
+    decided: int
+    counts: dict[str, int]
+    par2_s: float
+    before: Alone
+    levels: list[MergedLevel]
+
+
+def merged_view(session: Session, run: Run) -> Merged:
     """Return run merged with its reruns as a JSON-ready dict (fields in docs/reports.md).
 
     Each level of run gets the best final result across run and its reruns
@@ -45,15 +96,34 @@ def merged_view(session: Session, run: Run) -> dict[str, Any]:
     """
     family = [run, *reruns_of(session, run)]
     limits = {r.id: r.time_limit for r in family}
-    levels: dict[str, dict[str, Any]] = {}
+    levels: dict[str, MergedLevel] = {}
     order = (Attempt.run_id, Attempt.seq)
-    cols = (Attempt.run_id, Attempt.level_hash, Attempt.name, Attempt.kind, Attempt.heuristic, Attempt.status,
-            Attempt.wall_s, Attempt.nodes, Attempt.message)  # fmt: skip
+    cols = (
+        Attempt.run_id,
+        Attempt.level_hash,
+        Attempt.name,
+        Attempt.kind,
+        Attempt.heuristic,
+        Attempt.status,
+        Attempt.wall_s,
+        Attempt.nodes,
+        Attempt.message,
+    )
     q = select(*cols).where(Attempt.run_id.in_([r.id for r in family])).order_by(*order)
     for run_id, h, name, kind, heuristic, status, wall, nodes, message in session.connection().execute(q):
-        cell = {"level": name, "level_hash": h, "kind": kind, "status": status, "wall_s": rounded(wall),
-                "nodes": nodes, "message": message, "run": run_id, "heuristic": heuristic,
-                "par2_s": rounded(par2(status, wall, limits[run_id])), "tries": 1}  # fmt: skip
+        cell: MergedLevel = {
+            "level": name,
+            "level_hash": h,
+            "kind": kind,
+            "status": status,
+            "wall_s": rounded(wall),
+            "nodes": nodes,
+            "message": message,
+            "run": run_id,
+            "heuristic": heuristic,
+            "par2_s": rounded(par2(status, wall, limits[run_id])),
+            "tries": 1,
+        }
         old = levels.get(h)
         if old is None:
             if run_id == run.id:  # a rerun's levels are the run's own; anything else is not merged
@@ -66,9 +136,7 @@ def merged_view(session: Session, run: Run) -> dict[str, Any]:
     rows = list(levels.values())
     counts = Counter(r["status"] for r in rows)
     best_for = Counter(r["run"] for r in rows)
-    alone = Counter(
-        a for (a,) in session.execute(select(Attempt.status).where(Attempt.run_id == run.id))
-    )  # fmt: skip
+    alone = Counter(a for (a,) in session.execute(select(Attempt.status).where(Attempt.run_id == run.id)))
     return {
         "run": run.id,
         "label": run.label,
@@ -83,18 +151,21 @@ def merged_view(session: Session, run: Run) -> dict[str, Any]:
                 "best_for": best_for.get(r.id, 0),
             }
             for r in family
-        ],  # fmt: skip
+        ],
         "total": len(rows),
-        "solved": counts.get("solved", 0),
+        "solved": counts.get(Status.SOLVED, 0),
         "decided": sum(counts.get(s, 0) for s in SUCCESS_VALUES),
         "counts": dict(sorted(counts.items())),
         "par2_s": round(sum(r["par2_s"] or 0.0 for r in rows), 3),
-        "before": {"solved": alone.get("solved", 0), "decided": sum(alone.get(s, 0) for s in SUCCESS_VALUES)},
+        "before": {
+            "solved": alone.get(Status.SOLVED, 0),
+            "decided": sum(alone.get(s, 0) for s in SUCCESS),
+        },
         "levels": rows,
     }
 
 
-def render_merged(m: dict[str, Any], width: int = 100) -> Any:
+def render_merged(m: Merged, width: int = 100) -> Any:
     """Return a rich renderable: the merged figures, whose results they are, the levels reruns changed."""
     from rich.console import Group
     from rich.table import Table
@@ -115,16 +186,26 @@ def render_merged(m: dict[str, Any], width: int = 100) -> Any:
         who = f"run {r['run']}" + (f" {r['label']}" if r["label"] else "")
         made = "the run" if r["parent"] is None else f"rerun of {r['parent']}"
         t.add_row(f"  {who}", f"{made}, {r['heuristic']}: best result of {r['best_for']} level(s)")
-    changed = [r for r in m["levels"] if r["run"] != m["run"]]
+    changed = [lv for lv in m["levels"] if lv["run"] != m["run"]]
     if not changed:
         return Group(t, Text("no level's result came from a rerun"))
-    c = Table("level", "kind", "best result", "by run", title="levels whose best result came from a rerun",
-              title_justify="left")  # fmt: skip
-    for r in changed:
-        wall = "" if r["wall_s"] is None else f" {r['wall_s']:.3f}s"
-        result = Text(f"{r['status']}{wall}", style="green" if r["status"] in SUCCESS_VALUES else "red")
-        if r["message"] and r["status"] not in SUCCESS_VALUES:
-            result.append("\n" + short_message(r["message"], r["level"], 40), style="dim")
-        c.add_row(Text(short_name(r["level"], max(20, width // 3))), r["kind"], result,
-                  f"{r['run']} ({r['heuristic']})")  # fmt: skip
+    c = Table(
+        "level",
+        "kind",
+        "best result",
+        "by run",
+        title="levels whose best result came from a rerun",
+        title_justify="left",
+    )
+    for lv in changed:
+        wall = "" if lv["wall_s"] is None else f" {lv['wall_s']:.3f}s"
+        result = Text(f"{lv['status']}{wall}", style="green" if lv["status"] in SUCCESS_VALUES else "red")
+        if lv["message"] and lv["status"] not in SUCCESS_VALUES:
+            result.append("\n" + short_message(lv["message"], lv["level"], 40), style="dim")
+        c.add_row(
+            Text(short_name(lv["level"], max(20, width // 3))),
+            lv["kind"],
+            result,
+            f"{lv['run']} ({lv['heuristic']})",
+        )
     return Group(t, c)

@@ -5,11 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
-from packsolve.outcome import SUCCESS, Status
-
-SUCCESS_VALUES = frozenset(s.value for s in SUCCESS)
-# Attempts that never ran a solver: they carry no time and no PAR-2 score.
-NOT_RUN_VALUES = frozenset(s.value for s in (Status.QUEUED, Status.RUNNING, Status.INVALID, Status.CANCELLED))
+from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
 
 
 def par2(status: str, wall_s: float | None, time_limit: float | None) -> float | None:

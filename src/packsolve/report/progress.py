@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -12,10 +12,11 @@ from sqlalchemy.orm import Session
 from packsolve.db.local_runs import solver_alive
 from packsolve.db.models import Attempt, Run
 from packsolve.db.runs import status_counts
-from packsolve.db.workers import db_now, held_by_lapsed, live_workers
-from packsolve.outcome import Status
+from packsolve.db.workers import Buffered, buffered_in, db_now, held_by_lapsed, live_workers
+from packsolve.outcome import PENDING, Status
 from packsolve.report.metrics import median, rounded
 from packsolve.report.provenance import kinds_no_worker_offers
+from packsolve.runstate import RunMode, RunState
 
 # The median is taken over at most this many recent attempts: enough to be stable, cheap on huge runs.
 MEDIAN_SAMPLE = 2000
@@ -28,19 +29,80 @@ def _aware(dt: datetime | None) -> datetime | None:
     return None if dt is None else (dt if dt.tzinfo else dt.replace(tzinfo=UTC))
 
 
-def run_progress(session: Session, run: Run, now: datetime | None = None) -> dict[str, Any]:
+class Serving(TypedDict):
+    """Who serves a distributed run still going (every key null for a local or finished run).
+
+    The keys are always there: a script reading `status --format json` must not find a key
+    gone once the run finishes.
+    """
+
+    unsent: bool | None
+    send_error: str | None
+    live_workers: int | None
+    running_lapsed: int | None
+    kinds_unserved: str | None
+
+
+NOT_SERVED = Serving(
+    unsent=None, send_error=None, live_workers=None, running_lapsed=None, kinds_unserved=None
+)
+
+
+class Working(TypedDict):
+    """What a distributed run's attempts shown running do (every key null for a local run).
+
+    The database shows an attempt `running` from its claim until its result is
+    written: part of that it waits its turn in its worker's group (claimed), part
+    it runs on a solver, and part its result waits in the worker's write buffer.
+    """
+
+    buffered: int | None
+    buffered_by_worker: dict[str, int] | None
+    claimed: int | None
+
+
+NOT_WORKING = Working(buffered=None, buffered_by_worker=None, claimed=None)
+
+
+class Progress(Serving, Working):
+    """`status`: how far a run is, its rate and ETA, and (distributed, going) who serves it."""
+
+    run: int
+    label: str | None
+    state: str
+    solver_gone: bool
+    total: int
+    done: int
+    queued: int
+    running: int
+    counts: dict[str, int]
+    finished: bool
+    elapsed_s: float
+    rate_per_s: float
+    median_wall_s: float | None
+    parallel: int
+    eta_s: float | None
+    eta_method: str
+
+
+def run_progress(session: Session, run: Run, now: datetime | None = None) -> Progress:
     """Return done/total, counts, rate and ETA of run as a JSON-ready dict.
 
-    ETA = remaining levels × median wall time so far ÷ parallel slots, where
-    the slots are the run's concurrency (local) or the workers seen running
-    attempts now (distributed); before any attempt finished it falls back to
-    the rate, and it is None when nothing has finished yet.
+    ETA = attempts left to run (pending, less the results waiting in a worker's
+    write buffer: they need no more solver time) ÷ the recent rate (_recent_rate);
+    before enough finished, × median wall time so far ÷ parallel slots, where
+    the slots are the run's concurrency (local) or the attempts running now
+    (distributed); before any attempt has a time it falls back to the rate, and
+    it is None when nothing has finished yet.
     """
     now = now or db_now(session)  # the database server's clock: the attempts were stamped in it
     counts = status_counts(session, run.id)
     total = sum(counts.values())
     queued, running = counts.get(Status.QUEUED.value, 0), counts.get(Status.RUNNING.value, 0)
     done = total - queued - running
+    remaining = queued + running
+    queued, running, working = _working(session, run, now, queued, running)
+    to_run = remaining - (working["buffered"] or 0)
     first_start = _aware(
         session.scalar(select(func.min(Attempt.started_at)).where(Attempt.run_id == run.id))
     ) or _aware(run.created_at)
@@ -60,19 +122,18 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
     )
     parallel = max(1, run.concurrency or running or busy_workers or 1)
     rate = done / elapsed if elapsed > 0 and done else 0.0
-    remaining = queued + running
     serving = _serving(session, run, remaining)
     recent = _recent_rate(session, run.id, now, elapsed)
     if not remaining:
         eta, method = 0.0, "done"
-    elif serving and not serving["live_workers"]:
+    elif serving["live_workers"] == 0:
         eta, method = None, "no worker"  # nobody runs them: no time can be promised
     elif recent is not None:
-        eta, method = remaining / recent, "recent rate"
+        eta, method = to_run / recent, "recent rate"
     elif med is not None:
-        eta, method = math.ceil(remaining / parallel) * med, "median"
+        eta, method = math.ceil(to_run / parallel) * med, "median"
     elif rate:
-        eta, method = remaining / rate, "rate"
+        eta, method = to_run / rate, "rate"
     else:
         eta, method = None, "unknown"
     # A local run whose solve process is gone (killed, crashed) stays unfinished until resumed: say so,
@@ -89,6 +150,7 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
         "done": done,
         "queued": queued,
         "running": running,
+        **working,
         "counts": counts,
         "finished": run.finished_at is not None,
         "elapsed_s": round(elapsed, 1),
@@ -99,6 +161,37 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> dic
         "eta_method": method,
         **serving,
     }
+
+
+def _working(
+    session: Session, run: Run, now: datetime, queued: int, running: int
+) -> tuple[int, int, Working]:
+    """Return a run's queued and really running attempts, and what the rest shown running does.
+
+    For a distributed run, of the attempts the database shows pending: those
+    claimed and not started (in their worker's group), and those whose result a
+    live worker process computed and has not written yet (its write buffer, as its
+    last lease renewal published it: db.workers.buffered_in) are told apart; a
+    buffered result of an attempt run before its claim (a tiny one) shows queued.
+    Running is what is left: attempts on a solver now. A local run's are left as
+    the database shows them.
+    """
+    if run.mode != RunMode.DISTRIBUTED:
+        return queued, running, NOT_WORKING
+    claimed: int | None = 0
+    buffered = Buffered({}, 0, 0)
+    if queued or running:
+        claimed = session.scalar(
+            select(func.count()).where(
+                Attempt.run_id == run.id,
+                Attempt.status == Status.RUNNING.value,
+                Attempt.started_at.is_(None),
+            )
+        )
+        buffered = buffered_in(session, run.id, now)
+    really = max(0, running - (claimed or 0) - buffered.claimed)
+    working = Working(buffered=buffered.total, buffered_by_worker=buffered.by_host, claimed=claimed or 0)
+    return max(0, queued - buffered.unclaimed), really, working
 
 
 def _recent_rate(session: Session, run_id: int, now: datetime, elapsed: float) -> float | None:
@@ -120,14 +213,14 @@ def _recent_rate(session: Session, run_id: int, now: datetime, elapsed: float) -
     return float(recent) / span
 
 
-def _serving(session: Session, run: Run, remaining: int) -> dict[str, Any]:
+def _serving(session: Session, run: Run, remaining: int) -> Serving:
     """Return who serves a distributed run still going: live workers, lapsed claims, kinds nobody offers.
 
-    Empty for a local or finished run. From the workers' leases (db.workers): a
+    Nulls for a local or finished run. From the workers' leases (db.workers): a
     worker process is live while its lease lies ahead.
     """
-    if run.mode != "distributed" or run.finished_at is not None:
-        return {}
+    if run.mode != RunMode.DISTRIBUTED or run.finished_at is not None:
+        return NOT_SERVED
     now = db_now(session)
     live = live_workers(session, now)
     unserved = kinds_no_worker_offers(session, run.id, [w.offers for w in live]) if live and remaining else []
@@ -159,7 +252,7 @@ def progress_line(
     run_id: int, done: int, total: int, counts: dict[str, int], rate_per_s: float, eta_s: float | None
 ) -> str:
     """Return one line of progress for a log: done/total, counts per final status, rate and ETA."""
-    finals = " ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v and k not in ("queued", "running"))
+    finals = " ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v and k not in PENDING)
     share = f" ({100 * done // total}%)" if total else ""
     return (
         f"run {run_id}: {done}/{total} final{share} · {finals or 'none yet'} · {rate_text(rate_per_s)} · "
@@ -167,7 +260,7 @@ def progress_line(
     )
 
 
-def render_progress(p: dict[str, Any]) -> Any:
+def render_progress(p: Progress) -> Any:
     """Return a rich renderable: counts per status, a bar, then rate and ETA in lines that fit 80 columns."""
     from rich.console import Group
     from rich.table import Table
@@ -179,7 +272,7 @@ def render_progress(p: dict[str, Any]) -> Any:
     t.add_column("levels", justify="right")
     for status_name, n in sorted(p["counts"].items()):
         t.add_row(status_name, str(n))
-    state = p["state"] if p["state"] == "cancelled" or not p["finished"] else "finished"
+    state = p["state"] if p["state"] == RunState.CANCELLED or not p["finished"] else RunState.FINISHED
     if p.get("eta_method") == "no worker":
         state = "waiting"  # not "running": no live worker runs its levels
     med = "—" if p["median_wall_s"] is None else f"{p['median_wall_s']:.3f} s"
@@ -191,6 +284,7 @@ def render_progress(p: dict[str, Any]) -> Any:
     filled = round(40 * p["done"] / p["total"]) if p["total"] else 0
     bar = Text("━" * filled, style="green") + Text("━" * (40 - filled), style="grey37")
     lines: list[Any] = [t, bar, Text(first), Text(second, style="dim")]
+    lines.extend(_working_lines(p))
     lines.extend(_serving_lines(p))
     if p.get("solver_gone"):
         lines.append(
@@ -199,7 +293,25 @@ def render_progress(p: dict[str, Any]) -> Any:
     return Group(*lines)
 
 
-def _serving_lines(p: dict[str, Any]) -> list[Any]:
+def _working_lines(p: Progress) -> list[Any]:
+    """Return what a distributed run's attempts shown running do: on a solver, claimed, buffered."""
+    from rich.text import Text
+
+    if not (p["claimed"] or p["buffered"]):
+        return []
+    line = f"{p['running']} running on a solver"
+    if p["claimed"]:
+        line += f" · {p['claimed']} claimed, not started"
+    if p["buffered"]:
+        line += f" · {p['buffered']} done, not yet written"
+    lines = [Text(line, style="dim")]
+    if p["buffered"] and p["buffered_by_worker"]:
+        held = ", ".join(f"{host} {n}" for host, n in p["buffered_by_worker"].items())
+        lines.append(Text(f"waiting in write buffers: {held}", style="dim"))
+    return lines
+
+
+def _serving_lines(p: Progress) -> list[Any]:
     """Return the warnings about who serves a distributed run (see _serving), as yellow lines."""
     from rich.text import Text
 
@@ -212,8 +324,8 @@ def _serving_lines(p: dict[str, Any]) -> list[Any]:
             else " (its submit is still sending, or was killed)"
         )
         out.append(f"not every task was sent{why}: `packsolve resume {run}` sends them")
-    remaining = p["queued"] + p["running"]
-    if "live_workers" in p and remaining and not p["live_workers"]:
+    remaining = p["total"] - p["done"]
+    if p["live_workers"] == 0 and remaining:
         out.append("no live worker serves this run: start `packsolve worker` on this database and broker")
     if p.get("running_lapsed"):
         out.append(
@@ -226,14 +338,32 @@ def _serving_lines(p: dict[str, Any]) -> list[Any]:
 
 
 PROGRESS_COLUMNS = [
-    "run", "label", "state", "total", "done", "queued", "running", "elapsed_s", "rate_per_s",
-    "median_wall_s", "parallel", "eta_s", "eta_method", "finished", "solver_gone",
-    "unsent", "live_workers", "running_lapsed", "kinds_unserved",
+    "run",
+    "label",
+    "state",
+    "total",
+    "done",
+    "queued",
+    "running",
+    "claimed",
+    "buffered",
+    "elapsed_s",
+    "rate_per_s",
+    "median_wall_s",
+    "parallel",
+    "eta_s",
+    "eta_method",
+    "finished",
+    "solver_gone",
+    "unsent",
+    "live_workers",
+    "running_lapsed",
+    "kinds_unserved",
     *(f"count_{s.value}" for s in Status),
-]  # fmt: skip
+]
 
 
-def progress_row(p: dict[str, Any]) -> dict[str, Any]:
+def progress_row(p: Progress) -> dict[str, Any]:
     """Return a progress dict as one flat CSV row with the same columns whatever the counts."""
     row = {k: p.get(k) for k in PROGRESS_COLUMNS if not k.startswith("count_")}
     row.update({f"count_{s.value}": p["counts"].get(s.value, 0) for s in Status})

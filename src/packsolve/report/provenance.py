@@ -7,28 +7,37 @@ a comparison warns when two runs used different versions of a kind or different 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
-from packsolve.db.programs import programs_of, recorded
+from packsolve.db.programs import ProgramBuild, programs_of
+from packsolve.db.runs import Provenance
 from packsolve.db.tables import PENDING_VALUES
 
 
-def run_provenance(session: Session, run: Run) -> dict[str, Any]:
+class RunProvenance(TypedDict):
+    """Where a run's means came from: its kinds as recorded, its programs as its workers ran them, doubts."""
+
+    kinds: dict[str, Any]
+    programs: list[ProgramBuild]
+    warnings: list[str]
+
+
+def run_provenance(session: Session, run: Run) -> RunProvenance:
     """Return {kinds, programs, warnings}: the run's kinds, its programs as its workers ran them, doubts."""
     programs = programs_of(session, run.id)
     warnings = []
-    by_solver: dict[str, list[dict[str, Any]]] = {}
+    by_solver: dict[str, list[ProgramBuild]] = {}
     for p in programs:
         by_solver.setdefault(p["solver"], []).append(p)
     for solver, builds in sorted(by_solver.items()):
         if len(builds) > 1:
             where = "; ".join(f"{b['sha256'][:12]} on {', '.join(b['workers'])}" for b in builds)
             warnings.append(f"workers ran different binaries of solver {solver!r}: {where}")
-    return {"kinds": recorded(run, "kinds"), "programs": programs, "warnings": warnings}
+    return {"kinds": Provenance.of(run).kinds, "programs": programs, "warnings": warnings}
 
 
 def _described(source: dict[str, Any]) -> str:
@@ -40,11 +49,11 @@ def _described(source: dict[str, Any]) -> str:
 def comparison_warnings(session: Session, runs: list[Run]) -> list[str]:
     """Return one sentence per kind whose version, or program whose binary, differs from the first run's."""
     base = runs[0]
-    base_kinds = recorded(base, "kinds")
+    base_kinds = Provenance.of(base).kinds
     base_builds = _builds(session, base)
     out = []
     for run in runs[1:]:
-        kinds = recorded(run, "kinds")
+        kinds = Provenance.of(run).kinds
         for kind in sorted(set(base_kinds) & set(kinds)):
             a, b = base_kinds[kind], kinds[kind]
             if (a.get("source"), a.get("version")) != (b.get("source"), b.get("version")):
@@ -67,7 +76,7 @@ def _builds(session: Session, run: Run) -> dict[str, set[str]]:
     return builds
 
 
-def provenance_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
+def provenance_rows(p: RunProvenance) -> list[tuple[str, str]]:
     """Return (label, text) rows for a summary table: kinds that are not built in, programs run."""
     rows = []
     plugins = [

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.errors import LevelNotFound
+from packsolve.outcome import Status
 from packsolve.report.export import iso
 from packsolve.report.metrics import rounded
 from packsolve.report.text import short_message
@@ -67,12 +68,52 @@ def find_level(
     return row, None
 
 
-def level_report(session: Session, ref: str, follow_links: bool = False) -> dict[str, Any]:
+class Attempted(TypedDict):
+    """One attempt at a level, in any run."""
+
+    run: int
+    label: str | None
+    level: str
+    heuristic: str
+    status: str
+    length: int | None
+    wall_s: float | None
+    cpu_s: float | None
+    nodes: int | None
+    peak_rss_mb: float | None
+    worker: str | None
+    time_limit: float | None
+    finished_at: str | None
+    message: str | None
+
+
+class Best(TypedDict):
+    """A level's best known solution: the shortest, then the fastest, and the run that found it."""
+
+    run: int
+    heuristic: str
+    length: int | None
+    wall_s: float | None
+    solution: Any
+
+
+class LevelReport(TypedDict):
+    """`show LEVEL`: the level, its best known solution and every attempt at it."""
+
+    level: str
+    level_hash: str
+    kind: str
+    data: dict[str, Any]
+    best: Best | None
+    history: list[Attempted]
+
+
+def level_report(session: Session, ref: str, follow_links: bool = False) -> LevelReport:
     """Return the level, its best known solution and every attempt at it, as a JSON-ready dict."""
     from packsolve.levels import read_levels
 
     row, read = find_level(session, ref, follow_links)
-    history = []
+    history: list[dict[str, Any]] = []
     if row is not None:
         q = (
             select(Attempt, Run)
@@ -83,15 +124,24 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> dict
         for a, run in session.execute(q):
             history.append(
                 {
-                    "run": a.run_id, "label": run.label, "level": a.name, "heuristic": a.heuristic,
-                    "status": a.status, "length": a.length, "wall_s": rounded(a.wall_s),
+                    "run": a.run_id,
+                    "label": run.label,
+                    "level": a.name,
+                    "heuristic": a.heuristic,
+                    "status": a.status,
+                    "length": a.length,
+                    "wall_s": rounded(a.wall_s),
                     "cpu_s": rounded(a.cpu_s),
-                    "nodes": a.nodes, "peak_rss_mb": rounded(a.peak_rss_mb, 1), "worker": a.worker,
-                    "time_limit": run.time_limit, "finished_at": iso(a.finished_at), "message": a.message,
+                    "nodes": a.nodes,
+                    "peak_rss_mb": rounded(a.peak_rss_mb, 1),
+                    "worker": a.worker,
+                    "time_limit": run.time_limit,
+                    "finished_at": iso(a.finished_at),
+                    "message": a.message,
                     "solution": json.loads(a.solution) if a.solution is not None else None,
                 }
-            )  # fmt: skip
-    solved = [h for h in history if h["status"] == "solved" and h["solution"] is not None]
+            )
+    solved = [h for h in history if h["status"] == Status.SOLVED and h["solution"] is not None]
     # Best: the shortest solution (fewest moves matter to players), then the fastest.
     best = min(
         solved, key=lambda h: (h["length"] is None, h["length"] or 0, h["wall_s"] or 0.0), default=None
@@ -108,10 +158,8 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> dict
         "level_hash": h,
         "kind": kind,
         "data": data,
-        "best": None
-        if best is None
-        else {k: best[k] for k in ("run", "heuristic", "length", "wall_s", "solution")},
-        "history": [{k: v for k, v in h.items() if k != "solution"} for h in history],
+        "best": None if best is None else cast(Best, {k: best[k] for k in Best.__annotations__}),
+        "history": [cast(Attempted, {k: v for k, v in h.items() if k != "solution"}) for h in history],
     }
 
 
@@ -128,7 +176,7 @@ def picture(kind: str, data: dict[str, Any], solution: Any, svg: bool = False) -
         return None
 
 
-def render_level(rep: dict[str, Any]) -> Any:
+def render_level(rep: LevelReport) -> Any:
     """Return a rich renderable: the picture with the best solution, then the history table."""
     from rich.console import Group
     from rich.panel import Panel
@@ -152,11 +200,15 @@ def render_level(rep: dict[str, Any]) -> Any:
     why = []
     for h in rep["history"]:
         t.add_row(
-            str(h["run"]) + (f" {h['label']}" if h["label"] else ""), h["heuristic"], h["status"],
-            str(h["length"] or ""), "" if h["wall_s"] is None else f"{h['wall_s']:.3f}",
+            str(h["run"]) + (f" {h['label']}" if h["label"] else ""),
+            h["heuristic"],
+            h["status"],
+            str(h["length"] or ""),
+            "" if h["wall_s"] is None else f"{h['wall_s']:.3f}",
             str(h["nodes"] or ""),
-            Text(h["worker"] or ""), (h["finished_at"] or "")[:19].replace("T", " "),
-        )  # fmt: skip
+            Text(h["worker"] or ""),
+            (h["finished_at"] or "")[:19].replace("T", " "),
+        )
         if h["message"]:
             why.append(Text(f"run {h['run']} {h['status']}: {short_message(h['message'], h['level'], 200)}"))
     if not rep["history"]:

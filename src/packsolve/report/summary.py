@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
-from itertools import groupby
-from operator import itemgetter
-from typing import Any
+from typing import Any, TypedDict
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Connection, func, select, text
 from sqlalchemy.orm import Session
 
+from packsolve.db.figures import WHOLE, Final, Group, groups, kept_final, measured_of, medians, peak_memory
+from packsolve.db.local_runs import shown_state
 from packsolve.db.models import Attempt, Run
-from packsolve.outcome import PENDING, Status
+from packsolve.outcome import NOT_RUN_VALUES, PENDING, SUCCESS_VALUES, Status
 from packsolve.report.export import iso
-from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES, host_of, median, rounded
-from packsolve.report.provenance import provenance_rows, run_provenance
+from packsolve.report.metrics import host_of, rounded
+from packsolve.report.provenance import RunProvenance, provenance_rows, run_provenance
 from packsolve.report.text import short_message
 
 PENDING_VALUES = frozenset(s.value for s in PENDING)
@@ -24,27 +24,90 @@ PENDING_VALUES = frozenset(s.value for s in PENDING)
 MAX_WORKER_NAMES = 50
 
 
-def _figures(groups: list[tuple], medians: dict[str, float | None], time_limit: float | None) -> dict:
-    """Return counts and time figures from (status, count, wall sum, cpu sum, nodes sum, wall max) groups."""
+class Figures(TypedDict):
+    """Counts and times of a run's attempts, or of one kind's (docs/reports.md names each)."""
+
+    total: int
+    done: int
+    solved: int
+    decided: int
+    counts: dict[str, int]
+    cpu_s_total: float
+    cpu_s_median: float | None
+    wall_s_total: float
+    wall_s_median: float | None
+    wall_s_max: float | None
+    nodes_total: int
+    par2_s: float
+    par2_mean_s: float | None
+    scored: int
+
+
+class Example(TypedDict):
+    """A failing status's example: a level and its message."""
+
+    level: str
+    message: str | None
+
+
+class PeakMemory(TypedDict):
+    """The largest peak RSS (MB) of a run's attempts, by kind and by heuristic."""
+
+    by_kind: dict[str, float]
+    by_heuristic: dict[str, float]
+
+
+class Summary(Figures):
+    """`report summary`: the run, its figures overall and per kind, its limits, workers and provenance."""
+
+    run: int
+    label: str | None
+    mode: str
+    state: str
+    parent: int | None
+    makespan_s: float | None
+    parallelism: float | None
+    created_at: str | None
+    finished_at: str | None
+    heuristic: str
+    heuristics: list[str]
+    kind: str | None
+    time_limit: float | None
+    node_limit: int | None
+    memory_limit_mb: int | None
+    concurrency: int | None
+    host: str | None
+    version: str | None
+    hosts: list[str]
+    workers: int
+    worker_names: list[str]
+    kinds: dict[str, Figures]
+    messages: dict[str, Example]
+    memory: PeakMemory
+    provenance: RunProvenance
+
+
+def _figures(
+    groups: list[Group], medians: dict[str, float | None], wall_max: float | None, time_limit: float | None
+) -> Figures:
+    """Return counts and time figures from groups of attempts (packsolve.db.figures.Group)."""
     counts: Counter[str] = Counter()
     wall = cpu = par2_sum = 0.0
     nodes = scored = 0
-    wall_max = None
-    for status, n, wall_sum, cpu_sum, nodes_sum, max_wall in groups:
-        counts[status] += n
-        wall += wall_sum or 0.0
-        cpu += cpu_sum or 0.0
-        nodes += nodes_sum or 0
-        if max_wall is not None:
-            wall_max = max_wall if wall_max is None else max(wall_max, max_wall)
-        if status in NOT_RUN_VALUES:
+    for g in groups:
+        n = g.attempts
+        counts[g.status] += n
+        wall += g.wall_sum
+        cpu += g.cpu_sum
+        nodes += g.nodes_sum
+        if g.status in NOT_RUN_VALUES:
             continue
         scored += n
-        if status in SUCCESS_VALUES:
-            par2_sum += wall_sum or 0.0
+        if g.status in SUCCESS_VALUES:
+            par2_sum += g.wall_sum
         else:
             # Same rule as metrics.par2: twice the limit, or twice its own time without a limit.
-            par2_sum += 2.0 * (time_limit * n if time_limit else (wall_sum or 0.0))
+            par2_sum += 2.0 * (time_limit * n if time_limit else g.wall_sum)
     total = sum(counts.values())
     return {
         "total": total,
@@ -64,27 +127,6 @@ def _figures(groups: list[tuple], medians: dict[str, float | None], time_limit: 
     }
 
 
-def _medians(session: Session, run_id: int) -> dict[str | None, dict[str, float | None]]:
-    """Return {kind: {"wall": median, "cpu": median}} of the run's attempts, overall under None.
-
-    Only the two time columns come back, through Core rows (no ORM objects),
-    sorted by kind in the database: a 10,000-attempt run costs milliseconds.
-    """
-    q = (
-        select(Attempt.kind, Attempt.wall_s, Attempt.cpu_s)
-        .where(Attempt.run_id == run_id)
-        .order_by(Attempt.kind)
-    )
-    rows: Sequence[Any] = session.connection().execute(q).all()
-
-    def both(rs: Sequence[Any]) -> dict[str, float | None]:
-        return {"wall": median([r[1] for r in rs]), "cpu": median([r[2] for r in rs])}
-
-    out: dict[str | None, dict[str, float | None]] = {None: both(rows)}
-    out.update({kind: both(list(rs)) for kind, rs in groupby(rows, key=itemgetter(0))})
-    return out
-
-
 def _aware(dt: datetime) -> datetime:
     # SQLite hands back naive UTC datetimes, PostgreSQL aware ones.
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
@@ -96,37 +138,71 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     return round((end - start).total_seconds(), 3)
 
 
-def run_summary(session: Session, run: Run) -> dict[str, Any]:
-    """Return the summary of run as a JSON-ready dict (fields documented in docs/reports.md)."""
-    conn = session.connection()  # Core, not ORM: these are plain aggregates
-    # One pass for counts, sums, heuristics and the time span; one for medians; one for workers.
-    ran_until = case((Attempt.started_at.is_not(None), Attempt.finished_at))
-    groups = conn.execute(
-        select(
-            Attempt.kind, Attempt.heuristic, Attempt.status, func.count(), func.sum(Attempt.wall_s),
-            func.sum(Attempt.cpu_s), func.sum(Attempt.nodes), func.max(Attempt.wall_s),
-            func.min(Attempt.started_at), func.max(ran_until),
-        )
-        .where(Attempt.run_id == run.id)
-        .group_by(Attempt.kind, Attempt.heuristic, Attempt.status)
-    ).all()  # fmt: skip
-    by_kind: dict[str, list] = defaultdict(list)
-    for kind, _heuristic, *figures, _start, _end in groups:
-        by_kind[kind].append(tuple(figures))
-    heuristics = sorted({g[1] for g in groups})
-    starts = [_aware(g[-2]) for g in groups if g[-2] is not None]
-    ends = [_aware(g[-1]) for g in groups if g[-1] is not None]
-    first_start, last_finish = min(starts, default=None), max(ends, default=None)
-    medians = _medians(session, run.id)
-    everything = _figures([g for k in by_kind.values() for g in k], medians.get(None, {}), run.time_limit)
-    worker_rows = conn.execute(
-        select(Attempt.worker).where(Attempt.run_id == run.id, Attempt.worker.is_not(None)).distinct()
+def _span(conn: Connection, run_id: int) -> tuple[datetime | None, datetime | None]:
+    """Return the run's first start and its last finish of an attempt that started, from their indexes."""
+    first = conn.execute(select(func.min(Attempt.started_at)).where(Attempt.run_id == run_id)).scalar()
+    last = conn.execute(
+        select(Attempt.finished_at)
+        .where(Attempt.run_id == run_id, Attempt.finished_at.is_not(None), Attempt.started_at.is_not(None))
+        .order_by(Attempt.finished_at.desc())
+        .limit(1)
+    ).scalar()
+    return (None if first is None else _aware(first)), (None if last is None else _aware(last))
+
+
+def run_workers(conn: Connection, run_id: int) -> list[str]:
+    """Return the run's distinct workers, each found by one step along the (run, worker) index."""
+    found = conn.execute(
+        text(
+            "WITH RECURSIVE w(name) AS ("
+            " SELECT min(worker) FROM attempts WHERE run_id = :r"
+            " UNION ALL"
+            " SELECT (SELECT min(worker) FROM attempts WHERE run_id = :r AND worker > w.name)"
+            " FROM w WHERE w.name IS NOT NULL"
+            ") SELECT name FROM w WHERE name IS NOT NULL"
+        ),
+        {"r": run_id},
     )
-    workers = sorted(w for (w,) in worker_rows if w is not None)
-    makespan = _seconds(first_start, last_finish)
+    return sorted(name for (name,) in found)
+
+
+def _wall_max(conn: Connection, run_id: int, kind: str) -> float | None:
+    """Return the kind's longest wall time in the run, read at the end of its (run, kind, wall) index."""
+    return conn.execute(  # type: ignore[no-any-return]
+        select(func.max(Attempt.wall_s)).where(Attempt.run_id == run_id, Attempt.kind == kind)
+    ).scalar()
+
+
+def run_summary(
+    session: Session, run: Run, reuse: Callable[[Callable[[], Final]], Final] | None = None
+) -> Summary:
+    """Return the summary of run as a JSON-ready dict (fields documented in docs/reports.md).
+
+    Counts and sums come from run_figures (kept as attempts change), a finished run's medians and
+    peaks from run_final (kept when it finished); the rest from the run's indexes, a few rows each.
+    A run going has its medians and peaks read over its attempts: reuse, if given, is handed that
+    read and returns its value or one it kept (the dashboard keeps it a few seconds per run).
+    """
+    conn = session.connection()  # Core, not ORM: these are plain aggregates
+    found = groups(conn, run.id)
+    by_kind: dict[str, list[Group]] = defaultdict(list)
+    for g in found:
+        by_kind[g.kind].append(g)
+    final = kept_final(conn, run.id) if run.finished_at is not None else None
+    if final is None:
+
+        def read() -> Final:
+            return Final(medians(conn, run.id, measured_of(found)), peak_memory(conn, run.id))
+
+        final = read() if reuse is None else reuse(read)
+    wall_max = {kind: _wall_max(conn, run.id, kind) for kind in by_kind}
+    longest = max((m for m in wall_max.values() if m is not None), default=None)
+    everything = _figures(found, final.medians.get(WHOLE, {}), longest, run.time_limit)
+    workers = run_workers(conn, run.id)
+    makespan = _seconds(*_span(conn, run.id))
     # One message per failing status, as an example (any one: an ordered pick would sort every
     # failure of a big run); `report failures` groups them all.
-    messages = {}
+    messages: dict[str, Example] = {}
     for status in everything["counts"]:
         if status in SUCCESS_VALUES or status in PENDING_VALUES:
             continue
@@ -141,7 +217,7 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
         "run": run.id,
         "label": run.label,
         "mode": run.mode,
-        "state": run.state if run.finished_at is None or run.state == "cancelled" else "finished",
+        "state": shown_state(run),
         "parent": run.parent_id,
         **everything,
         "makespan_s": makespan,
@@ -150,7 +226,7 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
         "created_at": iso(run.created_at),
         "finished_at": iso(run.finished_at),
         "heuristic": run.heuristic,
-        "heuristics": heuristics,
+        "heuristics": sorted({g.heuristic for g in found}),
         "kind": run.kind,
         "time_limit": run.time_limit,
         "node_limit": run.node_limit,
@@ -162,35 +238,27 @@ def run_summary(session: Session, run: Run) -> dict[str, Any]:
         "workers": len(workers),
         "worker_names": workers[:MAX_WORKER_NAMES],
         "kinds": {
-            kind: _figures(g, medians.get(kind, {}), run.time_limit) for kind, g in sorted(by_kind.items())
+            kind: _figures(g, final.medians.get(kind, {}), wall_max[kind], run.time_limit)
+            for kind, g in sorted(by_kind.items())
         },
         "messages": messages,
-        "memory": _peak_memory(session, run.id),
+        "memory": _peak_memory(final.peaks),
         "provenance": run_provenance(session, run),
     }
 
 
-def _peak_memory(session: Session, run_id: int) -> dict[str, dict[str, float]]:
-    """Return the largest peak RSS (MB) of the run's attempts, by kind and by heuristic (those measured)."""
-    rows = (
-        session.connection()
-        .execute(
-            select(Attempt.kind, Attempt.heuristic, func.max(Attempt.peak_rss_mb))
-            .where(Attempt.run_id == run_id, Attempt.peak_rss_mb.is_not(None))
-            .group_by(Attempt.kind, Attempt.heuristic)
-        )
-        .all()
-    )
+def _peak_memory(peaks: dict[tuple[str, str], float]) -> PeakMemory:
+    """Return the largest peak RSS (MB) by kind and by heuristic (those measured), from each pair's."""
     by_kind: dict[str, float] = {}
     by_heuristic: dict[str, float] = {}
-    for kind, heuristic, peak in rows:
+    for (kind, heuristic), peak in peaks.items():
         mb = round(float(peak or 0.0), 1)
         by_kind[kind] = max(by_kind.get(kind, 0.0), mb)
         by_heuristic[heuristic] = max(by_heuristic.get(heuristic, 0.0), mb)
     return {"by_kind": dict(sorted(by_kind.items())), "by_heuristic": dict(sorted(by_heuristic.items()))}
 
 
-def _limits_text(s: dict[str, Any]) -> str:
+def _limits_text(s: Summary) -> str:
     limits = []
     if s["time_limit"] is not None:
         limits.append(f"{s['time_limit']:g} s")
@@ -205,7 +273,7 @@ def _secs(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}f} s"
 
 
-def render_summary(s: dict[str, Any]) -> Any:
+def render_summary(s: Summary) -> Any:
     """Return a rich renderable of a summary dict: the run's figures, then one row per kind."""
     from rich.console import Group
     from rich.table import Table
@@ -230,8 +298,11 @@ def render_summary(s: dict[str, Any]) -> Any:
         t.add_row("median CPU / wall", f"{_secs(s['cpu_s_median'])} / {_secs(s['wall_s_median'])}")
         t.add_row("max wall", _secs(s["wall_s_max"]))
     # PAR-2: a decided level counts its wall time, any other that ran twice the time limit.
-    t.add_row("PAR-2", f"{s['par2_s']:,.2f} s (mean {_secs(s['par2_mean_s'])} over {s['scored']:,}; "
-              "an undecided level counts 2 × the limit)")  # fmt: skip
+    t.add_row(
+        "PAR-2",
+        f"{s['par2_s']:,.2f} s (mean {_secs(s['par2_mean_s'])} over {s['scored']:,}; "
+        "an undecided level counts 2 × the limit)",
+    )
     t.add_row(
         "makespan",
         _secs(s["makespan_s"], 2) + (f" (parallelism {s['parallelism']})" if s["parallelism"] else ""),
@@ -254,7 +325,12 @@ def render_summary(s: dict[str, Any]) -> Any:
     k = Table("kind", "solved", "decided", "total", "median wall", "CPU total", "PAR-2", title_justify="left")
     for kind, f in s["kinds"].items():
         k.add_row(
-            kind, f"{f['solved']:,}", f"{f['decided']:,}", f"{f['total']:,}", _secs(f["wall_s_median"]),
-            f"{f['cpu_s_total']:,.2f} s", f"{f['par2_s']:,.2f} s",
-        )  # fmt: skip
+            kind,
+            f"{f['solved']:,}",
+            f"{f['decided']:,}",
+            f"{f['total']:,}",
+            _secs(f["wall_s_median"]),
+            f"{f['cpu_s_total']:,.2f} s",
+            f"{f['par2_s']:,.2f} s",
+        )
     return Group(t, k)

@@ -48,8 +48,9 @@ async def login(request: Request) -> Response:
     if not guard.token_matches(given):
         return page(request, "login.html", 401, wrong=True)
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(COOKIE, guard.token, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")  # fmt: skip
+    response.set_cookie(
+        COOKIE, guard.token, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+    )
     return response
 
 

@@ -108,9 +108,12 @@ def create_app(
         routes=routes,
         middleware=[Middleware(_Gate)],
         exception_handlers={
-            PacksolveError: _usage, DBAPIError: _database, HTTPException: _http, Exception: _bug,
+            PacksolveError: _usage,
+            DBAPIError: _database,
+            HTTPException: _http,
+            Exception: _bug,
         },
-    )  # fmt: skip
+    )
     app.state.engine = engine
     app.state.guard = guard
     app.state.read_only = read_only

@@ -25,7 +25,7 @@ class Recent:
     """
 
     def __init__(self, ttl: float) -> None:
-        self._ttl = ttl
+        self.ttl = ttl
         self._entries: dict[Hashable, tuple[float, Any]] = {}
         self._lock = threading.Lock()
 
@@ -33,11 +33,11 @@ class Recent:
         now = time.monotonic()
         with self._lock:
             found = self._entries.get(key)
-            if found is not None and now - found[0] < self._ttl:
+            if found is not None and now - found[0] < self.ttl:
                 return found[1]  # type: ignore[no-any-return]
         value = compute()
         with self._lock:
-            self._entries = {k: v for k, v in self._entries.items() if now - v[0] < self._ttl}
+            self._entries = {k: v for k, v in self._entries.items() if now - v[0] < self.ttl}
             self._entries[key] = (now, value)
         return value
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from packsolve.db.models import Run
-from packsolve.db.programs import recorded
+from packsolve.db.runs import Provenance
 from packsolve.errors import PacksolveError
+from packsolve.external.declaration import declared_in, load_solvers
 from packsolve.puzzles import get_kind
-from packsolve.solvers import declared_in, load_solvers
 
 
 def heuristic_choices(run: Run, kinds: Iterable[str]) -> dict[str, list[str]]:
     """Return {kind: heuristics} to rerun run with: the kind's own, then programs declared for it."""
     try:
-        declared = {**declared_in(recorded(run, "solvers")), **load_solvers(None)}
+        declared = {**declared_in(Provenance.of(run).solvers), **load_solvers(None)}
     except PacksolveError:
-        declared = declared_in(recorded(run, "solvers"))  # a broken packsolve.toml: the run's own only
+        declared = declared_in(Provenance.of(run).solvers)  # a broken packsolve.toml: the run's own only
     out = {}
     for kind in sorted(kinds):
         try:

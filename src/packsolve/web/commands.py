@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from packsolve.errors import PlanError, ReportError
+from packsolve.settings import child_environment
 
 # How long a command may take to say which run it started (planning a big rerun reads its levels).
 START_TIMEOUT_S = 120.0
@@ -26,16 +27,21 @@ def _reap(process: subprocess.Popen[bytes], log: Path) -> None:
 
 
 def _start(state: Any, args: list[str]) -> tuple[subprocess.Popen[bytes], Path]:
-    env = {**os.environ, "PACKSOLVE_DATABASE_URL": state.engine.url.render_as_string(hide_password=False)}
+    given = {"database_url": state.engine.url.render_as_string(hide_password=False)}
     if state.broker_url:
-        env["PACKSOLVE_BROKER_URL"] = state.broker_url
+        given["broker_url"] = state.broker_url
+    env = child_environment(**given)
     fd, name = tempfile.mkstemp(prefix="packsolve-serve-", suffix=".log")
     with os.fdopen(fd, "wb") as log:
         # Its own session: the run goes on when the dashboard stops, as one started from a shell would.
         process = subprocess.Popen(
-            [sys.executable, "-m", "packsolve", *args], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True,
-        )  # fmt: skip
+            [sys.executable, "-m", "packsolve", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=env,
+            start_new_session=True,
+        )
     return process, Path(name)
 
 

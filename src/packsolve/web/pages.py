@@ -4,30 +4,32 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import Response
 
-from packsolve.db.models import Attempt, Run
+from packsolve.db.compare_figures import Figures, compare_figures
+from packsolve.db.models import Run
 from packsolve.db.runs import resolve_run, status_counts
 from packsolve.db.session import session_scope
 from packsolve.errors import LevelNotFound, ReportError, RunNotFound
 from packsolve.report.attempts_page import COLUMNS, AttemptQuery, attempts_page, count_matching
-from packsolve.report.compare import compare_runs
+from packsolve.report.compare import Slice, page_of
 from packsolve.report.failures import failure_groups
-from packsolve.report.hardest import BY, hardest_in_run, hardest_overall
+from packsolve.report.hardest import BY, HardestRows, hardest_in_run, hardest_overall
 from packsolve.report.live import run_workers
-from packsolve.report.progress import run_progress
-from packsolve.report.runs_list import run_rows
-from packsolve.report.show import level_report, picture
-from packsolve.report.summary import run_summary
+from packsolve.report.progress import Progress, run_progress
+from packsolve.report.runs_list import RunRow, run_rows
+from packsolve.report.show import LevelReport, level_report, picture
+from packsolve.report.summary import Summary, run_summary
 from packsolve.web.cache import FinishedRuns, Recent
 from packsolve.web.choices import heuristic_choices
 from packsolve.web.render import page
@@ -36,8 +38,6 @@ from packsolve.web.render import page
 RUNS_SHOWN = 50
 GOING = ("running", "sending", "unsent")
 _HASH = re.compile(r"[0-9a-f]{64}")
-# Compare holds every row of its runs in memory: beyond this many attempts it asks for a filter.
-COMPARE_MAX = 200_000
 KEPT = FinishedRuns()
 # Live figures slow to compute (rate, ETA, workers) are read at most this often, however many pages poll.
 RECENT = Recent(ttl=5.0)
@@ -71,7 +71,7 @@ def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
         if m.finished_at is None:
             r = fresh[m.id]
             p = RECENT.get(("progress", m.id), partial(_progress_of, session, m.id))
-            r.update(rate_per_s=p["rate_per_s"], eta_s=p["eta_s"])
+            r["rate_per_s"], r["eta_s"] = p["rate_per_s"], p["eta_s"]
         else:
             r = KEPT.keep(("row", *m), partial(_row_of, session, m.id))
         rows.append(r)
@@ -82,14 +82,14 @@ def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
     return {"rows": rows, "live": bool(going), "children": children}
 
 
-def _progress_of(session: Session, run_id: int) -> dict[str, Any]:
+def _progress_of(session: Session, run_id: int) -> Progress:
     run = session.get(Run, run_id)
     if run is None:
         raise RunNotFound(f"run {run_id} was deleted")
     return run_progress(session, run)
 
 
-def _row_of(session: Session, run_id: int) -> dict[str, Any]:
+def _row_of(session: Session, run_id: int) -> RunRow:
     return run_rows(session, ids=[run_id])[0]
 
 
@@ -112,14 +112,19 @@ def attempt_query(request: Request) -> AttemptQuery:
     """Return the attempts table's query from the request's parameters (ReportError for a bad one)."""
     p = request.query_params
     return AttemptQuery(
-        kind=p.get("kind") or None, status=p.get("status") or None, heuristic=p.get("heuristic") or None,
-        worker=p.get("worker") or None, text=p.get("q") or None, sort=p.get("sort", "seq"),
-        descending=p.get("desc") == "1", page=whole(request, "page", 1),
+        kind=p.get("kind") or None,
+        status=p.get("status") or None,
+        heuristic=p.get("heuristic") or None,
+        worker=p.get("worker") or None,
+        text=p.get("q") or None,
+        sort=p.get("sort", "seq"),
+        descending=p.get("desc") == "1",
+        page=whole(request, "page", 1),
         per_page=whole(request, "per_page", 50, high=500),
-    ).check()  # fmt: skip
+    ).check()
 
 
-def _live_context(session: Session, run: Run, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+def _live_context(session: Session, run: Run, summary: Summary | None = None) -> dict[str, Any]:
     """Return the live part of a run's page: progress and workers (a finished run's: no query).
 
     Counts are read each time (one indexed query); rate, ETA and workers at most every few seconds.
@@ -129,9 +134,13 @@ def _live_context(session: Session, run: Run, summary: dict[str, Any] | None = N
         return {"progress": {"total": total, "done": total}, "workers": [], "done": True}
     counts = status_counts(session, run.id)
     slow = RECENT.get(("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id)))
-    progress = {**slow[0], "total": sum(counts.values()), "queued": counts.get("queued", 0),
-                "running": counts.get("running", 0), "chart_at": slow[0]["done"]}  # fmt: skip
-    progress["done"] = progress["total"] - progress["queued"] - progress["running"]
+    pending = counts.get("queued", 0) + counts.get("running", 0)
+    progress: dict[str, Any] = {**slow[0], "total": sum(counts.values()), "chart_at": slow[0]["done"]}
+    progress["done"] = progress["total"] - pending
+    if slow[0]["buffered"] is None:  # a local run: what runs is what the database says
+        progress["queued"], progress["running"] = counts.get("queued", 0), counts.get("running", 0)
+    # A distributed run keeps run_progress's split of the pending attempts (as `status` shows it):
+    # running on a solver, claimed and not started, done but waiting in a worker's write buffer.
     return {"progress": progress, "workers": slow[1], "done": run.finished_at is not None}
 
 
@@ -140,16 +149,32 @@ def run_page(request: Request) -> Response:
     query = attempt_query(request)
     with db(request) as session:
         run = resolve_run(session, request.path_params["run"])
-        summary = KEPT.get(run, "summary", lambda: run_summary(session, run))
+        # A run going reads its medians over all its attempts: at most once per RECENT's ttl.
+        kept = partial(RECENT.get, ("final", run.id))
+        summary = KEPT.get(run, "summary", lambda: run_summary(session, run, reuse=kept))
         filters = replace(query, sort="seq", descending=False, page=1)
         matching = KEPT.get(run, ("count", filters), lambda: count_matching(session, run.id, filters))
         table = attempts_page(session, run.id, query, matching)
         children = list(session.scalars(select(Run.id).where(Run.parent_id == run.id).order_by(Run.id)))
         live = _live_context(session, run, summary)
-    choices = {"kind": list(summary["kinds"]), "status": list(summary["counts"]),
-               "heuristic": summary["heuristics"], "worker": summary["worker_names"]}  # fmt: skip
-    return page(request, "run.html", run=summary, table=table, q=query, columns=list(COLUMNS),
-                choices=choices, children=children, **live)  # fmt: skip
+    choices = {
+        "kind": list(summary["kinds"]),
+        "status": list(summary["counts"]),
+        "heuristic": summary["heuristics"],
+        "worker": summary["worker_names"],
+    }
+    return page(
+        request,
+        "run.html",
+        run=summary,
+        table=table,
+        q=query,
+        columns=list(COLUMNS),
+        choices=choices,
+        children=children,
+        medians_every=RECENT.ttl,
+        **live,
+    )
 
 
 def run_live(request: Request) -> Response:
@@ -174,9 +199,7 @@ def failures_page(request: Request) -> Response:
 def _failures(session: Session, run: Run, examples: int) -> dict[str, Any]:
     """Return `report failures`' groups, each with the --message and --time-limit its command suggests."""
     data = failure_groups(session, run, examples)
-    for g in data["groups"]:
-        g.update(_suggested(g["rerun"]))
-    return data
+    return {**data, "groups": [{**g, **_suggested(g["rerun"])} for g in data["groups"]]}
 
 
 def _suggested(command: str) -> dict[str, str]:
@@ -197,6 +220,7 @@ def hardest_page(request: Request) -> Response:
         raise ReportError(f"by={by!r}: rank by one of {', '.join(BY)}")
     kind = p.get("kind") or None
     top = whole(request, "top", 20, high=500)
+    rows: HardestRows
     with db(request) as session:
         if p.get("run"):
             run = resolve_run(session, p["run"])
@@ -209,8 +233,9 @@ def hardest_page(request: Request) -> Response:
     # Nodes mean one thing within a kind only: ranked by nodes, levels are grouped by kind.
     if by == "nodes":
         rows = sorted(rows, key=lambda r: (r["kind"], r["rank"]))
-    return page(request, "hardest.html", rows=rows, title=title, by=by, kind=kind, top=top,
-                run=p.get("run", ""))  # fmt: skip
+    return page(
+        request, "hardest.html", rows=rows, title=title, by=by, kind=kind, top=top, run=p.get("run", "")
+    )
 
 
 def compare_page(request: Request) -> Response:
@@ -224,21 +249,39 @@ def compare_page(request: Request) -> Response:
         if len({r.id for r in runs}) != len(runs):
             raise ReportError("a run is named twice")
         kind = p.get("kind") or None
-        of_kind = [Attempt.kind == kind] if kind else []
-        held = session.scalar(select(func.count()).where(Attempt.run_id.in_([r.id for r in runs]), *of_kind))
-        if held and held > COMPARE_MAX:
-            raise ReportError(
-                f"these runs hold {held:,} attempts{f' of kind {kind}' if kind else ''}: the page compares "
-                f"up to {COMPARE_MAX:,} at once; add &kind=KIND, or use `packsolve report compare` (its CSV "
-                "has every row)"
-            )
-        data = compare_runs(session, runs, p.get("differs") == "1", None, kind)
-    shown = whole(request, "rows", 500, high=100_000)
-    return page(request, "compare.html", data=data, refs=",".join(refs), shown=shown,
-                differs=p.get("differs") == "1", kind=p.get("kind", ""))  # fmt: skip
+        shown = whole(request, "rows", 500, high=100_000)
+        offset = whole(request, "offset", 0, low=0)
+        # Paged in SQL, the footer kept: two 1,000,000-attempt runs compare at once.
+        figures, age = _compare_figures(session, runs)
+        data = page_of(session, runs, figures, Slice(p.get("differs") == "1", kind, offset, shown), age)
+    return page(
+        request,
+        "compare.html",
+        data=data,
+        refs=",".join(refs),
+        shown=shown,
+        offset=offset,
+        differs=p.get("differs") == "1",
+        kind=p.get("kind", ""),
+    )
 
 
-def _level(request: Request) -> dict[str, Any]:
+def _compare_figures(session: Session, runs: list[Run]) -> tuple[dict[str, Figures], float | None]:
+    """Return the runs' compare figures and their age in seconds (None: exact, every run finished).
+
+    Finished runs never change: their figures are kept (a pair's in the database too). With a run
+    still going they are read at most every RECENT's few seconds: the aggregate over two
+    1,000,000-attempt runs takes seconds, and a page polled or paged must not start one each time.
+    """
+    if all(r.finished_at is not None for r in runs):
+        return KEPT.get(runs, "compare", lambda: compare_figures(session, runs)), None
+    read_at, figures = RECENT.get(
+        ("compare", tuple(r.id for r in runs)), lambda: (time.monotonic(), compare_figures(session, runs))
+    )
+    return figures, time.monotonic() - read_at
+
+
+def _level(request: Request) -> LevelReport:
     ref = request.path_params["hash"]
     if not _HASH.fullmatch(ref):
         raise LevelNotFound(f"{ref[:80]!r} is not a level hash (64 hex digits, as the pages link them)")

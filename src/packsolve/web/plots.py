@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -10,7 +11,7 @@ from starlette.responses import Response
 
 from packsolve.db.runs import resolve_run
 from packsolve.errors import ReportError
-from packsolve.report.cactus import cactus_data, scatter_data
+from packsolve.report.cactus import CactusLine, Scatter, cactus_data, scatter_data
 from packsolve.report.difficulty import kinds_of, size_times
 from packsolve.report.live import final_over_time
 from packsolve.web.pages import db
@@ -18,7 +19,7 @@ from packsolve.web.render import page
 from packsolve.web.svg import Chart, colour
 
 
-def _cactus(data: list[dict[str, Any]]) -> str:
+def _cactus(data: list[CactusLine]) -> str:
     times = [t for d in data for t in d["times"]]
     chart = Chart.over(
         times or [1.0],
@@ -31,7 +32,7 @@ def _cactus(data: list[dict[str, Any]]) -> str:
     return chart.svg()
 
 
-def _scatter(points: dict[str, Any], kinds: dict[str, str], order: list[str]) -> str:
+def _scatter(points: Scatter, kinds: dict[str, str], order: list[str]) -> str:
     values = [p["x"] for p in points["points"]] + [p["y"] for p in points["points"]]
     chart = Chart.over(
         values or [1.0],
@@ -50,7 +51,7 @@ def _scatter(points: dict[str, Any], kinds: dict[str, str], order: list[str]) ->
     return chart.svg()
 
 
-def _sizes(rows: list[dict[str, Any]], order: list[str], y: str, y_name: str) -> str:
+def _sizes(rows: Sequence[Mapping[str, Any]], order: list[str], y: str, y_name: str) -> str:
     chart = Chart.over(
         [r["size"] for r in rows], [r[y] or 0 for r in rows], ("level size", y_name, y_name), log_y=True
     )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from packsolve.report.jinja import environment
 from packsolve.report.progress import duration
 
 
@@ -30,12 +30,7 @@ def _query(request: Request, **changes: Any) -> str:
     return "?" + urlencode(params)
 
 
-ENV = Environment(
-    loader=PackageLoader("packsolve.web", "templates"),
-    autoescape=select_autoescape(default=True, default_for_string=True),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+ENV = environment("packsolve.web")
 ENV.filters.update(secs=_secs, count=_count, duration=duration)
 ENV.globals.update(url_with=_query, zip=zip)
 

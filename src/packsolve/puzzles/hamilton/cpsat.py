@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from typing import Any
 
 from packsolve.api import Budget, BudgetExhausted
 from packsolve.puzzles.hamilton.graph import HamiltonProblem
@@ -40,28 +41,7 @@ def cpsat_search(p: HamiltonProblem, budget: Budget, workers: int = 1) -> list[i
     if n == 1:
         budget.charge()
         return [p.start] if not p.closed and p.end in (None, p.start) else None
-    dummy = n
-    model = cp_model.CpModel()
-    arcs = []
-    succ: dict[tuple[int, int], cp_model.IntVar] = {}
-    for u in range(n):
-        for v in p.adj[u]:
-            if v == p.start:
-                continue  # the start is entered from the dummy only
-            lit = model.new_bool_var(f"x{u}_{v}")
-            succ[u, v] = lit
-            arcs.append((u, v, lit))
-    arcs.append((dummy, p.start, model.new_constant(1)))
-    near_start = set(p.adj[p.start])
-    for v in range(n):
-        if p.end is not None and v != p.end:
-            continue
-        if p.closed and v not in near_start:
-            continue  # a closed path ends next to its start
-        lit = model.new_bool_var(f"end{v}")
-        succ[v, dummy] = lit
-        arcs.append((v, dummy, lit))
-    model.add_circuit(arcs)
+    model, succ = _circuit_model(cp_model, p)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     remaining = budget.remaining()
@@ -80,3 +60,33 @@ def cpsat_search(p: HamiltonProblem, budget: Budget, workers: int = 1) -> list[i
     while len(path) < n:
         path.append(nxt[path[-1]])
     return path
+
+
+def _circuit_model(cp_model: Any, p: HamiltonProblem) -> tuple[Any, dict[tuple[int, int], Any]]:
+    """Return a CP-SAT model whose circuit is p's path closed through a dummy vertex, and its arc literals.
+
+    The dummy (vertex n) enters the start and leaves from every vertex that may end the path.
+    """
+    n, dummy = p.n, p.n
+    model = cp_model.CpModel()
+    arcs = []
+    succ: dict[tuple[int, int], Any] = {}
+    for u in range(n):
+        for v in p.adj[u]:
+            if v == p.start:
+                continue  # the start is entered from the dummy only
+            lit = model.new_bool_var(f"x{u}_{v}")
+            succ[u, v] = lit
+            arcs.append((u, v, lit))
+    arcs.append((dummy, p.start, model.new_constant(1)))
+    near_start = set(p.adj[p.start])
+    for v in range(n):
+        if p.end is not None and v != p.end:
+            continue
+        if p.closed and v not in near_start:
+            continue  # a closed path ends next to its start
+        lit = model.new_bool_var(f"end{v}")
+        succ[v, dummy] = lit
+        arcs.append((v, dummy, lit))
+    model.add_circuit(arcs)
+    return model, succ

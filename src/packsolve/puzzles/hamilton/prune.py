@@ -13,6 +13,7 @@ portfolio (``pruned_search``) against one Budget.
 from __future__ import annotations
 
 import importlib
+import itertools
 import random
 from collections import deque
 from typing import Any
@@ -26,6 +27,7 @@ from packsolve.puzzles.hamilton.python_search import (
     PRUNE_DEGREE,
     PRUNE_FORCED,
     PRUNE_PARITY,
+    PRUNE_PROBE,
     PrunedSearch,
     segment_ok,
 )
@@ -37,6 +39,7 @@ __all__ = [
     "PRUNE_DEGREE",
     "PRUNE_FORCED",
     "PRUNE_PARITY",
+    "PRUNE_PROBE",
     "bipartite_colouring",
     "pruned_search",
 ]
@@ -46,6 +49,10 @@ __all__ = [
 # is hard, and the ends' root checks refute most impossible ones at once (on the hardest levels
 # found, a second restart first cost 2,000 more nodes on every level it touched and settled none).
 RESTART_CAP, RESTARTS_BEFORE_ENDS = 1000, 1
+# Node cap per vertex of each end's first search after its root check. A path takes one node per
+# vertex at least, so a smaller cap could only refute; with the end known most ends on the
+# hardest levels found are settled within two nodes per vertex (a path in 95-298 nodes).
+FIRST_END_CAP_PER_CELL = 2
 
 _native: Any
 try:  # the C accelerator; absent in a source tree that was never built
@@ -95,9 +102,12 @@ def pruned_search(
        fixed by parity), round-robin under doubling caps, beside the free-end
        search. Knowing the end switches on the forced-edge test and exact
        parity, so on a level with no path each end is usually refuted at its
-       root; the level is proved impossible once every end is. Each end is also
+       root (the root checks also probe: each open edge tried removed and forced, the
+       failures kept as facts); the level is proved impossible once every end is. Each end is also
        searched backwards (from the end to the start), often much easier.
-       Ends that survive their root check are narrowed by a 2-vertex-cut parity test.
+       Ends that survive their root check are narrowed by a 2-vertex-cut parity test,
+       then each gets room for a path (FIRST_END_CAP_PER_CELL nodes per vertex) before
+       the free-end search runs again.
 
     Every run is complete below its cap, so one that ends without a path is a proof.
     """
@@ -105,53 +115,87 @@ def pruned_search(
     runner = _Runner(p, budget, colour, warnsdorff, prune, native)
     if not restarts:
         return runner.attempt(p, 0)[1]
-    rng = random.Random(p.n)  # reproducible: the same level takes the same runs
-    q, cap = p, max(RESTART_CAP, 4 * p.n)
-    for _ in range(RESTARTS_BEFORE_ENDS):
-        status, path = runner.attempt(q, cap)
+    runs = _FreeEndRuns(runner, p)
+    no_end_to_split = p.end is not None or p.closed or p.n < 3
+    for _ in itertools.count() if no_end_to_split else range(RESTARTS_BEFORE_ENDS):
+        status, path = runs.attempt()
         if status != 2:
             return path
-        q, cap = _shuffled(p, rng), cap * 2
-    if p.end is not None or p.closed or p.n < 3:
-        while True:  # no end to split on: restarts only
-            status, path = runner.attempt(q, cap)
+        runs.reshuffle(runs.cap * 2)
+    return _split_on_ends(runs, colour, native)
+
+
+class _FreeEndRuns:
+    """The search with the end left free, rerun with freshly shuffled tie-breaks under a growing cap."""
+
+    def __init__(self, runner: _Runner, p: HamiltonProblem) -> None:
+        self.runner, self.p = runner, p
+        self.rng = random.Random(p.n)  # reproducible: the same level takes the same runs
+        self.q, self.cap = p, max(RESTART_CAP, 4 * p.n)
+
+    def attempt(self) -> tuple[int, list[int] | None]:
+        return self.runner.attempt(self.q, self.cap)
+
+    def reshuffle(self, cap: int) -> None:
+        """Make the next run's tie-breaks new and its cap cap."""
+        self.q, self.cap = _shuffled(self.p, self.rng), cap
+
+
+def _split_on_ends(runs: _FreeEndRuns, colour: list[int] | None, native: bool) -> list[int] | None:
+    """Search each possible end round-robin under doubling caps, the free-end runs beside them."""
+    p = runs.p
+    ends = _possible_ends(p, colour)
+    end_cap = 1
+    while True:
+        path, ends = _end_round(runs.runner, runs.q, ends, end_cap)
+        if path is not None:
+            return path
+        if end_cap == 1 and ends and colour is not None:
+            # The root checks were cheap; the cut test costs O(n (n + m)), so it only
+            # filters the ends that survived them.
+            allowed = _allowed_ends(p, colour, runs.runner.budget, native)
+            ends = ends if allowed is None else [v for v in ends if v in allowed]
+        if not ends:
+            return None  # every possible end refuted
+        if end_cap > 1:  # the free-end search keeps its share once the ends have had theirs
+            status, path = runs.attempt()
             if status != 2:
                 return path
-            q, cap = _shuffled(p, rng), cap * 2
+        end_cap = FIRST_END_CAP_PER_CELL * p.n if end_cap == 1 else end_cap * 2
+        # About as many nodes as the end searches get.
+        runs.reshuffle(max(runs.cap, end_cap * len(ends)))
+
+
+def _possible_ends(p: HamiltonProblem, colour: list[int] | None) -> list[int]:
+    """Return the vertices that may end an open path from p.start, likely ends first."""
     if colour is None:
         ends = [v for v in range(p.n) if v != p.start]
     else:  # a path alternates colours, so its length fixes the end's colour
         end_colour = colour[p.start] ^ (1 - p.n % 2)
         ends = [v for v in range(p.n) if v != p.start and colour[v] == end_colour]
     ends.sort(key=lambda v: (len(p.adj[v]), v))  # corners and dead ends first: likely ends
-    end_cap = 1
-    while True:
-        still_open = []
-        for e in ends:
-            status, path = runner.attempt(HamiltonProblem(q.adj, p.start, e), end_cap)
-            if status == 2 and end_cap > 1:
-                # The same question asked from the other end: growing the path from e
-                # is often far easier (a corridor near e is forced from that side).
-                status, path = runner.attempt(HamiltonProblem(q.adj, e, p.start), end_cap)
-                path = path[::-1] if path else path
-            if status == 0:
-                return path
-            if status == 2:
-                still_open.append(e)
-        ends = still_open
-        if end_cap == 1 and ends and colour is not None:
-            # The root checks were cheap; the cut test costs O(n (n + m)), so it only
-            # filters the ends that survived them.
-            allowed = _allowed_ends(p, colour, budget, native)
-            ends = ends if allowed is None else [v for v in ends if v in allowed]
-        if not ends:
-            return None  # every possible end refuted
-        status, path = runner.attempt(q, cap)  # the free-end search keeps its share
-        if status != 2:
-            return path
-        end_cap = 64 if end_cap == 1 else end_cap * 2
-        cap = max(cap, end_cap * len(ends))  # about as many nodes as the end searches get
-        q = _shuffled(p, rng)
+    return ends
+
+
+def _end_round(
+    runner: _Runner, q: HamiltonProblem, ends: list[int], end_cap: int
+) -> tuple[list[int] | None, list[int]]:
+    """Search q with each end under end_cap; return (a path found, else None; the ends still open)."""
+    if end_cap == 1:
+        return None, runner.root_survivors(q, ends)
+    still_open: list[int] = []
+    for e in ends:
+        status, path = runner.attempt(HamiltonProblem(q.adj, q.start, e), end_cap)
+        if status == 2 and end_cap > 1:
+            # The same question asked from the other end: growing the path from e
+            # is often far easier (a corridor near e is forced from that side).
+            status, path = runner.attempt(HamiltonProblem(q.adj, e, q.start), end_cap)
+            path = path[::-1] if path else path
+        if status == 0:
+            return path, still_open
+        if status == 2:
+            still_open.append(e)
+    return None, still_open
 
 
 def _allowed_ends(p: HamiltonProblem, colour: list[int], budget: Budget, native: bool) -> set[int] | None:
@@ -185,43 +229,15 @@ def _two_cut_ends(p: HamiltonProblem, colour: list[int], budget: Budget) -> set[
     per hard level, checking the clock between vertices.
     """
     allowed: set[int] | None = None
-    start, n, adj = p.start, p.n, p.adj
-    for a in range(n):
-        if a == start:
+    adj = p.adj
+    for a in range(p.n):
+        if a == p.start:
             continue
         budget.check_clock()
-        # Iterative DFS of G - a from the start, with low-links and subtree colour counts.
-        disc, low, parent, count = [-1] * n, [0] * n, [-1] * n, [[0, 0] for _ in range(n)]
-        order: list[int] = []
-        disc[a] = -2  # removed
-        disc[start] = low[start] = 0
-        order.append(start)
-        count[start][colour[start]] = 1
-        stack = [(start, iter(adj[start]))]
-        hanging: list[tuple[int, int]] = []  # (b, child c): the subtree of c hangs on b (and maybe a)
-        while stack:
-            v, it = stack[-1]
-            w = next(it, None)
-            if w is not None:
-                if disc[w] == -1:
-                    disc[w] = low[w] = len(order)
-                    parent[w] = v
-                    order.append(w)
-                    count[w][colour[w]] = 1
-                    stack.append((w, iter(adj[w])))
-                elif disc[w] >= 0 and w != parent[v]:
-                    low[v] = min(low[v], disc[w])
-                continue
-            stack.pop()
-            q = parent[v]
-            if q >= 0:
-                low[q] = min(low[q], low[v])
-                count[q][0] += count[v][0]
-                count[q][1] += count[v][1]
-                if q != start and low[v] >= disc[q]:
-                    hanging.append((q, v))
-        if len(order) != n - 1:
+        tree = _tree_without(p, colour, a)
+        if tree is None:
             continue  # a is a cut vertex itself: the other tests cover it
+        order, disc, count, hanging = tree
         for b, c in hanging:
             first, size = disc[c], count[c][0] + count[c][1]
             piece = order[first : first + size]  # a DFS subtree is contiguous in discovery order
@@ -232,6 +248,47 @@ def _two_cut_ends(p: HamiltonProblem, colour: list[int], budget: Budget) -> set[
                     continue
             allowed = set(piece) if allowed is None else allowed & set(piece)
     return allowed
+
+
+def _tree_without(
+    p: HamiltonProblem, colour: list[int], a: int
+) -> tuple[list[int], list[int], list[list[int]], list[tuple[int, int]]] | None:
+    """Return the depth-first search of p without vertex a from the start, or None if it misses a vertex.
+
+    The search is (discovery order, each vertex's index in it, colour counts of each vertex's subtree,
+    the (b, child c) pairs whose subtree of c hangs on b, and maybe a), with Tarjan's low-links.
+    """
+    start, n, adj = p.start, p.n, p.adj
+    disc, low, parent, count = [-1] * n, [0] * n, [-1] * n, [[0, 0] for _ in range(n)]
+    order: list[int] = []
+    disc[a] = -2  # removed
+    disc[start] = low[start] = 0
+    order.append(start)
+    count[start][colour[start]] = 1
+    stack = [(start, iter(adj[start]))]
+    hanging: list[tuple[int, int]] = []
+    while stack:
+        v, it = stack[-1]
+        w = next(it, None)
+        if w is not None:
+            if disc[w] == -1:
+                disc[w] = low[w] = len(order)
+                parent[w] = v
+                order.append(w)
+                count[w][colour[w]] = 1
+                stack.append((w, iter(adj[w])))
+            elif disc[w] >= 0 and w != parent[v]:
+                low[v] = min(low[v], disc[w])
+            continue
+        stack.pop()
+        q = parent[v]
+        if q >= 0:
+            low[q] = min(low[q], low[v])
+            count[q][0] += count[v][0]
+            count[q][1] += count[v][1]
+            if q != start and low[v] >= disc[q]:
+                hanging.append((q, v))
+    return (order, disc, count, hanging) if len(order) == n - 1 else None
 
 
 def _shuffled(p: HamiltonProblem, rng: random.Random) -> HamiltonProblem:
@@ -254,17 +311,47 @@ class _Runner:
         self.budget, self.colour, self.warnsdorff, self.prune = budget, colour, warnsdorff, prune
         self.run = _native_run if native and _native is not None else _python_run
 
-    def attempt(self, q: HamiltonProblem, cap: int) -> tuple[int, list[int] | None]:
-        """Return (0, path), (1, None) when none exists, or (2, None) when the cap (> 0) stopped it."""
+    def root_survivors(self, q: HamiltonProblem, ends: list[int]) -> list[int]:
+        """Return the ends e whose search of q to e is not refuted at its root (attempt with cap 1).
+
+        The nodes are those of the attempts: one per end, two per survivor. In C, one call
+        checks them all (the graph is read once, not once per end). The roots are also probed
+        (PRUNE_PROBE) up to the first survivor: on a level with a path most ends survive probing,
+        each after whole passes over the edges; on the impossible ones it refutes them all.
+        """
+        budget = self.budget
+        if self.run is not _native_run or (
+            budget.node_limit is not None and budget.node_limit - budget.nodes <= 2 * len(ends)
+        ):
+            alive: list[int] = []
+            for e in ends:  # probing up to the first survivor, as root_ends does
+                if self.attempt(HamiltonProblem(q.adj, q.start, e), 1, not alive)[0] == 2:
+                    alive.append(e)
+            return alive
+        offsets, flat = _flat(q)
+        assert _native is not None
+        alive = _native.root_ends(offsets, flat, q.start, self.colour, ends, self.prune)
+        budget.nodes += len(ends) + len(alive)
+        budget.check_clock()
+        return alive
+
+    def attempt(self, q: HamiltonProblem, cap: int, probe_root: bool = False) -> tuple[int, list[int] | None]:
+        """Return (0, path), (1, None) when none exists, or (2, None) when the cap (> 0) stopped it.
+
+        probe_root (a root check: cap 1, q's end given) also probes the root state (PRUNE_PROBE).
+        """
         budget = self.budget
         node_limit = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)
         capped = cap > 0 and (node_limit < 0 or cap < node_limit)
         if capped:
             node_limit = cap
         remaining = budget.remaining()
-        status, path, nodes = self.run(
-            q, self.colour, self.warnsdorff, self.prune, node_limit, -1.0 if remaining is None else remaining
-        )
+        time_limit = -1.0 if remaining is None else remaining
+        if probe_root:
+            status, path, nodes = self._probed_root(q)
+        else:
+            run = self.run
+            status, path, nodes = run(q, self.colour, self.warnsdorff, self.prune, node_limit, time_limit)
         # Counted in the search, so added without charge(): a found path must not be lost to the clock.
         budget.nodes += nodes
         if status == 2 and not capped:
@@ -272,6 +359,20 @@ class _Runner:
         if status == 3:
             raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
         return status, path
+
+    def _probed_root(self, q: HamiltonProblem) -> Run:
+        """The root check of q's end with probing: what a search of q capped at one node returns
+        (one node when the root is refuted, two when it survives), probing the root as well.
+
+        Only the C module's root_ends probes (its search() never does), so it answers for one end.
+        """
+        assert q.end is not None and not q.closed
+        if self.run is _native_run:
+            assert _native is not None
+            offsets, flat = _flat(q)
+            alive = _native.root_ends(offsets, flat, q.start, self.colour, [q.end], self.prune)
+            return (2, None, 2) if alive else (1, None, 1)
+        return PrunedSearch(q, self.colour, self.warnsdorff, self.prune, probe_root=True).run(1, -1.0)
 
 
 Run = tuple[int, "list[int] | None", int]

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from packsolve.api import Budget
 from packsolve.puzzles.knights_tour.search import (
     MOVES,
+    PathProblem,
+    Restarts,
     knight_adjacency,
     knight_path_restarts,
     roth_key,
@@ -31,6 +33,8 @@ from packsolve.puzzles.knights_tour.search import (
 )
 
 MIN_SIDE = 12  # two parts of at least 6
+# A block that resists a few short tries is left for another exit region: no try runs to the end.
+_BLOCK_RESTARTS = Restarts(tries=6, first_limit=3000, complete=False)
 
 
 @dataclass(frozen=True)
@@ -137,9 +141,8 @@ class _Solver:
         if key not in self.paths:
             adj = self.adj.setdefault((h, w), knight_adjacency(h, w))
             tie = roth_key(h, w) if ends is None else toward_key(h, w, ends)
-            self.paths[key] = knight_path_restarts(
-                h, w, entry, ends, tie, self.budget, tries=6, first_limit=3000, adj=adj, complete=False
-            )
+            problem = PathProblem(h, w, adj, tie, ends)
+            self.paths[key] = knight_path_restarts(problem, entry, self.budget, _BLOCK_RESTARTS)
         return self.paths[key]
 
 
@@ -148,12 +151,11 @@ def _exits(a: Block, b: Block, colour: int | None) -> frozenset[int]:
     # The answer depends only on the shapes, their offset and the colour relative
     # to a's corner, and a big board has few of those.
     rel = None if colour is None else (colour - a.r - a.c) % 2
-    return _relative_exits(a.h, a.w, b.r - a.r, b.c - a.c, b.h, b.w, rel)
+    return _relative_exits(Block(0, 0, a.h, a.w), Block(b.r - a.r, b.c - a.c, b.h, b.w), rel)
 
 
 @functools.lru_cache(maxsize=1024)
-def _relative_exits(h: int, w: int, br: int, bc: int, bh: int, bw: int, colour: int | None) -> frozenset[int]:
-    a, b = Block(0, 0, h, w), Block(br, bc, bh, bw)
+def _relative_exits(a: Block, b: Block, colour: int | None) -> frozenset[int]:
     out = set()
     for r in range(a.r, a.r + a.h):
         for c in range(a.c, a.c + a.w):

@@ -30,6 +30,8 @@ from packsolve.puzzles.knights_tour.rules import (
     why_no_tour,
 )
 from packsolve.puzzles.knights_tour.search import (
+    PathProblem,
+    Restarts,
     four_wide_rule,
     knight_adjacency,
     knight_path_restarts,
@@ -167,13 +169,14 @@ def closing_search(board: Board, budget: Budget) -> Outcome:
     # A closed tour read from the start is an open tour too, and closed tours
     # are the easier search (their target is fixed), so try one first.
     if board.closed or (board.squares > 1 and why_no_tour(h, w, board.start, True) is None):
-        path = knight_path_restarts(h, w, 0, adj[0], toward_key(h, w, adj[0]), budget, tries=24, adj=adj)
+        corner = PathProblem(h, w, adj, toward_key(h, w, adj[0]), frozenset(adj[0]))
+        path = knight_path_restarts(corner, 0, budget, Restarts(tries=24))
         if path is not None:
             k = path.index(s)
             path = path[k:] + path[:k]
     if path is None and not board.closed:
         rule = four_wide_rule(h, w) if min(h, w) == 4 else None
-        path = knight_path_restarts(h, w, s, None, roth_key(h, w), budget, adj=adj, step_rule=rule)
+        path = knight_path_restarts(PathProblem(h, w, adj, roth_key(h, w), step_rule=rule), s, budget)
     return _exhausted(board) if path is None else solved(_cells(board, path))
 
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 
 from packsolve.api import Budget
 
+# The C++ write-up's move order, (row delta, column delta) = (dy, dx).
 MOVES = ((1, -2), (2, -1), (2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2))
 
 
@@ -53,46 +55,72 @@ def toward_key(h: int, w: int, targets: Collection[int]) -> list[float]:
     return key
 
 
-def knight_path(
-    h: int,
-    w: int,
-    start: int,
-    ends: Collection[int] | None,
-    key: Sequence[float],
-    budget: Budget,
-    node_limit: int | None = None,
-    adj: list[tuple[int, ...]] | None = None,
-    step_rule: Callable[[int, int, int], bool] | None = None,
-) -> list[int] | None:
-    """Return a knight's path over every square of h x w from start, ending in ends (None: anywhere).
+@dataclass(frozen=True)
+class PathProblem:
+    """A knight's path to find over every square of an h x w board.
 
-    step_rule(x, y, i), when given, says whether the path's square number i (x)
-    may be followed by y: a board's known structure, such as four_wide_rule.
-
-    Return None when the whole tree was searched (no such path); raise
-    NodeLimit when node_limit nodes were spent in this call. One node is one
-    square appended to the path, charged to budget.
+    adj holds each square's moves (knight_adjacency); key is the static tie-break
+    (lower first) among moves with as few onward exits; the path must end in ends
+    (None: anywhere). step_rule(x, y, i), when given, says whether the path's
+    square number i (x) may be followed by y: a board's known structure, such as
+    four_wide_rule.
     """
-    n = h * w
-    adj = adj or knight_adjacency(h, w)
-    ends_set = None if ends is None else frozenset(ends)
-    if ends_set is not None and not ends_set:
-        return None
-    if n == 1:
-        return [start] if ends_set is None or start in ends_set else None
-    deg = [len(a) for a in adj]
-    visited = [False] * n
-    # Unvisited squares with a single way left: each must be the path's end.
-    ones = {v for v in range(n) if deg[v] == 1}
-    spent = 0
-    ends_left = n if ends_set is None else len(ends_set)
+
+    h: int
+    w: int
+    adj: list[tuple[int, ...]]
+    key: Sequence[float]
+    ends: frozenset[int] | None = None
+    step_rule: Callable[[int, int, int], bool] | None = None
+
+
+@dataclass(frozen=True)
+class Restarts:
+    """How knight_path_restarts runs its tries: how many, the first one's node allowance, the noise's seed.
+
+    With complete, the last try has no allowance, so None means "searched to the
+    end: no such path"; without, None may also mean "gave up".
+    """
+
+    tries: int = 200
+    first_limit: int = 2000
+    seed: int = 0
+    complete: bool = True
+
+
+RESTARTS = Restarts()
+
+
+class _Walk:
+    """The search's state along the current path: visited squares, ways left, dead ends, ends left.
+
+    The steps that change and read it (_visit_step, _unvisit_step, _choices_step) are
+    closures over its lists: they run once per node, and a closure reads its variables
+    faster than a method reads attributes (measured: methods cost about 10% more).
+    """
+
+    __slots__ = ("problem", "n", "deg", "visited", "ones", "ends_left")
+
+    def __init__(self, problem: PathProblem) -> None:
+        self.problem = problem
+        self.n = n = problem.h * problem.w
+        self.deg = deg = [len(a) for a in problem.adj]
+        self.visited = [False] * n
+        # Unvisited squares with a single way left: each must be the path's end.
+        self.ones = {v for v in range(n) if deg[v] == 1}
+        self.ends_left = n if problem.ends is None else len(problem.ends)
+
+
+def _visit_step(walk: _Walk) -> Callable[[int], None]:
+    """Return the step that appends x to the path: one way fewer into each unvisited neighbour."""
+    adj, ends = walk.problem.adj, walk.problem.ends
+    deg, visited, ones = walk.deg, walk.visited, walk.ones
 
     def visit(x: int) -> None:
-        nonlocal ends_left
         visited[x] = True
         ones.discard(x)
-        if ends_set is not None and x in ends_set:
-            ends_left -= 1
+        if ends is not None and x in ends:
+            walk.ends_left -= 1
         for y in adj[x]:
             if not visited[y]:
                 d = deg[y] = deg[y] - 1
@@ -101,10 +129,17 @@ def knight_path(
                 elif d == 0:
                     ones.discard(y)
 
+    return visit
+
+
+def _unvisit_step(walk: _Walk) -> Callable[[int], None]:
+    """Return the step that takes x, the path's last square, back off it."""
+    adj, ends = walk.problem.adj, walk.problem.ends
+    deg, visited, ones = walk.deg, walk.visited, walk.ones
+
     def unvisit(x: int) -> None:
-        nonlocal ends_left
-        if ends_set is not None and x in ends_set:
-            ends_left += 1
+        if ends is not None and x in ends:
+            walk.ends_left += 1
         for y in adj[x]:
             if not visited[y]:
                 d = deg[y] = deg[y] + 1
@@ -116,14 +151,21 @@ def knight_path(
         if deg[x] == 1:
             ones.add(x)
 
+    return unvisit
+
+
+def _choices_step(walk: _Walk) -> Callable[[int, int], list[int]]:
+    """Return the step that orders x's moves with `left` squares to go; [] when the position is lost."""
+    adj, ends, key, step_rule = walk.problem.adj, walk.problem.ends, walk.problem.key, walk.problem.step_rule
+    n, deg, visited, ones = walk.n, walk.deg, walk.visited, walk.ones
+
     def choices(x: int, left: int) -> list[int]:
-        """Order x's moves; [] when the position is already lost."""
         cands = [y for y in adj[x] if not visited[y]]
         if step_rule is not None:
             cands = [y for y in cands if step_rule(x, y, n - left - 1)]
         if left == 1:
-            return [y for y in cands if ends_set is None or y in ends_set]
-        if ends_left == 0:
+            return [y for y in cands if ends is None or y in ends]
+        if walk.ends_left == 0:
             return []  # every allowed end is used up before the last square
         near_ones = 0
         for y in cands:
@@ -135,11 +177,30 @@ def knight_path(
         if far > 1:
             return []
         # A lone far dead end must be the path's end, so it must be an allowed end.
-        if far == 1 and ends_set is not None and not any(v in ends_set for v in ones if v not in cands):
+        if far == 1 and ends is not None and not any(v in ends for v in ones if v not in cands):
             return []
         cands.sort(key=lambda y: (deg[y], key[y]))
         return cands
 
+    return choices
+
+
+def knight_path(
+    problem: PathProblem, start: int, budget: Budget, node_limit: int | None = None
+) -> list[int] | None:
+    """Return a knight's path of problem from start, or None when the whole tree was searched (no path).
+
+    Raise NodeLimit when node_limit nodes were spent in this call. One node is
+    one square appended to the path, charged to budget.
+    """
+    n, ends = problem.h * problem.w, problem.ends
+    if ends is not None and not ends:
+        return None
+    if n == 1:
+        return [start] if ends is None or start in ends else None
+    walk = _Walk(problem)
+    visit, unvisit, choices = _visit_step(walk), _unvisit_step(walk), _choices_step(walk)
+    spent = 0
     path = [start]
     budget.charge()
     visit(start)
@@ -164,18 +225,7 @@ def knight_path(
 
 
 def knight_path_restarts(
-    h: int,
-    w: int,
-    start: int,
-    ends: Collection[int] | None,
-    key: Sequence[float],
-    budget: Budget,
-    tries: int = 200,
-    first_limit: int = 2000,
-    seed: int = 0,
-    adj: list[tuple[int, ...]] | None = None,
-    complete: bool = True,
-    step_rule: Callable[[int, int, int], bool] | None = None,
+    problem: PathProblem, start: int, budget: Budget, restarts: Restarts = RESTARTS
 ) -> list[int] | None:
     """Return a path as knight_path, restarting with noisier tie-breaks and growing node allowances.
 
@@ -183,25 +233,22 @@ def knight_path_restarts(
     subtree is better abandoned for a fresh one with other ties (the noise grows
     with the first tries until the order among equals is random) than waited
     for: on 3 x n and 4 x n boards short random restarts win by orders of magnitude.
-
-    With complete, the last try has no allowance, so None means "searched to
-    the end: no such path" (the budget is what stops it on hopeless boards);
-    without, None may also mean "gave up".
+    The budget is what stops the last, complete try on hopeless boards.
     """
-    rng = random.Random(seed)
-    adj = adj or knight_adjacency(h, w)
+    rng = random.Random(restarts.seed)
+    key = problem.key
     # An attempt must at least be able to lay the whole path, plus room to backtrack.
-    limit = float(first_limit + 2 * h * w)
+    limit = float(restarts.first_limit + 2 * problem.h * problem.w)
     spread = (max(key) - min(key)) + 1.0
-    k = list(key)
+    attempt = replace(problem, key=list(key))
+    tries = restarts.tries
     for t in range(1, tries + 1):
         try:
-            return knight_path(
-                h, w, start, ends, k, budget, None if complete and t == tries else int(limit), adj, step_rule
-            )
+            last = restarts.complete and t == tries
+            return knight_path(attempt, start, budget, None if last else int(limit))
         except NodeLimit:
             noise = spread * min(2.0, t / 4)
-            k = [x + rng.random() * noise for x in key]
+            attempt = replace(problem, key=[x + rng.random() * noise for x in key])
             limit *= 1.02
     return None
 

@@ -53,36 +53,52 @@ class Grid:
 
 def parse_grid(rows: Any, first_line: int | None = None) -> Grid:
     """Return the Grid of DESIGN's form; raise LevelError pointing at the offending row."""
-
-    def err(msg: str, i: int | None = None, col: int | None = None) -> LevelError:
-        if first_line is not None and i is not None:
-            return LevelError(msg, first_line + i, col)
-        where = f"row {i + 1}" + (f", column {col}" if col else "") + ": " if i is not None else ""
-        return LevelError(where + msg)
-
     if not isinstance(rows, list) or not rows:
-        raise err("'grid' must be a non-empty list of strings")
+        raise _grid_error(first_line, "'grid' must be a non-empty list of strings")
     if any(not isinstance(row, str) for row in rows):
-        raise err("'grid' must be a list of strings")
+        raise _grid_error(first_line, "'grid' must be a list of strings")
     width = len(rows[0])
     if width == 0:
-        raise err("empty row", 0)
+        raise _grid_error(first_line, "empty row", 0)
     if len(rows) * width > MAX_CELLS:
-        raise err(f"grid has {len(rows) * width} cells, more than the {MAX_CELLS} supported")
+        raise _grid_error(
+            first_line, f"grid has {len(rows) * width} cells, more than the {MAX_CELLS} supported"
+        )
+    return Grid(tuple(rows), _start_cell(rows, width, first_line))
+
+
+def _start_cell(rows: list[str], width: int, first_line: int | None) -> tuple[int, int]:
+    """Return the grid's one start cell, checking every row's width and characters on the way."""
     start = None
     for i, row in enumerate(rows):
         if len(row) != width:
-            raise err(f"ragged grid: this row has {len(row)} cells, the first row {width}", i)
+            raise _grid_error(
+                first_line, f"ragged grid: this row has {len(row)} cells, the first row {width}", i
+            )
         for j, ch in enumerate(row):
             if ch not in (OPEN, BLOCKED, START):
-                raise err(f"unknown character {ch!r} (use '.' open, '#' blocked, 'S' start)", i, j + 1)
+                msg = f"unknown character {ch!r} (use '.' open, '#' blocked, 'S' start)"
+                raise _grid_error(first_line, msg, i, j + 1)
             if ch == START:
                 if start is not None:
-                    raise err(f"a second start 'S' (the first is at row {start[0] + 1})", i, j + 1)
+                    msg = f"a second start 'S' (the first is at row {start[0] + 1})"
+                    raise _grid_error(first_line, msg, i, j + 1)
                 start = (i, j)
     if start is None:
-        raise err("no start cell 'S' in the grid")
-    return Grid(tuple(rows), start)
+        raise _grid_error(first_line, "no start cell 'S' in the grid")
+    return start
+
+
+def _grid_error(first_line: int | None, msg: str, i: int | None = None, col: int | None = None) -> LevelError:
+    """Return the error msg about row i (0-based) and column col (1-based) of a grid.
+
+    A grid read from a file (first_line: the file line of its first row) points at the file's line;
+    one given inline names its row.
+    """
+    if first_line is not None and i is not None:
+        return LevelError(msg, first_line + i, col)
+    where = f"row {i + 1}" + (f", column {col}" if col else "") + ": " if i is not None else ""
+    return LevelError(where + msg)
 
 
 def parse_map(rows: Any, start: Any) -> Grid:
@@ -182,8 +198,9 @@ def prune(grid: Grid, budget: Budget) -> Outcome:
 PRUNE_SHARE = 0.25
 # ... and nodes per open cell (at least 100 cells' worth): past them the search is lost in a level it
 # cannot prune, so CP-SAT gets it at once. Levels it decides take a few nodes per cell (at most 2.3
-# on the real, generated and growth sets, 294 on the hardest levels found); only the three it
-# could not refute in 20 s went past 400.
+# on the real, generated and growth sets, 13.2 on the hardest levels found since the end splitting's
+# root checks grew, 294 before); none of the 26 hardest goes past 400 since the root checks probe
+# (hunted-20..22 did, and CP-SAT decides none of them).
 PRUNE_NODES_PER_CELL = 400
 
 
@@ -268,11 +285,8 @@ def verify(grid: Grid, solution: Any) -> str | None:
 
 
 # Box-drawing piece for a cell joined to the given neighbours (up, down, left, right).
-_PIECES = {
-    frozenset("UD"): "│", frozenset("LR"): "─", frozenset("DR"): "┌", frozenset("DL"): "┐",
-    frozenset("UR"): "└", frozenset("UL"): "┘", frozenset("U"): "╵", frozenset("D"): "╷",
-    frozenset("L"): "╴", frozenset("R"): "╶", frozenset(): "·",
-}  # fmt: skip
+_JOINS = ("UD", "LR", "DR", "DL", "UR", "UL", "U", "D", "L", "R", "")
+_PIECES = {frozenset(joins): piece for joins, piece in zip(_JOINS, "│─┌┐└┘╵╷╴╶·", strict=True)}
 
 
 def render(grid: Grid, solution: Any = None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packsolve.api import LevelError
@@ -19,6 +19,9 @@ class Board:
 
     n: int
     tiles: tuple[int, ...]
+    # The optimal length the level file states (Korf's lists do), checked against optimal answers;
+    # not part of the board's identity in searches.
+    optimal: int | None = field(default=None, compare=False)
 
     @property
     def blank(self) -> int:
@@ -74,6 +77,21 @@ def board_from_tiles(flat: Sequence[Any], where: str = "") -> Board:
             raise LevelError(f"{prefix}tile {t} appears twice (places {seen[t] + 1} and {i + 1})")
         seen[t] = i
     return Board(n, tuple(tiles))
+
+
+# Far above any N <= 5 board's optimum (80 for the 15-puzzle, at most 208 known for the 24-puzzle).
+MAX_STATED_OPTIMAL = 10_000
+
+
+def with_stated_optimal(board: Board, value: Any) -> Board:
+    """Return board carrying the optimal length its level states ('optimal'), if it states one."""
+    if value is None:
+        return board
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STATED_OPTIMAL:
+        raise LevelError(
+            f"'optimal' must be a whole number of moves from 0 to {MAX_STATED_OPTIMAL}, not {value!r}"
+        )
+    return replace(board, optimal=value)
 
 
 def parse_tiles(value: Any) -> Board:
@@ -170,7 +188,7 @@ def read_slide(text: str) -> Iterator[tuple[int, dict[str, Any] | LevelError]]:
         if bad is not None:
             yield number, bad
             continue
-        if extra == 2 and not body[1].isdigit():
+        if extra == 2 and not (body[1].isdigit() and len(body[1]) <= len(str(MAX_STATED_OPTIMAL))):
             yield number, LevelError(f"expected optimal length {body[1]!r} is not a number", number)
             continue
         try:
@@ -178,7 +196,12 @@ def read_slide(text: str) -> Iterator[tuple[int, dict[str, Any] | LevelError]]:
         except LevelError as exc:
             yield number, LevelError(exc.message, number)
             continue
-        yield number, {"tiles": board.rows()}
+        level: dict[str, Any] = {"tiles": board.rows()}
+        if extra >= 1:
+            level["id"] = body[0]  # the level's name in the pack (FILE:ID), not part of its identity
+        if extra == 2:
+            level["optimal"] = int(body[1])  # a check on optimal answers, part of the level
+        yield number, level
 
 
 def random_board(n: int, rng: random.Random) -> Board:

@@ -8,7 +8,17 @@ from fractions import Fraction
 from html import escape
 from typing import Any
 
-from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
+from packsolve.api import (
+    Budget,
+    LevelError,
+    Outcome,
+    PuzzleKind,
+    Status,
+    field_of,
+    no_solution,
+    solved,
+    solver,
+)
 from packsolve.puzzles.sliding import ida
 from packsolve.puzzles.sliding.board import (
     MAX_N,
@@ -19,16 +29,33 @@ from packsolve.puzzles.sliding.board import (
     random_board,
     read_slide,
     unsolvable_reason,
+    with_stated_optimal,
 )
 from packsolve.puzzles.sliding.search import a_star, breadth_first
 
 
 def parse(data: Mapping[str, Any]) -> Board:
-    return parse_tiles(field_of(data, "tiles", "sliding"))
+    return with_stated_optimal(parse_tiles(field_of(data, "tiles", "sliding")), data.get("optimal"))
 
 
 def canonical(board: Board) -> dict[str, Any]:
-    return {"tiles": board.rows()}
+    if board.optimal is None:
+        return {"tiles": board.rows()}
+    return {"tiles": board.rows(), "optimal": board.optimal}
+
+
+def _against_stated(board: Board, moves: list[int], message: str = "") -> Outcome:
+    """Return an optimal answer as solved, or as wrong if the level states another optimal length.
+
+    A proved-optimal length that differs from the stated one means the level file or the search
+    is wrong; either way the answer must not count as solved.
+    """
+    if board.optimal is not None and len(moves) != board.optimal:
+        return Outcome(
+            Status.WRONG,
+            message=f"an optimal search found {len(moves)} moves, the level states {board.optimal}",
+        )
+    return solved(moves, message)
 
 
 def _optimal(search: Any) -> Any:
@@ -41,7 +68,7 @@ def _optimal(search: Any) -> Any:
         moves = search(board, budget)
         if moves is None:
             return no_solution("the search exhausted every reachable board without meeting the goal")
-        return solved(moves)
+        return _against_stated(board, moves)
 
     solve.__name__ = getattr(search, "__name__", "solve")
     return solver(solve)
@@ -61,8 +88,10 @@ def _weighted(board: Board, budget: Budget) -> Outcome:
     # Pattern databases where they are cheap to build; linear conflict on 2x2 and 3x3.
     mode = ida.PDB if board.n >= 4 else ida.LINEAR_CONFLICT
     found = ida.weighted(board, budget, mode)
-    bound = "optimal" if found.weight == Fraction(1) else f"at most {found.weight} x optimal"
-    return solved(found.moves, f"weighted IDA*, w = {found.weight}: length {len(found.moves)}, {bound}")
+    message = f"weighted IDA*, w = {found.weight}: length {len(found.moves)}"
+    if found.weight == Fraction(1):
+        return _against_stated(board, found.moves, f"{message}, optimal")
+    return solved(found.moves, f"{message}, at most {found.weight} x optimal")
 
 
 def verify(board: Board, solution: Any) -> str | None:
@@ -75,6 +104,8 @@ def verify(board: Board, solution: Any) -> str | None:
     if not end.is_goal():
         wrong = sum(1 for p, t in enumerate(end.tiles) if t and t != p)
         return f"after {len(solution)} moves {wrong} tile(s) are still out of place"
+    if board.optimal is not None and len(solution) < board.optimal:
+        return f"{len(solution)} moves, fewer than the optimal length the level states ({board.optimal})"
     return None
 
 

@@ -81,9 +81,11 @@ class PatternDatabase:
 
 def cache_dir() -> Path:
     """Return the directory for cached tables: $PACKSOLVE_CACHE_DIR or the user's cache directory."""
-    env = os.environ.get("PACKSOLVE_CACHE_DIR")
-    if env:
-        return Path(env)
+    from packsolve.settings import current
+
+    given = current().cache_dir
+    if given:
+        return Path(given)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("packsolve"))

@@ -56,11 +56,17 @@ _SIZE = _SIZE_AND_ROWS[: N_COLS + 1]
 _ROW_NODE = _SIZE_AND_ROWS[N_COLS + 1 :]
 
 
-def dancing_links(cells: list[int], budget: Budget, cap: int = 2) -> Count:
-    """Count sudoku solutions (up to cap) by Algorithm X choosing the column with fewest rows."""
-    L, R, U, D, C, S = _L[:], _R[:], _U[:], _D[:], _C[:], _SIZE[:]
+class _Links:
+    """One search's copy of the matrix's links, covered and uncovered in place."""
 
-    def cover(col: int) -> None:
+    __slots__ = ("C", "D", "L", "R", "S", "U")
+
+    def __init__(self) -> None:
+        self.L, self.R, self.U, self.D, self.C, self.S = _L[:], _R[:], _U[:], _D[:], _C[:], _SIZE[:]
+
+    def cover(self, col: int) -> None:
+        """Unlink column col and every row that meets it from the other columns."""
+        L, R, U, D, C, S = self.L, self.R, self.U, self.D, self.C, self.S
         L[R[col]], R[L[col]] = L[col], R[col]
         i = D[col]
         while i != col:
@@ -71,7 +77,9 @@ def dancing_links(cells: list[int], budget: Budget, cap: int = 2) -> Count:
                 j = R[j]
             i = D[i]
 
-    def uncover(col: int) -> None:
+    def uncover(self, col: int) -> None:
+        """Undo cover(col), in the reverse order."""
+        L, R, U, D, C, S = self.L, self.R, self.U, self.D, self.C, self.S
         i = U[col]
         while i != col:
             j = L[i]
@@ -82,44 +90,25 @@ def dancing_links(cells: list[int], budget: Budget, cap: int = 2) -> Count:
             i = U[i]
         L[R[col]] = R[L[col]] = col
 
-    def select(row: int) -> None:
-        """Take a placement into the partial solution: cover every column it satisfies."""
-        cover(C[row])
+    def cover_rest(self, row: int) -> None:
+        """Cover the columns of row's placement other than the one row was reached through."""
+        R, C = self.R, self.C
         j = R[row]
         while j != row:
-            cover(C[j])
+            self.cover(C[j])
             j = R[j]
 
-    # The givens are rows forced into the solution; a given whose column is gone clashes.
-    chosen: list[int] = []
-    taken: set[int] = set()
-    for cell in range(81):
-        if cells[cell]:
-            row = _ROW_NODE[cell * 9 + cells[cell] - 1]
-            cols = {C[row + k] for k in range(4)}
-            if cols & taken:
-                return Count(0, None)
-            taken |= cols
-            select(row)
-            chosen.append(row)
+    def uncover_rest(self, row: int) -> None:
+        """Undo cover_rest(row), in the reverse order."""
+        L, C = self.L, self.C
+        j = L[row]
+        while j != row:
+            self.uncover(C[j])
+            j = L[j]
 
-    found: list[str] = []
-    count = 0
-
-    def search() -> bool:
-        """Return True once the cap is reached."""
-        nonlocal count
-        budget.charge()
-        if R[ROOT] == ROOT:
-            count += 1
-            if not found:
-                grid = [0] * 81
-                for row in chosen:
-                    cell, d = divmod(_row_index(row), 9)
-                    grid[cell] = d + 1
-                found.append("".join(map(str, grid)))
-            return count >= cap
-        # Knuth's S heuristic: the column with the fewest remaining rows
+    def fewest(self) -> tuple[int, int]:
+        """Return Knuth's S heuristic's column (the fewest remaining rows) and its row count."""
+        R, S = self.R, self.S
         col, best = R[ROOT], 1 << 30
         j = col
         while j != ROOT:
@@ -128,31 +117,79 @@ def dancing_links(cells: list[int], budget: Budget, cap: int = 2) -> Count:
                 if best <= 1:
                     break
             j = R[j]
+        return col, best
+
+
+def _take_givens(links: _Links, cells: list[int]) -> list[int] | None:
+    """Select the givens' rows (forced into the solution); None when two givens share a column."""
+    chosen: list[int] = []
+    taken: set[int] = set()
+    for cell in range(81):
+        if cells[cell]:
+            row = _ROW_NODE[cell * 9 + cells[cell] - 1]
+            cols = {links.C[row + k] for k in range(4)}
+            if cols & taken:
+                return None
+            taken |= cols
+            links.cover(links.C[row])
+            links.cover_rest(row)
+            chosen.append(row)
+    return chosen
+
+
+class _Search:
+    """Algorithm X over the links, counting solutions up to cap and keeping the first."""
+
+    def __init__(self, links: _Links, chosen: list[int], budget: Budget, cap: int) -> None:
+        self.links, self.chosen, self.budget, self.cap = links, chosen, budget, cap
+        self.count = 0
+        self.first: str | None = None
+
+    def solution(self) -> str:
+        """Return the grid of the chosen rows as 81 digits."""
+        grid = [0] * 81
+        for row in self.chosen:
+            cell, d = divmod(_row_index(row), 9)
+            grid[cell] = d + 1
+        return "".join(map(str, grid))
+
+    def run(self) -> bool:
+        """Search below the current partial solution; return True once the cap is reached."""
+        links = self.links
+        self.budget.charge()
+        if links.R[ROOT] == ROOT:
+            self.count += 1
+            if self.first is None:
+                self.first = self.solution()
+            return self.count >= self.cap
+        col, best = links.fewest()
         if best == 0:
             return False
-        cover(col)
+        links.cover(col)
+        D, chosen = links.D, self.chosen
         row = D[col]
         while row != col:
             chosen.append(row)
-            j = R[row]
-            while j != row:
-                cover(C[j])
-                j = R[j]
-            stop = search()
-            j = L[row]
-            while j != row:
-                uncover(C[j])
-                j = L[j]
+            links.cover_rest(row)
+            stop = self.run()
+            links.uncover_rest(row)
             chosen.pop()
             if stop:
-                uncover(col)
-                return True
+                break
             row = D[row]
-        uncover(col)
-        return False
+        links.uncover(col)
+        return row != col
 
-    search()
-    return Count(count, found[0] if found else None)
+
+def dancing_links(cells: list[int], budget: Budget, cap: int = 2) -> Count:
+    """Count sudoku solutions (up to cap) by Algorithm X choosing the column with fewest rows."""
+    links = _Links()
+    chosen = _take_givens(links, cells)
+    if chosen is None:
+        return Count(0, None)
+    search = _Search(links, chosen, budget, cap)
+    search.run()
+    return Count(search.count, search.first)
 
 
 def _row_index(node: int) -> int:

@@ -4,7 +4,10 @@ Heuristics: ``plain`` (the write-up's first-empty-cell DFS), ``propagate``
 (bitset candidates, naked/hidden singles and locked candidates, most
 constrained cell first; C accelerated, the default), ``band-triads``
 (each digit's cells as bit-parallel 27-bit bands, with the row-box and
-column-box matchings of every band and stack kept as "triads"; C) and
+column-box matchings of every band and stack kept as "triads"; C; the same
+trees as ``propagate``), ``band-configs`` (the same bands, with each
+minirow's three digits counted too, branching on a digit's row-box matching
+in the band with the fewest, as tdoku does; C, the fastest) and
 ``dlx`` (Knuth's Algorithm X with dancing links). Every heuristic counts solutions up to two,
 so an ambiguous puzzle is reported as such.
 """
@@ -147,9 +150,9 @@ def solve_plain(level: Sudoku, budget: Budget) -> Outcome:
     return _checked(level) or _outcome(first_empty_dfs(level.cells, budget, COUNT_CAP))
 
 
-def _native_outcome(level: Sudoku, budget: Budget, module: str) -> Outcome:
+def _native_outcome(level: Sudoku, budget: Budget, module: str, configs: bool = False) -> Outcome:
     """Return the outcome of the C search packsolve.native.<module>, or the pure-Python search without it."""
-    result = native_search(level.cells, budget, COUNT_CAP, module)
+    result = native_search(level.cells, budget, COUNT_CAP, module, configs=configs)
     if result is None:
         if (early := _checked(level)) is not None:
             return early
@@ -168,6 +171,13 @@ def solve_propagate(level: Sudoku, budget: Budget) -> Outcome:
 def solve_band_triads(level: Sudoku, budget: Budget) -> Outcome:
     """Return the outcome of the bit-parallel band search (C), or the pure-Python search without it."""
     return _native_outcome(level, budget, "sudoku_bands")
+
+
+@solver
+def solve_band_configs(level: Sudoku, budget: Budget) -> Outcome:
+    """Return the outcome of the band search with minirow counts and matching branches (C), or the
+    pure-Python search without it."""
+    return _native_outcome(level, budget, "sudoku_bands", configs=True)
 
 
 @solver
@@ -261,6 +271,7 @@ KIND = PuzzleKind(
         "plain": solve_plain,
         "propagate": solve_propagate,
         "band-triads": solve_band_triads,
+        "band-configs": solve_band_configs,
         "dlx": solve_dlx,
     },
     default="propagate",

@@ -147,6 +147,19 @@ def _propagate(cand: list[int], fixed: list[bool], queue: list[int]) -> None:
             return
 
 
+def _most_constrained(cand: list[int], fixed: list[bool]) -> int:
+    """Return the first open cell with two candidates, else the first with the fewest; -1 if none is open."""
+    best, best_n = -1, 10
+    for c in range(81):
+        if not fixed[c]:
+            n = cand[c].bit_count()
+            if n < best_n:
+                best, best_n = c, n
+                if n == 2:
+                    break
+    return best
+
+
 def propagation_search(
     cells: list[int], budget: Budget, cap: int = 2, rng: random.Random | None = None
 ) -> Count:
@@ -173,14 +186,7 @@ def propagation_search(
             _propagate(cand, fixed, queue)
         except _Contradiction:
             return False
-        best, best_n = -1, 10
-        for c in range(81):
-            if not fixed[c]:
-                n = cand[c].bit_count()
-                if n < best_n:
-                    best, best_n = c, n
-                    if n == 2:
-                        break
+        best = _most_constrained(cand, fixed)
         if best < 0:
             count += 1
             if not found:
@@ -201,11 +207,15 @@ def propagation_search(
     return Count(count, found[0] if found else None)
 
 
-def native_search(cells: list[int], budget: Budget, cap: int = 2, module: str = "sudoku") -> Count | None:
+def native_search(
+    cells: list[int], budget: Budget, cap: int = 2, module: str = "sudoku", *, configs: bool = False
+) -> Count | None:
     """Count solutions with the C search packsolve.native.<module>; None when it is not built.
 
     ``sudoku`` is the per-cell bitset search of ``propagate``; ``sudoku_bands``
-    the bit-parallel digit bands with row-box triads of ``band-triads``.
+    the bit-parallel digit bands with row-box triads of ``band-triads``, and
+    with configs those of ``band-configs`` (minirow counts, branching on a
+    digit's row-box matching).
     """
     try:
         native = importlib.import_module(f"packsolve.native.{module}")
@@ -213,7 +223,8 @@ def native_search(cells: list[int], budget: Budget, cap: int = 2, module: str = 
         return None
     node_cap = -1 if budget.node_limit is None else max(0, budget.node_limit - budget.nodes)
     deadline = -1.0 if budget.deadline is None else budget.deadline
-    stop, count, first, nodes = native.count(bytes(cells), cap, node_cap, deadline)
+    flags = (True,) if configs else ()  # the per-cell search takes no flag
+    stop, count, first, nodes = native.count(bytes(cells), cap, node_cap, deadline, *flags)
     if stop == 0:
         # The search finished; its answer stands even if the clock ran out on the last node.
         budget.nodes += nodes

@@ -88,30 +88,32 @@ def canonical(board: Board) -> dict[str, Any]:
     return {"board": rows_of(board), "to_move": board.to_move, "k": board.k}
 
 
+def _wins_at(board: Board, cells: str, i: int, s: str) -> bool:
+    """Return whether the stone s on cell i of cells (the board's rows, joined) completes k in a row."""
+    m, n, k = board.rows, board.cols, board.k
+    r, c = divmod(i, n)
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        run = 1
+        for sign in (1, -1):
+            rr, cc = r + sign * dr, c + sign * dc
+            while 0 <= rr < m and 0 <= cc < n and cells[rr * n + cc] == s:
+                run += 1
+                rr, cc = rr + sign * dr, cc + sign * dc
+        if run >= k:
+            return True
+    return False
+
+
 def _values(board: Board, limit: int) -> dict[int, int] | None:
     """Return {cell: value for the mover} for every empty cell by plain memoised negamax, or None past limit.
 
     Written apart from the solvers on purpose: different state (strings), different win test.
     """
-    m, n, k = board.rows, board.cols, board.k
     memo: dict[tuple[str, str], int] = {}
-
-    def wins_at(cells: str, i: int, s: str) -> bool:
-        r, c = divmod(i, n)
-        for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-            run = 1
-            for sign in (1, -1):
-                rr, cc = r + sign * dr, c + sign * dc
-                while 0 <= rr < m and 0 <= cc < n and cells[rr * n + cc] == s:
-                    run += 1
-                    rr, cc = rr + sign * dr, cc + sign * dc
-            if run >= k:
-                return True
-        return False
 
     def move_value(cells: str, i: int, s: str) -> int:
         after = cells[:i] + s + cells[i + 1 :]
-        if wins_at(after, i, s):
+        if _wins_at(board, after, i, s):
             return 1
         return -value(after, "O" if s == "X" else "X")
 
@@ -242,8 +244,8 @@ def generate(size: str, count: int, seed: int) -> list[dict[str, Any]]:
         for ply, i in enumerate(spots):
             cells[i] = first if ply % 2 == 0 else ("O" if first == "X" else "X")
         to_move = first if plies % 2 == 0 else ("O" if first == "X" else "X")
-        data = {"kind": "tictactoe", "board": ["".join(cells[r * n : (r + 1) * n]) for r in range(m)],
-                "to_move": to_move, "k": k}  # fmt: skip
+        board = ["".join(cells[r * n : (r + 1) * n]) for r in range(m)]
+        data = {"kind": "tictactoe", "board": board, "to_move": to_move, "k": k}
         try:
             parse(data)
         except LevelError:

@@ -151,45 +151,75 @@ def memo_minimax(board: Board, budget: Budget) -> Outcome:
 
 EXACT, LOWER, UPPER = 0, 1, 2
 
+# What a search returns: the value of the position for the side to move, within the window it was given.
+Search = Callable[[int, int, tuple[int, ...], int, int, int], int]
 
-def alpha_beta(board: Board, budget: Budget) -> Outcome:
-    """Negamax alpha-beta with a transposition table over symmetric positions, forced moves and dead lines."""
-    cells, lines, through = board.cells, board.lines, board.lines_through
-    full, k = (1 << cells) - 1, board.k
+
+def _scan_lines(mine: int, theirs: int, empty: int, lines: tuple[int, ...], k: int) -> tuple[int | None, int]:
+    """Return (the position's value when its lines settle it, else None; the cells worth playing).
+
+    The cells worth playing are the opponent's winning cells when it has one (a forced block), else
+    the cells on some line still free of one colour. A cell on no such line is dead: a stone there is a
+    pass, and since an extra stone never hurts its owner in an m,n,k-game, some useful cell is at least
+    as good.
+    """
+    n_empty = empty.bit_count()
+    my_win = their_win = useful = 0
+    my_live = their_live = False
+    my_moves, their_moves = (n_empty + 1) // 2, n_empty // 2
+    for ln in lines:
+        a, b = (mine & ln).bit_count(), (theirs & ln).bit_count()
+        if not b:
+            if a == k - 1:
+                my_win |= ln & empty
+            my_live = my_live or k - a <= my_moves
+            useful |= ln
+        if not a:
+            if b == k - 1:
+                their_win |= ln & empty
+            their_live = their_live or k - b <= their_moves
+            useful |= ln
+    if my_win:
+        return WIN, 0
+    if their_win & (their_win - 1):
+        return LOSS, 0  # two threats: block one, the other wins
+    if not my_live and not their_live:
+        return DRAW, 0  # no line can be completed by anyone any more
+    return None, their_win or useful & empty
+
+
+def _symmetric_codes(board: Board) -> tuple[tuple[int, ...], list[list[tuple[int, ...]]]]:
+    """Return the position's base-3 code under each symmetry, and how each stone changes them.
+
+    inc[v][i] holds how placing stone value v (1 or 2) on cell i changes each symmetric code.
+    """
+    pow3 = [3**i for i in range(board.cells)]
     syms = board.symmetries
-    pow3 = [3**i for i in range(cells)]
-    # inc[v][i]: how placing stone value v (1 or 2) on cell i changes each symmetric base-3 code.
-    inc = [[tuple(v * pow3[perm[i]] for perm in syms) for i in range(cells)] for v in (0, 1, 2)]
+    inc = [[tuple(v * pow3[perm[i]] for perm in syms) for i in range(board.cells)] for v in (0, 1, 2)]
+    start = tuple(
+        sum(pow3[perm[i]] for i in _bits(board.x)) + sum(2 * pow3[perm[i]] for i in _bits(board.o))
+        for perm in syms
+    )
+    return start, inc
+
+
+def _negamax(board: Board, budget: Budget, inc: list[list[tuple[int, ...]]]) -> Search:
+    """Return the alpha-beta search of board's positions, with its own transposition table.
+
+    The table is keyed by the least of a position's symmetric codes and the side to move.
+    """
+    lines, k, full = board.lines, board.k, (1 << board.cells) - 1
     # Centre-like cells (on more lines) first: they are the strong moves, so cut-offs come early.
-    order = sorted(range(cells), key=lambda i: -len(through[i]))
+    order = sorted(range(board.cells), key=lambda i: -len(board.lines_through[i]))
     table: dict[int, tuple[int, int]] = {}
 
     def search(mine: int, theirs: int, codes: tuple[int, ...], me: int, alpha: int, beta: int) -> int:
         empty = full & ~(mine | theirs)
         if not empty:
             return DRAW
-        n_empty = empty.bit_count()
-        my_win = their_win = useful = 0
-        my_live = their_live = False
-        my_moves, their_moves = (n_empty + 1) // 2, n_empty // 2
-        for ln in lines:
-            a, b = (mine & ln).bit_count(), (theirs & ln).bit_count()
-            if not b:
-                if a == k - 1:
-                    my_win |= ln & empty
-                my_live = my_live or k - a <= my_moves
-                useful |= ln
-            if not a:
-                if b == k - 1:
-                    their_win |= ln & empty
-                their_live = their_live or k - b <= their_moves
-                useful |= ln
-        if my_win:
-            return WIN
-        if their_win & (their_win - 1):
-            return LOSS  # two threats: block one, the other wins
-        if not my_live and not their_live:
-            return DRAW  # no line can be completed by anyone any more
+        settled, worth = _scan_lines(mine, theirs, empty, lines, k)
+        if settled is not None:
+            return settled
         key = min(codes) * 2 + (me == 2)
         hit = table.get(key)
         if hit is not None:
@@ -198,15 +228,8 @@ def alpha_beta(board: Board, budget: Budget) -> Outcome:
                 return v
         budget.charge()
         alpha0, best = alpha, LOSS
-        if their_win:
-            moves = [i for i in order if their_win >> i & 1]
-        else:
-            # A cell on no line still free of one colour is dead: a stone there is a pass, and since an
-            # extra stone never hurts its owner in an m,n,k-game, some useful cell is at least as good.
-            useful &= empty
-            moves = [i for i in order if useful >> i & 1]
         other = 3 - me
-        for i in moves:
+        for i in [i for i in order if worth >> i & 1]:
             v = -search(theirs, mine | 1 << i, tuple(map(add, codes, inc[me][i])), other, -beta, -alpha)
             if v > best:
                 best = v
@@ -218,17 +241,20 @@ def alpha_beta(board: Board, budget: Budget) -> Outcome:
         table[key] = (flag, best)
         return best
 
+    return search
+
+
+def alpha_beta(board: Board, budget: Budget) -> Outcome:
+    """Negamax alpha-beta with a transposition table over symmetric positions, forced moves and dead lines."""
+    start, inc = _symmetric_codes(board)
+    search = _negamax(board, budget, inc)
     me = 1 if board.to_move == "X" else 2
-    start = tuple(
-        sum(pow3[perm[i]] for i in _bits(board.x)) + sum(2 * pow3[perm[i]] for i in _bits(board.o))
-        for perm in syms
-    )
     mine, theirs = (board.x, board.o) if me == 1 else (board.o, board.x)
-    empty = full & ~(mine | theirs)
+    empty = ((1 << board.cells) - 1) & ~(mine | theirs)
     wins, others = [], []
     for i in _bits(empty):
         placed = mine | 1 << i
-        if any(placed & ln == ln for ln in through[i]):
+        if any(placed & ln == ln for ln in board.lines_through[i]):
             wins.append(i)
             continue
         codes = tuple(map(add, start, inc[me][i]))

@@ -17,8 +17,20 @@ depends_on = None
 # (run_id, column, id): a page of a run sorted by the column (ties in the order the attempts were
 # made) is read from the index, 50 rows whatever the size of the run; without id, a column of few
 # values (kind, status) would sort a whole group to find its first 50. Pack order had its index already.
-SORTED = ("name", "kind", "heuristic", "status", "wall_s", "cpu_s", "nodes", "peak_rss_mb", "length",
-          "worker", "tries", "finished_at")  # fmt: skip
+SORTED = (
+    "name",
+    "kind",
+    "heuristic",
+    "status",
+    "wall_s",
+    "cpu_s",
+    "nodes",
+    "peak_rss_mb",
+    "length",
+    "worker",
+    "tries",
+    "finished_at",
+)
 
 
 def upgrade() -> None:

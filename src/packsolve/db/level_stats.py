@@ -1,4 +1,8 @@
-"""Per-level figures across runs: finished runs are folded into `level_stats` once, running ones read live."""
+"""Per-level figures across runs: finished runs are folded into `level_stats` once, running ones read live.
+
+The database side of the hardest-levels report (report/hardest.py): a run that changes (resumed,
+rerun into) is forgotten here so the next report folds it again.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelStats, LevelStatsRun, Run
-from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES
+from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES, Status
 
 COLUMNS = ("attempts", "decided", "solved", "best_wall_s", "best_nodes", "max_par2_s", "max_nodes")
 
@@ -40,7 +44,7 @@ def _run_rows(run_ids: Any) -> Any:
             Attempt.kind,
             literal(1).label("attempts"),
             decided.label("decided"),
-            case((Attempt.status == "solved", 1), else_=0).label("solved"),
+            case((Attempt.status == Status.SOLVED, 1), else_=0).label("solved"),
             case((Attempt.status.in_(SUCCESS_VALUES), Attempt.wall_s)).label("best_wall_s"),
             case((Attempt.status.in_(SUCCESS_VALUES), Attempt.nodes)).label("best_nodes"),
             par2_expr().label("max_par2_s"),
@@ -77,10 +81,17 @@ def fold_runs(session: Session, run_ids: list[int]) -> list[int]:
     per_attempt = _run_rows(claimed).subquery()
     c = per_attempt.c
     per_level = select(
-        c.level_hash, func.min(c.kind), func.sum(c.attempts), func.sum(c.decided), func.sum(c.solved),
-        func.min(c.best_wall_s), func.min(c.best_nodes), func.max(c.max_par2_s), func.max(c.max_nodes),
+        c.level_hash,
+        func.min(c.kind),
+        func.sum(c.attempts),
+        func.sum(c.decided),
+        func.sum(c.solved),
+        func.min(c.best_wall_s),
+        func.min(c.best_nodes),
+        func.max(c.max_par2_s),
+        func.max(c.max_nodes),
         func.max(c.last_run_id),
-    ).group_by(c.level_hash)  # fmt: skip
+    ).group_by(c.level_hash)
     stmt = insert_for(LevelStats).from_select(["level_hash", "kind", *COLUMNS, "last_run_id"], per_level)
     t, x = LevelStats.__table__.c, stmt.excluded
     stmt = stmt.on_conflict_do_update(
@@ -157,10 +168,11 @@ def stats_rows(session: Session, hashes: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for i in range(0, len(hashes), 500):
         q = select(LevelStats).where(LevelStats.level_hash.in_(hashes[i : i + 500]))
-        rows.extend(_as_dict(s) for s in session.scalars(q))
+        rows.extend(row_of(s) for s in session.scalars(q))
     return rows
 
 
-def _as_dict(s: LevelStats) -> dict[str, Any]:
-    return {"level_hash": s.level_hash, "kind": s.kind, "last_run_id": s.last_run_id,
-            **{c: getattr(s, c) for c in COLUMNS}}  # fmt: skip
+def row_of(stats: LevelStats) -> dict[str, Any]:
+    """Return one level's folded figures as the dict live_rows, merge and stats_rows use."""
+    fixed = {"level_hash": stats.level_hash, "kind": stats.kind, "last_run_id": stats.last_run_id}
+    return {**fixed, **{c: getattr(stats, c) for c in COLUMNS}}

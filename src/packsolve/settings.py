@@ -1,0 +1,337 @@
+"""packsolve's settings, resolved once from flags, the environment and ./packsolve.toml, each checked.
+
+Each setting has one parser and one source that wins, in this order: a command's
+flag, the environment (PACKSOLVE_*), the [settings] table of ./packsolve.toml,
+the default. A bad value is an error naming where it came from, what is wrong
+and what would work, one line per bad value, whatever its source: none silently
+becomes the default. `packsolve config` prints the result and each source.
+
+Settings travel explicitly. A command line resolves its Settings once, with its
+flags, into its click context (cli/group.py: settings_of, @pass_settings), and
+hands the values down: the database URL to db.session.get_engine, the whole
+Settings to queue.app.make_app, whose Celery configuration carries them to
+senders (task keys, visibility timeout) and to a worker's pool processes
+(conf.packsolve_settings); nothing below reads them on its own.
+
+current() (the environment and the file as they are now, resolved once per
+distinct environment) is left to the few places that no Settings reaches:
+  - queue.app.make_app without settings: a library user's or a test's app;
+  - puzzles._extra_modules: PACKSOLVE_EXTRA_KINDS (test-only kinds), read by the
+    process-wide kind registry wherever a kind is looked up, solver children too;
+  - puzzles.sliding.pdb.cache_dir: the table cache, read inside the solver.
+
+This is the one module that reads os.environ (besides the child environment of
+external solver programs, execution/programs.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from packsolve import bounds
+from packsolve.errors import UsageError
+
+FILE = "packsolve.toml"
+TABLE = "settings"
+ENV_PREFIX = "PACKSOLVE_"
+
+DEFAULT_QUEUE = "packsolve"
+DEFAULT_BROKER_URL = "redis://localhost:6379/0"
+# Seconds a worker process's lease lasts unless renewed: a dead worker's claims are taken back
+# within this plus one scheduler interval.
+DEFAULT_LEASE_TTL_S = 30.0
+# Seconds a worker process may keep finished results before writing them in one batch: a worker
+# killed loses at most this much finished work; longer batches suit a far database (fewer writes).
+DEFAULT_RESULT_FLUSH_S = 0.25
+# Redis redelivers an unacknowledged task after this many seconds; it must exceed the longest
+# task (hard limit + time spent reserved). Runs with longer limits are refused at submit.
+DEFAULT_VISIBILITY_TIMEOUT = 12 * 3600
+
+FLAG, ENVIRONMENT, CONFIG_FILE, DEFAULT = "flag", "environment", "file", "default"
+
+
+class SettingsError(UsageError):
+    """One or more settings have values that cannot work: one line each, naming where it was set."""
+
+
+class _Bad(ValueError):
+    """A value a parser refuses; the message says what would work."""
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _optional_text(raw: str) -> str | None:
+    return raw or None
+
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not (value > 0 and bounds.TIME_LIMIT_S.holds(value)):
+        raise _Bad(f"must be a number of seconds above 0, up to {bounds.shown(bounds.TIME_LIMIT_S.high)}")
+    return value
+
+
+def _whole_seconds(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not bounds.WHOLE_SECONDS.holds(value):
+        raise _Bad(f"must be a whole number of seconds from {bounds.WHOLE_SECONDS}")
+    return value
+
+
+def _count(raw: str) -> int | None:
+    if raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not bounds.COUNT.holds(value):
+        raise _Bad(f"must be a whole number from {bounds.COUNT} (0: one per core)")
+    return value or None
+
+
+BROKER_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _broker(raw: str) -> str:
+    if not BROKER_FORM.match(raw):
+        raise _Bad("is not a broker URL: write redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/VHOST")
+    return raw
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    return tuple(k.strip() for k in raw.split(",") if k.strip())
+
+
+def _kinds(raw: str) -> tuple[tuple[str, str], ...]:
+    found = []
+    for entry in _names(raw):
+        name, sep, module = entry.partition(":")
+        if not (sep and name.strip() and module.strip()):
+            raise _Bad(f"has {entry!r}: write NAME:MODULE, comma-separated")
+        found.append((name.strip(), module.strip()))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """How one setting is read: its parser, its default, and whether it is a secret."""
+
+    parse: Callable[[str], Any]
+    default: Any
+    secret: bool = False
+    url: bool = False
+
+
+# One entry per setting; its environment variable is PACKSOLVE_ + the name in capitals, its key
+# in the file's [settings] table is the name.
+SPECS: dict[str, _Spec] = {
+    "database_url": _Spec(_optional_text, None, url=True),
+    "broker_url": _Spec(_broker, DEFAULT_BROKER_URL, url=True),
+    "queue": _Spec(_text, DEFAULT_QUEUE),
+    "lease_ttl": _Spec(_seconds, DEFAULT_LEASE_TTL_S),
+    "result_flush": _Spec(_seconds, DEFAULT_RESULT_FLUSH_S),
+    "visibility_timeout": _Spec(_whole_seconds, DEFAULT_VISIBILITY_TIMEOUT),
+    "task_key": _Spec(_optional_text, None, secret=True),
+    "task_keys_old": _Spec(_names, (), secret=True),
+    "concurrency": _Spec(_count, None),
+    "serve_token": _Spec(_optional_text, None, secret=True),
+    "extra_kinds": _Spec(_kinds, ()),
+    "cache_dir": _Spec(_optional_text, None),
+}
+
+
+def env_name(name: str) -> str:
+    """Return the environment variable of a setting (lease_ttl: PACKSOLVE_LEASE_TTL)."""
+    return ENV_PREFIX + name.upper()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective settings; sources says where each came from (flag, environment, file, default)."""
+
+    database_url: str | None = None  # None: ./packsolve.db (db.session.database_url)
+    broker_url: str = DEFAULT_BROKER_URL
+    queue: str = DEFAULT_QUEUE
+    lease_ttl: float = DEFAULT_LEASE_TTL_S
+    result_flush: float = DEFAULT_RESULT_FLUSH_S
+    visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
+    task_key: str | None = None
+    task_keys_old: tuple[str, ...] = ()
+    concurrency: int | None = None  # None: one process per core
+    serve_token: str | None = None
+    extra_kinds: tuple[tuple[str, str], ...] = ()  # (kind name, module) of test-only kinds
+    cache_dir: str | None = None  # None: the user's cache directory
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def source(self, name: str) -> str:
+        """Return where a setting came from: flag, environment, file or default."""
+        return self.sources.get(name, DEFAULT)
+
+    def shown(self) -> dict[str, dict[str, Any]]:
+        """Return {name: {value, source}} as it may be shown: secrets and URL passwords hidden."""
+        return {
+            f.name: {"value": _shown(f.name, getattr(self, f.name)), "source": self.source(f.name)}
+            for f in fields(self)
+            if f.name in SPECS
+        }
+
+
+def _shown(name: str, value: Any) -> Any:
+    spec = SPECS[name]
+    if spec.secret and value:
+        return "***"
+    if spec.url and value:
+        return hide_password(value)
+    if name == "extra_kinds":
+        return [f"{kind}:{module}" for kind, module in value]
+    return list(value) if isinstance(value, tuple) else value
+
+
+def hide_password(url: str) -> str:
+    """Return a URL as it may be shown: its password masked (user:***@host)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def resolve(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    path: str | os.PathLike[str] | None = FILE,
+) -> Settings:
+    """Return the settings from flags (None: not given), environ (default os.environ) and the file at path
+    (None: no file).
+
+    Raise SettingsError listing every bad value, one line each, if any is bad.
+    """
+    environ = os.environ if environ is None else environ
+    table = _file_table(Path(path)) if path is not None else {}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    problems: list[str] = []
+    for name, spec in SPECS.items():
+        given = (flags or {}).get(name)
+        if given is not None and not isinstance(given, str):
+            values[name], sources[name] = given, FLAG  # click's type has parsed and checked it
+            continue
+        raw, source, where = (
+            (given, FLAG, flag_name(name)) if given is not None else _raw(name, environ, table, path)
+        )
+        if raw is None:
+            values[name], sources[name] = spec.default, DEFAULT
+            continue
+        try:
+            values[name], sources[name] = spec.parse(raw), source
+        except _Bad as exc:
+            problems.append(_problem(name, where, raw, exc))
+    if problems:
+        raise SettingsError("\n".join(problems))
+    return Settings(**values, sources=sources)
+
+
+def flag_name(name: str) -> str:
+    """Return a setting's command-line flag (lease_ttl: --lease-ttl)."""
+    return "--" + name.replace("_", "-")
+
+
+def _problem(name: str, where: str, raw: str, exc: _Bad) -> str:
+    """Return the one line saying that a setting's value from where is bad and what would work."""
+    spec = SPECS[name]
+    shown = "***" if spec.secret else hide_password(raw) if spec.url else raw
+    return f"{where}={shown!r} {exc}"
+
+
+def parsed(name: str, raw: str, where: str | None = None) -> Any:
+    """Return raw parsed as the setting name; SettingsError (one line, naming where) if it is bad."""
+    try:
+        return SPECS[name].parse(raw)
+    except _Bad as exc:
+        raise SettingsError(_problem(name, where or flag_name(name), raw, exc)) from None
+
+
+def _raw(
+    name: str, environ: Mapping[str, str], table: Mapping[str, Any], path: str | os.PathLike[str] | None
+) -> tuple[str | None, str, str]:
+    """Return (text, source, how to name it) of a setting from the environment, else the file."""
+    variable = env_name(name)
+    if environ.get(variable):
+        return environ[variable], ENVIRONMENT, variable
+    if name in table:
+        value = table[name]
+        text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        return text, CONFIG_FILE, f"{os.fspath(path or FILE)} [{TABLE}] {name}"
+    return None, DEFAULT, name
+
+
+def _file_table(path: Path) -> Mapping[str, Any]:
+    """Return the [settings] table of the file (empty if there is no file); SettingsError if unusable."""
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"{path}: cannot read its [{TABLE}] table: {exc}") from None
+    table = data.get(TABLE, {})
+    if not isinstance(table, dict):
+        raise SettingsError(
+            f"{path}: '{TABLE}' must be a table: [{TABLE}] then lines like queue = \"nightly\""
+        )
+    unknown = sorted(set(table) - set(SPECS))
+    if unknown:
+        known = ", ".join(SPECS)
+        raise SettingsError(f"{path}: [{TABLE}] has no setting {unknown[0]!r}; the settings are {known}")
+    return table
+
+
+def current() -> Settings:
+    """Return the settings of the environment and ./packsolve.toml as they are now (no flags).
+
+    Resolved once for each distinct environment and file: cheap to call again.
+    """
+    environ = tuple(os.environ.get(env_name(name)) for name in SPECS)
+    try:
+        cwd = os.getcwd()
+    except FileNotFoundError:  # the directory is gone, and any file in it
+        return _resolved(environ, None, None)
+    try:
+        stamp: int | None = os.stat(Path(cwd) / FILE).st_mtime_ns
+    except OSError:
+        stamp = None
+    return _resolved(environ, cwd, stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _resolved(environ: tuple[str | None, ...], cwd: str | None, stamp: int | None) -> Settings:
+    """Return the settings of these environment values and the file in cwd (None: no file); stamp, the
+    file's modification time, only keys the cache."""
+    given = {env_name(name): value for name, value in zip(SPECS, environ, strict=True) if value is not None}
+    return resolve(environ=given, path=Path(cwd) / FILE if cwd is not None else None)
+
+
+def child_environment(**settings: str) -> dict[str, str]:
+    """Return this process's environment for a packsolve child process, with these settings set."""
+    return {**os.environ, **{env_name(name): value for name, value in settings.items()}}

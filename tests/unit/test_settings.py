@@ -1,0 +1,138 @@
+"""Settings: one parser per value, one line per bad value naming where it was set, and the order of
+the sources (flag, environment, ./packsolve.toml's [settings], default); `packsolve config` shows them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from packsolve.settings import (
+    CONFIG_FILE,
+    DEFAULT,
+    DEFAULT_LEASE_TTL_S,
+    ENVIRONMENT,
+    FLAG,
+    SettingsError,
+    current,
+    resolve,
+)
+from tests.support.services import run_cli
+
+BAD = [
+    ("PACKSOLVE_LEASE_TTL", "soon", "seconds above 0"),
+    ("PACKSOLVE_LEASE_TTL", "-3", "seconds above 0"),
+    ("PACKSOLVE_LEASE_TTL", "0", "seconds above 0"),
+    ("PACKSOLVE_VISIBILITY_TIMEOUT", "3000000000", "whole number of seconds from 1 to 2147483647"),
+    ("PACKSOLVE_VISIBILITY_TIMEOUT", "1.5", "whole number of seconds"),
+    ("PACKSOLVE_CONCURRENCY", "many", "whole number from 0"),
+    ("PACKSOLVE_BROKER_URL", "redis//localhost:6379/0", "is not a broker URL: write redis://HOST"),
+    ("PACKSOLVE_EXTRA_KINDS", "chaos", "write NAME:MODULE"),
+]
+
+
+def no_file(tmp_path):
+    """A path where no settings file is."""
+    return tmp_path / "nowhere" / "packsolve.toml"
+
+
+@pytest.mark.parametrize(("variable", "value", "says"), BAD, ids=[f"{v}={x}" for v, x, _ in BAD])
+def test_each_bad_value_is_one_line_naming_the_variable_and_what_would_work(tmp_path, variable, value, says):
+    with pytest.raises(SettingsError) as caught:
+        resolve(environ={variable: value}, path=no_file(tmp_path))
+    message = str(caught.value)
+    assert message.count("\n") == 0 and message.startswith(f"{variable}={value!r}") and says in message
+
+
+def test_several_bad_values_are_one_line_each_and_a_secret_is_never_shown(tmp_path):
+    environ = {"PACKSOLVE_LEASE_TTL": "x", "PACKSOLVE_CONCURRENCY": "-1", "PACKSOLVE_TASK_KEY": "s3cret"}
+    environ["PACKSOLVE_BROKER_URL"] = "redis//:pw@host"
+    with pytest.raises(SettingsError) as caught:
+        resolve(environ=environ, path=no_file(tmp_path))
+    lines = str(caught.value).splitlines()
+    named = ["PACKSOLVE_BROKER_URL", "PACKSOLVE_LEASE_TTL", "PACKSOLVE_CONCURRENCY"]
+    assert len(lines) == 3 and [line.split("=")[0] for line in lines] == named
+
+
+def test_a_bad_value_in_the_file_names_the_file_and_its_key(tmp_path):
+    path = tmp_path / "packsolve.toml"
+    path.write_text('[settings]\nlease_ttl = "later"\n')
+    with pytest.raises(SettingsError) as caught:
+        resolve(environ={}, path=path)
+    assert str(caught.value).startswith(f"{path} [settings] lease_ttl='later' must be a number of seconds")
+
+
+def test_an_unknown_key_in_the_file_is_an_error_listing_the_settings(tmp_path):
+    path = tmp_path / "packsolve.toml"
+    path.write_text("[settings]\nlease_tll = 4\n")
+    with pytest.raises(SettingsError, match="has no setting 'lease_tll'; the settings are .*lease_ttl"):
+        resolve(environ={}, path=path)
+
+
+def test_a_flag_wins_over_the_environment_which_wins_over_the_file_which_wins_over_the_default(tmp_path):
+    path = tmp_path / "packsolve.toml"
+    path.write_text(
+        '[settings]\nqueue = "from-file"\nlease_ttl = 7\nvisibility_timeout = 600\n'
+        'task_keys_old = ["a", "b"]\n\n[solvers.mine]\nkind = "coins"\ncommand = ["./x"]\n'
+    )
+    environ = {"PACKSOLVE_QUEUE": "from-env", "PACKSOLVE_LEASE_TTL": "9"}
+    got = resolve({"queue": "from-flag", "broker_url": None}, environ=environ, path=path)
+    assert (got.queue, got.source("queue")) == ("from-flag", FLAG)
+    assert (got.lease_ttl, got.source("lease_ttl")) == (9.0, ENVIRONMENT)
+    assert (got.visibility_timeout, got.source("visibility_timeout")) == (600, CONFIG_FILE)
+    assert got.task_keys_old == ("a", "b")
+    assert (got.broker_url, got.source("broker_url")) == ("redis://localhost:6379/0", DEFAULT)
+    assert (got.concurrency, got.source("concurrency")) == (None, DEFAULT)
+    assert resolve(environ={}, path=no_file(tmp_path)).lease_ttl == DEFAULT_LEASE_TTL_S
+
+
+def test_a_flag_given_as_text_goes_through_the_same_parser_and_names_the_flag(tmp_path):
+    with pytest.raises(SettingsError, match=r"^--broker-url='redis//h' is not a broker URL"):
+        resolve({"broker_url": "redis//h"}, environ={}, path=no_file(tmp_path))
+
+
+def test_current_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PACKSOLVE_QUEUE", "one")
+    assert current().queue == "one"
+    monkeypatch.setenv("PACKSOLVE_QUEUE", "two")
+    assert current().queue == "two"
+
+
+def test_config_prints_each_setting_and_its_source_with_passwords_hidden(tmp_path):
+    (tmp_path / "packsolve.toml").write_text('[settings]\nqueue = "nightly"\n')
+    env = {
+        "PACKSOLVE_DATABASE_URL": "postgresql://alice:pg-s3cret@db/results",
+        "PACKSOLVE_TASK_KEY": "key-s3cret",
+        "PACKSOLVE_LEASE_TTL": "",
+        "PACKSOLVE_QUEUE": "",
+    }
+    url = "redis://:redis-s3cret@broker:6379/0"
+    res = run_cli("config", "--format", "json", "--broker-url", url, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    shown = json.loads(res.stdout)  # exactly one JSON document
+    assert "s3cret" not in res.stdout + res.stderr
+    assert shown["database_url"] == {"value": "postgresql://alice:***@db/results", "source": "environment"}
+    assert shown["broker_url"] == {"value": "redis://:***@broker:6379/0", "source": "flag"}
+    assert shown["task_key"] == {"value": "***", "source": "environment"}
+    assert shown["queue"] == {"value": "nightly", "source": "file"}
+    assert shown["lease_ttl"] == {"value": 30.0, "source": "default"}
+    table = run_cli("config", env=env, cwd=tmp_path)
+    assert table.returncode == 0 and "s3cret" not in table.stdout
+    assert "nightly" in table.stdout and "postgresql://alice:***@db/results" in table.stdout
+
+
+def test_config_refuses_a_bad_value_in_one_line_with_the_usage_exit_code(tmp_path):
+    res = run_cli("config", env={"PACKSOLVE_LEASE_TTL": "abc"}, cwd=tmp_path)
+    errors = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.returncode == 2 and len(errors) == 1 and "Traceback" not in res.stderr
+    assert "PACKSOLVE_LEASE_TTL='abc' must be a number of seconds above 0" in errors[0]
+
+
+def test_a_worker_given_a_bad_lease_ttl_refuses_to_start_in_one_line(tmp_path):
+    env = {"PACKSOLVE_LEASE_TTL": "30s", "PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
+    res = run_cli("worker", env=env, cwd=tmp_path, timeout=60)
+    errors = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.returncode == 2 and len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "PACKSOLVE_LEASE_TTL='30s' must be a number of seconds above 0" in errors[0]
+    assert not (tmp_path / "a.db").exists()  # refused before it touched anything
