@@ -139,8 +139,11 @@ def test_a_broker_that_loses_its_queue_then_scheduler_once_finishes_every_level(
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     worker = start_worker(broker, pg_url, "w1@test", concurrency=2)
     started = time.monotonic()
-    run_id = submit(env, str(write_pack(tmp_path, levels, ms=(50, 150), seed=2)), "--time-limit", "3")
-    time.sleep(2.0)
+    # About 8 s of work on the worker's two processes: on a loaded machine the submit command can
+    # take seconds to return after its last task went out, and the queue must still hold tasks
+    # when the broker loses it. So it is lost as soon as the worker is seen busy, not after a sleep.
+    run_id = submit(env, str(write_pack(tmp_path, levels, ms=(100, 300), seed=2)), "--time-limit", "3")
+    assert wait_until(lambda: _begun(pg_url, run_id) > 0, 60), "the worker never began"
     assert own_broker.depth() > 0  # tasks still queued when the broker loses them
     own_broker.lose()
     assert own_broker.depth() == 0
@@ -164,25 +167,31 @@ def test_a_broker_that_loses_its_queue_then_scheduler_once_finishes_every_level(
     assert figures["statuses"] == {"solved": levels}
 
 
+def _begun(url: str, run_id: int) -> int:
+    """Attempts of the run a worker has begun (running, or final already)."""
+    return _count(url, "SELECT count(*) FROM attempts WHERE run_id = :run AND started_at IS NOT NULL", run_id)
+
+
 def _held_by_workers(url: str, run_id: int) -> int:
     """Pending attempts of the run that a worker holds (claimed or in a chunk), not given back."""
-    from sqlalchemy import create_engine, text
-
     from packsolve.db.tables import PENDING_VALUES
     from packsolve.db.workers import RELEASED
+
+    sql = (
+        "SELECT count(*) FROM attempts WHERE run_id = :run AND status = ANY(:pending) "
+        "AND holder IS NOT NULL AND holder <> :released"
+    )
+    return _count(url, sql, run_id, pending=list(PENDING_VALUES), released=RELEASED)
+
+
+def _count(url: str, sql: str, run_id: int, **params: object) -> int:
+    """Return the count one SQL statement reads, through a connection of its own."""
+    from sqlalchemy import create_engine, text
 
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            return int(
-                conn.execute(
-                    text(
-                        "SELECT count(*) FROM attempts WHERE run_id = :run AND status = ANY(:pending) "
-                        "AND holder IS NOT NULL AND holder <> :released"
-                    ),
-                    {"run": run_id, "pending": list(PENDING_VALUES), "released": RELEASED},
-                ).scalar_one()
-            )
+            return int(conn.execute(text(sql), {"run": run_id, **params}).scalar_one())
     finally:
         engine.dispose()
 

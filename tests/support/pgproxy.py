@@ -108,7 +108,7 @@ class PgProxy:
                         server.sendall(data)
                     elif doomed_at is None:
                         client.sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: cut() closed a socket under select (fd -1)
             return
         finally:
             for s in (client, server):

@@ -245,7 +245,13 @@ class Worker:
 
 
 def wait_for_run(database: str, run_id: int, timeout: float = 120) -> None:
-    """Wait until every attempt of the run is final; raise TimeoutError with the counts otherwise."""
+    """Wait until every attempt of the run is final and the run is stamped finished.
+
+    Both: whoever writes a run's last result stamps it in a transaction of its own right after
+    (queue.results), so a test reading the run's state as soon as its attempts are final would
+    race that stamp. Raise TimeoutError with the counts otherwise.
+    """
+    from packsolve.db.models import Run
     from packsolve.db.runs import status_counts
     from packsolve.db.session import get_engine, session_scope
     from packsolve.outcome import PENDING
@@ -253,13 +259,16 @@ def wait_for_run(database: str, run_id: int, timeout: float = 120) -> None:
     engine = get_engine(database)
     deadline = time.monotonic() + timeout
     counts: dict[str, int] = {}
+    stamped = False
     while time.monotonic() < deadline:
         with session_scope(engine) as session:
             counts = status_counts(session, run_id)
-        if counts and not any(counts.get(s.value) for s in PENDING):
+            run = session.get(Run, run_id)
+            stamped = run is not None and run.finished_at is not None
+        if counts and not any(counts.get(s.value) for s in PENDING) and stamped:
             return
         time.sleep(0.25)
-    raise TimeoutError(f"run {run_id} not finished after {timeout} s: {counts}")
+    raise TimeoutError(f"run {run_id} not finished after {timeout} s: {counts}, stamped finished: {stamped}")
 
 
 @contextmanager
