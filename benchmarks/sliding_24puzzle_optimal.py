@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import RESULTS, parser
-from benchmarks.sliding_common import KORF_FELNER50, Instance, read_korf, sliding_set
+from benchmarks.sliding_common import KORF_FELNER50, Instance, read_korf, sliding_set, walk
 from packsolve.budget import Budget
 from packsolve.puzzles import get_kind
 from packsolve.puzzles.sliding import pdb as sliding_pdb
@@ -130,14 +130,7 @@ def random_walks(count: int, moves: int, seed: int, limit: float, against: Path 
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for k in range(count):
-        tiles, blank, last = list(range(25)), 0, -1
-        for _ in range(moves):  # a walk that never steps straight back
-            p = rng.choice(
-                [q for q in (blank - 5, blank + 5, blank - 1, blank + 1) if _next(blank, q) and q != last]
-            )
-            tiles[blank], tiles[p] = tiles[p], 0
-            last, blank = blank, p
-        board = kind.parse({"tiles": tiles})
+        board = kind.parse({"tiles": walk(5, moves, rng)})
         cells = [f"walk-{k + 1}"]
         results = []
         for solve in (kind.solvers["pdb-6666"], peer or kind.solvers["pdb"]):
@@ -183,11 +176,6 @@ def _other_build(path: Path):
         return Outcome(Status.SOLVED if status == 0 else Status.TIMEOUT, moves, SearchStats(nodes=nodes))
 
     return solve
-
-
-def _next(p: int, q: int) -> bool:
-    """Return whether cells p and q of the 5x5 board are neighbours."""
-    return 0 <= q < 25 and (abs(p - q) == 5 or (abs(p - q) == 1 and p // 5 == q // 5))
 
 
 def main() -> None:

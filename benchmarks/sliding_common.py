@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -105,3 +106,15 @@ def run_peer(tiles: tuple[int, ...], timeout: float) -> dict[str, float] | None:
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
     return json.loads(proc.stdout)
+
+
+def walk(n: int, moves: int, rng: random.Random) -> list[int]:
+    """Return the N x N board a random walk of the blank from the goal reaches (never straight back)."""
+    tiles, blank, last = list(range(n * n)), 0, -1
+    for _ in range(moves):
+        near = [q for q in (blank - n, blank + n) if 0 <= q < n * n]
+        near += [q for q in (blank - 1, blank + 1) if 0 <= q < n * n and q // n == blank // n]
+        p = rng.choice([q for q in near if q != last])
+        tiles[blank], tiles[p] = tiles[p], 0
+        last, blank = blank, p
+    return tiles
