@@ -1,0 +1,183 @@
+"""A run's attempts as packed arrays sorted by level hash, and compare's grouped cells computed from them.
+
+The compare aggregate (db.compare_figures) joins runs level by level and groups the joined cells by
+kind and each run's status. Over two finished runs of a million attempts the database takes tens of
+seconds for it; the same groups come from the runs' level vectors in a few hundred milliseconds:
+each run's levels are sorted by a 64-bit prefix of the level hash, so one run's levels are found
+in another's by a binary search (numpy's searchsorted), and the groups are counted and summed by
+their code (bincount). No database here: db.run_vectors keeps and reads the vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+# Above this many groups' worth of codes (kinds x (statuses + 1) ** runs) the codes' arrays would
+# outgrow the few megabytes a compare should take: such a set is aggregated in SQL instead.
+MAX_CODES = 1 << 20
+
+
+class Unmatched(Exception):
+    """Two different level hashes share their 64-bit prefix: the vectors cannot join them exactly."""
+
+
+@dataclass(frozen=True)
+class LevelVector:
+    """One run's attempts sorted by level hash: keys[i] is the hash's first 8 bytes, checks[i] the next 8.
+
+    kinds and statuses index the names lists; walls has a missing wall_s as 0 (as the aggregate's
+    COALESCE), peaks a missing peak_rss_mb as NaN (as MAX ignores NULL).
+    """
+
+    kind_names: tuple[str, ...]
+    status_names: tuple[str, ...]
+    keys: npt.NDArray[np.uint64]
+    checks: npt.NDArray[np.uint64]
+    kinds: npt.NDArray[np.uint8]
+    statuses: npt.NDArray[np.uint8]
+    walls: npt.NDArray[np.float64]
+    peaks: npt.NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def _codes(values: Sequence[str]) -> tuple[tuple[str, ...], npt.NDArray[np.uint8]] | None:
+    """Return the distinct values (in order of appearance) and each value's index; None past 255 of them."""
+    index: dict[str, int] = {}
+    codes = [index.setdefault(v, len(index)) for v in values]
+    if len(index) > 255:
+        return None
+    return tuple(index), np.array(codes, dtype=np.uint8)
+
+
+def pack(rows: Iterable[Sequence[Any]]) -> LevelVector | None:
+    """Return the vector of a run's (level_hash, kind, status, wall_s, peak_rss_mb) rows.
+
+    None if a level hash is not 64 hex digits (a SHA-256), two of the run's levels share their
+    first 8 bytes, or there are over 255 kinds or statuses: such a run is compared in SQL.
+    """
+    columns = list(zip(*rows, strict=True)) or [(), (), (), (), ()]
+    hashes, kinds, statuses, walls, peaks = columns
+    if any(len(h) != 64 for h in hashes):
+        return None
+    try:
+        raw = bytes.fromhex("".join(h[:32] for h in hashes))
+    except ValueError:
+        return None
+    halves = np.frombuffer(raw, dtype=">u8").reshape(-1, 2).astype(np.uint64)
+    order = np.argsort(halves[:, 0], kind="stable")
+    keys = halves[order, 0]
+    if np.any(keys[1:] == keys[:-1]):
+        return None
+    kind_codes, status_codes = _codes(kinds), _codes([str(s) for s in statuses])
+    if kind_codes is None or status_codes is None:
+        return None
+    wall = np.array(walls, dtype=np.float64)
+    return LevelVector(
+        kind_names=kind_codes[0],
+        status_names=status_codes[0],
+        keys=keys,
+        checks=np.ascontiguousarray(halves[order, 1]),
+        kinds=kind_codes[1][order],
+        statuses=status_codes[1][order],
+        walls=np.where(np.isnan(wall), 0.0, wall)[order],
+        peaks=np.array(peaks, dtype=np.float64)[order],
+    )
+
+
+def _find(vector: LevelVector, keys: npt.NDArray[np.uint64], checks: npt.NDArray[np.uint64]) -> Any:
+    """Return (index, found): where each key is in vector, and whether it is there at all.
+
+    Raise Unmatched where a key is there with another check (two levels sharing 64 bits).
+    """
+    if len(vector) == 0:
+        return np.zeros(len(keys), dtype=np.intp), np.zeros(len(keys), dtype=bool)  # never read
+    index = np.minimum(np.searchsorted(vector.keys, keys), len(vector) - 1)
+    found = vector.keys[index] == keys
+    if np.any(vector.checks[index[found]] != checks[found]):
+        raise Unmatched
+    return index, found
+
+
+class _Sums:
+    """The groups' count, wall sums and largest peaks, indexed by code: kind, then each run's status."""
+
+    def __init__(self, runs: int, size: int) -> None:
+        self.count = np.zeros(size, dtype=np.int64)
+        self.walls = np.zeros((runs, size), dtype=np.float64)
+        self.peaks = np.full((runs, size), np.nan, dtype=np.float64)
+
+    def add(self, code: Any, j: int, walls: Any, peaks: Any) -> None:
+        self.walls[j] += np.bincount(code, weights=walls, minlength=self.count.size)
+        np.fmax.at(self.peaks[j], code, peaks)  # fmax: a NaN (no peak measured) never wins
+
+
+def cells(vectors: Sequence[LevelVector]) -> list[dict[str, Any]]:
+    """Return the compare aggregate's rows over the vectors' runs: kind, status0.., n, w0.., p0...
+
+    The rows db.compare_figures' SQL aggregate returns (one per kind and combination of statuses,
+    status None where a run lacks the level, p None where no peak was measured), in code order.
+    The cells of vectors[i] at levels no earlier run has are joined to the later runs', as there.
+    Raise Unmatched if two levels share a 64-bit prefix, OverflowError past MAX_CODES codes.
+    """
+    n = len(vectors)
+    kind_names = sorted({k for v in vectors for k in v.kind_names})
+    status_names = sorted({s for v in vectors for s in v.status_names})
+    base = len(status_names) + 1  # status digit 0: the run lacks the level
+    size = len(kind_names) * base**n
+    if size > MAX_CODES:
+        raise OverflowError(f"{size} codes")
+    # Each vector's own kind and status indexes, as indexes of the lists every vector shares.
+    kind_of = [np.array([kind_names.index(k) for k in v.kind_names], dtype=np.int64) for v in vectors]
+    status_of = [
+        np.array([status_names.index(s) + 1 for s in v.status_names], dtype=np.int64) for v in vectors
+    ]
+    sums = _Sums(n, size)
+    for i, first in enumerate(vectors):
+        if len(first) == 0:
+            continue
+        new = np.ones(len(first), dtype=bool)
+        for earlier in vectors[:i]:
+            new &= ~_find(earlier, first.keys, first.checks)[1]
+        keys, checks = first.keys[new], first.checks[new]
+        code = kind_of[i][first.kinds[new]]
+        found = []
+        for j, other in enumerate(vectors):
+            if j < i or len(other) == 0:  # lacks every level of this part: status digit 0
+                code = code * base
+                continue
+            index, there = (
+                (np.flatnonzero(new), np.ones(len(keys), bool)) if j == i else _find(other, keys, checks)
+            )
+            found.append((j, index, there))
+            code = code * base + np.where(there, status_of[j][other.statuses[index]], 0)
+        sums.count += np.bincount(code, minlength=size)
+        for j, index, there in found:
+            walls, peaks = vectors[j].walls[index], vectors[j].peaks[index]
+            sums.add(code, j, np.where(there, walls, 0.0), np.where(there, peaks, np.nan))
+    return _rows(sums, n, base, kind_names, status_names)
+
+
+def _rows(
+    sums: _Sums, n: int, base: int, kind_names: list[str], status_names: list[str]
+) -> list[dict[str, Any]]:
+    """Decode the codes of the groups that have cells into the aggregate's rows."""
+    rows = []
+    for code in np.flatnonzero(sums.count):
+        row: dict[str, Any] = {"n": int(sums.count[code])}
+        rest = int(code)
+        for j in reversed(range(n)):
+            rest, digit = divmod(rest, base)
+            row[f"status{j}"] = status_names[digit - 1] if digit else None
+            row[f"w{j}"] = float(sums.walls[j, code])
+            peak = float(sums.peaks[j, code])
+            row[f"p{j}"] = None if np.isnan(peak) else peak
+        row["kind"] = kind_names[rest]
+        rows.append(row)
+    return rows

@@ -1,0 +1,106 @@
+"""run_vectors: each finished run's level vector (db.level_vectors), made when it is stamped finished.
+
+A finished run's attempts never change, so db.runs.finish_run_if_done packs them once and keeps the
+arrays here with the run's finished_at; compare (db.compare_figures.read_figures) groups the cells of
+a set of finished runs from their vectors instead of joining their attempts in SQL, when every run
+of the set has one made at its current finished_at (a run resumed and finished again has it made
+again). A run without one (its vector could not be made, or it finished before migration 0018 and
+was then resumed) is compared in SQL, as before: same figures, slower.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, and_, delete, func, insert, select, text
+from sqlalchemy.orm import Session
+
+from packsolve.db.level_vectors import LevelVector, Unmatched, cells, pack
+from packsolve.db.models import Run, RunVector
+
+log = logging.getLogger("packsolve.db")
+
+# Two runs of a million attempts take about 70 MB as vectors; past this many attempts in one
+# compare the server's memory would grow past what a page should take: the set is compared in SQL.
+MAX_ATTEMPTS = 3_000_000
+_ROWS = "SELECT level_hash, kind, status, wall_s, peak_rss_mb FROM attempts WHERE run_id = :run"
+_ARRAYS = ("keys", "checks", "kinds", "statuses", "walls", "peaks")
+_DTYPES = {"keys": "<u8", "checks": "<u8", "kinds": "u1", "statuses": "u1", "walls": "<f8", "peaks": "<f8"}
+
+
+def store_vector(db: Session | Connection, run_id: int) -> bool:
+    """Pack the finished run's attempts, keep them with its finished_at (replacing any); return whether kept.
+
+    Never raises: a vector that cannot be made or written (a level hash that is not a SHA-256, a
+    failing write) leaves the run without one, in a savepoint, so the transaction stamping the
+    run finished goes on; its compares are then aggregated in SQL.
+    """
+    try:
+        with db.begin_nested():
+            db.execute(delete(RunVector).where(RunVector.run_id == run_id))
+            finished = db.execute(select(Run.finished_at).where(Run.id == run_id)).scalar()
+            vector = pack(db.execute(text(_ROWS), {"run": run_id})) if finished is not None else None
+            if vector is None:
+                return False
+            db.execute(insert(RunVector).values(run_id=run_id, finished_at=finished, **_columns(vector)))
+    except Exception:  # the finish must not fail for an optimisation: the SQL path stays
+        log.warning("run %s: no level vector kept, its compares read its attempts", run_id, exc_info=True)
+        return False
+    return True
+
+
+def _columns(vector: LevelVector) -> dict[str, Any]:
+    legend = {"kinds": list(vector.kind_names), "statuses": list(vector.status_names)}
+    out: dict[str, Any] = {"attempts": len(vector), "legend": json.dumps(legend)}
+    for name in _ARRAYS:
+        out[name] = np.ascontiguousarray(getattr(vector, name), dtype=_DTYPES[name]).tobytes()
+    return out
+
+
+def _vector(row: Any) -> LevelVector:
+    legend = json.loads(row.legend)
+    arrays = {name: np.frombuffer(getattr(row, name), dtype=_DTYPES[name]) for name in _ARRAYS}
+    return LevelVector(kind_names=tuple(legend["kinds"]), status_names=tuple(legend["statuses"]), **arrays)
+
+
+def load_vectors(db: Session | Connection, runs: Sequence[Any]) -> list[LevelVector] | None:
+    """Return the runs' vectors in their order; None unless each is finished with a vector of its finished_at.
+
+    None too when the runs hold more than MAX_ATTEMPTS attempts together (counted before reading).
+    """
+    ids = {r.id for r in runs}
+    if not runs or any(r.finished_at is None for r in runs):
+        return None
+    current = and_(Run.id == RunVector.run_id, Run.finished_at == RunVector.finished_at)
+    held = db.execute(
+        select(func.count(), func.sum(RunVector.attempts)).join(Run, current).where(RunVector.run_id.in_(ids))
+    ).one()
+    if held[0] != len(ids) or (held[1] or 0) > MAX_ATTEMPTS:
+        return None
+    columns = [getattr(RunVector, c) for c in ("run_id", "legend", *_ARRAYS)]
+    got = {
+        row.run_id: _vector(row)
+        for row in db.execute(select(*columns).join(Run, current).where(RunVector.run_id.in_(ids)))
+    }
+    if len(got) != len(ids):
+        return None  # made again meanwhile (a run resumed and finished): the SQL path reads what is there
+    return [got[r.id] for r in runs]
+
+
+def vector_cells(db: Session | Connection, runs: Sequence[Any]) -> list[dict[str, Any]] | None:
+    """Return compare's grouped cells of the runs from their vectors; None if they must be aggregated in SQL.
+
+    None when load_vectors gives none, when two levels of the runs share a 64-bit prefix (the join
+    would not be exact), or when the runs' statuses make too many groups (level_vectors.MAX_CODES).
+    """
+    vectors = load_vectors(db, runs)
+    if vectors is None:
+        return None
+    try:
+        return cells(vectors)
+    except (Unmatched, OverflowError):
+        return None
