@@ -20,6 +20,9 @@ import numpy.typing as npt
 # Above this many groups' worth of codes (kinds x (statuses + 1) ** runs) the codes' arrays would
 # outgrow the few megabytes a compare should take: such a set is aggregated in SQL instead.
 MAX_CODES = 1 << 20
+# Levels of a run joined at once: bounds the arrays made on the way (about 60 bytes a level).
+CHUNK = 1 << 18
+_ARRAYS = ("keys", "checks", "kinds", "statuses", "walls", "peaks")
 
 
 class Unmatched(Exception):
@@ -45,6 +48,18 @@ class LevelVector:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def part(self, start: int, stop: int) -> LevelVector:
+        """Return the levels from start to stop (views of these arrays, still sorted)."""
+        return self._with(lambda values: values[start:stop])
+
+    def part_where(self, picked: npt.NDArray[np.bool_]) -> LevelVector:
+        """Return the levels where picked is True (copies, still sorted)."""
+        return self._with(lambda values: values[picked])
+
+    def _with(self, take: Any) -> LevelVector:
+        arrays = {name: take(getattr(self, name)) for name in _ARRAYS}
+        return LevelVector(self.kind_names, self.status_names, **arrays)
 
 
 def _codes(values: Sequence[str]) -> tuple[tuple[str, ...], npt.NDArray[np.uint8]] | None:
@@ -98,11 +113,18 @@ def _find(vector: LevelVector, keys: npt.NDArray[np.uint64], checks: npt.NDArray
     """
     if len(vector) == 0:
         return np.zeros(len(keys), dtype=np.intp), np.zeros(len(keys), dtype=bool)  # never read
-    index = np.minimum(np.searchsorted(vector.keys, keys), len(vector) - 1)
+    index = np.searchsorted(vector.keys, keys)
+    np.minimum(index, len(vector) - 1, out=index)
     found = vector.keys[index] == keys
     if np.any(vector.checks[index[found]] != checks[found]):
         raise Unmatched
     return index, found
+
+
+def _where(there: Any, values: Any, missing: float) -> Any:
+    """Return values (a fresh array, changed in place) with missing where there is False."""
+    values[~there] = missing
+    return values
 
 
 class _Sums:
@@ -116,6 +138,15 @@ class _Sums:
     def add(self, code: Any, j: int, walls: Any, peaks: Any) -> None:
         self.walls[j] += np.bincount(code, weights=walls, minlength=self.count.size)
         np.fmax.at(self.peaks[j], code, peaks)  # fmax: a NaN (no peak measured) never wins
+
+
+@dataclass(frozen=True)
+class _Legend:
+    """Each vector's kind and status indexes as the codes' digits: base, and a lookup per vector."""
+
+    base: int
+    kind_of: list[npt.NDArray[np.int64]]
+    status_of: list[npt.NDArray[np.int64]]
 
 
 def cells(vectors: Sequence[LevelVector]) -> list[dict[str, Any]]:
@@ -133,35 +164,47 @@ def cells(vectors: Sequence[LevelVector]) -> list[dict[str, Any]]:
     size = len(kind_names) * base**n
     if size > MAX_CODES:
         raise OverflowError(f"{size} codes")
-    # Each vector's own kind and status indexes, as indexes of the lists every vector shares.
-    kind_of = [np.array([kind_names.index(k) for k in v.kind_names], dtype=np.int64) for v in vectors]
-    status_of = [
-        np.array([status_names.index(s) + 1 for s in v.status_names], dtype=np.int64) for v in vectors
-    ]
+    legend = _Legend(
+        base,
+        [np.array([kind_names.index(k) for k in v.kind_names], dtype=np.int64) for v in vectors],
+        [np.array([status_names.index(s) + 1 for s in v.status_names], dtype=np.int64) for v in vectors],
+    )
     sums = _Sums(n, size)
+    # seen[j]: which of run j's levels an earlier run has. A level's earliest run joins it to every
+    # later run that has it, so the join marks them there, and no run's levels are looked up in the
+    # earlier runs' again (each pair of runs is searched once, from the earlier side).
+    seen = [np.zeros(len(v), dtype=bool) for v in vectors]
     for i, first in enumerate(vectors):
-        if len(first) == 0:
-            continue
-        new = np.ones(len(first), dtype=bool)
-        for earlier in vectors[:i]:
-            new &= ~_find(earlier, first.keys, first.checks)[1]
-        keys, checks = first.keys[new], first.checks[new]
-        code = kind_of[i][first.kinds[new]]
-        found = []
-        for j, other in enumerate(vectors):
-            if j < i or len(other) == 0:  # lacks every level of this part: status digit 0
-                code = code * base
-                continue
-            index, there = (
-                (np.flatnonzero(new), np.ones(len(keys), bool)) if j == i else _find(other, keys, checks)
-            )
-            found.append((j, index, there))
-            code = code * base + np.where(there, status_of[j][other.statuses[index]], 0)
-        sums.count += np.bincount(code, minlength=size)
-        for j, index, there in found:
-            walls, peaks = vectors[j].walls[index], vectors[j].peaks[index]
-            sums.add(code, j, np.where(there, walls, 0.0), np.where(there, peaks, np.nan))
+        # A slice at a time: the arrays made on the way take a few megabytes, not tens.
+        for start in range(0, len(first), CHUNK):
+            new = ~seen[i][start : start + CHUNK]
+            piece = first.part(start, start + CHUNK)
+            _add_part(sums, vectors, i, piece if new.all() else piece.part_where(new), legend, seen)
     return _rows(sums, n, base, kind_names, status_names)
+
+
+def _add_part(
+    sums: _Sums, vectors: Sequence[LevelVector], i: int, piece: LevelVector, legend: _Legend, seen: list[Any]
+) -> None:
+    """Add the cells of piece (levels of vectors[i] no earlier run has) joined to later runs', marked seen."""
+    code = legend.kind_of[i][piece.kinds]
+    joined = []
+    for j, other in enumerate(vectors):
+        code *= legend.base
+        if j < i or len(other) == 0:  # lacks every level of this part: status digit 0
+            continue
+        if j == i:
+            code += legend.status_of[j][piece.statuses]
+        else:
+            index, there = _find(other, piece.keys, piece.checks)
+            code += _where(there, legend.status_of[j][other.statuses[index]], 0)
+            seen[j][index[there]] = True
+            joined.append((j, index, there))
+    sums.count += np.bincount(code, minlength=sums.count.size)
+    sums.add(code, i, piece.walls, piece.peaks)
+    for j, index, there in joined:
+        walls, peaks = vectors[j].walls[index], vectors[j].peaks[index]
+        sums.add(code, j, _where(there, walls, 0.0), _where(there, peaks, np.nan))
 
 
 def _rows(
