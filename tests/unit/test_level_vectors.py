@@ -58,7 +58,7 @@ def test_the_cells_equal_a_plain_join_of_overlapping_disjoint_and_partial_runs(s
     runs = [random_rows(rng, ls) for ls in levels]
     for picked in ([0, 1], [1, 0], [0, 3], [3, 4], [0, 1, 2], [4, 2, 3], [2, 2]):
         chosen = [runs[p] for p in picked]
-        vectors = [pack(rows) for rows in chosen]
+        vectors = [pack([rows[:50], rows[50:]]) for rows in chosen]  # in two batches
         assert all(v is not None for v in vectors)
         want = joined(chosen)
         got = {(r["kind"], *(r[f"status{j}"] for j in range(len(picked)))): r for r in cells(vectors)}  # type: ignore[arg-type]
@@ -72,17 +72,17 @@ def test_the_cells_equal_a_plain_join_of_overlapping_disjoint_and_partial_runs(s
 
 def test_a_run_is_not_packed_when_a_hash_is_not_a_sha256_or_two_share_their_prefix() -> None:
     good = ("a" * 64, "sudoku", "solved", 1.0, 2.0)
-    assert pack([good]) is not None
-    assert pack([good, ("z" * 64, "sudoku", "solved", 1.0, 2.0)]) is None  # not hex
-    assert pack([good, ("ab" * 16, "sudoku", "solved", 1.0, 2.0)]) is None  # not 64 digits
-    assert pack([good, ("a" * 16 + "b" * 48, "sudoku", "solved", 1.0, 2.0)]) is None  # same 8 bytes
+    assert pack([[good]]) is not None
+    assert pack([[good, ("z" * 64, "sudoku", "solved", 1.0, 2.0)]]) is None  # not hex
+    assert pack([[good, ("ab" * 16, "sudoku", "solved", 1.0, 2.0)]]) is None  # not 64 digits
+    assert pack([[good, ("a" * 16 + "b" * 48, "sudoku", "solved", 1.0, 2.0)]]) is None  # same 8 bytes
     empty = pack([])
     assert empty is not None and len(empty) == 0
 
 
 def test_two_levels_sharing_their_64_bit_prefix_across_runs_are_never_joined() -> None:
-    one = pack([("a" * 16 + "b" * 48, "sudoku", "solved", 1.0, 2.0)])
-    other = pack([("a" * 16 + "c" * 48, "sudoku", "timeout", 3.0, 4.0)])
+    one = pack([[("a" * 16 + "b" * 48, "sudoku", "solved", 1.0, 2.0)]])
+    other = pack([[("a" * 16 + "c" * 48, "sudoku", "timeout", 3.0, 4.0)]])
     assert one is not None and other is not None
     with pytest.raises(Unmatched):
         cells([one, other])

@@ -62,48 +62,72 @@ class LevelVector:
         return LevelVector(self.kind_names, self.status_names, **arrays)
 
 
-def _codes(values: Sequence[str]) -> tuple[tuple[str, ...], npt.NDArray[np.uint8]] | None:
-    """Return the distinct values (in order of appearance) and each value's index; None past 255 of them."""
-    index: dict[str, int] = {}
-    codes = [index.setdefault(v, len(index)) for v in values]
-    if len(index) > 255:
-        return None
-    return tuple(index), np.array(codes, dtype=np.uint8)
+class _Packer:
+    """A run's arrays as they come, a batch of rows at a time, in the rows' order."""
+
+    def __init__(self) -> None:
+        self.names: tuple[dict[str, int], dict[str, int]] = ({}, {})
+        self.parts: list[tuple[Any, ...]] = []
+
+    def add(self, rows: Sequence[Sequence[Any]]) -> bool:
+        """Add a batch of (level_hash, kind, status, wall_s, peak_rss_mb); False if a hash is no SHA-256."""
+        hashes, kinds, statuses, walls, peaks = zip(*rows, strict=True)
+        if set(map(len, hashes)) != {64}:
+            return False
+        try:
+            raw = bytes.fromhex("".join(hashes))
+        except ValueError:
+            return False
+        if len(raw) != 32 * len(hashes):  # fromhex passes spaces between digits
+            return False
+        words = np.frombuffer(raw, dtype=">u8").reshape(-1, 4)[:, :2].astype(np.uint64)
+        codes = [
+            np.array([n.setdefault(v, len(n)) for v in vs])
+            for n, vs in zip(self.names, (kinds, statuses), strict=True)
+        ]
+        self.parts.append(
+            (words, *codes, np.array(walls, dtype=np.float64), np.array(peaks, dtype=np.float64))
+        )
+        return True
+
+    def vector(self) -> LevelVector | None:
+        """Return the vector of the rows added, sorted by key; None past 255 kinds or statuses, or if
+        two levels share their first 8 bytes."""
+        if any(len(n) > 255 for n in self.names):
+            return None
+        if not self.parts:
+            types = (np.uint64, np.uint64, np.uint8, np.uint8, np.float64, np.float64)
+            empty: list[Any] = [np.zeros(0, dtype=t) for t in types]
+            return LevelVector((), (), *empty)
+        words, kinds, statuses, walls, peaks = (np.concatenate(c) for c in zip(*self.parts, strict=True))
+        self.parts.clear()
+        order = np.argsort(words[:, 0])
+        keys = words[order, 0]
+        if np.any(keys[1:] == keys[:-1]):
+            return None
+        return LevelVector(
+            kind_names=tuple(self.names[0]),
+            status_names=tuple(self.names[1]),
+            keys=keys,
+            checks=words[order, 1],
+            kinds=kinds[order].astype(np.uint8),
+            statuses=statuses[order].astype(np.uint8),
+            walls=np.where(np.isnan(walls), 0.0, walls)[order],
+            peaks=peaks[order],
+        )
 
 
-def pack(rows: Iterable[Sequence[Any]]) -> LevelVector | None:
-    """Return the vector of a run's (level_hash, kind, status, wall_s, peak_rss_mb) rows.
+def pack(batches: Iterable[Sequence[Sequence[Any]]]) -> LevelVector | None:
+    """Return the vector of a run's (level_hash, kind, status, wall_s, peak_rss_mb) rows, given in batches.
 
     None if a level hash is not 64 hex digits (a SHA-256), two of the run's levels share their
     first 8 bytes, or there are over 255 kinds or statuses: such a run is compared in SQL.
     """
-    columns = list(zip(*rows, strict=True)) or [(), (), (), (), ()]
-    hashes, kinds, statuses, walls, peaks = columns
-    if any(len(h) != 64 for h in hashes):
-        return None
-    try:
-        raw = bytes.fromhex("".join(h[:32] for h in hashes))
-    except ValueError:
-        return None
-    halves = np.frombuffer(raw, dtype=">u8").reshape(-1, 2).astype(np.uint64)
-    order = np.argsort(halves[:, 0], kind="stable")
-    keys = halves[order, 0]
-    if np.any(keys[1:] == keys[:-1]):
-        return None
-    kind_codes, status_codes = _codes(kinds), _codes([str(s) for s in statuses])
-    if kind_codes is None or status_codes is None:
-        return None
-    wall = np.array(walls, dtype=np.float64)
-    return LevelVector(
-        kind_names=kind_codes[0],
-        status_names=status_codes[0],
-        keys=keys,
-        checks=np.ascontiguousarray(halves[order, 1]),
-        kinds=kind_codes[1][order],
-        statuses=status_codes[1][order],
-        walls=np.where(np.isnan(wall), 0.0, wall)[order],
-        peaks=np.array(peaks, dtype=np.float64)[order],
-    )
+    packer = _Packer()
+    for rows in batches:
+        if rows and not packer.add(rows):
+            return None
+    return packer.vector()
 
 
 def _find(vector: LevelVector, keys: npt.NDArray[np.uint64], checks: npt.NDArray[np.uint64]) -> Any:
