@@ -133,6 +133,11 @@ def test_a_resumed_runs_vector_is_not_used_and_a_deleted_runs_goes(
     with session_scope(engine) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
         assert load_vectors(session, runs) is not None
+        # More attempts than a compare may hold in memory: compared in SQL.
+        monkeypatch.setattr(run_vectors, "MAX_ATTEMPTS", 39)
+        assert load_vectors(session, runs) is None
+        monkeypatch.setattr(run_vectors, "MAX_ATTEMPTS", 40)
+        assert load_vectors(session, runs) is not None
         delete_run(session, b)
     assert _vectors(url) == [a]
 

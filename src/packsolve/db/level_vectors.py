@@ -62,6 +62,13 @@ class LevelVector:
         return LevelVector(self.kind_names, self.status_names, **arrays)
 
 
+def _coded(names: dict[str, int], values: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Return each value's index in names, adding the values names lacks (a dict lookup a value, in C)."""
+    for value in sorted(set(values) - names.keys()):
+        names[value] = len(names)
+    return np.fromiter(map(names.__getitem__, values), dtype=np.int64, count=len(values))
+
+
 class _Packer:
     """A run's arrays as they come, a batch of rows at a time, in the rows' order."""
 
@@ -81,10 +88,7 @@ class _Packer:
         if len(raw) != 32 * len(hashes):  # fromhex passes spaces between digits
             return False
         words = np.frombuffer(raw, dtype=">u8").reshape(-1, 4)[:, :2].astype(np.uint64)
-        codes = [
-            np.array([n.setdefault(v, len(n)) for v in vs])
-            for n, vs in zip(self.names, (kinds, statuses), strict=True)
-        ]
+        codes = [_coded(names, values) for names, values in zip(self.names, (kinds, statuses), strict=True)]
         self.parts.append(
             (words, *codes, np.array(walls, dtype=np.float64), np.array(peaks, dtype=np.float64))
         )
