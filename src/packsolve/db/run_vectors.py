@@ -4,8 +4,9 @@ A finished run's attempts never change, so db.runs.finish_run_if_done packs them
 arrays here with the run's finished_at; compare (db.compare_figures.read_figures) groups the cells of
 a set of finished runs from their vectors instead of joining their attempts in SQL, when every run
 of the set has one made at its current finished_at (a run resumed and finished again has it made
-again). A run without one (its vector could not be made, or it finished before migration 0018 and
-was then resumed) is compared in SQL, as before: same figures, slower.
+again; migration 0018 packed the runs finished before it). A set with a run going, a run whose
+vector could not be made, or more than MAX_ATTEMPTS attempts is compared in SQL, as before: the
+same figures, slower.
 """
 
 from __future__ import annotations
