@@ -75,6 +75,7 @@ def test_a_run_is_not_packed_when_a_hash_is_not_a_sha256_or_two_share_their_pref
     assert pack([[good]]) is not None
     assert pack([[good, ("z" * 64, "sudoku", "solved", 1.0, 2.0)]]) is None  # not hex
     assert pack([[good, ("ab" * 16, "sudoku", "solved", 1.0, 2.0)]]) is None  # not 64 digits
+    assert pack([[good, ("B" * 64, "sudoku", "solved", 1.0, 2.0)]]) is None  # "B" * 64 and "b" * 64 differ
     assert pack([[good, ("a" * 16 + "b" * 48, "sudoku", "solved", 1.0, 2.0)]]) is None  # same 8 bytes
     empty = pack([])
     assert empty is not None and len(empty) == 0

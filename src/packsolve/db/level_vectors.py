@@ -77,12 +77,18 @@ class _Packer:
         self.parts: list[tuple[Any, ...]] = []
 
     def add(self, rows: Sequence[Sequence[Any]]) -> bool:
-        """Add a batch of (level_hash, kind, status, wall_s, peak_rss_mb); False if a hash is no SHA-256."""
+        """Add rows (level_hash, kind, status, wall_s, peak_rss_mb); False unless each hash is a SHA-256.
+
+        A SHA-256 as levels.py writes it: 64 lower-case hex digits.
+        """
         hashes, kinds, statuses, walls, peaks = zip(*rows, strict=True)
         if set(map(len, hashes)) != {64}:
             return False
+        digits = "".join(hashes)
+        if digits != digits.lower():  # "AB" and "ab" are one byte but two levels to SQL's join
+            return False
         try:
-            raw = bytes.fromhex("".join(hashes))
+            raw = bytes.fromhex(digits)
         except ValueError:
             return False
         if len(raw) != 32 * len(hashes):  # fromhex passes spaces between digits
@@ -124,7 +130,7 @@ class _Packer:
 def pack(batches: Iterable[Sequence[Sequence[Any]]]) -> LevelVector | None:
     """Return the vector of a run's (level_hash, kind, status, wall_s, peak_rss_mb) rows, given in batches.
 
-    None if a level hash is not 64 hex digits (a SHA-256), two of the run's levels share their
+    None if a level hash is not 64 lower-case hex digits (a SHA-256), two of the run's levels share their
     first 8 bytes, or there are over 255 kinds or statuses: such a run is compared in SQL.
     """
     packer = _Packer()
