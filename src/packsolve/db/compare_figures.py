@@ -3,7 +3,8 @@
 Runs are joined level by level on (run_id, level_hash), the attempts' unique index: the rows of the
 first run, then those of each next run at levels no earlier run had (a full outer join of any number
 of runs, without sorting them all). The aggregate groups the joined cells by kind and status per run
-(a few hundred groups), and the figures are added up from those groups. Two finished runs never
+(a few hundred groups), and the figures are added up from those groups. Finished runs with level
+vectors (db.run_vectors) have the same groups computed from those, in memory. Two finished runs never
 change: their figures are kept in compare_figures with both runs' finished_at, and read again only
 when one of those changes; a rerun's pair with its parent is kept when it is stamped finished.
 """
@@ -11,7 +12,7 @@ when one of those changes; a rerun's pair with its parent is kept when it is sta
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, insert, literal, select, text
@@ -19,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
 from packsolve.db.models import CompareFigures, Run
+from packsolve.db.run_vectors import vector_cells
 from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES, Status
 
 Figures = dict[str, float]
@@ -120,15 +122,22 @@ def _fold(runs: Sequence[Any], out: Figures, row: Any) -> None:
 
 
 def read_figures(db: Session | Connection, runs: Sequence[Any]) -> dict[str, Figures]:
-    """Return {kind: {figure: value}} over the runs' attempts: one aggregate query, then a fold.
+    """Return {kind: {figure: value}} over the runs' attempts: their grouped cells, then a fold.
+
+    The cells come from the runs' level vectors when every run is finished with one (db.run_vectors),
+    else from one aggregate query over their attempts: the same groups either way.
 
     Per kind: rows, differs (levels every run has, statuses not all equal), common (levels every
     run scored); per run j: levels, solved, decided, par2_ (absent if no cell scored), peak (absent
     if none measured), and against the first run both/shared (decided/scored by both, with their
     wall and PAR-2 sums) and common_par2/common_base_par2.
     """
+    cells = vector_cells(db, runs)
+    rows: Iterable[Any] = (
+        cells if cells is not None else db.execute(text(_cells(runs)), _params(runs, None)).mappings()
+    )
     out: dict[str, Figures] = {}
-    for row in db.execute(text(_cells(runs)), _params(runs, None)).mappings():
+    for row in rows:
         _fold(runs, out.setdefault(row["kind"], {}), row)
     return out
 

@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Table,
     Text,
@@ -356,3 +357,26 @@ class RunFailures(Base):
     examples: Mapped[int] = mapped_column(Integer)
     groups: Mapped[str] = mapped_column(Text)
     finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RunVector(Base):
+    """A finished run's attempts as arrays sorted by level hash, kept when it finished (db.level_vectors).
+
+    Each array holds one value per attempt in the order of `keys` (the first 8 bytes of the level hash
+    as a big-endian integer, unique in the run; `checks` the next 8): the kind's and status's index in
+    `legend` (a JSON object of both lists), wall_s (NULL as 0) and peak_rss_mb (NULL as NaN), as
+    little-endian bytes. The run's finished_at then tells whether they still hold.
+    """
+
+    __tablename__ = "run_vectors"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer)
+    legend: Mapped[str] = mapped_column(Text)
+    keys: Mapped[bytes] = mapped_column(LargeBinary)
+    checks: Mapped[bytes] = mapped_column(LargeBinary)
+    kinds: Mapped[bytes] = mapped_column(LargeBinary)
+    statuses: Mapped[bytes] = mapped_column(LargeBinary)
+    walls: Mapped[bytes] = mapped_column(LargeBinary)
+    peaks: Mapped[bytes] = mapped_column(LargeBinary)

@@ -17,6 +17,7 @@ from packsolve.db.compare_figures import keep_rerun_pairs
 from packsolve.db.failures import store_groups
 from packsolve.db.figures import fold, store_final
 from packsolve.db.models import Attempt, LevelRow, Run
+from packsolve.db.run_vectors import store_vector
 from packsolve.db.session import shown_database
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
 from packsolve.db.workers import db_now, now_sql
@@ -332,11 +333,12 @@ def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
     )
     if not rowcount(res):
         return False
-    # A finished run's attempts no longer change: its medians, peaks and failure groups are read
-    # once, now, and its compare against its parent (and its reruns' against it), the compare its
-    # page links to.
+    # A finished run's attempts no longer change: its medians, peaks, failure groups and level
+    # vector (for compares) are made once, now, and its compare against its parent (and its
+    # reruns' against it), the compare its page links to, from the vectors.
     fold(db, run_id)
     store_final(db, run_id)
     store_groups(db, run_id)
+    store_vector(db, run_id)
     keep_rerun_pairs(db, run_id)
     return True
