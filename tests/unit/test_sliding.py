@@ -15,6 +15,7 @@ from packsolve.outcome import Status
 from packsolve.puzzles import get_kind
 from packsolve.puzzles.sliding import pdb as sliding_pdb
 from packsolve.puzzles.sliding.board import Board, neighbours, unsolvable_reason
+from tests.support.small_tables import use_small_5x5_tables
 
 KIND = get_kind("sliding")
 OPTIMAL = ["astar", "idastar", "linear-conflict", "pdb", "pdb-663", "pdb-6666"]
@@ -272,19 +273,7 @@ def test_pdb_6666_turned_5x5_groups_update_their_index_move_by_move_as_a_rank_wo
     and 90 degrees (a sideways move is a vertical one in that table). The search updates a compact
     index from the moved tile alone; its tree must be pdb's over the same groups with sparse tables,
     node for node, and the counts those of the C search that recomputed every rank (pinned)."""
-    groups = (
-        (1, 2, 5, 6),
-        (3, 4, 8, 9),
-        (7, 12, 13, 14),
-        (21, 20, 16, 15),
-        (19, 24, 18, 23),
-        (10, 11, 17, 22),
-    )
-    monkeypatch.setitem(sliding_pdb.PARTITIONS, 5, groups)
-    monkeypatch.setitem(sliding_pdb.RANKED_PARTITIONS, 5, groups)
-    monkeypatch.setitem(sliding_pdb.TURNED, (21, 20, 16, 15), ((3, 4, 8, 9), 2))
-    monkeypatch.setitem(sliding_pdb.TURNED, (19, 24, 18, 23), ((3, 4, 8, 9), 1))
-    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    use_small_5x5_tables(monkeypatch)
     counts = []
     for seed in (1, 2, 3):
         tiles = _walk(5, 50, seed)

@@ -14,25 +14,14 @@ import pytest
 from benchmarks.sliding_24puzzle_projection import check_bounds, fit, iterations, start_bound
 from benchmarks.sliding_common import walk
 from packsolve.puzzles.sliding import pdb as sliding_pdb
-
-GROUPS = (
-    (1, 2, 5, 6),
-    (3, 4, 8, 9),
-    (7, 12, 13, 14),
-    (21, 20, 16, 15),
-    (19, 24, 18, 23),
-    (10, 11, 17, 22),
-)
+from tests.support.small_tables import use_small_5x5_tables
 
 
 @pytest.fixture
 def small_tables(tmp_path_factory, monkeypatch):
     """pdb-6666's loader over 4-tile groups, tables cached in a directory of these tests' own."""
     monkeypatch.setenv("PACKSOLVE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "projection-tables"))
-    monkeypatch.setitem(sliding_pdb.RANKED_PARTITIONS, 5, GROUPS)
-    monkeypatch.setitem(sliding_pdb.TURNED, (21, 20, 16, 15), ((3, 4, 8, 9), 2))
-    monkeypatch.setitem(sliding_pdb.TURNED, (19, 24, 18, 23), ((3, 4, 8, 9), 1))
-    monkeypatch.setattr(sliding_pdb, "_LOADED", {})
+    use_small_5x5_tables(monkeypatch)
     return sliding_pdb.load(5, ranked=True)
 
 
