@@ -630,6 +630,11 @@ def test_after_one_end_falls_to_probing_the_others_are_probed_jointly(native, mo
     # the tests of one state on all 48, probing on the first survivor, the joint probe (97 vertices)
     assert calls == [(96, 48, False, 23), (96, 1, True, 0), (97, 1, True, 0)]
     assert runner.budget.nodes == 48  # one node per end's root, as when each end was probed alone
+    monkeypatch.undo()
+    budget = Budget()
+    assert pruned_search(p, budget, native=native) is None
+    # the free-end run, stopped one node past its 1,000-node cap, then one node per end's root
+    assert budget.nodes == 1000 + 1 + 48
 
 
 @pytest.mark.parametrize("seed", [3, 4])
