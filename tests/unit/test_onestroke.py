@@ -605,3 +605,77 @@ def test_probing_refutes_only_ends_the_search_without_it_proves_unreachable():
         assert path is None, (start, end)
         confirmed += 1
     assert refuted >= 10 and confirmed >= 10
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_after_one_end_falls_to_probing_the_others_are_probed_jointly(native, monkeypatch):
+    if native and _native is None:
+        pytest.skip("C extension not built")
+    # hunted-24: 23 of its 48 ends pass the tests of one state; probing refutes the first, then
+    # one probe of the graph joined to a new last vertex t (next to the other 22) refutes them all.
+    p, _ = problem(KIND.parse({"grid": HUNTED_24}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    ends = hamilton_prune._possible_ends(p, colour)
+    runner = hamilton_prune._Runner(p, Budget(), colour, True, PRUNE_ALL, native)
+    calls = []
+    roots = hamilton_prune._Runner._roots
+
+    def counted(self, q, col, some, prune):
+        alive = roots(self, q, col, some, prune)
+        calls.append((q.n, len(some), bool(prune & PRUNE_PROBE), len(alive)))
+        return alive
+
+    monkeypatch.setattr(hamilton_prune._Runner, "_roots", counted)
+    assert runner.root_survivors(p, ends) == []
+    # the tests of one state on all 48, probing on the first survivor, the joint probe (97 vertices)
+    assert calls == [(96, 48, False, 23), (96, 1, True, 0), (97, 1, True, 0)]
+    assert runner.budget.nodes == 48  # one node per end's root, as when each end was probed alone
+    monkeypatch.undo()
+    budget = Budget()
+    assert pruned_search(p, budget, native=native) is None
+    # the free-end run, stopped one node past its 1,000-node cap, then one node per end's root
+    assert budget.nodes == 1000 + 1 + 48
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_the_joint_probe_refutes_no_end_set_of_a_level_with_a_path(seed):
+    # Generated levels all have a path from their start; its end is one of the possible ends, so
+    # probing them jointly must not refute them (C and the Python twin alike).
+    for data in generate("9x8", 6, seed):
+        p, _ = problem(KIND.parse(data))
+        colour = hamilton_prune.bipartite_colouring(p)
+        assert colour is not None
+        ends = hamilton_prune._possible_ends(p, colour)
+        for native in [True, False] if _native is not None else [False]:
+            runner = hamilton_prune._Runner(p, Budget(), colour, True, PRUNE_ALL, native)
+            assert not hamilton_prune._jointly_refuted(runner, p, colour, ends)
+
+
+@pytest.mark.skipif(_native is None, reason="C extension not built")
+def test_the_joint_probe_refutes_only_end_sets_no_path_reaches():
+    # hunted-24 with the start moved: where the ends that pass the tests of one state are refuted
+    # jointly, the search without probing must find no path to any of them.
+    p, _ = problem(KIND.parse({"grid": HUNTED_24}))
+    colour = hamilton_prune.bipartite_colouring(p)
+    rng = random.Random(7)
+    refuted = confirmed = 0
+    for _ in range(20):
+        q = HamiltonProblem(p.adj, rng.randrange(p.n))
+        runner = hamilton_prune._Runner(q, Budget(), colour, True, PRUNE_ALL, True)
+        ends = runner._roots(q, colour, hamilton_prune._possible_ends(q, colour), PRUNE_ALL & ~PRUNE_PROBE)
+        if len(ends) < 2 or not hamilton_prune._jointly_refuted(runner, q, colour, ends):
+            continue
+        refuted += 1
+        for e in ends:
+            try:
+                path = pruned_search(
+                    HamiltonProblem(p.adj, q.start, e),
+                    Budget(node_limit=20_000),
+                    prune=PRUNE_ALL & ~PRUNE_PROBE,
+                    restarts=False,
+                )
+            except BudgetExhausted:
+                continue
+            assert path is None, (q.start, e)
+            confirmed += 1
+    assert refuted >= 5 and confirmed >= 20

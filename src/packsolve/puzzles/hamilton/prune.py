@@ -103,8 +103,9 @@ def pruned_search(
        search. Knowing the end switches on the forced-edge test and exact
        parity, so on a level with no path each end is usually refuted at its
        root (the root checks also probe: each open edge tried removed and forced, the
-       failures kept as facts); the level is proved impossible once every end is. Each end is also
-       searched backwards (from the end to the start), often much easier.
+       failures kept as facts; once one end falls to probing, the rest are probed jointly,
+       through a new last vertex next to each); the level is proved impossible once every end
+       is. Each end is also searched backwards (from the end to the start), often much easier.
        Ends that survive their root check are narrowed by a 2-vertex-cut parity test,
        then each gets room for a path (FIRST_END_CAP_PER_CELL nodes per vertex) before
        the free-end search runs again.
@@ -296,6 +297,22 @@ def _shuffled(p: HamiltonProblem, rng: random.Random) -> HamiltonProblem:
     return HamiltonProblem(tuple(tuple(rng.sample(a, len(a))) for a in p.adj), p.start, p.end, p.closed)
 
 
+def _jointly_refuted(runner: _Runner, q: HamiltonProblem, colour: list[int], ends: list[int]) -> bool:
+    """Whether probing refutes every one of ends (none q's start) at once.
+
+    A Hamiltonian path from the start to one of ends is one from the start to a new vertex t
+    joined to each of them (t last), so the root check of t with probing refutes them all. t
+    takes the colour opposite the ends' so the graph stays bipartite, which the degree test
+    needs: ends of both colours are not probed jointly (False).
+    """
+    if len({colour[e] for e in ends}) != 1:
+        return False
+    t, members = len(q.adj), set(ends)
+    adj = tuple((*nbrs, t) if v in members else nbrs for v, nbrs in enumerate(q.adj))
+    joined = HamiltonProblem((*adj, tuple(ends)), q.start)
+    return not runner._roots(joined, [*colour, 1 - colour[ends[0]]], [t], runner.prune)
+
+
 class _Runner:
     """Runs capped searches against one Budget; only the budget's own limits raise."""
 
@@ -314,25 +331,54 @@ class _Runner:
     def root_survivors(self, q: HamiltonProblem, ends: list[int]) -> list[int]:
         """Return the ends e whose search of q to e is not refuted at its root (attempt with cap 1).
 
-        The nodes are those of the attempts: one per end, two per survivor. In C, one call
-        checks them all (the graph is read once, not once per end). The roots are also probed
-        (PRUNE_PROBE) up to the first survivor: on a level with a path most ends survive probing,
-        each after whole passes over the edges; on the impossible ones it refutes them all.
+        The nodes are those of the attempts: one per end, two per survivor. The roots are also
+        probed (PRUNE_PROBE), see root_checks. Close to the node limit the ends are checked one
+        attempt at a time (probing up to the first survivor), so the budget stops at its limit.
         """
         budget = self.budget
-        if self.run is not _native_run or (
-            budget.node_limit is not None and budget.node_limit - budget.nodes <= 2 * len(ends)
-        ):
+        if budget.node_limit is not None and budget.node_limit - budget.nodes <= 2 * len(ends):
             alive: list[int] = []
-            for e in ends:  # probing up to the first survivor, as root_ends does
+            for e in ends:
                 if self.attempt(HamiltonProblem(q.adj, q.start, e), 1, not alive)[0] == 2:
                     alive.append(e)
             return alive
-        offsets, flat = _flat(q)
-        assert _native is not None
-        alive = _native.root_ends(offsets, flat, q.start, self.colour, ends, self.prune)
+        alive = self.root_checks(q, ends)
         budget.nodes += len(ends) + len(alive)
         budget.check_clock()
+        return alive
+
+    def root_checks(self, q: HamiltonProblem, ends: list[int]) -> list[int]:
+        """Return the ends whose root survives the tests of one state and probing; no nodes counted.
+
+        Probing costs whole passes over the edges per end, so it stops at the first end it does
+        not refute (on a level with a path most ends survive it). Once it has refuted one, the
+        level is likely impossible and the other survivors of the tests of one state are probed
+        jointly (_jointly_refuted): one probe instead of one per end. Only if that fails does
+        probing go on end by end, as before.
+        """
+        colour, prune = self.colour, self.prune
+        if not prune & PRUNE_PROBE or colour is None:
+            return self._roots(q, colour, ends, prune)
+        alive = self._roots(q, colour, ends, prune & ~PRUNE_PROBE)
+        if not alive or self._roots(q, colour, alive[:1], prune):
+            return alive  # none to probe, or the first survives probing: the others go unprobed
+        rest = alive[1:]
+        if not rest or _jointly_refuted(self, q, colour, rest):
+            return []
+        return self._roots(q, colour, rest, prune)
+
+    def _roots(self, q: HamiltonProblem, colour: list[int] | None, ends: list[int], prune: int) -> list[int]:
+        """The ends whose root state passes the tests of prune, probing up to the first survivor:
+        in C one call for all (the graph read once), else one Python search per end."""
+        if self.run is _native_run:
+            assert _native is not None
+            offsets, flat = _flat(q)
+            return list(_native.root_ends(offsets, flat, q.start, colour, ends, prune))
+        alive: list[int] = []
+        for e in ends:  # probing up to the first survivor, as root_ends does
+            end_q = HamiltonProblem(q.adj, q.start, e)
+            if PrunedSearch(end_q, colour, self.warnsdorff, prune, not alive).run(1, -1.0)[0] == 2:
+                alive.append(e)
         return alive
 
     def attempt(self, q: HamiltonProblem, cap: int, probe_root: bool = False) -> tuple[int, list[int] | None]:
