@@ -34,6 +34,15 @@ _ROWS = "SELECT level_hash, kind, status, wall_s, peak_rss_mb FROM attempts WHER
 # million would take hundreds.
 _BATCH = 50_000
 _ARRAYS = ("keys", "checks", "kinds", "statuses", "walls", "peaks")
+# One statement per array, spelled out: SQL is never composed from strings (a test reads the source).
+_READ_ONE = {
+    "keys": "SELECT keys FROM run_vectors WHERE run_id = %s AND finished_at = %s",
+    "checks": "SELECT checks FROM run_vectors WHERE run_id = %s AND finished_at = %s",
+    "kinds": "SELECT kinds FROM run_vectors WHERE run_id = %s AND finished_at = %s",
+    "statuses": "SELECT statuses FROM run_vectors WHERE run_id = %s AND finished_at = %s",
+    "walls": "SELECT walls FROM run_vectors WHERE run_id = %s AND finished_at = %s",
+    "peaks": "SELECT peaks FROM run_vectors WHERE run_id = %s AND finished_at = %s",
+}
 _DTYPES = {"keys": "<u8", "checks": "<u8", "kinds": "u1", "statuses": "u1", "walls": "<f8", "peaks": "<f8"}
 
 
@@ -106,9 +115,7 @@ def _arrays(db: Session | Connection, run_id: int, stamp: Any) -> dict[str, byte
     out = {}
     for name in _ARRAYS:
         with raw.cursor(binary=True) as cur:  # type: ignore[union-attr]
-            cur.execute(
-                f"SELECT {name} FROM run_vectors WHERE run_id = %s AND finished_at = %s", (run_id, stamp)
-            )
+            cur.execute(_READ_ONE[name], (run_id, stamp))
             one = cur.fetchone()
         if one is None:
             return None
