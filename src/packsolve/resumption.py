@@ -20,7 +20,7 @@ from packsolve.errors import PlanError
 from packsolve.external.declaration import Solvers
 from packsolve.outcome import Status
 from packsolve.planning import check_runnable, declarations, run_programs, stored_pending
-from packsolve.queue.producer import check_broker
+from packsolve.queue.producer import check_broker, check_signing
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES
 from packsolve.request import check_jobs
 from packsolve.runs import NewRun, NothingToRun, Sent, send
@@ -84,6 +84,7 @@ def resume_distributed(
             f"`packsolve rerun {run_id} --status cancelled`"
         )
     check_broker(app)
+    check_signing(engine, app)
     # Some of these tasks may be in the broker already (sent before the submit stopped): a worker
     # that meets an attempt twice runs it once, the second task finds it claimed or final.
     unsent_run = NewRun(run_id, RunMode.DISTRIBUTED, pending, len(pending), 0, max_tries, [])

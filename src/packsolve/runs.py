@@ -52,7 +52,7 @@ from packsolve.planning import (
     plan_request,
     run_programs,
 )
-from packsolve.queue.producer import check_broker, enqueue
+from packsolve.queue.producer import check_broker, check_signing, enqueue
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt, shown_broker
 from packsolve.request import HeuristicChoice, Request, RerunRequest, check_jobs
 from packsolve.runstate import RunMode
@@ -289,6 +289,7 @@ def start_distributed(
     """Check the limits and the broker, plan paths, create a distributed run and send it."""
     check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout, chunk_size)
     check_broker(app)
+    check_signing(engine, app)
     plan = plan_request(paths, request)
     options = {"broker": shown_broker(app.conf.broker_url)}  # status names it
     run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options))
@@ -393,6 +394,7 @@ def start_rerun(
     if mode == RunMode.DISTRIBUTED:
         check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout)
         check_broker(app)
+        check_signing(engine, app)
     plan = plan_levels(levels, request.heuristic, solvers=solvers)
     options: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
     if mode == RunMode.DISTRIBUTED:

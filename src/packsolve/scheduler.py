@@ -18,14 +18,16 @@ from tenacity import RetryCallState
 
 from packsolve.db.models import Run
 from packsolve.db.reconcile import settled_messages, stale_attempts, take_stale
+from packsolve.db.refusals import give_up
 from packsolve.db.retry import in_session, retrying
 from packsolve.db.runs import finish_run_if_done, unfinished_runs
 from packsolve.db.session import get_engine, session_scope
-from packsolve.db.workers import db_now, deployment_id, forget_old
+from packsolve.db.workers import db_now, deployment_id, forget_old, live_workers
+from packsolve.errors import UsageError
 from packsolve.outcome import Status
 from packsolve.planning import choose_chunk_size, stored_pending
 from packsolve.queue.brokerscan import BrokerUnreadable, forget_unacked, queue_depth, unacked_messages
-from packsolve.queue.producer import enqueue
+from packsolve.queue.producer import enqueue, unsigned_sender
 from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt
 
 # --- reconcile: requeue attempts whose task is gone, mark the hopeless lost, finish runs ----
@@ -53,6 +55,7 @@ class Reconciled:
     cancelled: int = 0
     finished: int = 0
     forgotten: int = 0  # unacknowledged Redis tasks deleted (their work is done or sent again)
+    given_up: int = 0  # queued attempts every live worker refused (db.refusals), now `error`
     broker_error: str | None = None
 
 
@@ -72,7 +75,9 @@ def reconcile(
     attempts, so two schedulers at once take an attempt at most once between
     them, and one frozen mid-pass holds few rows, for at most the server's idle
     transaction timeout. If the broker cannot be asked, only lost workers' and
-    overdue claims are taken back. Also deletes Redis's unacknowledged tasks of
+    overdue claims are taken back. Queued attempts whose task a worker refused lately
+    are not taken (the task comes back, db.refusals); those every live worker refused
+    are given up (`error`, saying why). Also deletes Redis's unacknowledged tasks of
     this deployment whose work is done or sent again.
     """
     done = Reconciled()
@@ -102,8 +107,15 @@ def reconcile(
         done.forgotten = _forget_settled(engine, broker, app.conf.task_default_queue, deployment)
     except BrokerUnreadable as exc:
         done.broker_error = done.broker_error or str(exc)
+    done.given_up = in_session(engine, _give_up_refused, PATIENCE_S)
     done.finished = in_session(engine, lambda session: _finish_runs(session, now), PATIENCE_S)
     return done
+
+
+def _give_up_refused(session: Session) -> int:
+    """Mark `error` the queued attempts every live worker refused (db.refusals.give_up); return how many."""
+    now = db_now(session)
+    return give_up(session, now, {w.host for w in live_workers(session, now)})
 
 
 def _finish_runs(session: Session, now: Any) -> int:
@@ -207,9 +219,21 @@ def run_scheduler(engine: Engine, app: Any, broker: str, grace_s: float, passes:
     from redis.exceptions import RedisError
     from sqlalchemy.exc import SQLAlchemyError
 
+    first = True
     while True:
         began = time.monotonic()
         try:
+            unsigned = unsigned_sender(engine, app)
+            if unsigned is not None:
+                # What it sends again would be refused by every worker: it refuses to start, and
+                # a pass while such workers are live does nothing but say so.
+                if passes.once or first:
+                    raise UsageError(f"the scheduler would send unsigned tasks: {unsigned}")
+                if passes.on_error is not None:
+                    passes.on_error(UsageError(unsigned))
+                time.sleep(max(0.0, began + passes.interval_s - time.monotonic()))
+                continue
+            first = False
             result = reconcile(engine, app, broker, grace_s)
         except (SQLAlchemyError, BrokerError, RedisError, OSError) as exc:
             if passes.once:

@@ -3,7 +3,8 @@
 Each pool process makes its queue.consumer.WorkerProcess at its start, from the settings the
 app's configuration carries; the task only hands its payload to it: admitted (signature,
 database, declared programs), then run. A task this worker cannot serve goes back to the broker
-unacknowledged, one that nobody can is dropped, each with one line in the log.
+back to the queue's tail after a wait (its refusal recorded, see consumer.refuse), one that nobody
+can is dropped, each with one line in the log.
 """
 
 from __future__ import annotations
@@ -33,14 +34,21 @@ def worker_app(settings: Settings, hostname: str, declared: Solvers | None = Non
     """
     app = make_app(settings=settings)
 
-    @app.task(name=protocol.TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
+    # max_retries None: a refused task is sent back (retry) as often as it takes; consumer.refuse drops it.
+    @app.task(
+        name=protocol.TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None
+    )
     def attempt(self: Any, payload: Any) -> None:
         process = consumer.this_process()
         try:
             task = process.admit(payload)
         except Refused as refused:
-            # requeue: back to the broker, not acknowledged: a worker that can run it will.
-            raise Reject(refused.reason, requeue=refused.requeue) from None
+            back_in = process.refuse(payload, refused, self.request.retries) if refused.requeue else None
+            if back_in is None:
+                raise Reject(refused.reason, requeue=False) from None
+            # Sent again to the queue's tail with a countdown, this delivery acknowledged: never back
+            # at the head (RabbitMQ would redeliver it at once), never a pool process waiting.
+            raise self.retry(countdown=back_in) from None
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
         process.run_task(task, redelivered)
 
@@ -59,11 +67,18 @@ def worker_app(settings: Settings, hostname: str, declared: Solvers | None = Non
     return app
 
 
+# How Celery's line for a task sent again (celery.app.trace.LOG_RETRY) begins.
+RETRY_LINE = "Task %(name)s[%(id)s] retry"
+
+
 class _QuietRejects(logging.Filter):
-    """Drop Celery's own line for each task refused: the consumer's line said why, once a minute."""
+    """Drop Celery's own line for each task refused (rejected, or sent back: retry): the consumer's line
+    said why, once a minute."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return (getattr(record, "data", None) or {}).get("description") != "rejected"
+        if (getattr(record, "data", None) or {}).get("description") == "rejected":
+            return False
+        return not str(record.msg).startswith(RETRY_LINE)
 
 
 def start_worker(

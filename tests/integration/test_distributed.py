@@ -96,7 +96,7 @@ def test_a_worker_that_lacks_a_kind_leaves_its_levels_queued_for_a_worker_that_h
     time.sleep(4)
     with session_scope(get_engine(sqlite_url)) as session:
         assert status_counts(session, run_id) == {"queued": 3}
-    assert "refused without acknowledging" in lacking.log() and "unknown kind 'chaos'" in lacking.log()
+    assert "refused, sent back to the queue" in lacking.log() and "unknown kind 'chaos'" in lacking.log()
     start_worker(broker, sqlite_url, "able@test")
     wait_for_run(sqlite_url, run_id, timeout=60)
     records = export(env, run_id)

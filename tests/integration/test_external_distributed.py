@@ -128,7 +128,7 @@ def test_a_worker_without_the_program_leaves_the_levels_queued_for_one_that_has_
     empty.mkdir()
     lacking = start_worker(broker, sqlite_url, "lacking@test", cwd=empty)
     deadline = time.monotonic() + 30
-    while "refused without acknowledging" not in lacking.log() and time.monotonic() < deadline:
+    while "refused, sent back to the queue" not in lacking.log() and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(2)
     with session_scope(get_engine(sqlite_url)) as session:

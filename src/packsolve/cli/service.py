@@ -146,9 +146,11 @@ def _report_pass(r: Any, once: bool) -> None:
         err_console.print(
             f"[yellow]{stamp} broker not asked ({r.broker_error}); queued attempts left alone[/]"
         )
-    if r.requeued or r.lost or r.cancelled or r.finished or r.forgotten or once:
-        extra = (f", cancelled {r.cancelled}" if r.cancelled else "") + (
-            f", unacked cleared {r.forgotten}" if r.forgotten else ""
+    if r.requeued or r.lost or r.cancelled or r.finished or r.forgotten or r.given_up or once:
+        extra = (
+            (f", cancelled {r.cancelled}" if r.cancelled else "")
+            + (f", unacked cleared {r.forgotten}" if r.forgotten else "")
+            + (f", given up (refused by every worker) {r.given_up}" if r.given_up else "")
         )
         err_console.print(f"{stamp} requeued {r.requeued}, lost {r.lost}, runs finished {r.finished}{extra}")
 

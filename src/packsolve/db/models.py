@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Float,
@@ -235,6 +236,28 @@ class Worker(Base):
     offers: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")  # JSON: kind -> source
     # JSON {run id: [level hash, ...]}: results computed and not yet written, as of the last renewal.
     buffered: Mapped[str | None] = mapped_column(Text)
+    # Whether it runs only signed tasks (it has PACKSOLVE_TASK_KEY): senders without the key are told.
+    signs: Mapped[bool | None] = mapped_column(Boolean)
+
+
+class Refusal(Base):
+    """A worker host's refusals of a queued attempt's task: why, how often, when (db.refusals).
+
+    authentic: the task was one the worker may trust (signed with its key, or a cluster without one)
+    and the worker cannot serve it (a kind, heuristic or program it lacks): such refusals by every
+    live worker give the attempt up; the others (a bad signature) are only shown.
+    """
+
+    __tablename__ = "refusals"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    level_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255), primary_key=True)
+    reason: Mapped[str] = mapped_column(Text)
+    authentic: Mapped[bool] = mapped_column(Boolean)
+    count: Mapped[int] = mapped_column(Integer)
+    first_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class Deployment(Base):

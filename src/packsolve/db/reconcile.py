@@ -11,6 +11,8 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, Run
+from packsolve.db.refusals import FRESH as REFUSED_FRESH
+from packsolve.db.refusals import refused_lately
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import BATCH, PENDING_VALUES, rowcount
 from packsolve.db.workers import lapsed_holders, now_sql
@@ -70,7 +72,8 @@ def stale_attempts(
     has not reported by then plus the grace is stuck or cut off, and fencing
     refuses its late result. With orphans_sent_before (the
     caller saw the broker's queue empty): also the queued attempts sent before it
-    that no live worker holds, whose task the broker no longer has. What this
+    that no live worker holds and no worker refused lately (db.refusals: such a task comes back
+    to the queue after a wait), whose task the broker no longer has. What this
     reads grows with what went wrong, not with the queue: the first two use the
     holder and status indexes, and the third runs only when the queue is empty.
     """
@@ -88,6 +91,8 @@ def stale_attempts(
                 Attempt.status == Status.QUEUED.value,
                 func.coalesce(Attempt.queued_at, Run.sent_at) < orphans_sent_before,
                 or_(unheld, Attempt.holder.in_(lapsed_names)) if lapsed_names else unheld,
+                # Its task was refused lately: it is waiting to come back, not lost.
+                ~refused_lately(now - REFUSED_FRESH),
             )
         )
     found: dict[int, StaleAttempt] = {}

@@ -257,3 +257,17 @@ def _aware(value: datetime) -> datetime:
 def deployment_id(db: Session | Connection) -> str:
     """Return this database's deployment id (written once by its migration)."""
     return str(db.execute(select(Deployment.id).limit(1)).scalar_one())
+
+
+def mark_signing(connection: Connection, name: str) -> None:
+    """Record that name's worker process runs only signed tasks (it has a task key)."""
+    connection.execute(update(WORKERS).where(WORKERS.c.name == name).values(signs=True))
+
+
+def signing_hosts(session: Session, now: datetime | None = None) -> list[str]:
+    """Return the hosts of live worker processes that run only signed tasks, sorted."""
+    now = db_now(session) if now is None else now
+    rows = session.execute(
+        select(WORKERS.c.host).where(WORKERS.c.lease_until >= now, WORKERS.c.signs.is_(True)).distinct()
+    )
+    return sorted(str(h) for (h,) in rows)

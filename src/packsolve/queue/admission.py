@@ -4,8 +4,8 @@ In order, nothing run before each check: the signature (the cluster's task key),
 the deployment id, the kinds, heuristics and programs this worker has (a program by name and
 declaration digest, bound to this worker's own declaration), then the database's run, attempts,
 heuristics and limits (matching, called once the task is taken). A task that another worker may
-serve goes back to the broker unacknowledged; one that nobody can is dropped; each reason is
-logged once a minute.
+serve is sent back to the queue's tail to come back after a wait (consumer.refuse), and the
+refusal recorded (db.refusals); one that nobody can is dropped; each reason is logged once a minute.
 """
 
 from __future__ import annotations
@@ -30,23 +30,34 @@ from packsolve.queue.protocol import DB_PATIENCE_S, PendingAttempt, Task, TaskKe
 
 log = logging.getLogger("packsolve.worker")
 
-# A worker refuses a task it cannot serve (a kind or heuristic it lacks) without acknowledging it,
-# so the levels wait in the queue for a worker that can. A refusal is cheap, so a worker that
-# meets only such tasks would spin: after each refusal in a row it waits longer before the next,
-# from REFUSE_FIRST_S doubling up to REFUSE_MAX_S; a task it can run resets the wait.
-REFUSE_FIRST_S = 0.05
-REFUSE_MAX_S = 5.0
+# A task refused for the nth time comes back to the queue's tail after REFUSE_FIRST_S * 2**(n-1)
+# seconds, at most REFUSE_MAX_S: the task is acknowledged and sent again with that countdown
+# (Celery's retry: the count travels in its headers, outside the signed body), so it never stops
+# the tasks behind it, no pool process waits, and a worker that meets only such tasks does not spin.
+REFUSE_FIRST_S = 1.0
+REFUSE_MAX_S = 30.0
+# A task whose refusal cannot be recorded (another database's, unsigned or signed with another key)
+# is dropped after this many refusals; its sender's scheduler sends again what is still queued.
+REFUSE_UNRECORDED = 8
 # The same reason is logged as an error at most this often.
 REFUSE_LOG_EVERY_S = 60.0
 
 
 class Refused(Exception):
-    """A task this worker runs nothing of; requeue: back to the broker unacknowledged, for another worker."""
+    """A task this worker runs nothing of.
 
-    def __init__(self, reason: str, requeue: bool) -> None:
+    requeue: another worker may serve it (it goes back to the queue's tail, see consumer.refuse).
+    authentic: this worker lacks what the task needs and may trust the task (signed with its key,
+    or a cluster without one): such refusals by every live worker give its attempts up
+    (db.refusals). ours: the task is of this worker's database (its refusal can be recorded there).
+    """
+
+    def __init__(self, reason: str, requeue: bool, authentic: bool = False, ours: bool = True) -> None:
         super().__init__(reason)
         self.reason = reason
         self.requeue = requeue
+        self.authentic = authentic
+        self.ours = ours
 
 
 class Admission:
@@ -75,11 +86,12 @@ class Admission:
 
         Unacknowledged (another worker may serve it): a bad or missing signature, another
         database, a kind, heuristic or program this worker lacks or declares otherwise.
-        Dropped: what is no packsolve task at all, or names no deployment.
+        Dropped: what is no packsolve task at all, or names no deployment. Only a refusal for
+        what this worker lacks, of a task it may trust, is authentic (see Refused).
         """
         problem = signature_problem(payload, self.keys)
         if problem is not None:
-            raise Refused(problem, requeue=True)
+            raise Refused(problem, requeue=True, authentic=False)
         try:
             task = decode(payload)
         except ValueError as exc:
@@ -90,9 +102,12 @@ class Admission:
                 "not sent by `packsolve submit` or the scheduler",
                 requeue=False,
             )
-        reason = self._other_database(task) or refusal(task, self.declared)
+        other = self._other_database(task)
+        if other is not None:
+            raise Refused(other, requeue=True, authentic=False, ours=False)
+        reason = refusal(task, self.declared)
         if reason is not None:
-            raise Refused(reason, requeue=True)
+            raise Refused(reason, requeue=True, authentic=True)
         return bind(task, self.declared)
 
     def _other_database(self, task: Task) -> str | None:
@@ -195,18 +210,23 @@ def bind(task: Task, declared: Solvers) -> Task:
     return replace(task, items=items)
 
 
+def comes_back_in(refusals: int) -> float:
+    """Return the seconds before a task refused this many times (1 the first) comes back to a worker."""
+    return float(min(REFUSE_MAX_S, REFUSE_FIRST_S * 2 ** min(refusals - 1, 16)))
+
+
 class Refusals:
-    """This process's refusals in a row: how long to wait before the next, and what was logged when."""
+    """What this process logged when (each reason at most once per REFUSE_LOG_EVERY_S)."""
 
     def __init__(self) -> None:
-        self.in_a_row = 0
         self.logged: dict[str, float] = {}
 
-    def refuse(self, reason: str) -> float:
-        """Log the reason (at most once per REFUSE_LOG_EVERY_S) and return the seconds to wait first."""
-        self._log("refused without acknowledging (left for another worker): %s", reason)
-        self.in_a_row += 1
-        return min(REFUSE_MAX_S, REFUSE_FIRST_S * 2 ** (self.in_a_row - 1))
+    def refuse(self, reason: str, back_in: float | None) -> None:
+        """Log a refusal: sent back to the queue (back_in seconds), or dropped after too many (None)."""
+        if back_in is None:
+            self._log("refused too often, dropped (its scheduler sends it again): %s", reason)
+        else:
+            self._log("refused, sent back to the queue for another worker: %s", reason)
 
     def drop(self, reason: str) -> None:
         """Log that a task was refused and acknowledged (nothing will run it), at most once per reason."""
@@ -217,6 +237,3 @@ class Refusals:
         if now - self.logged.get(reason, -REFUSE_LOG_EVERY_S) >= REFUSE_LOG_EVERY_S:
             self.logged[reason] = now
             log.error(form, reason)
-
-    def accepted(self) -> None:
-        self.in_a_row = 0

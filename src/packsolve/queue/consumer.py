@@ -22,22 +22,27 @@ from sqlalchemy import Engine
 
 from packsolve.db.attempts import Result
 from packsolve.db.models import utcnow
+from packsolve.db.refusals import record_refusal
 from packsolve.db.retry import in_transaction
 from packsolve.db.session import get_engine
+from packsolve.db.workers import mark_signing
 from packsolve.execution import AttemptSpec, execute_attempts, execute_overlapped, solution_length
 from packsolve.external.declaration import Solvers
 from packsolve.external.provenance import Noted, note_programs_run
 from packsolve.outcome import Outcome, Status
-from packsolve.queue.admission import Admission, Refused
+from packsolve.queue.admission import REFUSE_UNRECORDED, Admission, Refused, comes_back_in
 from packsolve.queue.claiming import Claimant, ClaimConnection, Claimed
 from packsolve.queue.lease import Lease
-from packsolve.queue.protocol import DB_PATIENCE_S, PendingAttempt, Task, task_keys
+from packsolve.queue.protocol import DB_PATIENCE_S, PendingAttempt, Task, decode, task_keys
 from packsolve.queue.results import FLUSH_EVERY_S, ResultBuffer
 from packsolve.settings import Settings
 
 # A database write that fails on a dropped connection (server restart, pg_terminate_backend,
 # SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
 DB_RETRY_S = DB_PATIENCE_S
+# Recording a refusal is retried this long only: the message waits meanwhile, and the task comes
+# back all the same if it is not recorded.
+RECORD_REFUSAL_S = 5.0
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
 # A lone attempt of a kind and heuristic whose last attempt here took under this long is tiny:
@@ -96,6 +101,8 @@ class WorkerProcess:
                     ClaimConnection(self.engine), self.hostname, self.settings.lease_ttl, self.results
                 )
                 lease.start()
+                if self.admission.keys.accepted:  # senders without the key are told (producer.check_signing)
+                    in_transaction(self.claims, functools.partial(mark_signing, name=lease.name), DB_RETRY_S)
                 self._lease = lease
             return self._lease
 
@@ -122,21 +129,51 @@ class WorkerProcess:
     # --- a task -------------------------------------------------------------------------------
 
     def admit(self, payload: Any) -> Task:
-        """Return the task if this process may run it; else log why and raise Refused (see admission).
-
-        A refusal left for another worker first waits, longer after each in a row.
-        """
-        refusals = self.admission.refusals
+        """Return the task if this process may run it; else raise Refused (see admission, and refuse)."""
         try:
-            task = self.admission.admit(payload)
+            return self.admission.admit(payload)
         except Refused as refused:
-            if refused.requeue:
-                time.sleep(refusals.refuse(refused.reason))
-            else:
-                refusals.drop(refused.reason)
+            if not refused.requeue:
+                self.admission.refusals.drop(refused.reason)
             raise
-        refusals.accepted()
-        return task
+
+    def refuse(self, payload: Any, refused: Refused, before: int) -> float | None:
+        """Record a refusal another worker may not share (db.refusals); return in how many seconds the
+        task comes back to the queue, or None to drop it. Never waits.
+
+        before: how many times the task was refused already. Dropped: a task none of whose attempts
+        is queued any more (they ended, or were given up), or, when the refusal cannot be recorded
+        (another database's task, or one this worker may not trust), one refused REFUSE_UNRECORDED
+        times. The scheduler does not send again what was refused within db.refusals.FRESH.
+        """
+        times = before + 1
+        waiting = self._record_refusal(payload, refused) if refused.ours else None
+        if waiting == 0 or (not refused.authentic and times >= REFUSE_UNRECORDED):
+            back_in = None
+        else:
+            back_in = comes_back_in(times)
+        self.admission.refusals.refuse(refused.reason, back_in)
+        return back_in
+
+    def _record_refusal(self, payload: Any, refused: Refused) -> int | None:
+        """Record the refusal against the queued attempts the task names; return how many (None: no task)."""
+        try:
+            task = decode(payload)
+        except ValueError:
+            return None
+        kinds = {item.level_hash: (item.spec.kind, item.spec.heuristic) for item in task.items}
+        record = functools.partial(
+            record_refusal,
+            run_id=task.run_id,
+            kinds=kinds,
+            host=self.hostname,
+            refusal=(refused.reason, refused.authentic),
+        )
+        try:
+            return in_transaction(self.claims, record, RECORD_REFUSAL_S)
+        except Exception as exc:  # the database away: the task comes back later all the same
+            log.warning("could not record a refusal (the task comes back later): %s", exc)
+            return None
 
     def run_task(self, task: Task, redelivered: bool = False) -> None:
         """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.

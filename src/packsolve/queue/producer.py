@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from packsolve.errors import BrokerError
+from sqlalchemy import Engine
+
+from packsolve.db.session import session_scope
+from packsolve.db.workers import signing_hosts
+from packsolve.errors import BrokerError, UsageError
 from packsolve.queue import protocol
 from packsolve.queue.protocol import PendingAttempt
 
@@ -19,6 +23,29 @@ def check_broker(app: Any) -> None:
         raise BrokerError(
             f"cannot reach the broker at {protocol.shown_broker(app.conf.broker_url)}: {exc}"
         ) from None
+
+
+def unsigned_sender(engine: Engine, app: Any) -> str | None:
+    """Return why tasks sent with the app would all be refused (it has no task key and live workers run
+    only signed tasks), or None."""
+    if protocol.task_keys(app.conf.packsolve_settings).current is not None:
+        return None
+    with session_scope(engine) as session:
+        hosts = signing_hosts(session)
+    if not hosts:
+        return None
+    shown = ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
+    return (
+        f"no PACKSOLVE_TASK_KEY here, but this deployment's workers ({shown}) run only signed tasks: "
+        "every task sent from here would be refused; set PACKSOLVE_TASK_KEY to the workers' key"
+    )
+
+
+def check_signing(engine: Engine, app: Any) -> None:
+    """Raise UsageError (see unsigned_sender) if every task sent with the app would be refused unsigned."""
+    problem = unsigned_sender(engine, app)
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def enqueue(

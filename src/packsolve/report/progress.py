@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.local_runs import solver_alive
 from packsolve.db.models import Attempt, Run
+from packsolve.db.refusals import waiting_refused
 from packsolve.db.runs import status_counts
 from packsolve.db.workers import Buffered, buffered_in, db_now, held_by_lapsed, live_workers
 from packsolve.outcome import PENDING, Status
@@ -41,10 +42,12 @@ class Serving(TypedDict):
     live_workers: int | None
     running_lapsed: int | None
     kinds_unserved: str | None
+    # Levels whose tasks workers refused lately (db.refusals): one line each reason, as status shows it.
+    refused: list[str] | None
 
 
 NOT_SERVED = Serving(
-    unsent=None, send_error=None, live_workers=None, running_lapsed=None, kinds_unserved=None
+    unsent=None, send_error=None, live_workers=None, running_lapsed=None, kinds_unserved=None, refused=None
 )
 
 
@@ -230,7 +233,17 @@ def _serving(session: Session, run: Run, remaining: int) -> Serving:
         "live_workers": len({w.host for w in live}),
         "running_lapsed": held_by_lapsed(session, run.id, now),
         "kinds_unserved": ",".join(unserved),
+        "refused": _refused_lines(session, run.id, now, {w.host for w in live}),
     }
+
+
+def _refused_lines(session: Session, run_id: int, now: datetime, live: set[str]) -> list[str]:
+    """Return a line per reason the run's queued levels were refused lately: how many wait, and by whom."""
+    out = []
+    for w in waiting_refused(session, run_id, now):
+        who = "every live worker" if live and live <= set(w.hosts) else ", ".join(w.hosts)
+        out.append(f"{w.levels} level(s) wait, refused by {who}: {w.reason}")
+    return out
 
 
 def duration(seconds: float | None) -> str:
@@ -334,6 +347,7 @@ def _serving_lines(p: Progress) -> list[Any]:
         )
     if p.get("kinds_unserved"):
         out.append(f"no live worker offers {p['kinds_unserved']}: those levels wait for one that does")
+    out.extend(p.get("refused") or [])
     return [Text(line, style="yellow") for line in out]
 
 
@@ -359,6 +373,7 @@ PROGRESS_COLUMNS = [
     "live_workers",
     "running_lapsed",
     "kinds_unserved",
+    "refused",
     *(f"count_{s.value}" for s in Status),
 ]
 
@@ -366,5 +381,6 @@ PROGRESS_COLUMNS = [
 def progress_row(p: Progress) -> dict[str, Any]:
     """Return a progress dict as one flat CSV row with the same columns whatever the counts."""
     row = {k: p.get(k) for k in PROGRESS_COLUMNS if not k.startswith("count_")}
+    row["refused"] = "; ".join(p.get("refused") or []) or None
     row.update({f"count_{s.value}": p["counts"].get(s.value, 0) for s in Status})
     return row
