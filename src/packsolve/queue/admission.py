@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import time
 from dataclasses import replace
 from typing import Any
@@ -34,11 +35,13 @@ log = logging.getLogger("packsolve.worker")
 # seconds, at most REFUSE_MAX_S: the task is acknowledged and sent again with that countdown
 # (Celery's retry: the count travels in its headers, outside the signed body), so it never stops
 # the tasks behind it, no pool process waits, and a worker that meets only such tasks does not spin.
+# The wait stays short: the task waits in the memory of the worker that takes it next, which may
+# be one that refuses it again; each time it comes back, one that can serve it may take it.
 REFUSE_FIRST_S = 1.0
-REFUSE_MAX_S = 30.0
-# A task whose refusal cannot be recorded (another database's, unsigned or signed with another key)
-# is dropped after this many refusals; its sender's scheduler sends again what is still queued.
-REFUSE_UNRECORDED = 8
+REFUSE_MAX_S = 5.0
+# A task a worker may not trust (unsigned, signed with another key) or of another database is
+# dropped after this many refusals (about a minute); its scheduler sends again what is still queued.
+REFUSE_UNRECORDED = 16
 # The same reason is logged as an error at most this often.
 REFUSE_LOG_EVERY_S = 60.0
 
@@ -211,8 +214,13 @@ def bind(task: Task, declared: Solvers) -> Task:
 
 
 def comes_back_in(refusals: int) -> float:
-    """Return the seconds before a task refused this many times (1 the first) comes back to a worker."""
-    return float(min(REFUSE_MAX_S, REFUSE_FIRST_S * 2 ** min(refusals - 1, 16)))
+    """Return the seconds before a task refused this many times (1 the first) comes back to a worker.
+
+    Drawn from the upper half of the wait: a wait in step with the refusing worker's own polls
+    of the broker (Redis: one a second) would hand the task back to that worker every time.
+    """
+    wait = min(REFUSE_MAX_S, REFUSE_FIRST_S * 2 ** min(refusals - 1, 16))
+    return float(wait * random.uniform(0.5, 1.0))
 
 
 class Refusals:
@@ -224,7 +232,7 @@ class Refusals:
     def refuse(self, reason: str, back_in: float | None) -> None:
         """Log a refusal: sent back to the queue (back_in seconds), or dropped after too many (None)."""
         if back_in is None:
-            self._log("refused too often, dropped (its scheduler sends it again): %s", reason)
+            self._log("refused and dropped (none of its levels waits, or refused too often): %s", reason)
         else:
             self._log("refused, sent back to the queue for another worker: %s", reason)
 
