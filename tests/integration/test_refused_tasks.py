@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from packsolve.db.models import Refusal
 from packsolve.db.session import get_engine, session_scope
 from tests.support.chaos_pack import write_pack
+from tests.support.dashboard import serving
 from tests.support.fencing import attempts, scheduler_loop, submit
 from tests.support.services import run_cli, wait_for_run
 
@@ -103,6 +104,9 @@ def test_a_keyless_scheduler_or_submit_on_a_signed_cluster_refuses_to_start_and_
     res = run_cli("status", str(unsigned), env={**env, "PACKSOLVE_TASK_KEY": KEY})
     assert res.returncode == 0, res.stderr
     assert "3 level(s) wait, refused by every live worker: an unsigned task" in " ".join(res.stdout.split())
+    with serving(sqlite_url, log_dir=tmp_path) as served:  # the run's page says it too
+        code, body = served.get(f"/runs/{unsigned}/live")
+    assert code == 200 and "3 level(s) wait, refused by every live worker: an unsigned task" in body, body
     for command in (("scheduler", "--once"), ("scheduler", "--interval", "1")):
         res = run_cli(*command, env=env, timeout=60)
         assert res.returncode == 2, res.stderr

@@ -115,9 +115,12 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
     are sent again when the broker's queue is empty yet they were sent over
     5 s ago and no live worker holds them (a broker restarted without
     persistence, a purged queue). An attempt started --max-tries times becomes
-    `lost`; one of a cancelled run becomes `cancelled`. Runs whose submit has
-    not finished sending are left alone. Several schedulers may run at once.
-    With --once, a broker that cannot be asked is an error (exit 1).
+    `lost`; one of a cancelled run becomes `cancelled`. A queued attempt every live
+    worker refused (a kind, heuristic or program none has) becomes `error`, saying
+    why. Runs whose submit has not finished sending are left alone. Several
+    schedulers may run at once. With --once, a broker that cannot be asked is an
+    error (exit 1). Without PACKSOLVE_TASK_KEY while live workers run only signed
+    tasks, it refuses to start (exit 2): they would refuse all it sends.
     """
     from packsolve.db.session import redact
     from packsolve.queue.app import make_app

@@ -59,7 +59,7 @@ def enqueue(
     """Send the attempts as tasks of chunk_size over one connection; return tasks sent.
 
     deployment is the id of the database the run lives in: a worker of another database refuses
-    the tasks (unacknowledged) instead of running them against the wrong one. Each task is
+    the tasks instead of running them against the wrong one. Each task is
     signed with the task key of the app's settings (PACKSOLVE_TASK_KEY) when it is set.
 
     Messages are pipelined to Redis in batches (kombu's Producer.batch: one round
