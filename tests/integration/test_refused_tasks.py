@@ -103,7 +103,9 @@ def test_a_keyless_scheduler_or_submit_on_a_signed_cluster_refuses_to_start_and_
         time.sleep(0.2)
     res = run_cli("status", str(unsigned), env={**env, "PACKSOLVE_TASK_KEY": KEY})
     assert res.returncode == 0, res.stderr
-    assert "3 level(s) wait, refused by every live worker: an unsigned task" in " ".join(res.stdout.split())
+    shown = " ".join(res.stdout.split())
+    assert "3 level(s) wait, refused by every live worker: an unsigned task" in shown
+    assert "0/3 final (0%) · waiting ·" in shown  # not "running" with an ETA: nothing runs them
     with serving(sqlite_url, log_dir=tmp_path) as served:  # the run's page says it too
         code, body = served.get(f"/runs/{unsigned}/live")
     assert code == 200 and "3 level(s) wait, refused by every live worker: an unsigned task" in body, body

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.local_runs import solver_alive
 from packsolve.db.models import Attempt, Run
-from packsolve.db.refusals import waiting_refused
+from packsolve.db.refusals import Waiting, waiting_refused
 from packsolve.db.runs import status_counts
 from packsolve.db.workers import Buffered, buffered_in, db_now, held_by_lapsed, live_workers
 from packsolve.outcome import PENDING, Status
@@ -42,12 +42,20 @@ class Serving(TypedDict):
     live_workers: int | None
     running_lapsed: int | None
     kinds_unserved: str | None
-    # Levels whose tasks workers refused lately (db.refusals): one line each reason, as status shows it.
+    # Levels whose tasks workers refused lately (db.refusals): one line each reason, as status shows it,
+    # and how many levels in all.
     refused: list[str] | None
+    refused_levels: int | None
 
 
 NOT_SERVED = Serving(
-    unsent=None, send_error=None, live_workers=None, running_lapsed=None, kinds_unserved=None, refused=None
+    unsent=None,
+    send_error=None,
+    live_workers=None,
+    running_lapsed=None,
+    kinds_unserved=None,
+    refused=None,
+    refused_levels=None,
 )
 
 
@@ -227,20 +235,22 @@ def _serving(session: Session, run: Run, remaining: int) -> Serving:
     now = db_now(session)
     live = live_workers(session, now)
     unserved = kinds_no_worker_offers(session, run.id, [w.offers for w in live]) if live and remaining else []
+    waiting = waiting_refused(session, run.id, now) if remaining else []
     return {
         "unsent": run.sent_at is None,
         "send_error": run.send_error,
         "live_workers": len({w.host for w in live}),
         "running_lapsed": held_by_lapsed(session, run.id, now),
         "kinds_unserved": ",".join(unserved),
-        "refused": _refused_lines(session, run.id, now, {w.host for w in live}),
+        "refused": _refused_lines(waiting, {w.host for w in live}),
+        "refused_levels": sum(w.levels for w in waiting),
     }
 
 
-def _refused_lines(session: Session, run_id: int, now: datetime, live: set[str]) -> list[str]:
+def _refused_lines(waiting: list[Waiting], live: set[str]) -> list[str]:
     """Return a line per reason the run's queued levels were refused lately: how many wait, and by whom."""
     out = []
-    for w in waiting_refused(session, run_id, now):
+    for w in waiting:
         who = "every live worker" if live and live <= set(w.hosts) else ", ".join(w.hosts)
         out.append(f"{w.levels} level(s) wait, refused by {who}: {w.reason}")
     return out
@@ -288,6 +298,9 @@ def render_progress(p: Progress) -> Any:
     state = p["state"] if p["state"] == RunState.CANCELLED or not p["finished"] else RunState.FINISHED
     if p.get("eta_method") == "no worker":
         state = "waiting"  # not "running": no live worker runs its levels
+    refused = p.get("refused_levels") or 0
+    if refused and refused >= p["total"] - p["done"]:
+        state = "waiting"  # every level left was refused lately (the lines below say why)
     med = "—" if p["median_wall_s"] is None else f"{p['median_wall_s']:.3f} s"
     share = f" ({100 * p['done'] // p['total']}%)" if p["total"] else ""
     # Two short lines, not one long one: rate and ETA must stay in view on an 80-column terminal.
@@ -374,6 +387,7 @@ PROGRESS_COLUMNS = [
     "running_lapsed",
     "kinds_unserved",
     "refused",
+    "refused_levels",
     *(f"count_{s.value}" for s in Status),
 ]
 
