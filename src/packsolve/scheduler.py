@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from tenacity import RetryCallState
 
 from packsolve.db.models import Run
-from packsolve.db.reconcile import settled_messages, stale_attempts, take_stale
+from packsolve.db.reconcile import overtaken_before, settled_messages, stale_attempts, take_stale
 from packsolve.db.refusals import give_up
 from packsolve.db.retry import in_session, retrying
 from packsolve.db.runs import finish_run_if_done, unfinished_runs
@@ -67,9 +67,10 @@ def reconcile(
     Decided from the database (db.reconcile.stale_attempts). First, at once:
     claims and chunks whose holder's lease lapsed (or that a live worker gave
     back: it does not run them), whatever their time limit, and any claim past
-    its deadline plus grace_s, whoever holds it. Then, only while the broker's
-    queue is empty (asked twice, RESULT_SETTLE_S apart), queued attempts sent
-    over SEND_SETTLE_S ago that no live worker holds. Runs whose submit has not
+    its deadline plus grace_s, whoever holds it. Then queued attempts no live
+    worker holds: while the broker's queue is empty (asked twice, RESULT_SETTLE_S
+    apart), those sent over SEND_SETTLE_S ago; while tasks wait, those sent before
+    a later run whose attempts workers have started (_take_orphans). Runs whose submit has not
     finished sending are left alone. Every change is a guarded update (the row
     must still be as it was read), made in short transactions of TAKE_BATCH
     attempts, so two schedulers at once take an attempt at most once between
@@ -93,14 +94,7 @@ def reconcile(
     _take_back(engine, app, candidates, default_max_tries, deployment, done)
     orphans_before = now - timedelta(seconds=min(grace_s, SEND_SETTLE_S))
     try:
-        if queue_depth(app) == 0:
-            with session_scope(engine) as session:
-                orphans = stale_attempts(session, now, now, orphans_before)
-            if any(c.status == Status.QUEUED.value for c in orphans):
-                time.sleep(RESULT_SETTLE_S)
-                if queue_depth(app) == 0:
-                    # Those taken above changed since: their guarded updates take nothing twice.
-                    _take_back(engine, app, orphans, default_max_tries, deployment, done)
+        _take_orphans(engine, app, (now, orphans_before), (default_max_tries, deployment), done)
     except BrokerUnreadable as exc:
         done.broker_error = str(exc)
     try:
@@ -110,6 +104,33 @@ def reconcile(
     done.given_up = in_session(engine, _give_up_refused, PATIENCE_S)
     done.finished = in_session(engine, lambda session: _finish_runs(session, now), PATIENCE_S)
     return done
+
+
+def _take_orphans(
+    engine: Engine, app: Any, when: tuple[Any, Any], send: tuple[int, str], done: Reconciled
+) -> None:
+    """Take back queued attempts whose task the broker no longer has (adds to done).
+
+    when: (now, sent before): only attempts sent before that are taken. With the queue empty
+    (asked twice, RESULT_SETTLE_S apart), every such attempt no live worker holds. With tasks
+    waiting, those sent more than SEND_SETTLE_S before a run whose attempts workers have
+    started (db.reconcile.overtaken_before): the broker hands tasks out in the order sent, so
+    theirs was handed out, and lost. Raise BrokerUnreadable if the broker cannot be asked.
+    """
+    now, before = when
+    empty = queue_depth(app) == 0
+    if not empty:
+        overtaken = in_session(engine, overtaken_before, PATIENCE_S)
+        if overtaken is None:
+            return
+        before = min(before, overtaken - timedelta(seconds=SEND_SETTLE_S))
+    with session_scope(engine) as session:
+        orphans = stale_attempts(session, now, now, before)
+    if any(c.status == Status.QUEUED.value for c in orphans):
+        time.sleep(RESULT_SETTLE_S)
+        if not empty or queue_depth(app) == 0:
+            # Those taken above changed since: their guarded updates take nothing twice.
+            _take_back(engine, app, orphans, send[0], send[1], done)
 
 
 def _give_up_refused(session: Session) -> int:

@@ -135,3 +135,33 @@ def test_levels_every_live_worker_refuses_are_given_up_by_the_scheduler_saying_w
     for a in rows:
         assert "given up: refused by every live worker (lacking@test)" in a.message
         assert "unknown kind 'chaos'" in a.message
+
+
+def test_a_runs_lost_tasks_are_sent_again_while_a_later_runs_tasks_keep_the_queue_busy(
+    tmp_path, any_broker, sqlite_url, start_worker
+):
+    """Lost tasks are found per run, not by an empty queue: a run's tasks are lost, then a long run
+    is sent; once workers start the later run's attempts, the first run's queued attempts (sent
+    before it) are sent again, while the later run's tasks still wait. Before, they waited for
+    the queue to empty."""
+    from packsolve.db.runs import status_counts
+
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": any_broker.url}
+    lost = submit(env, str(write_pack(tmp_path / "lost", 6, ms=5)), "--time-limit", "10")
+    any_broker.lose()
+    time.sleep(5.5)  # SEND_SETTLE_S: the later run must be sent that long after the lost one
+    later = submit(env, str(write_pack(tmp_path / "later", 60, ms=300, seed=3)), "--chunk-size", "1")
+    start_worker(any_broker.url, sqlite_url, "w1@test")
+    waiting_then = None
+    with scheduler_loop(env, grace=1, interval=1):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if all(a.requeues == 1 for a in attempts(sqlite_url, lost)):
+                with session_scope(get_engine(sqlite_url)) as s:
+                    waiting_then = status_counts(s, later).get("queued", 0)
+                break
+            time.sleep(0.2)
+        assert waiting_then is not None, "the lost run's tasks were not sent again"
+        wait_for_run(sqlite_url, lost, timeout=120)
+    assert waiting_then >= 10, waiting_then  # sent again while the later run's tasks kept the queue busy
+    assert {a.status for a in attempts(sqlite_url, lost)} == {"solved"}

@@ -112,9 +112,10 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
     30, renewed every quarter of it). An attempt it claimed, or holds in its
     chunk, is requeued once that lease has lapsed, whatever the time limit:
     within the lease plus one --interval of the worker's death. Queued attempts
-    are sent again when the broker's queue is empty yet they were sent over
-    5 s ago and no live worker holds them (a broker restarted without
-    persistence, a purged queue). An attempt started --max-tries times becomes
+    no live worker holds are sent again when the broker's queue is empty yet
+    they were sent over 5 s ago, or when they were sent before a later run whose
+    attempts workers have started (the broker hands tasks out in order): a broker
+    restarted without persistence, a purged queue. An attempt started --max-tries times becomes
     `lost`; one of a cancelled run becomes `cancelled`. A queued attempt every live
     worker refused (a kind, heuristic or program none has) becomes `error`, saying
     why. Runs whose submit has not finished sending are left alone. Several

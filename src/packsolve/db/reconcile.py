@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, Run
@@ -71,11 +71,12 @@ def stale_attempts(
     whoever holds it: the solver is killed at the hard limit, so a worker that
     has not reported by then plus the grace is stuck or cut off, and fencing
     refuses its late result. With orphans_sent_before (the
-    caller saw the broker's queue empty): also the queued attempts sent before it
+    caller saw the broker's queue empty, or that later tasks were handed out: see
+    overtaken_before): also the queued attempts sent before it
     that no live worker holds and no worker refused lately (db.refusals: such a task comes back
     to the queue after a wait), whose task the broker no longer has. What this
     reads grows with what went wrong, not with the queue: the first two use the
-    holder and status indexes, and the third runs only when the queue is empty.
+    holder and status indexes, and the third runs only when tasks were lost.
     """
     # The lapsed holders first, as a list: `holder IN (names)` can use the holder index, where an
     # IN (subquery) beside an OR is a filter over every pending row (a million queued ones).
@@ -234,3 +235,16 @@ def settled_messages(session: Session, messages: Sequence[Any]) -> list[str]:
         return queued.timestamp() > delivered
 
     return [m.tag for m in messages if m.attempts and all(settled(a, m.delivered) for a in m.attempts)]
+
+
+def overtaken_before(session: Session) -> datetime | None:
+    """Return when the newest distributed run with an attempt started began sending (None: no such run).
+
+    The broker hands tasks out in the order they were sent, so a queued attempt sent before that
+    had its task handed out already: if no worker holds it, its task was lost, whatever still waits.
+    """
+    started = exists().where(Attempt.run_id == Run.id, Attempt.started_at.is_not(None))
+    value = session.scalar(select(func.max(Run.created_at)).where(Run.mode == RunMode.DISTRIBUTED, started))
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
