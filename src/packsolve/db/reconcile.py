@@ -238,13 +238,16 @@ def settled_messages(session: Session, messages: Sequence[Any]) -> list[str]:
 
 
 def overtaken_before(session: Session) -> datetime | None:
-    """Return when the newest distributed run with an attempt started began sending (None: no such run).
+    """Return when the newest distributed run with an attempt started was sent (None: no such run).
 
     The broker hands tasks out in the order they were sent, so a queued attempt sent before that
     had its task handed out already: if no worker holds it, its task was lost, whatever still waits.
+    (A run sent while a long submit was sending may have tasks behind some of the other's: such an
+    attempt is sent again once, needlessly; its duplicate task is skipped.) sent_at is stamped by
+    the database's clock, as queued_at is: one clock.
     """
     started = exists().where(Attempt.run_id == Run.id, Attempt.started_at.is_not(None))
-    value = session.scalar(select(func.max(Run.created_at)).where(Run.mode == RunMode.DISTRIBUTED, started))
+    value = session.scalar(select(func.max(Run.sent_at)).where(Run.mode == RunMode.DISTRIBUTED, started))
     if value is None:
         return None
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
