@@ -2,8 +2,8 @@
 
 Each pool process makes its queue.consumer.WorkerProcess at its start, from the settings the
 app's configuration carries; the task only hands its payload to it: admitted (signature,
-database, declared programs), then run. A task this worker cannot serve goes back to the broker
-back to the queue's tail after a wait (its refusal recorded, see consumer.refuse), one that nobody
+database, declared programs), then run. A task this worker cannot serve goes back to the queue's
+tail after a wait (its refusal recorded, see consumer.refuse), one that nobody
 can is dropped, each with one line in the log.
 """
 
