@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -32,6 +33,12 @@ class _IntRange(click.IntRange):
 
 
 class _FloatRange(click.FloatRange):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):  # NaN passes every bound's comparison
+            self.fail(f"{value!r} is not a finite number; give one of {self._describe_range()}.", param, ctx)
+        return number
+
     def _describe_range(self) -> str:
         return f"{shown(self.min or 0)} to {shown(self.max or 0)}"  # within() gives both
 

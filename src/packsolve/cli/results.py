@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from packsolve.bounds import TIME_LIMIT_S
+from packsolve.cli.durations import duration_within
 from packsolve.cli.group import pass_settings
 from packsolve.cli.options import (
     database_option,
@@ -23,7 +24,6 @@ from packsolve.cli.options import (
     output_file,
     read_engine,
     warn_without_task_key,
-    within,
 )
 from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
 from packsolve.runstate import RunMode
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the report modules load when a command runs, not for every 
 @click.argument("run", required=False)
 @click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
 @click.option("--wait", is_flag=True, help="Print nothing until the run is over, then its status once.")
-@click.option("--interval", type=within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
+@click.option("--interval", type=duration_within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
 @fail_on_option
 @format_option
 @database_option

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S
-from packsolve.cli.durations import DURATION
+from packsolve.cli.durations import DURATION, duration_within
 from packsolve.cli.group import pass_settings
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.notify import notify, notify_options
@@ -38,7 +38,7 @@ def progress_options(fn: Any) -> Any:
     """Options of every command that solves locally: quiet, and how often to print progress to a log."""
     fn = click.option(
         "--progress-every",
-        type=within(TIME_LIMIT_S, low=0.1),
+        type=duration_within(TIME_LIMIT_S, low=0.1),
         default=DEFAULT_EVERY_S,
         show_default=True,
         help="Seconds between progress lines when stderr is not a terminal (a log).",

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S, WHOLE_SECONDS
+from packsolve.cli.durations import duration_within
 from packsolve.cli.group import pass_settings
 from packsolve.cli.options import (
     broker_option,
@@ -92,11 +93,15 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
 @click.command()
 @click.option("--once", is_flag=True, help="One reconcile pass, then exit (for cron or after an incident).")
 @click.option(
-    "--interval", type=within(TIME_LIMIT_S), default=30.0, show_default=True, help="Seconds between passes."
+    "--interval",
+    type=duration_within(TIME_LIMIT_S),
+    default=30.0,
+    show_default=True,
+    help="Seconds between passes (or 500ms, 2s, 1m).",
 )
 @click.option(
     "--grace",
-    type=within(TIME_LIMIT_S),
+    type=duration_within(TIME_LIMIT_S),
     default=60.0,
     show_default=True,
     help="Seconds past its deadline (claim + hard limit) before a running attempt is taken back "
