@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -21,7 +21,7 @@ from packsolve.errors import LevelNotFound, PacksolveError, RunNotFound
 from packsolve.report.html import SORT_JS
 from packsolve.web import actions, pages, plots
 from packsolve.web.render import page
-from packsolve.web.security import COOKIE, HEADER, Guard
+from packsolve.web.security import COOKIE, HEADER, Guard, same_origin
 
 log = logging.getLogger("packsolve.web")
 STATIC = Path(__file__).parent / "static"
@@ -35,10 +35,20 @@ OPEN_PATHS = ("/login", "/static/")
 
 
 class _Gate(BaseHTTPMiddleware):
-    """Ask for the token where one is set, and add the security headers to every answer."""
+    """Refuse a foreign Host (no token: DNS rebinding) and a POST from another page; ask for the token
+    where one is set; add the security headers to every answer."""
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         guard: Guard = request.app.state.guard
+        # Plain text, no page: a page carries the CSRF token, which another site must never read.
+        if not guard.serves_host(request.headers.get("host")):
+            return PlainTextResponse(
+                "this dashboard answers only its own address: open http://127.0.0.1:PORT/", status_code=400
+            )
+        if request.method == "POST" and not same_origin(request.headers):
+            return PlainTextResponse(
+                "this form came from another site: send it from the dashboard's own page", status_code=403
+            )
         if not request.url.path.startswith(OPEN_PATHS) and not guard.admits(
             request.cookies.get(COOKIE), request.headers.get(HEADER)
         ):
