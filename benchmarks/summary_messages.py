@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 
 from benchmarks.harness import parser
 from packsolve.db.models import Attempt, Run
-from packsolve.db.session import get_engine, safe_url, session_scope
+from packsolve.db.session import get_engine, session_scope
+from packsolve.masking import mask_url
 from packsolve.report import summary
 
 
@@ -54,7 +55,7 @@ def main() -> None:
                     fn(session, run)
                     times.append((time.perf_counter() - started) * 1000)
         w, p = statistics.median(whole), statistics.median(parts)
-        print(f"{safe_url(url)}: summary {w:.1f} ms, its message queries at most {p:.1f} ms ({p / w:.0%})")
+        print(f"{mask_url(url)}: summary {w:.1f} ms, its message queries at most {p:.1f} ms ({p / w:.0%})")
 
 
 if __name__ == "__main__":

@@ -34,13 +34,14 @@ from packsolve.db.runs import (
     mark_unsent,
     resolve_run,
 )
-from packsolve.db.session import redact, session_scope
+from packsolve.db.session import session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.errors import BrokerError, DatabaseError, OptionError, PlanError
 from packsolve.execution import Limits
 from packsolve.external.provenance import note_programs_run
 from packsolve.levels import Level
 from packsolve.localpool import Stopped, run_local
+from packsolve.masking import mask_argv, mask_text, mask_url
 from packsolve.outcome import Outcome, Status
 from packsolve.planning import (
     Plan,
@@ -53,7 +54,7 @@ from packsolve.planning import (
     run_programs,
 )
 from packsolve.queue.producer import check_broker, enqueue
-from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt, shown_broker
+from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt
 from packsolve.request import HeuristicChoice, Request, RerunRequest, check_jobs
 from packsolve.runstate import RunMode
 
@@ -145,9 +146,9 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
     mode = origin.mode
     max_tries = request.max_tries or DEFAULT_MAX_TRIES
     limits = request.limits
-    # The command line as given, passwords masked: provenance, never a secret.
+    # The command line as given, secrets masked (packsolve.masking): provenance, never a secret.
     options = {
-        "argv": [redact(a) for a in origin.argv],
+        "argv": mask_argv(origin.argv),
         **({"paths": list(plan.paths)} if plan.paths else {}),
     }
     row = RunOptions(
@@ -290,7 +291,7 @@ def start_distributed(
     check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout, chunk_size)
     check_broker(app)
     plan = plan_request(paths, request)
-    options = {"broker": shown_broker(app.conf.broker_url)}  # status names it
+    options = {"broker": mask_url(app.conf.broker_url)}  # status names it
     run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options))
     return run, send(engine, app, run, chunk_size)
 
@@ -331,7 +332,7 @@ UNSENT_PATIENCE_S = 30.0
 
 def _unsent(engine: Engine, run_id: int, exc: Exception, database: bool) -> BrokerError | DatabaseError:
     """Record the run unsent with the reason (retrying while the database is away); return what to raise."""
-    first = "".join(redact(str(getattr(exc, "orig", None) or exc)).splitlines()[:1]) or type(exc).__name__
+    first = "".join(mask_text(str(getattr(exc, "orig", None) or exc)).splitlines()[:1]) or type(exc).__name__
     why = f"the database connection was lost: {first}" if database else first
     deadline = time.monotonic() + UNSENT_PATIENCE_S
     recorded = False
@@ -396,7 +397,7 @@ def start_rerun(
     plan = plan_levels(levels, request.heuristic, solvers=solvers)
     options: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
     if mode == RunMode.DISTRIBUTED:
-        options["broker"] = shown_broker(app.conf.broker_url)
+        options["broker"] = mask_url(app.conf.broker_url)
     return create(engine, plan, request, Origin(mode, argv, options, processes, parent_id)), processes
 
 

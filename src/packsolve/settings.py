@@ -34,10 +34,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from packsolve import bounds
 from packsolve.errors import UsageError
+from packsolve.masking import mask_url
 
 FILE = "packsolve.toml"
 TABLE = "settings"
@@ -198,24 +198,10 @@ def _shown(name: str, value: Any) -> Any:
     if spec.secret and value:
         return "***"
     if spec.url and value:
-        return hide_password(value)
+        return mask_url(value)
     if name == "extra_kinds":
         return [f"{kind}:{module}" for kind, module in value]
     return list(value) if isinstance(value, tuple) else value
-
-
-def hide_password(url: str) -> str:
-    """Return a URL as it may be shown: its password masked (user:***@host)."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def resolve(
@@ -261,7 +247,7 @@ def flag_name(name: str) -> str:
 def _problem(name: str, where: str, raw: str, exc: _Bad) -> str:
     """Return the one line saying that a setting's value from where is bad and what would work."""
     spec = SPECS[name]
-    shown = "***" if spec.secret else hide_password(raw) if spec.url else raw
+    shown = "***" if spec.secret else mask_url(raw) if spec.url else raw
     return f"{where}={shown!r} {exc}"
 
 

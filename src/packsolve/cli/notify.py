@@ -1,6 +1,7 @@
 """Telling someone a run is over: --notify COMMAND (summary JSON on stdin), --notify-url URL (JSON POST).
 
-A notification never changes a run or its exit code: one that fails is a warning on stderr.
+A notification never changes a run or its exit code: one that fails is a warning on stderr, which
+names neither the command (it may hold a token) nor the URL's query (masked, as everywhere).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+
+from packsolve.masking import mask_url
 
 # A notification must not hold the end of a night: a command gets this long, a POST this many tries.
 COMMAND_TIMEOUT_S = 60.0
@@ -64,10 +67,10 @@ def _run_command(command: str | None, body: bytes) -> str | None:
             shlex.split(command), input=body, capture_output=True, timeout=COMMAND_TIMEOUT_S
         )
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        return f"--notify: `{command}` could not run: {exc}"
+        return f"--notify: the command could not run: {exc}"
     if done.returncode != 0:
         why = (done.stderr.decode(errors="replace").strip().splitlines() or [""])[-1]
-        return f"--notify: `{command}` exited {done.returncode}" + (f": {why}" if why else "")
+        return f"--notify: the command exited {done.returncode}" + (f": {why}" if why else "")
     return None
 
 
@@ -76,7 +79,7 @@ def _post(url: str | None, body: bytes) -> str | None:
     if not url:
         return None
     if not url.startswith(("http://", "https://")):
-        return f"--notify-url {url!r}: not an http:// or https:// URL"
+        return f"--notify-url {mask_url(url)!r}: not an http:// or https:// URL"
     last = ""
     for attempt in range(POST_TRIES):
         if attempt:
@@ -87,4 +90,4 @@ def _post(url: str | None, body: bytes) -> str | None:
                 return None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             last = str(getattr(exc, "reason", exc))
-    return f"--notify-url {url}: not delivered after {POST_TRIES} tries ({last})"
+    return f"--notify-url {mask_url(url)}: not delivered after {POST_TRIES} tries ({last})"

@@ -78,10 +78,10 @@ def destinations(settings: Settings) -> list[str]:
     """Return the lines naming the broker and database a run goes to, saying where a default was used."""
     from packsolve.db.session import database_url as database_in_use
     from packsolve.db.session import shown_database
-    from packsolve.queue.protocol import shown_broker
+    from packsolve.masking import mask_url
     from packsolve.settings import DEFAULT
 
-    broker = f"broker {shown_broker(settings.broker_url)}"
+    broker = f"broker {mask_url(settings.broker_url)}"
     database = f"database {shown_database(database_in_use(settings.database_url))}"
     return [
         broker

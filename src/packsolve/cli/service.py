@@ -58,7 +58,8 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
     from packsolve.db.session import database_url as resolve_db
     from packsolve.db.session import get_engine
     from packsolve.external.declaration import load_solvers
-    from packsolve.settings import DEFAULT, hide_password
+    from packsolve.masking import mask_url
+    from packsolve.settings import DEFAULT
     from packsolve.worker import start_worker
 
     # Every pool process uses this very database, whichever source named it.
@@ -74,8 +75,8 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
         )
     # Said at every start: which database the results go to, and which broker and queue feed it.
     err_console.print(
-        f"this worker writes to {hide_password(database)} "
-        f"({settings.source('database_url')}), takes tasks from {hide_password(settings.broker_url)} "
+        f"this worker writes to {mask_url(database)} "
+        f"({settings.source('database_url')}), takes tasks from {mask_url(settings.broker_url)} "
         f"queue {settings.queue}",
         highlight=False,
         markup=False,
@@ -124,7 +125,7 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
     not finished sending are left alone. Several schedulers may run at once.
     With --once, a broker that cannot be asked is an error (exit 1).
     """
-    from packsolve.db.session import redact
+    from packsolve.masking import mask_text
     from packsolve.queue.app import make_app
     from packsolve.scheduler import Passes, engine_when_reachable, run_scheduler
 
@@ -140,7 +141,7 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
     if once and result.broker_error:
         # cron must see it: nothing that needs the broker was repaired.
         raise BrokerError(
-            f"the broker at {redact(settings.broker_url)} could not be asked: {result.broker_error}"
+            f"the broker at {mask_text(settings.broker_url)} could not be asked: {result.broker_error}"
         )
 
 
@@ -160,9 +161,9 @@ def _report_pass(r: Any, once: bool) -> None:
 
 def _report_failure(exc: BaseException) -> None:
     """Print one line for a pass (or a first connection) that failed and is tried again."""
-    from packsolve.db.session import redact
+    from packsolve.masking import mask_text
 
-    first = "".join(redact(str(getattr(exc, "orig", None) or exc)).splitlines()[:1])
+    first = "".join(mask_text(str(getattr(exc, "orig", None) or exc)).splitlines()[:1])
     stamp = time.strftime("%H:%M:%S")
     err_console.print(f"[yellow]{stamp} pass failed ({type(exc).__name__}: {first}); retrying[/]")
 
@@ -179,10 +180,11 @@ def db_upgrade(settings: Settings) -> None:
     """Apply the Alembic migrations up to the newest revision."""
     from packsolve.db.migrate import current_revision, upgrade
     from packsolve.db.session import database_url as resolve_db
-    from packsolve.db.session import make_engine, safe_url
+    from packsolve.db.session import make_engine
+    from packsolve.masking import mask_url
 
     url = resolve_db(settings.database_url)
     engine = make_engine(url)
     applied = upgrade(engine)
     state = "upgraded to" if applied else "already at"
-    click.echo(f"{safe_url(url)}: {state} revision {current_revision(engine)}")
+    click.echo(f"{mask_url(url)}: {state} revision {current_revision(engine)}")

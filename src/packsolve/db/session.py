@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +13,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
 from packsolve.errors import DatabaseUrlError, NoDatabase
+from packsolve.masking import mask_url
 
 DEFAULT_DB_FILE = "packsolve.db"
 # The databases packsolve's queries are written and tested for.
@@ -36,14 +36,6 @@ def database_url(url: str | None = None) -> str:
     return url
 
 
-def safe_url(url: str) -> str:
-    """Return url with any password masked, for logs and reports."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable database URL>"
-
-
 def shown_database(url: str | URL) -> str:
     """Return how to name a database to a user: an SQLite file's path, else the URL without password."""
     text = url.render_as_string(hide_password=False) if isinstance(url, URL) else url
@@ -51,15 +43,7 @@ def shown_database(url: str | URL) -> str:
         path = sqlite_file(text)
     except ArgumentError:
         return "<unparseable database URL>"
-    return str(path) if path is not None else safe_url(text)
-
-
-_SECRET_IN_URL = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^:/@\s]*:)\S+@")
-
-
-def redact(text: str) -> str:
-    """Return text with the password of every URL in it masked (for argv stored on a run, logs)."""
-    return _SECRET_IN_URL.sub(r"\1***@", text)
+    return str(path) if path is not None else mask_url(text)
 
 
 def checked_url(url: str) -> URL:
@@ -72,7 +56,7 @@ def checked_url(url: str) -> URL:
     backend = parsed.get_backend_name()
     if backend not in BACKENDS:
         raise DatabaseUrlError(
-            f"{safe_url(url)}: packsolve keeps results in SQLite or PostgreSQL, not {backend!r} "
+            f"{mask_url(url)}: packsolve keeps results in SQLite or PostgreSQL, not {backend!r} "
             f"({FROM_WHERE}): {WHAT_WORKS}"
         )
     return parsed
@@ -190,7 +174,7 @@ def _create(url: str, **options: object) -> Engine:
         if make_url(url).get_backend_name() == "sqlite":
             hint = "sqlite:///PATH/results.db"
         raise DatabaseUrlError(
-            f"{safe_url(url)}: its driver {driver!r} is not installed ({exc}); write {hint}"
+            f"{mask_url(url)}: its driver {driver!r} is not installed ({exc}); write {hint}"
         ) from None
 
 

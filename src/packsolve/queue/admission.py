@@ -25,6 +25,7 @@ from packsolve.errors import UnknownHeuristic, UnknownKind
 from packsolve.external.declaration import ExternalSolver, ProgramRef, Solvers, declared_as
 from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.levels import level_hash
+from packsolve.masking import mask_url
 from packsolve.puzzles import get_kind
 from packsolve.queue.protocol import DB_PATIENCE_S, PendingAttempt, Task, TaskKeys, decode, signature_problem
 
@@ -100,7 +101,7 @@ class Admission:
         mine = self.deployment()
         if task.deployment is None or mine == task.deployment:
             return None
-        where = self.engine.url.render_as_string(hide_password=True)
+        where = mask_url(self.engine.url.render_as_string(hide_password=False))
         return (
             f"run {task.run_id}'s tasks come from another database (deployment {task.deployment[:8]}) "
             f"than this worker's {where} (deployment {mine[:8]}): start the worker with "

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from packsolve.errors import BrokerError
+from packsolve.masking import mask_url
 from packsolve.queue import protocol
 from packsolve.queue.protocol import PendingAttempt
 
@@ -16,9 +17,7 @@ def check_broker(app: Any) -> None:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=2, interval_start=0.2, interval_step=0.5)
     except Exception as exc:
-        raise BrokerError(
-            f"cannot reach the broker at {protocol.shown_broker(app.conf.broker_url)}: {exc}"
-        ) from None
+        raise BrokerError(f"cannot reach the broker at {mask_url(app.conf.broker_url)}: {exc}") from None
 
 
 def enqueue(
