@@ -238,11 +238,15 @@ def format_of(path: str, given: str | None, by_suffix: Mapping[str, str], defaul
 
 
 def emit(data: Any, fmt: str, table: Callable[[Any], Any]) -> None:
-    """Print data as JSON, CSV (flat dicts or lists of them) or a rich table."""
+    """Print data as JSON, CSV (flat dicts or lists of them; control characters made visible) or a table."""
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, default=str))
     elif fmt == "csv":
+        from packsolve.report.text import visible
+
         rows = [flatten(r) for r in data] if isinstance(data, list) else [flatten(data)]
+        # A CSV is read in a terminal too (cat, less): a level's name there moves no cursor.
+        rows = [{k: visible(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
         if rows:
             writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
             writer.writeheader()
