@@ -43,7 +43,9 @@ class _Gate(BaseHTTPMiddleware):
         # Plain text, no page: a page carries the CSRF token, which another site must never read.
         if not guard.serves_host(request.headers.get("host")):
             return PlainTextResponse(
-                "this dashboard answers only its own address: open http://127.0.0.1:PORT/", status_code=400
+                f"this dashboard answers only at its own address ({', '.join(sorted(guard.hosts or ()))}); "
+                "behind a reverse proxy, give it a token (PACKSOLVE_SERVE_TOKEN or --token-file)",
+                status_code=400,
             )
         if request.method == "POST" and not same_origin(request.headers):
             return PlainTextResponse(
