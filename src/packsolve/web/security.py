@@ -66,7 +66,8 @@ def loopback_hosts(host: str, port: int) -> frozenset[str]:
     of that domain in the user's browser reads nothing, not even the CSRF token.
     """
     names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
-    return frozenset(f"{name}:{port}" for name in names)
+    # A browser leaves out port 80 of an http:// address.
+    return frozenset(f"{name}:{port}" for name in names) | (frozenset(names) if port == 80 else frozenset())
 
 
 # The browser's word on who sent a request: same-origin is the dashboard's own page, none the user
