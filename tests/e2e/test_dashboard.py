@@ -182,7 +182,7 @@ def test_a_hostile_level_name_and_label_stay_text_on_every_page(
             f"plots?runs={a},{b}",
             f"runs/{a}?q=%3Cscript",
         ):
-            page.goto(served.url + path)
+            assert page.goto(served.url + path).status == 200, path  # an error page runs no script either
             page.wait_for_load_state("load")
             assert page.evaluate("window.__xss") is None, path
             assert page.locator("body script:not([src])").count() == 0, path

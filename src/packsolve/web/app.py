@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -31,7 +31,7 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-OPEN_PATHS = ("/login", "/static/")
+OPEN_PATHS = ("/login", "/static/", "/favicon.ico")
 
 
 class _Gate(BaseHTTPMiddleware):
@@ -82,6 +82,11 @@ def _sort_js(request: Request) -> Response:
     return Response(SORT_JS, media_type="text/javascript")
 
 
+def _favicon(request: Request) -> Response:
+    # Browsers ask /favicon.ico of every site whatever the page links: answer it, not 404.
+    return FileResponse(STATIC / "favicon.ico", media_type="image/vnd.microsoft.icon")
+
+
 def create_app(
     engine: Engine, guard: Guard, read_only: bool = False, broker_url: str | None = None
 ) -> Starlette:
@@ -99,6 +104,7 @@ def create_app(
         Route("/levels/{hash}", pages.level_page),
         Route("/levels/{hash}/picture.svg", pages.level_picture),
         Route("/login", actions.login, methods=["GET", "POST"]),
+        Route("/favicon.ico", _favicon),
         Route("/static/sort.js", _sort_js),  # the report's own table sorter: one script for both
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

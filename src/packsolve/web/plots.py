@@ -12,7 +12,7 @@ from starlette.responses import Response
 from packsolve.db.runs import resolve_run
 from packsolve.errors import ReportError
 from packsolve.report.cactus import CactusLine, Scatter, cactus_data, scatter_data
-from packsolve.report.difficulty import kinds_of, size_times
+from packsolve.report.difficulty import MAX_POINTS, kinds_of, size_times
 from packsolve.report.live import final_over_time
 from packsolve.web.pages import db
 from packsolve.web.render import page
@@ -69,7 +69,7 @@ def plots_page(request: Request) -> Response:
     with db(request) as session:
         runs = [resolve_run(session, r) for r in refs]
         cactus = cactus_data(session, runs)
-        points = scatter_data(session, runs[0], runs[1]) if len(runs) >= 2 else None
+        points = scatter_data(session, runs[0], runs[1], MAX_POINTS) if len(runs) >= 2 else None
         kinds = kinds_of(session, [p["level_hash"] for p in points["points"]]) if points else {}
         sized = size_times(session, runs[-1])
     order = sorted({*kinds.values(), *(r["kind"] for r in sized)})
