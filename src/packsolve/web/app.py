@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
@@ -43,7 +44,8 @@ class _Gate(BaseHTTPMiddleware):
             request.cookies.get(COOKIE), request.headers.get(HEADER)
         ):
             if request.method == "GET" and HEADER not in request.headers:
-                return RedirectResponse("/login", status_code=303)
+                asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse(f"/login?{urlencode({'next': asked})}", status_code=303)
             return page(request, "error.html", 401, message="this dashboard needs its access token")
         response = await call_next(request)
         response.headers.setdefault("Content-Security-Policy", CSP)

@@ -125,18 +125,21 @@ def attempt_query(request: Request) -> AttemptQuery:
 
 
 def _live_context(session: Session, run: Run, summary: Summary | None = None) -> dict[str, Any]:
-    """Return the live part of a run's page: progress and workers (a finished run's: no query).
+    """Return the live part of a run's page: progress and workers (a finished run's: from its counts).
 
     Counts are read each time (one indexed query); rate, ETA and workers at most every few seconds.
     """
     if run.finished_at is not None:  # nothing is pending in a finished run
-        total = summary["total"] if summary is not None else run.total
-        return {"progress": {"total": total, "done": total}, "workers": [], "done": True}
+        counts = summary["counts"] if summary is not None else status_counts(session, run.id)
+        total = sum(counts.values())
+        finished = {"total": total, "done": total, "cancelled": counts.get("cancelled", 0)}
+        return {"progress": finished, "workers": [], "done": True}
     counts = status_counts(session, run.id)
     slow = RECENT.get(("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id)))
     pending = counts.get("queued", 0) + counts.get("running", 0)
     progress: dict[str, Any] = {**slow[0], "total": sum(counts.values()), "chart_at": slow[0]["done"]}
     progress["done"] = progress["total"] - pending
+    progress["cancelled"] = counts.get("cancelled", 0)
     if slow[0]["buffered"] is None:  # a local run: what runs is what the database says
         progress["queued"], progress["running"] = counts.get("queued", 0), counts.get("running", 0)
     # A distributed run keeps run_progress's split of the pending attempts (as `status` shows it):

@@ -51,14 +51,20 @@ def _scatter(points: Scatter, kinds: dict[str, str], order: list[str]) -> str:
     return chart.svg()
 
 
-def _sizes(rows: Sequence[Mapping[str, Any]], order: list[str], y: str, y_name: str) -> str:
-    chart = Chart.over(
-        [r["size"] for r in rows], [r[y] or 0 for r in rows], ("level size", y_name, y_name), log_y=True
-    )
-    for r in rows:
-        name = f"{r['level']} ({r['kind']}, size {r['size']}): {r['status']}, {r[y]}"
-        chart.point(r["size"], r[y] or 0, order.index(r["kind"]), name, f"/levels/{r['level_hash']}")
-    return chart.svg()
+def _sizes(rows: Sequence[Mapping[str, Any]], order: list[str], y: str, y_name: str) -> list[tuple[str, str]]:
+    """Return (kind, chart) per kind: a size means one thing within a kind only (cells, digits, tiles)."""
+    charts = []
+    for kind in order:
+        mine = [r for r in rows if r["kind"] == kind]
+        if not mine:
+            continue
+        names = (f"{kind}: level size", y_name, f"{y_name} of {kind}")
+        chart = Chart.over([r["size"] for r in mine], [r[y] or 0 for r in mine], names, log_y=True)
+        for r in mine:
+            name = f"{r['level']} ({kind}, size {r['size']}): {r['status']}, {r[y]}"
+            chart.point(r["size"], r[y] or 0, order.index(kind), name, f"/levels/{r['level_hash']}")
+        charts.append((kind, chart.svg()))
+    return charts
 
 
 def plots_page(request: Request) -> Response:
@@ -76,10 +82,8 @@ def plots_page(request: Request) -> Response:
     charts = {
         "cactus": _cactus(cactus),
         "scatter": _scatter(points, kinds, order) if points else None,
-        "size": _sizes(sized, order, "wall_s", "wall s (log)") if sized else None,
-        "memory": _sizes([r for r in sized if r["peak_rss_mb"]], order, "peak_rss_mb", "peak RSS MB (log)")
-        if any(r["peak_rss_mb"] for r in sized)
-        else None,
+        "size": _sizes(sized, order, "wall_s", "wall s (log)"),
+        "memory": _sizes([r for r in sized if r["peak_rss_mb"]], order, "peak_rss_mb", "peak RSS MB (log)"),
     }
     legend = [(colour(i), d["label"], d["decided"]) for i, d in enumerate(cactus)]
     return page(

@@ -1,10 +1,11 @@
-"""Every page and every link the dashboard renders answers 200 with its content, over HTTP and in Chromium.
+"""Every page and link the dashboard renders answers 200 with its content; the pages show what the docs say.
 
 A real `packsolve serve` shows runs that share levels and runs that do not (one under another time
 limit, a failing one, a cancelled one, a rerun, one still going). The crawler starts at / and follows
 every same-origin href, src and data-live of every page it reads, and every GET form with the values
 it shows; a POST form's action is an action, not a page, and is not sent. Each URL must answer 200
-and carry a piece of what its kind of page shows.
+and carry a piece of what its kind of page shows. Then, in Chromium: peak memory, a plot panel per
+kind with readable ticks and whole points, a cancelled run's bar, one sort arrow, unbroken worker names.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 
 from packsolve import runs
 from packsolve.db.session import get_engine
+from packsolve.levels import make_level
 from tests.support.dashboard import Served, serving
 from tests.support.report_runs import Planned, build_run, strip_level
 from tests.support.services import run_cli
@@ -255,3 +257,98 @@ def test_compare_gives_report_compare_s_reason_for_no_speedup(
         page.goto(f"{served.url}compare?runs={a},{b}")
         said = page.inner_text("#speedups")
         assert f"no speedup: {why}" in said and "no level decided by both" not in said
+
+
+@pytest.fixture
+def sized(sqlite_url: str) -> dict[str, int]:
+    """A run of two kinds, sizes and peaks differing (strips of 100,000 cells and more); a cancelled run."""
+    strips = [
+        make_level(f"long-{n}", {"kind": "onestroke", "grid": ["S" + "." * n]})
+        for n in range(100_000, 150_001, 10_000)
+    ]
+    coins = [
+        make_level(f"coins-{k}", {"kind": "coins", "notes": list(range(1, k + 1)), "target": 7 * k})
+        for k in range(3, 9)
+    ]
+    plan = [
+        Planned(lv, "timeout", 1 + 0.2 * i, 1, 9, "time limit", 20 + 15 * i) for i, lv in enumerate(strips)
+    ]
+    plan += [Planned(lv, "no_solution", 0.01 * (i + 1), 0.01, 9, "", 5 + i) for i, lv in enumerate(coins)]
+    ids = {
+        "sized": build_run(
+            sqlite_url, plan, time_limit=1.0, worker="celery@a-rather-long-worker-host.example:1234567"
+        )
+    }
+    cancelled = [
+        Planned(strip_level(30 + i), "solved" if i == 0 else None, 0.1, 0.1, 1, "", 12.5) for i in range(4)
+    ]
+    ids["cancelled"] = build_run(sqlite_url, cancelled)
+    runs.cancel(get_engine(sqlite_url), str(ids["cancelled"]))
+    return ids
+
+
+# Every point of a chart lies whole inside its plot area (the clip rectangle): none cut by an edge.
+POINTS_WHOLE = """svg => {
+  const box = svg.querySelector('clipPath rect'), at = (e, a) => Number(e.getAttribute(a));
+  const [x, y, w, h] = ['x', 'y', 'width', 'height'].map(a => at(box, a));
+  return Array.from(svg.querySelectorAll('circle')).every(p => {
+    const [cx, cy, r] = ['cx', 'cy', 'r'].map(a => at(p, a));
+    return cx - r >= x && cx + r <= x + w && cy - r >= y && cy + r <= y + h;
+  });
+}"""
+# A cell's text on one line: all its line boxes share a top.
+ONE_LINE = """td => { const r = document.createRange(); r.selectNodeContents(td);
+  return new Set(Array.from(r.getClientRects()).map(b => Math.round(b.top))).size === 1; }"""
+
+
+def test_pages_show_what_the_docs_say_peaks_panels_per_kind_ticks_bars_arrows(
+    page: Any, sqlite_url: str, tmp_path: Path, sized: dict[str, int]
+) -> None:
+    a, c = sized["sized"], sized["cancelled"]
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    summary = json.loads(run_cli("report", "summary", str(a), "--format", "json", env=env).stdout)
+    peaks = summary["memory"]["by_kind"]
+    assert peaks == {"coins": 10.0, "onestroke": 95.0}
+    with serving(sqlite_url, log_dir=tmp_path) as served:
+        # Peak memory on the run page, overall and per kind, as report summary gives it.
+        page.goto(f"{served.url}runs/{a}?sort=wall_s")
+        assert page.inner_text("#peak-memory") == "coins 10.0 MB, onestroke 95.0 MB"
+        kinds = page.locator("table.kinds tbody tr td:last-child").all_inner_texts()
+        assert kinds == ["10.0", "95.0"]
+        # One sort arrow on the column sorted by (the style draws it from aria-sort; no second in the text).
+        arrows = page.evaluate(
+            "() => Array.from(document.querySelectorAll('table.attempts th')).map(th => th.textContent"
+            " + getComputedStyle(th, '::after').content).join('')"
+        )
+        assert sum(arrows.count(a) for a in "▲▼") == 1
+        # A worker's name, pid included, stays on one line, even on a narrow screen.
+        page.set_viewport_size({"width": 600, "height": 900})
+        workers = page.locator("table.attempts td.worker")
+        assert workers.count() == 12 and all(w.evaluate(ONE_LINE) for w in workers.all())
+        page.set_viewport_size({"width": 1280, "height": 900})
+        # Plots: a panel per kind for time and memory, ticks in k, every point drawn whole.
+        page.goto(f"{served.url}plots?runs={a}")
+        for section in ("#size", "#memory"):
+            panels = page.locator(f"{section} figure.kind-panel")
+            assert [p.get_attribute("data-kind") for p in panels.all()] == ["coins", "onestroke"]
+            assert all(p.locator("svg").evaluate(POINTS_WHOLE) for p in panels.all()), section
+        ticks = page.locator("#size figure[data-kind=onestroke] svg text").all_text_contents()
+        assert {"100k", "120k", "140k"} <= set(ticks) and not any("e+" in t for t in ticks)
+        assert page.locator("#memory figure[data-kind=onestroke] svg circle").count() == 6
+        # A cancelled run's bar shows what ran (1 of 4), on its page and in the runs list.
+        page.goto(f"{served.url}runs/{c}")
+        assert page.inner_text("#run-done") == "4 / 4 final, 3 of them cancelled: 1 ran (25 %)"
+        assert page.get_attribute("#run-progress", "value") == "1"
+        page.goto(served.url)
+        row = page.locator(f"tr[data-run='{c}']")
+        assert row.locator("progress").get_attribute("value") == "1"
+        assert row.locator(".pct").inner_text() == "25 % ran, 3 cancelled"
+        assert not page.errors
+    # report html shows the peak memory too: overall and per kind.
+    out = tmp_path / "report.html"
+    assert run_cli("report", "html", str(c), "-o", str(out), env=env).returncode == 0
+    html = out.read_text()
+    assert re.search(r"<th>peak memory \(MB\)</th><td class=\"n\">12\.5", html), (
+        "no peak memory in report html"
+    )
+    assert re.search(r"<td>onestroke</td>(<td class=\"n\">[^<]*</td>){6}<td class=\"n\">12\.5", html)
