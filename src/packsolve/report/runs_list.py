@@ -37,7 +37,6 @@ class RunRow(TypedDict):
     solved: int
     decided: int
     done: int
-    cancelled: int  # final without running: a cancelled run's bar shows what ran, not 100 %
     total: int
     created_at: str | None
     finished_at: str | None
@@ -95,7 +94,6 @@ def run_rows(
                 "solved": c.get("solved", 0),
                 "decided": sum(c.get(s, 0) for s in SUCCESS_VALUES),
                 "done": total - sum(c.get(s, 0) for s in PENDING_VALUES),
-                "cancelled": c.get("cancelled", 0),
                 "total": total,
                 "created_at": iso(run.created_at),
                 "finished_at": iso(run.finished_at),

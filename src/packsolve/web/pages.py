@@ -66,10 +66,10 @@ def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
     marks = session.execute(query if everything else query.limit(RUNS_SHOWN)).all()
     going = [m.id for m in marks if m.finished_at is None]
     fresh = {r["run"]: r for r in run_rows(session, ids=going)} if going else {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in marks:
         if m.finished_at is None:
-            r = fresh[m.id]
+            r = _with_cancelled(session, fresh[m.id])
             p = RECENT.get(("progress", m.id), partial(_progress_of, session, m.id))
             r["rate_per_s"], r["eta_s"] = p["rate_per_s"], p["eta_s"]
         else:
@@ -89,8 +89,13 @@ def _progress_of(session: Session, run_id: int) -> Progress:
     return run_progress(session, run)
 
 
-def _row_of(session: Session, run_id: int) -> RunRow:
-    return run_rows(session, ids=[run_id])[0]
+def _row_of(session: Session, run_id: int) -> dict[str, Any]:
+    return _with_cancelled(session, run_rows(session, ids=[run_id])[0])
+
+
+def _with_cancelled(session: Session, row: RunRow) -> dict[str, Any]:
+    """Return the runs list's row with its cancelled attempts: final, never ran, not in the bar's share."""
+    return {**row, "cancelled": status_counts(session, row["run"]).get("cancelled", 0)}
 
 
 def runs_page(request: Request) -> Response:
