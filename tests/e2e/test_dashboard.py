@@ -203,6 +203,7 @@ def test_bad_requests_get_a_one_line_404_or_400_page_never_a_traceback(
         f"runs/{a}?page=50": (400, "page 50 is past the last one (1)"),
         f"runs/{a}?page=-1": (400, "page='-1': give a whole number"),
         f"runs/{a}?per_page=100000": (400, "per_page='100000'"),
+        f"runs/{a}?status=any": (400, "no status 'any': filter by one of queued, running, solved"),
         "hardest?by=luck": (400, "rank by one of par2, time, nodes"),
         "compare?runs=1": (400, "compare needs two or more runs"),
         f"compare?runs={a},{a + 1}&offset=x": (400, "offset='x': give a whole number"),
