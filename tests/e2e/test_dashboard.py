@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -182,7 +183,7 @@ def test_a_hostile_level_name_and_label_stay_text_on_every_page(
             f"plots?runs={a},{b}",
             f"runs/{a}?q=%3Cscript",
         ):
-            page.goto(served.url + path)
+            assert page.goto(served.url + path).status == 200, path  # an error page runs no script either
             page.wait_for_load_state("load")
             assert page.evaluate("window.__xss") is None, path
             assert page.locator("body script:not([src])").count() == 0, path
@@ -202,6 +203,7 @@ def test_bad_requests_get_a_one_line_404_or_400_page_never_a_traceback(
         f"runs/{a}?page=50": (400, "page 50 is past the last one (1)"),
         f"runs/{a}?page=-1": (400, "page='-1': give a whole number"),
         f"runs/{a}?per_page=100000": (400, "per_page='100000'"),
+        f"runs/{a}?status=any": (400, "no status 'any': filter by one of queued, running, solved"),
         "hardest?by=luck": (400, "rank by one of par2, time, nodes"),
         "compare?runs=1": (400, "compare needs two or more runs"),
         f"compare?runs={a},{a + 1}&offset=x": (400, "offset='x': give a whole number"),
@@ -279,10 +281,26 @@ def test_a_non_loopback_bind_needs_a_token_and_then_every_request_carries_it(
     assert "PACKSOLVE_SERVE_TOKEN" in lines[0] and "0.0.0.0" in lines[0]
     short = tmp_path / "short"
     short.write_text("abc\n")
+    short.chmod(0o600)
     out = run_cli(
         "serve", "--host", "0.0.0.0", "--token-file", str(short), env={"PACKSOLVE_DATABASE_URL": sqlite_url}
     )
     assert out.returncode == 2 and "guessable" in out.stderr
+    # A token file others can read is refused, with the command that fixes it.
+    shared = tmp_path / "shared-token"
+    shared.write_text("a-long-enough-secret-for-tests\n")
+    shared.chmod(0o644)
+    out = run_cli(
+        "serve",
+        "--host",
+        "0.0.0.0",
+        "--token-file",
+        str(shared),
+        env={"PACKSOLVE_DATABASE_URL": sqlite_url},
+        timeout=60,  # a server that accepted the file would run until then
+    )
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].endswith(f"chmod 600 {shared}"), out.stderr
     token = "a-long-enough-secret-for-tests"
     with serving(
         sqlite_url, "--host", "0.0.0.0", env={"PACKSOLVE_SERVE_TOKEN": token}, log_dir=tmp_path
@@ -297,9 +315,25 @@ def test_a_non_loopback_bind_needs_a_token_and_then_every_request_carries_it(
         assert "not the token" in page.inner_text("main")
         page.fill("input[name=token]", token)
         page.click("button[type=submit]")
-        page.wait_for_selector("table.runs")
-        page.goto(local + "runs/1")
-        assert page.inner_text("#solved").endswith("of 8")
+        # Signed in, the user is back on the page asked for (its query too), not on the runs list.
+        page.wait_for_selector("#solved")
+        assert page.url == local + "runs/1" and page.inner_text("#solved").endswith("of 8")
+        # Only a path of this site is followed: another site's address lands on the runs list.
+        for elsewhere in ("//example.com/", "https://example.com/", "/\\example.com"):
+            signed_out = page.context.browser.new_context()
+            other = signed_out.new_page()
+            other.goto(local + "login?" + urlencode({"next": elsewhere}))
+            other.fill("input[name=token]", token)
+            other.click("button[type=submit]")
+            other.wait_for_selector("table.runs")
+            assert other.url == local, elsewhere
+            signed_out.close()
+        page.context.clear_cookies()
+        page.goto(local + "runs/1?status=timeout")
+        page.fill("input[name=token]", token)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#solved")
+        assert page.url == local + "runs/1?status=timeout"
 
 
 def test_report_html_tables_sort_by_a_header_click_and_picture_the_hardest_levels(

@@ -34,6 +34,7 @@ class Planned:
     cpu_s: float = 0.0
     nodes: int = 0
     message: str = ""
+    peak_rss_mb: float = 20.0
 
 
 def build_run(
@@ -68,7 +69,7 @@ def build_run(
             continue
         solution: Any = strip_path(p.level) if p.status == Status.SOLVED.value else None
         outcome = Outcome(
-            Status(p.status), solution, SearchStats(p.nodes, p.wall_s, p.cpu_s, 20.0), p.message
+            Status(p.status), solution, SearchStats(p.nodes, p.wall_s, p.cpu_s, p.peak_rss_mb), p.message
         )
         length = len(solution) if solution else None
         results.append(Result(run_id, p.level.hash, outcome, length, worker, started))

@@ -25,7 +25,7 @@ from packsolve.request import check_label
 from packsolve.web.commands import run_command
 from packsolve.web.pages import db
 from packsolve.web.render import page
-from packsolve.web.security import COOKIE
+from packsolve.web.security import COOKIE, safe_next
 
 
 async def form(request: Request) -> dict[str, str]:
@@ -55,12 +55,13 @@ async def login(request: Request) -> Response:
     """The token form: a right token sets the cookie every later request carries."""
     guard = request.app.state.guard
     if request.method == "GET":
-        return page(request, "login.html", wrong=False)
+        return page(request, "login.html", wrong=False, next=safe_next(request.query_params.get("next")))
     body = (await request.body()).decode("utf-8", "replace")
-    given = parse_qs(body).get("token", [""])[0]
+    fields = parse_qs(body)
+    given, back = fields.get("token", [""])[0], safe_next(fields.get("next", ["/"])[0])
     if not guard.token_matches(given):
-        return page(request, "login.html", 401, wrong=True)
-    response = RedirectResponse("/", status_code=303)
+        return page(request, "login.html", 401, wrong=True, next=back)
+    response = RedirectResponse(back, status_code=303)  # back to the page asked for
     response.set_cookie(
         COOKIE, guard.token, httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
@@ -13,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -31,7 +32,7 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-OPEN_PATHS = ("/login", "/static/")
+OPEN_PATHS = ("/login", "/static/", "/favicon.ico")
 
 
 class _Gate(BaseHTTPMiddleware):
@@ -55,7 +56,8 @@ class _Gate(BaseHTTPMiddleware):
             request.cookies.get(COOKIE), request.headers.get(HEADER)
         ):
             if request.method == "GET" and HEADER not in request.headers:
-                return RedirectResponse("/login", status_code=303)
+                asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse(f"/login?{urlencode({'next': asked})}", status_code=303)
             return page(request, "error.html", 401, message="this dashboard needs its access token")
         response = await call_next(request)
         response.headers.setdefault("Content-Security-Policy", CSP)
@@ -94,6 +96,11 @@ def _sort_js(request: Request) -> Response:
     return Response(SORT_JS, media_type="text/javascript")
 
 
+def _favicon(request: Request) -> Response:
+    # Browsers ask /favicon.ico of every site whatever the page links: answer it, not 404.
+    return FileResponse(STATIC / "favicon.ico", media_type="image/vnd.microsoft.icon")
+
+
 def create_app(
     engine: Engine, guard: Guard, read_only: bool = False, broker_url: str | None = None
 ) -> Starlette:
@@ -111,6 +118,7 @@ def create_app(
         Route("/levels/{hash}", pages.level_page),
         Route("/levels/{hash}/picture.svg", pages.level_picture),
         Route("/login", actions.login, methods=["GET", "POST"]),
+        Route("/favicon.ico", _favicon),
         Route("/static/sort.js", _sort_js),  # the report's own table sorter: one script for both
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

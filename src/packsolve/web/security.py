@@ -7,6 +7,8 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
+import shlex
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +37,15 @@ def read_token(token: str | None, token_file: str | None) -> str | None:
     if token_file:
         try:
             token = Path(token_file).read_text(encoding="utf-8").strip()
+            mode = Path(token_file).stat().st_mode
         except OSError as exc:
             raise OptionError("--token-file", f"{token_file}: {exc.strerror}; name a readable file") from None
+        if mode & 0o077:  # as ssh does for a key: a secret others can read is no secret
+            raise OptionError(
+                "--token-file",
+                f"{token_file} can be read or changed by other users (mode {stat.S_IMODE(mode):o}): "
+                f"chmod 600 {shlex.quote(token_file)}",
+            )
     if token is None:
         return None
     token = token.strip()
@@ -47,6 +56,17 @@ def read_token(token: str | None, token_file: str | None) -> str | None:
             "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)",
         )
     return token
+
+
+def safe_next(target: str | None) -> str:
+    """Return where the login form sends the user back: target if a path on this site, else /.
+
+    Only a relative path is followed: "//host", "/\\host" or "https://host" would send a user who
+    just typed the token to another site.
+    """
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return "/"
+    return "/" if any(ord(c) < 32 or c == "\\" for c in target) else target
 
 
 def check_bind(host: str, token: str | None) -> None:
