@@ -31,8 +31,6 @@ from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
 
-RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
-
 
 def progress_options(fn: Any) -> Any:
     """Options of every command that solves locally: quiet, and how often to print progress to a log."""
@@ -213,12 +211,18 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 @click.option(
     "--status",
     "statuses",
-    default=RERUN_DEFAULT_STATUSES,
-    show_default=True,
-    help="Comma-separated statuses of the parent's attempts to run again.",
+    default=None,
+    help="Comma-separated statuses of the parent's attempts to run again "
+    "[default: the --group's, else timeout,error,lost,memout].",
+)
+@click.option(
+    "--group",
+    default=None,
+    metavar="KEY",
+    help="Exactly the attempts of this failure group (its key, as `report failures` prints it).",
 )
 @click.option("--kind", default=None, help="Only levels of this kind.")
-@click.option("--message", default=None, help="Only attempts whose message holds this text.")
+@click.option("--message", default=None, help="Only attempts whose message holds this text (a substring).")
 @click.option(
     "--heuristic",
     default=None,
@@ -248,7 +252,7 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 def rerun(
     settings: Settings,
     run: str,
-    statuses: str,
+    statuses: str | None,
     local: bool | None,
     jobs: int | None,
     max_tries: int | None,
@@ -272,7 +276,7 @@ def rerun(
 
     request = RerunRequest(
         parent=run,
-        statuses=tuple(statuses.split(",")),
+        statuses=tuple(statuses.split(",")) if statuses is not None else (),
         kind=opts["kind"],
         heuristic=opts["heuristic"],
         time_limit=opts["time_limit"],
@@ -283,6 +287,7 @@ def rerun(
         local=local,
         jobs=jobs,
         message=opts["message"],
+        group=opts["group"],
         move_label=opts["move_label"],
         solvers=load_solvers(opts["solvers_file"]),
     )

@@ -59,7 +59,7 @@ async def rerun(request: Request) -> Response:
     fields = await form(request)
     ref = request.path_params["run"]
     args = ["rerun", ref, "--status", fields.get("status") or "timeout", "--quiet", "--format", "json"]
-    for option in ("kind", "message", "heuristic", "time_limit", "label"):
+    for option in ("group", "kind", "message", "heuristic", "time_limit", "label"):
         if fields.get(option):
             args += [f"--{option.replace('_', '-')}", fields[option]]
     child = await run_command(request.app.state, args, r"run (\d+): rerun of")
