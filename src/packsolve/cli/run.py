@@ -27,7 +27,7 @@ from packsolve.cli.options import (
     within,
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
-from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
+from packsolve.cli.verdict import exit_code, fail_on_option, wait_fail_on_option, wait_for_end
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
 
@@ -152,9 +152,10 @@ def _solve_and_summarise(
 @click.option(
     "--wait",
     is_flag=True,
-    help="Return once the workers finished the run (see --fail-on; --notify waits too).",
+    help="Return once the workers finished the run; exit 1 if a level ended in a --fail-on status "
+    "(--notify waits too).",
 )
-@fail_on_option
+@wait_fail_on_option
 @notify_options
 @database_option
 @broker_option
