@@ -300,9 +300,8 @@ def rerun(
     notify_to = (notify_command, notify_url)
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
-        _solve_and_summarise(
-            engine, child, processes, quiet or fmt != "table", fmt, progress_every, notify_to=notify_to
-        )
+        # Progress goes to stderr whatever the format, as solve's does: stdout keeps its one document.
+        _solve_and_summarise(engine, child, processes, quiet, fmt, progress_every, notify_to=notify_to)
         if fmt != "table":
             return  # the summary printed is the one document on stdout; it names the run
         click.echo(child.id)
