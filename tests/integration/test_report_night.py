@@ -187,6 +187,18 @@ def test_export_picks_the_format_from_the_file_name_and_json_is_one_array(url, t
     assert res.returncode == 2 and ".csv, .json, .jsonl" in res.stderr
 
 
+def test_cactus_without_an_output_file_prints_its_table_and_writes_nothing(url, tmp_path):
+    run_id = build_run(url, [Planned(LEVELS[0], "solved", 1.5), Planned(LEVELS[1], "solved", 3.25)])
+    here = tmp_path / "here"
+    here.mkdir()
+    res = run_cli("report", "cactus", str(run_id), env={"PACKSOLVE_DATABASE_URL": url}, cwd=here)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"│ run 1 \(plain\) │\s+2 │\s+1\.500 │\s+3\.250 │", res.stdout), res.stdout
+    assert list(here.iterdir()) == [] and "plot" not in res.stderr
+    data = json.loads(cli(url, "report", "cactus", str(run_id), "--format", "json"))
+    assert data["cactus"][0]["decided"] == 2 and data["scatter"] is None
+
+
 def test_a_cactus_of_a_run_with_nothing_decided_says_so_and_plots_are_named_by_extension(url, tmp_path):
     run_id = build_run(url, [Planned(LEVELS[0], "timeout", 10.0), Planned(LEVELS[1], "memout", 1.0)])
     cli(url, "report", "cactus", str(run_id), "-o", str(tmp_path / "c.svg"))

@@ -175,7 +175,11 @@ def report_compare(
 @report.command("cactus")
 @click.argument("runs", nargs=-1)
 @click.option(
-    "--output", "-o", required=True, type=click.Path(dir_okay=False), help="Plot file, .png or .svg."
+    "--output",
+    "-o",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also plot it to this .png or .svg (without: the table, or its JSON or CSV, alone).",
 )
 @click.option(
     "--scatter",
@@ -186,8 +190,10 @@ def report_compare(
 @format_option
 @database_option
 @pass_settings
-def report_cactus(settings: Settings, runs: tuple[str, ...], output: str, scatter: str | None, fmt: str):
-    """Cactus plot of RUNS (default: latest): levels decided within a time, one line per run."""
+def report_cactus(
+    settings: Settings, runs: tuple[str, ...], output: str | None, scatter: str | None, fmt: str
+):
+    """Cactus of RUNS (default: latest): levels decided within a time, one line per run; -o plots it."""
     from packsolve.db.session import session_scope
     from packsolve.report.cactus import cactus_data, cactus_figure, save, scatter_data, scatter_figure
 
@@ -200,12 +206,15 @@ def report_cactus(settings: Settings, runs: tuple[str, ...], output: str, scatte
             raise click.UsageError("--scatter needs exactly two runs")
         data = cactus_data(session, selected)
         points = scatter_data(session, *selected) if scatter else None
-    save(cactus_figure(data), output)
+    written = []
+    if output:
+        save(cactus_figure(data), output)
+        written.append(f"cactus plot written to {output}")
     if scatter and points is not None:
         save(scatter_figure(points), scatter)
-    err_console.print(
-        f"cactus plot written to {output}" + (f", scatter plot to {scatter}" if scatter else "")
-    )
+        written.append(f"scatter plot to {scatter}")
+    if written:
+        err_console.print(", ".join(written))
     if fmt == "csv":
         rows = [
             {"run": d["run"], "decided": i, "wall_s": t} for d in data for i, t in enumerate(d["times"], 1)
@@ -218,7 +227,9 @@ def report_cactus(settings: Settings, runs: tuple[str, ...], output: str, scatte
 
         from packsolve.report.cactus import time_text
 
-        t = Table("run", "decided", "fastest s", "slowest s")
+        t = Table("run")
+        for name in ("decided", "fastest s", "slowest s"):
+            t.add_column(name, justify="right", no_wrap=True)  # a number is never cut
         for d in data:
             ends = [time_text(x) for x in d["times"][:1] + d["times"][-1:]] or ["—", "—"]
             t.add_row(d["label"], f"{d['decided']:,}", ends[0], ends[-1])
