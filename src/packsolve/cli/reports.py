@@ -106,7 +106,7 @@ def report_hardest(
     top: int,
     fmt: str,
 ):
-    """The hardest levels: unsolved first (by PAR-2, then nodes), then solved ones by --by."""
+    """The hardest levels: unsolved first (by PAR-2, ties by CPU time spent), then solved ones by --by."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.hardest import HardestRows, hardest_in_run, hardest_overall, render_hardest

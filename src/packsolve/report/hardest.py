@@ -58,7 +58,11 @@ HardestRows = Sequence[Mapping[str, Any]]
 def hardest_in_run(
     session: Session, run: Run, by: str = "par2", top: int = 20, kind: str | None = None
 ) -> list[HardAttempt]:
-    """Return the top attempts of run, unsolved first (by PAR-2, then nodes), then solved ones by `by`."""
+    """Return the top attempts of run, unsolved first (by PAR-2), then solved ones by `by`.
+
+    Ties (all timeouts have the same PAR-2) go to the attempt that spent more CPU time: seconds mean
+    the same thing in every kind, where a node of one kind is not a node of another.
+    """
     par2 = level_stats.par2_expr()
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
     key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
@@ -81,7 +85,7 @@ def hardest_in_run(
         .order_by(
             case((unsolved, 1), else_=0).desc(),
             case((unsolved, par2), else_=key).desc().nulls_last(),
-            Attempt.nodes.desc().nulls_last(),
+            Attempt.cpu_s.desc().nulls_last(),
             Attempt.seq,
         )
         .limit(top)
@@ -112,9 +116,13 @@ def hardest_in_run(
 
 
 def _key(row: dict[str, Any], by: str) -> tuple:
-    """Sort key (ascending = hardest first) of one level's figures across runs."""
+    """Sort key (ascending = hardest first) of one level's figures across runs.
+
+    Never-decided levels tie on PAR-2 when every attempt timed out: the one tried more often comes
+    first, then by hash (nodes are not compared across kinds). The SQL of hardest_overall agrees.
+    """
     if not row["decided"]:
-        return (0, -(row["max_par2_s"] or 0.0), -(row["max_nodes"] or 0))
+        return (0, -(row["max_par2_s"] or 0.0), -row["attempts"], row["level_hash"])
     if by == "nodes":
         return (1, -(row["best_nodes"] or 0), -(row["best_wall_s"] or 0.0))
     return (1, -(row["best_wall_s"] or 0.0), -(row["best_nodes"] or 0))
@@ -138,7 +146,8 @@ def hardest_overall(
     q = select(s).order_by(
         never.desc(),
         case((s.decided == 0, s.max_par2_s), else_=solved_key).desc().nulls_last(),
-        case((s.decided == 0, s.max_nodes), else_=s.best_nodes).desc().nulls_last(),
+        case((s.decided == 0, s.attempts), else_=s.best_nodes).desc().nulls_last(),
+        s.level_hash,
     )
     if kind:
         q = q.where(s.kind == kind)
