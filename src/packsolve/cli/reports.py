@@ -226,14 +226,15 @@ def report_cactus(
         from rich.table import Table
 
         from packsolve.report.cactus import time_text
+        from packsolve.report.columns import keep_figures_whole
 
         t = Table("run")
         for name in ("decided", "fastest s", "slowest s"):
-            t.add_column(name, justify="right", no_wrap=True)  # a number is never cut
+            t.add_column(name, justify="right")
         for d in data:
             ends = [time_text(x) for x in d["times"][:1] + d["times"][-1:]] or ["—", "—"]
             t.add_row(d["label"], f"{d['decided']:,}", ends[0], ends[-1])
-        out_console.print(t)
+        out_console.print(keep_figures_whole(t))
 
 
 @report.command("curve")
@@ -282,9 +283,11 @@ def _plot_file(path: str, option: str) -> None:
 
 def _curve_table(curve: Any) -> Any:
     """Return the rich table of a size curve (one row per kind and size)."""
+    from rich import box
     from rich.table import Table
 
     from packsolve.report.cactus import time_text
+    from packsolve.report.columns import keep_figures_whole
 
     def seconds(x: float | None) -> str:
         return "—" if x is None else time_text(x)
@@ -292,10 +295,17 @@ def _curve_table(curve: Any) -> Any:
     def count(x: float | None) -> str:
         return "—" if x is None else f"{x:,.0f}"
 
-    t = Table(title=f"{curve.label}: time and nodes against level size")
+    # Light rules: 80 columns hold eight columns of numbers as long as 123,456,789 without wrapping one.
+    t = Table(
+        title=f"{curve.label}: time and nodes against level size",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
     t.add_column("kind", no_wrap=True)  # whole: kinds are told apart by their names
     for name in ("size", "levels", "decided", "median s", "max s", "median nodes", "max nodes"):
-        t.add_column(name, justify="right", overflow="fold")  # a number is never cut
+        t.add_column(name, justify="right")
     for p in curve.points:
         t.add_row(
             p.kind,
@@ -309,7 +319,7 @@ def _curve_table(curve: Any) -> Any:
         )
     if not curve.points:
         t.caption = "no attempt of this run has run yet"
-    return t
+    return keep_figures_whole(t)  # a number is never split across lines
 
 
 @report.command("html")

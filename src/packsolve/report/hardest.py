@@ -207,22 +207,25 @@ def render_hardest(rows: Sequence[Mapping[str, Any]], title: str = "hardest leve
         else:
             left = c in ("kind", "heuristic", "status")
             t.add_column(HEADERS.get(c, c), justify="left" if left else "right", no_wrap=True)
-    name_width = max(16, width - 58)  # what the other columns leave on a terminal this wide
-    for r in rows:
-        cells: list[Any] = []
-        for c in cols:
-            value = r[c]
-            if c == "level":
-                # Text, not markup: a level name is whatever the pack's author wrote.
-                cell = Text(short_name(value, name_width))
-                if r.get("message") and r.get("status") not in SUCCESS_VALUES:
-                    cell.append("\n" + short_message(r["message"], value, 2 * name_width), style="dim")
-                cells.append(cell)
-            elif isinstance(value, float):
-                cells.append(f"{value:,.3f}")
-            elif isinstance(value, int) and c != "rank":
-                cells.append(f"{value:,}")  # node counts run to millions: separated, for people
-            else:
-                cells.append(Text("—" if value is None else str(value)))
-        t.add_row(*cells)
+    shown = [{c: _cell(r[c], c) for c in cols if c != "level"} for r in rows]
+    # What the other columns (never wrapped) leave for the names, two spaces between columns.
+    others = sum(max([len(HEADERS.get(c, c))] + [len(s[c]) for s in shown]) for c in cols if c != "level")
+    name_width = max(12, width - others - 2 * (len(cols) - 1) - 1)
+    for r, s in zip(rows, shown, strict=True):
+        # Text, not markup: a level name is whatever the pack's author wrote.
+        name = Text(short_name(r["level"], name_width))
+        if r.get("message") and r.get("status") not in SUCCESS_VALUES:
+            name.append("\n" + short_message(r["message"], r["level"], 2 * name_width), style="dim")
+        t.add_row(*[name if c == "level" else Text(s[c]) for c in cols])
     return t
+
+
+def _cell(value: Any, column: str) -> str:
+    """Return a figure of a hardest row as the table shows it."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:,.3f}"
+    if isinstance(value, int) and column != "rank":
+        return f"{value:,}"  # node counts run to millions: separated, for people
+    return str(value)
