@@ -22,6 +22,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from packsolve.db.catalog import claim_label
+from packsolve.db.failures import in_group
 from packsolve.db.history import settled_before
 from packsolve.db.local_runs import stop_pending
 from packsolve.db.runs import (
@@ -370,11 +371,15 @@ def start_rerun(
         rows = attempts_to_rerun(session, parent.id, wanted, rerun.kind)
         if rerun.message:
             rows = [(a, lv) for a, lv in rows if rerun.message in (a.message or "")]
+        if rerun.group:
+            rows = [(a, lv) for a, lv in rows if in_group(rerun.group, a.status, a.message, a.name)]
         if not rows:
             of_kind = f" of kind {rerun.kind}" if rerun.kind else ""
             holding = f" whose message holds {rerun.message!r}" if rerun.message else ""
+            grouped = f" in failure group {rerun.group} (`packsolve report failures {parent.id}`)"
             raise PlanError(
                 f"run {parent.id} has no attempt with status {', '.join(wanted)}{of_kind}{holding}"
+                + (grouped if rerun.group else "")
             )
         levels = [_level_of(attempt, row) for attempt, row in rows]
         mode = parent.mode if rerun.local is None else (RunMode.LOCAL if rerun.local else RunMode.DISTRIBUTED)

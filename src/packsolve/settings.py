@@ -106,12 +106,21 @@ def _count(raw: str) -> int | None:
     return value or None
 
 
-BROKER_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+BROKER_FORM = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# The transports packsolve is built and tested for (Redis over TCP, TLS or a socket; RabbitMQ).
+BROKER_SCHEMES = ("redis", "rediss", "unix", "amqp", "amqps", "pyamqp")
 
 
 def _broker(raw: str) -> str:
-    if not BROKER_FORM.match(raw):
+    found = BROKER_FORM.match(raw)
+    if not found:
         raise _Bad("is not a broker URL: write redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/VHOST")
+    if found.group(1).lower() not in BROKER_SCHEMES:
+        # A typo (redsi://) is the user's to fix, found now: not a transport error once the run is made.
+        raise _Bad(
+            f"has no broker scheme packsolve speaks ({found.group(1)}://): write redis://, rediss://, "
+            "amqp:// or amqps://"
+        )
     return raw
 
 

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.support.dashboard import Served, serving
-from tests.support.report_runs import Planned, build_run, strip_level
+from tests.support.report_runs import Planned, build_run, overlapping_failures, strip_level
 from tests.support.services import run_cli
 
 pytestmark = pytest.mark.browser
@@ -388,3 +388,23 @@ def test_failures_page_lists_report_failures_groups_with_a_rerun_form_per_kind(
         # onestroke's heuristics offered, its default first as `packsolve kinds` lists them.
         offered = page.locator("form.rerun select[name=heuristic]").first.locator("option").all_inner_texts()
         assert {"plain", "warnsdorff", "prune"} <= set(offered)
+
+
+def test_a_failure_groups_rerun_form_makes_a_run_of_exactly_the_levels_it_counts(
+    page: Any, sqlite_url: str, tmp_path: Path
+) -> None:
+    """Two timeout groups, one's words ("time limit") inside the other's messages: each form takes its own."""
+    parent = overlapping_failures(sqlite_url)
+    data = cli_json(sqlite_url, "report", "failures", str(parent))
+    with serving(sqlite_url, log_dir=tmp_path) as served:
+        for index, g in enumerate(data["groups"], 1):
+            page.goto(f"{served.url}runs/{parent}/failures")
+            form = page.locator(f"#group-{index} form.rerun")
+            shown = re.search(r"rerun these onestroke levels \((\d+)\)", form.inner_text())
+            assert shown and int(shown.group(1)) == g["count"], form.inner_text()
+            form.locator("button[type=submit]").click()
+            page.wait_for_url(re.compile(r".*/runs/\d+$"))
+            child = int(page.url.rsplit("/", 1)[1])
+            assert child != parent
+            assert cli_json(sqlite_url, "report", "summary", str(child))["total"] == g["count"], g
+        assert not page.errors

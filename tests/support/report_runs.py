@@ -76,3 +76,21 @@ def build_run(
     with session_scope(engine) as session:
         record(session, results)
     return run_id
+
+
+def overlapping_failures(url: str) -> int:
+    """A run whose timeouts fall in two groups, one's words inside the other's ("time limit"), and an error.
+
+    The messages are the solver budget's and the CPU backstop's, as written.
+    """
+    planned = [Planned(strip_level(i), "solved", 0.1, 0.1, 5) for i in range(2)]
+    planned += [
+        Planned(strip_level(10 + i), "timeout", 10.2, 9.9, 900 + i, f"time limit 1{i} s reached")
+        for i in range(3)
+    ]
+    planned += [
+        Planned(strip_level(20 + i), "timeout", 3.0, 0.4, 0, f"CPU time limit reached (0.{i + 3} s CPU)")
+        for i in range(2)
+    ]
+    planned += [Planned(strip_level(30), "error", 0.1, 0.1, 1, "solver crashed with code 3")]
+    return build_run(url, planned)

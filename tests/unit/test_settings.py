@@ -27,6 +27,11 @@ BAD = [
     ("PACKSOLVE_VISIBILITY_TIMEOUT", "1.5", "whole number of seconds"),
     ("PACKSOLVE_CONCURRENCY", "many", "whole number from 0"),
     ("PACKSOLVE_BROKER_URL", "redis//localhost:6379/0", "is not a broker URL: write redis://HOST"),
+    (
+        "PACKSOLVE_BROKER_URL",
+        "redsi://localhost",
+        "no broker scheme packsolve speaks (redsi://): write redis://",
+    ),
     ("PACKSOLVE_EXTRA_KINDS", "chaos", "write NAME:MODULE"),
 ]
 

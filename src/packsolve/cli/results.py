@@ -25,7 +25,7 @@ from packsolve.cli.options import (
     read_engine,
     warn_without_task_key,
 )
-from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
+from packsolve.cli.verdict import exit_code, wait_fail_on_option, wait_for_end
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # the report modules load when a command runs, not for every 
 @click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
 @click.option("--wait", is_flag=True, help="Print nothing until the run is over, then its status once.")
 @click.option("--interval", type=duration_within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
-@fail_on_option
+@wait_fail_on_option
 @format_option
 @database_option
 @pass_settings
@@ -61,7 +61,8 @@ def status(
 
     With --watch the table refreshes until the run is finished; with --format
     json it prints one JSON object per line at every refresh. With --wait it
-    returns once the run is over (exit 1 if a level ended in a --fail-on status).
+    returns once the run is over (exit 1 if a level ended in a --fail-on status: error, wrong or
+    lost unless told otherwise; --fail-on none exits 0 whatever the outcomes).
     """
     engine = read_engine(settings.database_url)
     if not wait:

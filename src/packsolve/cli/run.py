@@ -27,11 +27,9 @@ from packsolve.cli.options import (
     within,
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
-from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
+from packsolve.cli.verdict import exit_code, fail_on_option, wait_fail_on_option, wait_for_end
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
-
-RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 
 
 def progress_options(fn: Any) -> Any:
@@ -154,9 +152,10 @@ def _solve_and_summarise(
 @click.option(
     "--wait",
     is_flag=True,
-    help="Return once the workers finished the run (see --fail-on; --notify waits too).",
+    help="Return once the workers finished the run; exit 1 if a level ended in a --fail-on status "
+    "(--notify waits too).",
 )
-@fail_on_option
+@wait_fail_on_option
 @notify_options
 @database_option
 @broker_option
@@ -213,12 +212,18 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 @click.option(
     "--status",
     "statuses",
-    default=RERUN_DEFAULT_STATUSES,
-    show_default=True,
-    help="Comma-separated statuses of the parent's attempts to run again.",
+    default=None,
+    help="Comma-separated statuses of the parent's attempts to run again "
+    "[default: the --group's, else timeout,error,lost,memout].",
+)
+@click.option(
+    "--group",
+    default=None,
+    metavar="KEY",
+    help="Exactly the attempts of this failure group (its key, as `report failures` prints it).",
 )
 @click.option("--kind", default=None, help="Only levels of this kind.")
-@click.option("--message", default=None, help="Only attempts whose message holds this text.")
+@click.option("--message", default=None, help="Only attempts whose message holds this text (a substring).")
 @click.option(
     "--heuristic",
     default=None,
@@ -248,7 +253,7 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 def rerun(
     settings: Settings,
     run: str,
-    statuses: str,
+    statuses: str | None,
     local: bool | None,
     jobs: int | None,
     max_tries: int | None,
@@ -272,7 +277,7 @@ def rerun(
 
     request = RerunRequest(
         parent=run,
-        statuses=tuple(statuses.split(",")),
+        statuses=tuple(statuses.split(",")) if statuses is not None else (),
         kind=opts["kind"],
         heuristic=opts["heuristic"],
         time_limit=opts["time_limit"],
@@ -283,6 +288,7 @@ def rerun(
         local=local,
         jobs=jobs,
         message=opts["message"],
+        group=opts["group"],
         move_label=opts["move_label"],
         solvers=load_solvers(opts["solvers_file"]),
     )
@@ -294,9 +300,8 @@ def rerun(
     notify_to = (notify_command, notify_url)
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
-        _solve_and_summarise(
-            engine, child, processes, quiet or fmt != "table", fmt, progress_every, notify_to=notify_to
-        )
+        # Progress goes to stderr whatever the format, as solve's does: stdout keeps its one document.
+        _solve_and_summarise(engine, child, processes, quiet, fmt, progress_every, notify_to=notify_to)
         if fmt != "table":
             return  # the summary printed is the one document on stdout; it names the run
         click.echo(child.id)

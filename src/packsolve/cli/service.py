@@ -132,6 +132,8 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
     if grace < 0 or interval <= 0:
         raise click.BadParameter("--grace must be >= 0 and --interval > 0")
     app = make_app(settings=settings)
+    if not once:  # a loop prints only when it repairs something: say at once that it is up, and where
+        _say_started(settings, interval, grace)
     passes = Passes(interval, once, functools.partial(_report_pass, once=once), _report_failure)
     try:
         engine = engine_when_reachable(settings.database_url, passes)
@@ -143,6 +145,21 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
         raise BrokerError(
             f"the broker at {mask_text(settings.broker_url)} could not be asked: {result.broker_error}"
         )
+
+
+def _say_started(settings: Settings, interval: float, grace: float) -> None:
+    """Print the one line a scheduler starts with: its database, its broker and queue, how often it passes."""
+    from packsolve.db.session import database_url as resolve_db
+    from packsolve.settings import hide_password
+
+    err_console.print(
+        f"scheduler: database {hide_password(resolve_db(settings.database_url))}, broker "
+        f"{hide_password(settings.broker_url)} queue {settings.queue}, a pass every {interval:g} s "
+        f"(grace {grace:g} s); a line for each pass that repairs something",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _report_pass(r: Any, once: bool) -> None:

@@ -73,7 +73,7 @@ async def rerun(request: Request) -> Response:
     fields = await form(request)
     run_id = await _run_id(request)
     args = ["rerun", str(run_id), f"--status={fields.get('status') or 'timeout'}", "--quiet", "--format=json"]
-    for option in ("kind", "message", "heuristic", "time_limit", "label"):
+    for option in ("group", "kind", "message", "heuristic", "time_limit", "label"):
         if fields.get(option):
             # --name=VALUE: a value starting with "-" stays the option's value, never an option.
             args.append(f"--{option.replace('_', '-')}={fields[option]}")

@@ -208,19 +208,19 @@ def failures_page(request: Request) -> Response:
 
 
 def _failures(session: Session, run: Run, examples: int) -> dict[str, Any]:
-    """Return `report failures`' groups, each with the --message and --time-limit its command suggests."""
+    """Return `report failures`' groups, each with the --time-limit its command suggests."""
     data = failure_groups(session, run, examples)
     return {**data, "groups": [{**g, **_suggested(g["rerun"])} for g in data["groups"]]}
 
 
 def _suggested(command: str) -> dict[str, str]:
-    """Return the --message and --time-limit of the rerun command `report failures` suggests ('' if none)."""
+    """Return the --time-limit of the rerun command `report failures` suggests ('' if none)."""
     words = shlex.split(command) if command.startswith("packsolve rerun") else []
 
     def value(option: str) -> str:
         return words[words.index(option) + 1] if option in words[:-1] else ""
 
-    return {"fragment": value("--message"), "suggested_time_limit": value("--time-limit")}
+    return {"suggested_time_limit": value("--time-limit")}
 
 
 def hardest_page(request: Request) -> Response:
