@@ -151,6 +151,7 @@ def _say_started(settings: Settings, interval: float, grace: float) -> None:
     """Print the one line a scheduler starts with: its database, its broker and queue, how often it passes."""
     from packsolve.db.session import database_url as resolve_db
     from packsolve.masking import mask_url
+
     err_console.print(
         f"scheduler: database {mask_url(resolve_db(settings.database_url))}, broker "
         f"{mask_url(settings.broker_url)} queue {settings.queue}, a pass every {interval:g} s "
