@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
+from packsolve.db.session import make_engine
 from tests.support.dashboard import serving
 from tests.support.services import child_env, packsolve_cmd, run_cli
 
@@ -15,23 +16,33 @@ PACK = Path(__file__).resolve().parents[2] / "examples" / "packs" / "coins"
 CACHES = ("level_stats_runs", "compare_figures")
 
 
-def _rows(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as conn:
-        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in CACHES}  # noqa: S608
+def _rows(url: str) -> dict[str, int]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in CACHES}
+    finally:
+        engine.dispose()
 
 
-def _two_runs(tmp_path: Path) -> tuple[str, Path]:
-    db = tmp_path / "results.db"
-    env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{db}"}
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+
+
+def _two_runs(url: str, tmp_path: Path) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": url}
     for _ in range(2):
         res = run_cli("solve", str(PACK), "-q", "--time-limit", "1", env=env, cwd=tmp_path)
         assert res.returncode == 0, res.stderr
-    assert _rows(db) == dict.fromkeys(CACHES, 0)  # two runs that share levels, no figure kept yet
-    return f"sqlite:///{db}", db
+    assert _rows(url) == dict.fromkeys(CACHES, 0)  # two runs that share levels, no figure kept yet
 
 
-def test_read_only_dashboard_and_reports_compute_their_figures_without_writing_them(tmp_path: Path) -> None:
-    url, db = _two_runs(tmp_path)
+def test_read_only_dashboard_and_reports_compute_their_figures_without_writing_them(
+    db_url: str, tmp_path: Path
+) -> None:
+    url = db_url
+    _two_runs(url, tmp_path)
     with serving(url, "--read-only", log_dir=tmp_path) as served:
         for path, content in (("/hardest", "hardest"), ("/compare?runs=1,2", "run 1"), ("/runs/1", "run 1")):
             code, body = served.get(path)
@@ -40,7 +51,7 @@ def test_read_only_dashboard_and_reports_compute_their_figures_without_writing_t
     for args in (["report", "hardest"], ["report", "compare", "1", "2"], ["status"], ["runs"]):
         res = run_cli(*args, env=env, cwd=tmp_path)
         assert res.returncode == 0, (args, res.stderr)
-    assert _rows(db) == dict.fromkeys(CACHES, 0)
+    assert _rows(url) == dict.fromkeys(CACHES, 0)
 
 
 def test_serve_and_reports_never_create_a_database_or_its_directories(tmp_path: Path) -> None:
