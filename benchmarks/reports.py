@@ -1,7 +1,7 @@
 """Time `report summary`, `report hardest` and friends on a seeded database, with EXPLAIN of their queries.
 
-    python -m benchmarks.seed_attempts sqlite:////tmp/bench.db          # 1,000,000 attempts
-    python -m benchmarks.reports sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench \
+    python -m benchmarks.seed_attempts sqlite:///bench.db          # 1,000,000 attempts
+    python -m benchmarks.reports sqlite:///bench.db postgresql://postgres@127.0.0.1/bench \
         [--reps 7] [--markdown benchmarks/results/reports.md]
 
 Each figure is the median of --reps calls, each in a new session, as a CLI call

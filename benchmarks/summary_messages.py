@@ -1,7 +1,7 @@
 """What the example messages cost `report summary`: the summary timed whole, and its message queries alone.
 
-    python -m benchmarks.seed_attempts sqlite:////tmp/bench.db --runs 20
-    python -m benchmarks.summary_messages sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench
+    python -m benchmarks.seed_attempts sqlite:///bench.db --runs 20
+    python -m benchmarks.summary_messages sqlite:///bench.db postgresql://postgres@127.0.0.1/bench
 
 The message queries are timed with the per-status count they need (which the summary
 makes anyway), so their share is an upper bound. Median of --reps calls, alternating

@@ -286,13 +286,23 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 
 def start_distributed(
-    engine: Engine, app: Any, paths: Sequence[str], request: Request, chunk_size: int, argv: Sequence[str]
+    open_db: Callable[[], Engine],
+    app: Any,
+    paths: Sequence[str],
+    request: Request,
+    chunk_size: int,
+    argv: Sequence[str],
 ) -> tuple[NewRun, Sent]:
-    """Check the limits and the broker, plan paths, create a distributed run and send it."""
+    """Check the limits and the broker, plan paths, create a distributed run and send it.
+
+    The database is opened (open_db(), which may create it) only once the checks and the plan
+    passed: an unreachable broker or a bad level leaves no database file behind.
+    """
     check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout, chunk_size)
     check_broker(app)
     plan = plan_request(paths, request)
     options = {"broker": mask_url(app.conf.broker_url)}  # status names it
+    engine = open_db()
     run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options))
     return run, send(engine, app, run, chunk_size)
 

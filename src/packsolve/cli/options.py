@@ -194,7 +194,15 @@ def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
 
 
 def read_engine(database_url: str | None) -> Any:
-    """Return the engine of a database that must exist already: commands that only read never create one."""
+    """Return a read-only engine of a database that must exist already: commands that only read write
+    nothing, create nothing (NoDatabase says where they looked)."""
+    from packsolve.db.session import get_engine
+
+    return get_engine(database_url, read_only=True)
+
+
+def found_engine(database_url: str | None) -> Any:
+    """Return the engine of a database that must exist already, for a command that changes a run there."""
     from packsolve.db.session import get_engine
 
     return get_engine(database_url, create=False)

@@ -19,8 +19,8 @@ from packsolve.cli.options import (
     emit,
     err_console,
     format_option,
+    found_engine,
     print_summary,
-    read_engine,
     run_options,
     run_request,
     solvers_option,
@@ -180,8 +180,10 @@ def submit(
     request = run_request(opts, max_tries)
     check_paths(paths)
     app = make_app(settings=settings)
-    engine = get_engine(settings.database_url)
-    run, sent = runs.start_distributed(engine, app, paths, request, chunk_size, sys.argv[1:])
+    run, sent = runs.start_distributed(
+        lambda: get_engine(settings.database_url), app, paths, request, chunk_size, sys.argv[1:]
+    )
+    engine = get_engine(settings.database_url)  # the one start_distributed opened (one per process)
     print_plan_notes(run)
     err_console.print(
         f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
@@ -293,7 +295,7 @@ def rerun(
         solvers=load_solvers(opts["solvers_file"]),
     )
     request.check()  # before the database is touched: a typo costs nothing
-    engine = read_engine(settings.database_url)
+    engine = found_engine(settings.database_url)
     app = make_app(settings=settings)  # connects only if the child is distributed
     child, processes = runs.start_rerun(engine, request, sys.argv[1:], app)
     print_plan_notes(child)
@@ -360,7 +362,7 @@ def resume(
     if jobs is not None:
         check_jobs(jobs)
     solvers = load_solvers(solvers_file)
-    engine = read_engine(settings.database_url)
+    engine = found_engine(settings.database_url)
     with session_scope(engine) as session:
         mode = resolve_run(session, run).mode
     if mode == RunMode.DISTRIBUTED:
@@ -401,7 +403,7 @@ def cancel(settings: Settings, run: str):
     """
     from packsolve import runs
 
-    done = runs.cancel(read_engine(settings.database_url), run)
+    done = runs.cancel(found_engine(settings.database_url), run)
     if done.finished_before:
         click.echo(f"run {done.run_id} is finished already: nothing to cancel")
     elif done.mode == RunMode.LOCAL:

@@ -72,8 +72,9 @@ def serve(settings: Settings, host: str, port: int, token_file: str | None, read
 
     secret = read_token(settings.serve_token, token_file)
     check_bind(host, secret)
-    # A read-only dashboard never creates a database; one that can act may start on an empty one.
-    engine = get_engine(settings.database_url, create=not read_only)
+    # A dashboard never creates a database (a mistyped path would show an empty one); a read-only one
+    # opens it read-only: the figures it would keep for later are computed for each request instead.
+    engine = get_engine(settings.database_url, create=False, read_only=read_only)
     sock = _listen(host, port)
     # The commands it starts (rerun, resume) get the broker by flag only if this one had it so.
     broker_url = settings.broker_url if settings.source("broker_url") == FLAG else None

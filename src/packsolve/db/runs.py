@@ -353,12 +353,19 @@ def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
     )
     if not rowcount(res):
         return False
-    # A finished run's attempts no longer change: its medians, peaks, failure groups and level
-    # vector (for compares) are made once, now, and its compare against its parent (and its
-    # reruns' against it), the compare its page links to, from the vectors.
+    build_finished(db, run_id)
+    return True
+
+
+def build_finished(db: Session | Connection, run_id: int) -> None:
+    """Build what readers of a finished run use: what finish_run_if_done builds once it stamps one.
+
+    A finished run's attempts no longer change: its medians, peaks, failure groups and level
+    vector (for compares) are made once, now, and its compare against its parent (and its
+    reruns' against it), the compare its page links to, from the vectors.
+    """
     fold(db, run_id)
     store_final(db, run_id)
     store_groups(db, run_id)
     store_vector(db, run_id)
     keep_rerun_pairs(db, run_id)
-    return True
