@@ -203,3 +203,42 @@ def test_crafted_entries_in_redis_unacked_set_are_skipped_and_the_dead_workers_c
         assert res.stderr.count("unreadable entry") == 2, res.stderr  # once each per scheduler
         assert {a.status for a in attempts(sqlite_url, run_id)} == {"queued"}
         assert {a.requeues for a in attempts(sqlite_url, run_id)} == {1}
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_the_check_takes_the_kind_the_cap_and_the_state_from_the_database_never_the_task(database, request):
+    """Items 6 and 13 without a broker: what Admission.matching returns for altered and replayed tasks."""
+    from dataclasses import replace
+
+    from packsolve.db.models import Run
+    from packsolve.db.runs import RunOptions, create_run
+    from packsolve.execution import AttemptSpec, Limits
+    from packsolve.levels import make_level
+    from packsolve.planning import plan_levels
+    from packsolve.queue.admission import Admission
+    from packsolve.queue.protocol import PendingAttempt, Task, TaskKeys
+
+    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
+    engine = get_engine(url)
+    levels = [make_level(f"l{i}", lv) for i, lv in enumerate(COINS)]
+    options = RunOptions(mode="distributed", heuristic="plain", time_limit=5.0, max_tries=3)
+    with session_scope(engine) as s:
+        run_id = create_run(s, plan_levels(levels, "plain").attempts, options)
+    good = [PendingAttempt(lv.hash, AttemptSpec("coins", "plain", lv.data, Limits(5.0))) for lv in levels]
+
+    def matching(items, max_tries: int = 5) -> Task:
+        return Admission({}, TaskKeys(), engine).matching(engine, Task(run_id, max_tries, tuple(items), "d"))
+
+    checked = matching(good, max_tries=1)
+    assert [p.level_hash for p in checked.items] == [lv.hash for lv in levels]
+    assert checked.max_tries == 3  # the run's cap, not the task's 1
+    sliding = [replace(p, spec=replace(p.spec, kind="sliding")) for p in good[:2]]
+    assert matching([*sliding, good[2]]).items == (good[2],)
+    with session_scope(engine) as s:
+        s.execute(update(Attempt).where(Attempt.level_hash == good[0].level_hash).values(status="solved"))
+    assert [p.level_hash for p in matching(good).items] == [p.level_hash for p in good[1:]]
+    with session_scope(engine) as s:
+        s.execute(update(Attempt).where(Attempt.run_id == run_id).values(status="solved"))
+        s.get(Run, run_id).finished_at = s.get(Run, run_id).created_at
+    assert matching(good).items == ()
+    engine.dispose()
