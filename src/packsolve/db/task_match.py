@@ -1,10 +1,10 @@
 """Whether a task is what the database holds, field by field, before anything of it runs.
 
-A task is data from the broker: a worker runs it only for an unfinished distributed run of its own
-database, for levels that are attempts of that run, each of the kind and with the heuristic the
-attempt was made with, under the run's limits, and only attempts not final yet. The run's own cap
-on tries is what a claim uses, never the task's. A deleted run's leftover task, one altered on the
-broker, or a finished run's task sent again (a replay) then runs nothing.
+A task is data from the broker: a worker runs it only for a distributed run of its own database,
+for levels that are attempts of that run, each of the kind and with the heuristic the attempt was
+made with, under the run's limits, and only attempts not final yet. The run's own cap on tries is
+what a claim uses, never the task's. A deleted run's leftover task or one altered on the broker
+then runs nothing, and a finished run's task sent again (a replay) starts no solver.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ RUNS = cast(Table, Run.__table__)
 TaskLimits = tuple[float | None, int | None, int | None]  # time, nodes, memory MB
 # What a task says of each of its levels: {level hash: (kind, heuristic)}.
 TaskAttempts = Mapping[str, tuple[str, str]]
-# What a check reads of the run (mode, time, nodes, memory, max tries, finished at), or None if the
+# What a check reads of the run (mode, time, nodes, memory, max tries), or None if the
 # database has no such run; and of each attempt named: {level hash: (kind, heuristic, status)}.
 _Facts = tuple[Any, ...] | None
 _Found = dict[str, tuple[str, str, str]]
@@ -46,8 +46,8 @@ class Verdict:
 # level in the pack (WINDOW of them) answers the next tasks' checks without a round trip each,
 # which cost a tiny attempt more than its solving. What was read is trusted for KEPT_S seconds:
 # a run's mode, limits, cap and attempts' kinds and heuristics never change, a final attempt stays
-# final, and a run deleted or finished meanwhile only lets a task already queued reach its claim,
-# which finds nothing to run (its result would find no attempt to write to).
+# final, and a run deleted or an attempt finished meanwhile only lets a task already queued reach
+# its claim, which finds nothing to run.
 WINDOW = 256
 KEPT_S = 2.0
 _RUNS_KEPT = 8
@@ -85,7 +85,6 @@ def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Fac
             RUNS.c.node_limit,
             RUNS.c.memory_limit_mb,
             RUNS.c.max_tries,
-            RUNS.c.finished_at,
             ATTEMPTS.c.level_hash,
             ATTEMPTS.c.kind,
             ATTEMPTS.c.heuristic,
@@ -97,7 +96,7 @@ def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Fac
     if not rows:
         return None
     found.update({r.level_hash: (r.kind, r.heuristic, r.status) for r in rows if r.level_hash is not None})
-    return tuple(rows[0][:6])
+    return tuple(rows[0][:5])
 
 
 def _verdict(
@@ -109,11 +108,9 @@ def _verdict(
 ) -> Verdict:
     if facts is None:
         return Verdict(f"run {run_id} is not in this database (deleted, or never made here): nothing run")
-    mode, time_limit, node_limit, memory_mb, max_tries, finished_at = facts
+    mode, time_limit, node_limit, memory_mb, max_tries = facts
     if mode != RunMode.DISTRIBUTED:
         return Verdict(f"run {run_id} is a {mode} run, not one sent to workers: nothing run")
-    if finished_at is not None:
-        return Verdict(f"run {run_id} is finished: its task came again (replayed or duplicated), nothing run")
     stored = (time_limit, node_limit, memory_mb)
     if stored != tuple(limits):
         return Verdict(

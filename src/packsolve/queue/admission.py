@@ -121,9 +121,10 @@ class Admission:
         attempts named were read lately with those after them (db.task_match.KnownAttempts).
         An attempt runs only if its level is one of the run's, of the kind and heuristic the
         database has, and its content is the one its hash names; one already final (the task
-        came again) is skipped. Nothing of a task whose run is unknown, not distributed,
-        finished (a replay) or of other limits is returned. The run's max_tries replaces the
-        task's: a broker writer cannot choose how many tries an attempt gets.
+        came again, or a finished run's was replayed) is skipped before any solver starts.
+        Nothing of a task whose run is unknown, not distributed or of other limits is returned.
+        The run's max_tries replaces the task's: a broker writer cannot choose how many tries
+        an attempt gets.
         """
         items = list(task.items)
         if not items:
@@ -149,10 +150,8 @@ class Admission:
                 wrong[h] = f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
         for reason in sorted(set(wrong.values())):
             self.refusals.drop(reason)
-        for h, status in verdict.final.items():
-            log.info(
-                "run %s level %s: already %s (its task came again): skipped", task.run_id, h[:12], status
-            )
+        for h, status in verdict.final.items():  # a duplicate, a replay, a cancelled run's leftover
+            log.info("run %s level %s: skip (already %s)", task.run_id, h[:12], status)
         runnable = tuple(
             item for item in items if item.level_hash not in wrong and item.level_hash not in verdict.final
         )
