@@ -15,6 +15,7 @@ were sent again, the scheduler deletes them (forget_unacked).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -94,11 +95,6 @@ def unacked_messages(broker: str, queue: str) -> list[Unacked]:
         raise BrokerUnreadable(f"cannot read the broker's unacknowledged tasks: {exc}") from exc
 
 
-# Entries of the unacknowledged set that are no task of ours we could read, by tag: each is said once.
-_UNREADABLE: set[bytes] = set()
-_UNREADABLE_KEPT = 10_000
-
-
 def _ours(tag: bytes, value: bytes, queue: str) -> Task | None:
     """Return the task of one entry of the unacknowledged set if it is one of our queue's, else None.
 
@@ -111,16 +107,14 @@ def _ours(tag: bytes, value: bytes, queue: str) -> Task | None:
         raw, _exchange, routing_key = json.loads(value)
         return decode_message(raw) if routing_key == queue else None
     except (ValueError, TypeError, IndexError, KeyError, RecursionError) as exc:  # UnicodeDecodeError too
-        if tag not in _UNREADABLE and len(_UNREADABLE) < _UNREADABLE_KEPT:
-            _UNREADABLE.add(tag)
-            log.warning(
-                "skipped an unreadable entry %r of Redis's %r hash: %s", tag[:40], UNACKED, _first(exc)
-            )
+        _say_unreadable(tag, f"{type(exc).__name__}: {str(exc)[:200]}")
         return None
 
 
-def _first(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
+@functools.lru_cache(maxsize=4096)
+def _say_unreadable(tag: bytes, problem: str) -> None:
+    """Log an unreadable entry of the unacknowledged set; its cache makes it once per process and entry."""
+    log.warning("skipped an unreadable entry %r of Redis's %r hash: %s", tag[:40], UNACKED, problem)
 
 
 def forget_unacked(broker: str, tags: list[str]) -> int:
