@@ -124,6 +124,17 @@ def _broker(raw: str) -> str:
     return raw
 
 
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _switch(raw: str) -> bool:
+    if raw.strip().lower() in _ON:
+        return True
+    if raw.strip().lower() in _OFF:
+        return False
+    raise _Bad("must be on or off: write 1, true, yes or on; 0, false, no or off")
+
+
 def _names(raw: str) -> tuple[str, ...]:
     return tuple(k.strip() for k in raw.split(",") if k.strip())
 
@@ -160,6 +171,9 @@ SPECS: dict[str, _Spec] = {
     "task_key": _Spec(_optional_text, None, secret=True),
     "task_keys_old": _Spec(_names, (), secret=True),
     "concurrency": _Spec(_count, None),
+    # Celery's remote control (inspect, revoke, shutdown, pool resizing) answers anyone who can
+    # write to the broker: off unless the broker is trusted (docs/security.md).
+    "worker_remote_control": _Spec(_switch, False),
     "serve_token": _Spec(_optional_text, None, secret=True),
     "extra_kinds": _Spec(_kinds, ()),
     "cache_dir": _Spec(_optional_text, None),
@@ -184,6 +198,7 @@ class Settings:
     task_key: str | None = None
     task_keys_old: tuple[str, ...] = ()
     concurrency: int | None = None  # None: one process per core
+    worker_remote_control: bool = False  # workers answer Celery's inspect and control commands
     serve_token: str | None = None
     extra_kinds: tuple[tuple[str, str], ...] = ()  # (kind name, module) of test-only kinds
     cache_dir: str | None = None  # None: the user's cache directory

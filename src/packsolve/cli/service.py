@@ -87,6 +87,11 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
         names = ", ".join(sorted(declared))
         err_console.print(f"solver programs declared on this worker: {names}", highlight=False, markup=False)
     warn_without_task_key("this worker runs tasks nobody signed", settings)
+    if settings.worker_remote_control:
+        err_console.print(
+            "[yellow]remote control is on (PACKSOLVE_WORKER_REMOTE_CONTROL): anyone who can write to the "
+            "broker can list this worker's tasks, kill them and stop it[/]"
+        )
     get_engine(settings.database_url)  # fail early, and migrate, before taking tasks
     start_worker(settings, hostname, loglevel, declared)
 

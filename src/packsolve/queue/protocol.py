@@ -245,5 +245,5 @@ def decode_message(raw: Any) -> Task | None:
         if (message.get("properties") or {}).get("body_encoding") == "base64":
             body = base64.b64decode(body)
         return decode(json.loads(body)[0][0])
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        return None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
+        return None  # RecursionError: JSON nested too deep to parse
