@@ -1,6 +1,6 @@
 """A `packsolve worker` whose pool processes time where a level's cost goes (issue 19's cost table).
 
-    COST_HOOKS_DIR=/tmp/costs python benchmarks/cost_hooks.py CONCURRENCY   # env as for packsolve worker
+    COST_HOOKS_DIR=costs python benchmarks/cost_hooks.py CONCURRENCY   # env as for packsolve worker
 
 The timing lives here, in the benchmark, not in the product: before the worker
 starts, functions of packsolve's task path are wrapped by name (queue.consumer,

@@ -1,7 +1,7 @@
 """Time the dashboard's pages on a seeded database, through a real `packsolve serve` process.
 
-    python benchmarks/seed_attempts.py sqlite:////tmp/bench.db --runs 2 --levels 1000000
-    python benchmarks/dashboard.py sqlite:////tmp/bench.db [--reps 10] [--markdown FILE]
+    python benchmarks/seed_attempts.py sqlite:///bench.db --runs 2 --levels 1000000
+    python benchmarks/dashboard.py sqlite:///bench.db [--reps 10] [--markdown FILE]
 
 Two runs of 1,000,000 attempts each (2,000,000 in the database). Each page is
 requested --reps times over loopback (keep-alive off: a fresh connection each

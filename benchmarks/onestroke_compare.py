@@ -8,7 +8,7 @@ tree's src), the fastest of --repeats solves in process CPU seconds; the childre
 alternate old, new, old, new ... for --rounds rounds and each level keeps its
 fastest time, so the load of a shared machine falls on both alike.
 
-Usage: nice .venv/bin/python -m benchmarks.onestroke_compare --old /work/main [--rounds 3] [--repeats 15]
+Usage: nice .venv/bin/python -m benchmarks.onestroke_compare --old ../main [--rounds 3] [--repeats 15]
 Writes benchmarks/results/onestroke_compare.md.
 """
 
@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import RESULTS, ROOT, machine_line, markdown_table, parser
+from benchmarks.harness.machine import shown_path
 
 SLOWER = 1.10  # the issue's bound: no level more than 10 % slower
 
@@ -87,7 +88,7 @@ def main() -> None:
         worker(args.worker[0], args.worker[1], args.repeats)
         return
     if args.old is None:
-        ap.error("--old is required: the checkout to compare with, e.g. --old /work/main")
+        ap.error("--old is required: the checkout to compare with, e.g. --old ../main")
     suite = levels()
     best: dict[str, dict[str, list]] = {"old": {}, "new": {}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,7 +128,7 @@ def report(
     text = "\n\n".join(
         [
             "# One-stroke: the default solver of two trees, level by level",
-            f"`portfolio`, old = {args.old}, new = {args.new}; fastest of "
+            f"`portfolio`, old = {shown_path(args.old)}, new = {shown_path(args.new)}; fastest of "
             f"{args.repeats} solves x {args.rounds} alternating rounds, process CPU seconds. "
             f"Machine: {machine_line('one used')}.",
             markdown_table(

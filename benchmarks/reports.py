@@ -1,7 +1,7 @@
 """Time `report summary`, `report hardest` and friends on a seeded database, with EXPLAIN of their queries.
 
-    python -m benchmarks.seed_attempts sqlite:////tmp/bench.db          # 1,000,000 attempts
-    python -m benchmarks.reports sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench \
+    python -m benchmarks.seed_attempts sqlite:///bench.db          # 1,000,000 attempts
+    python -m benchmarks.reports sqlite:///bench.db postgresql://postgres@127.0.0.1/bench \
         [--reps 7] [--markdown benchmarks/results/reports.md]
 
 Each figure is the median of --reps calls, each in a new session, as a CLI call
@@ -22,7 +22,8 @@ from sqlalchemy import event, func, select, text
 from benchmarks.harness import parser
 from packsolve.db.level_stats import fold_runs
 from packsolve.db.models import Attempt, LevelRow, Run
-from packsolve.db.session import database_url, get_engine, safe_url, session_scope
+from packsolve.db.session import database_url, get_engine, session_scope
+from packsolve.masking import mask_url
 from packsolve.report.compare import compare_runs
 from packsolve.report.hardest import hardest_in_run, hardest_overall
 from packsolve.report.progress import run_progress
@@ -88,7 +89,7 @@ def bench(url: str, reps: int) -> list[str]:
         ("report hardest --run RUN --top 20", lambda s: hardest_in_run(s, run(s), "par2", 20), True),
         ("report hardest --run RUN --by nodes", lambda s: hardest_in_run(s, run(s), "nodes", 20), False),
     ]
-    lines = [f"### {engine.dialect.name}: {safe_url(str(engine.url))}", ""]
+    lines = [f"### {engine.dialect.name}: {mask_url(str(engine.url))}", ""]
     lines.append(f"{n_attempts:,} attempts, {n_levels:,} levels; RUN = run {last} ({run_size:,} attempts)")
     lines.append("")
 

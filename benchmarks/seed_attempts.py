@@ -5,6 +5,9 @@
 RUNS runs over the same LEVELS levels (a pack re-run with other heuristics and
 limits, as users do): RUNS x LEVELS attempts, every run finished. Statuses,
 times and nodes are drawn from a fixed seed so both databases hold the same data.
+Each run then gets what a real run's finish builds for its readers (medians, peaks,
+failure groups, level vector: packsolve.db.runs.build_finished), so the pages and
+reports measured on it read what they read after a real night.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from sqlalchemy import text  # noqa: E402
 
 from packsolve.db.models import Attempt  # noqa: E402
-from packsolve.db.session import database_url, get_engine  # noqa: E402
+from packsolve.db.runs import build_finished  # noqa: E402
+from packsolve.db.session import database_url, get_engine, session_scope  # noqa: E402
 
 HEURISTICS = ["plain", "warnsdorff", "prune", "cpsat"]
 KINDS = ["onestroke", "knights_tour", "sudoku", "sliding"]
@@ -209,6 +213,11 @@ def main() -> None:
         n = conn.execute(text("SELECT count(*) FROM attempts")).scalar()
     took = time.perf_counter() - started
     print(f"{n} attempts in {args.runs} runs over {args.levels} levels seeded in {took:.1f} s")
+    started = time.perf_counter()
+    for run in runs:
+        with session_scope(engine) as session:
+            build_finished(session, run["id"])
+    print(f"what their finish builds, built in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":

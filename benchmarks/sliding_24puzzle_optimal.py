@@ -169,10 +169,9 @@ def _other_build(path: Path):
 
     def solve(board, budget: Budget) -> Outcome:
         db = sliding_pdb.load(5, ranked=True)
-        status, moves, nodes, _ = module.ida_star(
-            bytes(board.tiles), 5, ida.PDB, 1, 1, 0, budget.deadline or 0.0,
-            db.tables, db.groups, ranked=True, maps=db.maps,
-        )  # fmt: skip
+        deadline = budget.deadline or 0.0
+        args = (bytes(board.tiles), 5, ida.PDB, 1, 1, 0, deadline, db.tables, db.groups)
+        status, moves, nodes, _ = module.ida_star(*args, ranked=True, maps=db.maps)
         return Outcome(Status.SOLVED if status == 0 else Status.TIMEOUT, moves, SearchStats(nodes=nodes))
 
     return solve

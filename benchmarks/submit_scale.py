@@ -2,7 +2,7 @@
 
     python -m benchmarks.submit_scale              # both parts, into benchmarks/results/submit_scale.md
     python -m benchmarks.submit_scale --only million --levels 100000        # a quicker run
-    python -m benchmarks.submit_scale --only sudoku --profile /tmp/prof     # and where the time goes
+    python -m benchmarks.submit_scale --only sudoku --profile prof     # and where the time goes
 
 Parts, each on throwaway PostgreSQL databases this script creates and drops:
 

@@ -2,9 +2,9 @@
 
 Run from the repository root with tdoku built outside the repository (never vendored):
 
-    git clone https://github.com/t-dillon/tdoku /work/peers/tdoku   # or any snapshot of it
-    cd /work/peers/tdoku && mkdir build && cd build && cmake .. && make tdoku_shared run_benchmark
-    PACKSOLVE_TDOKU=/work/peers/tdoku/build nice .venv/bin/python benchmarks/sudoku_tdoku.py
+    git clone https://github.com/t-dillon/tdoku ../tdoku   # or any snapshot of it
+    cd ../tdoku && mkdir build && cd build && cmake .. && make tdoku_shared run_benchmark
+    PACKSOLVE_TDOKU=../tdoku/build nice .venv/bin/python benchmarks/sudoku_tdoku.py
 
 Both sides count solutions up to two over a whole set with the loop in C: packsolve's
 ``band-configs`` through ``packsolve.native.sudoku_bands.count_batch(..., configs=True)`` (one call
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "# Sudoku: band-configs (and band-triads) against tdoku, counting solutions to two",
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}.",
-        f"`{' '.join(sys.argv)}`; tdoku build: `{build}`.",
+        f"`{' '.join(sys.argv)}`; tdoku build: `{os.path.relpath(build)}`.",
         "",
         "| set | puzzles | band-configs s | nodes | tdoku s | tdoku guesses / puzzle | band-configs / tdoku "
         "| band-triads s | nodes | band-triads / tdoku | propagate s (a C call per puzzle) |",

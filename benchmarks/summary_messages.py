@@ -1,7 +1,7 @@
 """What the example messages cost `report summary`: the summary timed whole, and its message queries alone.
 
-    python -m benchmarks.seed_attempts sqlite:////tmp/bench.db --runs 20
-    python -m benchmarks.summary_messages sqlite:////tmp/bench.db postgresql://postgres@127.0.0.1/bench
+    python -m benchmarks.seed_attempts sqlite:///bench.db --runs 20
+    python -m benchmarks.summary_messages sqlite:///bench.db postgresql://postgres@127.0.0.1/bench
 
 The message queries are timed with the per-status count they need (which the summary
 makes anyway), so their share is an upper bound. Median of --reps calls, alternating
@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 
 from benchmarks.harness import parser
 from packsolve.db.models import Attempt, Run
-from packsolve.db.session import get_engine, safe_url, session_scope
+from packsolve.db.session import get_engine, session_scope
+from packsolve.masking import mask_url
 from packsolve.report import summary
 
 
@@ -54,7 +55,7 @@ def main() -> None:
                     fn(session, run)
                     times.append((time.perf_counter() - started) * 1000)
         w, p = statistics.median(whole), statistics.median(parts)
-        print(f"{safe_url(url)}: summary {w:.1f} ms, its message queries at most {p:.1f} ms ({p / w:.0%})")
+        print(f"{mask_url(url)}: summary {w:.1f} ms, its message queries at most {p:.1f} ms ({p / w:.0%})")
 
 
 if __name__ == "__main__":

@@ -40,3 +40,8 @@ def machine(used: str = "") -> str:
 def machine_line(used: str = "") -> str:
     """Return the machine, its load and the date: "CPU model, N cores, Python X, load L, DATE UTC"."""
     return f"{machine(used)}, {load()}, {utc_now()}"
+
+
+def shown_path(path: os.PathLike[str] | str) -> str:
+    """Return path as a result prints it: relative to the working directory, never this machine's layout."""
+    return os.path.relpath(path)

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from packsolve.db.attempts import Result, record
-from packsolve.db.local_runs import record_over_cancel, was_cancelled
+from packsolve.db.local_runs import mark_running, record_over_cancel, was_cancelled
 from packsolve.db.models import utcnow
 from packsolve.db.session import session_scope
 from packsolve.execution import AttemptSpec, execute_attempts, solution_length
@@ -32,6 +32,9 @@ FLUSH_EVERY_N = 200
 CANCEL_CHECK_S = 0.5
 # Where a pidfd cannot be had, how often a pool process looks whether its solve process lives.
 OWNER_POLL_S = 0.5
+# How often a pool process tells the solve process which attempt it runs now (status shows it running).
+# A tick, not a message per attempt: thousands of tiny levels a second would flood the pipe.
+STARTED_EVERY_S = 0.1
 
 
 class Stopped(Exception):
@@ -45,6 +48,42 @@ class Stopped(Exception):
         super().__init__(f"local run {reason}: {len(in_flight)} attempt(s) stopped while running")
         self.reason = reason
         self.in_flight = in_flight
+
+
+class _Started:
+    """A pool process's side of "running now": the attempt it runs, told to the solve process each tick.
+
+    The solve process marks what it hears running (with this process as worker, its try counted);
+    an attempt that starts and ends between two ticks is never told, and counts its try with its result.
+    """
+
+    def __init__(self) -> None:
+        self.queue: Any = None
+        self.now: tuple[str, str, datetime] | None = None  # (level hash, worker, started)
+
+    def serve(self, queue: Any) -> None:
+        """Start the thread that puts the attempt running now on queue, once per attempt."""
+        self.queue = queue
+
+        def tell() -> None:
+            told = None
+            while True:
+                time.sleep(STARTED_EVERY_S)
+                now = self.now
+                if now is not None and now is not told:
+                    queue.put(now)
+                    told = now
+
+        threading.Thread(target=tell, name="packsolve-started", daemon=True).start()
+
+
+_STARTED = _Started()
+
+
+def _init(owner: int, started: Any) -> None:
+    """Pool initializer: die with the solve process, and tell it which attempt runs now."""
+    _die_with(owner)
+    _STARTED.serve(started)
 
 
 def _die_with(owner: int) -> None:
@@ -72,14 +111,23 @@ def _die_with(owner: int) -> None:
     threading.Thread(target=watch, name="packsolve-owner-watch", daemon=True).start()
 
 
-def _attempts(specs: list[AttemptSpec]) -> list[tuple[Outcome, str, datetime, datetime, int | None]]:
+def _attempts(
+    specs: list[AttemptSpec], hashes: list[str]
+) -> list[tuple[Outcome, str, datetime, datetime, int | None]]:
     """Run a chunk in one solver child; return (outcome, worker, started, finished, length) per spec."""
     worker = f"local@{socket.gethostname()}:{os.getpid()}"
     out = []
-    for spec, outcome in zip(specs, execute_attempts(specs), strict=True):
-        finished = utcnow()
-        started = finished - timedelta(seconds=outcome.stats.wall_s)
-        out.append((outcome, worker, started, finished, solution_length(spec.kind, outcome)))
+    outcomes = execute_attempts(specs)
+    try:
+        for spec, level_hash in zip(specs, hashes, strict=True):
+            _STARTED.now = (level_hash, worker, utcnow())
+            outcome = next(outcomes)
+            finished = utcnow()
+            started = finished - timedelta(seconds=outcome.stats.wall_s)
+            out.append((outcome, worker, started, finished, solution_length(spec.kind, outcome)))
+    finally:
+        _STARTED.now = None
+        outcomes.close()
     return out
 
 
@@ -136,6 +184,8 @@ class _Recorder:
         self.run_id = run_id
         self.on_result = on_result
         self.buffer: list[Result] = []
+        self.started: dict[str, tuple[str, str, datetime]] = {}  # told running, not yet marked
+        self.marked: set[str] = set()  # marked running (their try counted), no result yet
         self.last_flush = self.last_check = time.monotonic()
 
     def add(
@@ -143,12 +193,30 @@ class _Recorder:
     ) -> None:
         """Buffer the results of a chunk (its level hashes, in order) and report each to on_result."""
         for level_hash, (outcome, worker, started, finished, length) in zip(hashes, results, strict=True):
-            self.buffer.append(Result(self.run_id, level_hash, outcome, length, worker, started, finished))
+            self.started.pop(level_hash, None)
+            # Not marked running: the result counts the try, landing only while the attempt is queued.
+            claimed = level_hash in self.marked
+            self.marked.discard(level_hash)
+            self.buffer.append(
+                Result(self.run_id, level_hash, outcome, length, worker, started, finished, claimed=claimed)
+            )
             if self.on_result is not None:
                 self.on_result(level_hash, outcome)
 
+    def hear(self, queue: Any) -> None:
+        """Take what the pool processes told of attempts they started (a result already here wins)."""
+        buffered = {r.level_hash for r in self.buffer}
+        while not queue.empty():
+            level_hash, worker, started = queue.get()
+            if level_hash not in buffered:
+                self.started[level_hash] = (level_hash, worker, started)
+
     def flush(self) -> None:
-        """Write the buffered results in one transaction."""
+        """Write the attempts started and the buffered results in one transaction."""
+        if self.started:
+            with session_scope(self.engine) as session:
+                self.marked |= mark_running(session, self.run_id, list(self.started.values()))
+            self.started.clear()
         if self.buffer:
             with session_scope(self.engine) as session:
                 # Results finished before a cancel reached this loop are still results: they replace
@@ -195,8 +263,9 @@ def run_local(
     ctx.set_forkserver_preload(["packsolve.execution"])
     recorder = _Recorder(engine, run_id, on_result)
     futures: dict[Future, list[str]] = {}  # a chunk's future: its level hashes
+    started = ctx.SimpleQueue()
     pool = ProcessPoolExecutor(
-        max_workers=max(1, jobs), mp_context=ctx, initializer=_die_with, initargs=(os.getpid(),)
+        max_workers=max(1, jobs), mp_context=ctx, initializer=_init, initargs=(os.getpid(), started)
     )
     with _StopSignals() as signals:
         try:
@@ -207,9 +276,11 @@ def run_local(
             while queue or futures:
                 while queue and len(futures) < window:
                     chunk = queue.pop()
-                    futures[pool.submit(_attempts, [p.spec for p in chunk])] = [p.level_hash for p in chunk]
+                    hashes = [p.level_hash for p in chunk]
+                    futures[pool.submit(_attempts, [p.spec for p in chunk], hashes)] = hashes
                 with signals.interruptible():
                     done, _ = wait(futures, timeout=FLUSH_EVERY_S, return_when=FIRST_COMPLETED)
+                recorder.hear(started)
                 for fut in done:
                     recorder.add(futures.pop(fut), fut.result())
                 recorder.flush_if_due()

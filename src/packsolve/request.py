@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -186,12 +187,18 @@ class HeuristicChoice:
         return dict(self.per_kind).get(kind, self.common)
 
 
+# Statuses a rerun takes when neither --status nor --group says.
+RERUN_DEFAULT_STATUSES = ("timeout", "error", "lost", "memout")
+# A failure group's key as db.failures.group_key makes it: its status and 8 hex digits.
+_GROUP_KEY = re.compile(r"([a-z_]+):[0-9a-f]{8}")
+
+
 @dataclass(frozen=True)
 class RerunRequest:
     """A rerun as asked: which parent attempts, and the options given (None: the parent's)."""
 
     parent: str
-    statuses: tuple[str, ...]
+    statuses: tuple[str, ...] = ()  # (): the group's status, or RERUN_DEFAULT_STATUSES
     kind: str | None = None
     heuristic: str | None = None
     time_limit: float | None = None  # 0: none
@@ -202,6 +209,7 @@ class RerunRequest:
     local: bool | None = None  # None: where the parent ran
     jobs: int | None = None
     message: str | None = None  # only attempts whose message holds this text
+    group: str | None = None  # only the attempts of this failure group (its key, `report failures`)
     move_label: bool = False
     solvers: Mapping[str, ExternalSolver] = field(default_factory=dict)  # declared now (over the parent's)
 
@@ -217,16 +225,31 @@ class RerunRequest:
         return wanted
 
     def checked_statuses(self) -> list[str]:
-        """Return the statuses asked for; raise OptionError for none or one that is not final."""
-        wanted = [s.strip() for s in self.statuses if s.strip()]
+        """Return the statuses asked for; raise OptionError for none, one not final, or a bad --group."""
         valid = {s.value for s in Status if s.final}
+        of_group = self._group_status(valid) if self.group is not None else None
+        given = self.statuses or ((of_group,) if of_group else RERUN_DEFAULT_STATUSES)
+        wanted = [s.strip() for s in given if s.strip()]
         bad = [s for s in wanted if s not in valid]
         if not wanted or bad:
             choices = ", ".join(sorted(valid))
             raise OptionError(
                 "--status", f"unknown final status {', '.join(bad) or '(none)'}; choose from {choices}"
             )
+        if of_group and of_group not in wanted:
+            raise OptionError("--group", f"{self.group} is a group of {of_group}, which --status leaves out")
         return wanted
+
+    def _group_status(self, valid: set[str]) -> str:
+        """Return the status a --group key names; raise OptionError if it is not a group's key."""
+        found = _GROUP_KEY.fullmatch(self.group or "")
+        if found is None or found.group(1) not in valid:
+            raise OptionError(
+                "--group",
+                f"{self.group!r} is not a failure group's key: give one as `packsolve report failures RUN` "
+                "prints it (STATUS:8 hex digits, e.g. timeout:3f2a9c1e)",
+            )
+        return found.group(1)
 
     def limits(self, parent: Limits) -> Limits:
         """Return the given limits over the parent's; raise OptionError as solve and submit would."""

@@ -15,9 +15,10 @@ from sqlalchemy import Engine
 from packsolve.db.level_stats import forget_run
 from packsolve.db.local_runs import Resume, attempts_without_result, reopen, solver_alive
 from packsolve.db.runs import pending_of, resolve_run
-from packsolve.db.session import redact, session_scope
+from packsolve.db.session import session_scope
 from packsolve.errors import PlanError
 from packsolve.external.declaration import Solvers
+from packsolve.masking import mask_argv
 from packsolve.outcome import Status
 from packsolve.planning import check_runnable, declarations, run_programs, stored_pending
 from packsolve.queue.producer import check_broker, check_signing
@@ -55,7 +56,7 @@ def resume_local(
         processes = check_jobs(jobs if jobs is not None else run.concurrency)
         # Programs declared again are recorded: a later resume or rerun finds them.
         declared = declarations(run_programs(run, solvers)) if solvers else None
-        resume = Resume(os.getpid(), [redact(a) for a in argv], declared)
+        resume = Resume(os.getpid(), mask_argv(argv), declared)
         reopen(session, run.id, [p.level_hash for p in pending], resume)
         forget_run(session, run.id)  # its figures change: `hardest --all` must fold it again
         max_tries = run.max_tries or DEFAULT_MAX_TRIES

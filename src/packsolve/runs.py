@@ -22,6 +22,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from packsolve.db.catalog import claim_label
+from packsolve.db.failures import in_group
 from packsolve.db.history import settled_before
 from packsolve.db.local_runs import stop_pending
 from packsolve.db.runs import (
@@ -34,13 +35,14 @@ from packsolve.db.runs import (
     mark_unsent,
     resolve_run,
 )
-from packsolve.db.session import redact, session_scope
+from packsolve.db.session import session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.errors import BrokerError, DatabaseError, OptionError, PlanError
 from packsolve.execution import Limits
 from packsolve.external.provenance import note_programs_run
 from packsolve.levels import Level
 from packsolve.localpool import Stopped, run_local
+from packsolve.masking import mask_argv, mask_text, mask_url
 from packsolve.outcome import Outcome, Status
 from packsolve.planning import (
     Plan,
@@ -53,7 +55,7 @@ from packsolve.planning import (
     run_programs,
 )
 from packsolve.queue.producer import check_broker, check_signing, enqueue
-from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt, shown_broker
+from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt
 from packsolve.request import HeuristicChoice, Request, RerunRequest, check_jobs
 from packsolve.runstate import RunMode
 
@@ -145,9 +147,9 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
     mode = origin.mode
     max_tries = request.max_tries or DEFAULT_MAX_TRIES
     limits = request.limits
-    # The command line as given, passwords masked: provenance, never a secret.
+    # The command line as given, secrets masked (packsolve.masking): provenance, never a secret.
     options = {
-        "argv": [redact(a) for a in origin.argv],
+        "argv": mask_argv(origin.argv),
         **({"paths": list(plan.paths)} if plan.paths else {}),
     }
     row = RunOptions(
@@ -284,14 +286,24 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 
 def start_distributed(
-    engine: Engine, app: Any, paths: Sequence[str], request: Request, chunk_size: int, argv: Sequence[str]
+    open_db: Callable[[], Engine],
+    app: Any,
+    paths: Sequence[str],
+    request: Request,
+    chunk_size: int,
+    argv: Sequence[str],
 ) -> tuple[NewRun, Sent]:
-    """Check the limits and the broker, plan paths, create a distributed run and send it."""
+    """Check the limits and the broker, plan paths, create a distributed run and send it.
+
+    The database is opened (open_db(), which may create it) only once the checks and the plan
+    passed: an unreachable broker or a bad level leaves no database file behind.
+    """
     check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout, chunk_size)
     check_broker(app)
-    check_signing(engine, app)
     plan = plan_request(paths, request)
-    options = {"broker": shown_broker(app.conf.broker_url)}  # status names it
+    options = {"broker": mask_url(app.conf.broker_url)}  # status names it
+    engine = open_db()
+    check_signing(engine, app)
     run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options))
     return run, send(engine, app, run, chunk_size)
 
@@ -332,7 +344,7 @@ UNSENT_PATIENCE_S = 30.0
 
 def _unsent(engine: Engine, run_id: int, exc: Exception, database: bool) -> BrokerError | DatabaseError:
     """Record the run unsent with the reason (retrying while the database is away); return what to raise."""
-    first = "".join(redact(str(getattr(exc, "orig", None) or exc)).splitlines()[:1]) or type(exc).__name__
+    first = "".join(mask_text(str(getattr(exc, "orig", None) or exc)).splitlines()[:1]) or type(exc).__name__
     why = f"the database connection was lost: {first}" if database else first
     deadline = time.monotonic() + UNSENT_PATIENCE_S
     recorded = False
@@ -370,11 +382,15 @@ def start_rerun(
         rows = attempts_to_rerun(session, parent.id, wanted, rerun.kind)
         if rerun.message:
             rows = [(a, lv) for a, lv in rows if rerun.message in (a.message or "")]
+        if rerun.group:
+            rows = [(a, lv) for a, lv in rows if in_group(rerun.group, a.status, a.message, a.name)]
         if not rows:
             of_kind = f" of kind {rerun.kind}" if rerun.kind else ""
             holding = f" whose message holds {rerun.message!r}" if rerun.message else ""
+            grouped = f" in failure group {rerun.group} (`packsolve report failures {parent.id}`)"
             raise PlanError(
                 f"run {parent.id} has no attempt with status {', '.join(wanted)}{of_kind}{holding}"
+                + (grouped if rerun.group else "")
             )
         levels = [_level_of(attempt, row) for attempt, row in rows]
         mode = parent.mode if rerun.local is None else (RunMode.LOCAL if rerun.local else RunMode.DISTRIBUTED)
@@ -398,7 +414,7 @@ def start_rerun(
     plan = plan_levels(levels, request.heuristic, solvers=solvers)
     options: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
     if mode == RunMode.DISTRIBUTED:
-        options["broker"] = shown_broker(app.conf.broker_url)
+        options["broker"] = mask_url(app.conf.broker_url)
     return create(engine, plan, request, Origin(mode, argv, options, processes, parent_id)), processes
 
 

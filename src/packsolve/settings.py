@@ -34,10 +34,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from packsolve import bounds
 from packsolve.errors import UsageError
+from packsolve.masking import mask_url
 
 FILE = "packsolve.toml"
 TABLE = "settings"
@@ -106,13 +106,33 @@ def _count(raw: str) -> int | None:
     return value or None
 
 
-BROKER_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+BROKER_FORM = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# The transports packsolve is built and tested for (Redis over TCP, TLS or a socket; RabbitMQ).
+BROKER_SCHEMES = ("redis", "rediss", "unix", "amqp", "amqps", "pyamqp")
 
 
 def _broker(raw: str) -> str:
-    if not BROKER_FORM.match(raw):
+    found = BROKER_FORM.match(raw)
+    if not found:
         raise _Bad("is not a broker URL: write redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/VHOST")
+    if found.group(1).lower() not in BROKER_SCHEMES:
+        # A typo (redsi://) is the user's to fix, found now: not a transport error once the run is made.
+        raise _Bad(
+            f"has no broker scheme packsolve speaks ({found.group(1)}://): write redis://, rediss://, "
+            "amqp:// or amqps://"
+        )
     return raw
+
+
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _switch(raw: str) -> bool:
+    if raw.strip().lower() in _ON:
+        return True
+    if raw.strip().lower() in _OFF:
+        return False
+    raise _Bad("must be on or off: write 1, true, yes or on; 0, false, no or off")
 
 
 def _names(raw: str) -> tuple[str, ...]:
@@ -151,6 +171,9 @@ SPECS: dict[str, _Spec] = {
     "task_key": _Spec(_optional_text, None, secret=True),
     "task_keys_old": _Spec(_names, (), secret=True),
     "concurrency": _Spec(_count, None),
+    # Celery's remote control (inspect, revoke, shutdown, pool resizing) answers anyone who can
+    # write to the broker: off unless the broker is trusted (docs/security.md).
+    "worker_remote_control": _Spec(_switch, False),
     "serve_token": _Spec(_optional_text, None, secret=True),
     "extra_kinds": _Spec(_kinds, ()),
     "cache_dir": _Spec(_optional_text, None),
@@ -175,6 +198,7 @@ class Settings:
     task_key: str | None = None
     task_keys_old: tuple[str, ...] = ()
     concurrency: int | None = None  # None: one process per core
+    worker_remote_control: bool = False  # workers answer Celery's inspect and control commands
     serve_token: str | None = None
     extra_kinds: tuple[tuple[str, str], ...] = ()  # (kind name, module) of test-only kinds
     cache_dir: str | None = None  # None: the user's cache directory
@@ -198,24 +222,10 @@ def _shown(name: str, value: Any) -> Any:
     if spec.secret and value:
         return "***"
     if spec.url and value:
-        return hide_password(value)
+        return mask_url(value)
     if name == "extra_kinds":
         return [f"{kind}:{module}" for kind, module in value]
     return list(value) if isinstance(value, tuple) else value
-
-
-def hide_password(url: str) -> str:
-    """Return a URL as it may be shown: its password masked (user:***@host)."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def resolve(
@@ -261,7 +271,7 @@ def flag_name(name: str) -> str:
 def _problem(name: str, where: str, raw: str, exc: _Bad) -> str:
     """Return the one line saying that a setting's value from where is bad and what would work."""
     spec = SPECS[name]
-    shown = "***" if spec.secret else hide_password(raw) if spec.url else raw
+    shown = "***" if spec.secret else mask_url(raw) if spec.url else raw
     return f"{where}={shown!r} {exc}"
 
 

@@ -20,6 +20,7 @@ from packsolve.external.declaration import Solvers
 from packsolve.queue import consumer, protocol
 from packsolve.queue.admission import Refused
 from packsolve.queue.app import make_app
+from packsolve.queue.revokes import request_class
 from packsolve.settings import Settings
 
 PROCESS_INIT = "packsolve-process-init"  # the dispatch id of the pool processes' start handler
@@ -33,10 +34,18 @@ def worker_app(settings: Settings, hostname: str, declared: Solvers | None = Non
     makes its WorkerProcess of these at its start.
     """
     app = make_app(settings=settings)
+    # A pool process this worker kills on request (revoke with terminate; remote control must be
+    # on) costs its attempts no try (queue.revokes).
+    request = request_class(settings.database_url, hostname)
 
     # max_retries None: a refused task is sent back (retry) as often as it takes; consumer.refuse drops it.
     @app.task(
-        name=protocol.TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None
+        name=protocol.TASK_NAME,
+        bind=True,
+        acks_late=True,
+        reject_on_worker_lost=True,
+        Request=request,
+        max_retries=None,
     )
     def attempt(self: Any, payload: Any) -> None:
         process = consumer.this_process()

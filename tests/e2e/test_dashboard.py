@@ -11,11 +11,12 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
 from tests.support.dashboard import Served, serving
-from tests.support.report_runs import Planned, build_run, strip_level
+from tests.support.report_runs import Planned, build_run, overlapping_failures, strip_level
 from tests.support.services import run_cli
 
 pytestmark = pytest.mark.browser
@@ -182,7 +183,7 @@ def test_a_hostile_level_name_and_label_stay_text_on_every_page(
             f"plots?runs={a},{b}",
             f"runs/{a}?q=%3Cscript",
         ):
-            page.goto(served.url + path)
+            assert page.goto(served.url + path).status == 200, path  # an error page runs no script either
             page.wait_for_load_state("load")
             assert page.evaluate("window.__xss") is None, path
             assert page.locator("body script:not([src])").count() == 0, path
@@ -202,6 +203,7 @@ def test_bad_requests_get_a_one_line_404_or_400_page_never_a_traceback(
         f"runs/{a}?page=50": (400, "page 50 is past the last one (1)"),
         f"runs/{a}?page=-1": (400, "page='-1': give a whole number"),
         f"runs/{a}?per_page=100000": (400, "per_page='100000'"),
+        f"runs/{a}?status=any": (400, "no status 'any': filter by one of queued, running, solved"),
         "hardest?by=luck": (400, "rank by one of par2, time, nodes"),
         "compare?runs=1": (400, "compare needs two or more runs"),
         f"compare?runs={a},{a + 1}&offset=x": (400, "offset='x': give a whole number"),
@@ -279,10 +281,26 @@ def test_a_non_loopback_bind_needs_a_token_and_then_every_request_carries_it(
     assert "PACKSOLVE_SERVE_TOKEN" in lines[0] and "0.0.0.0" in lines[0]
     short = tmp_path / "short"
     short.write_text("abc\n")
+    short.chmod(0o600)
     out = run_cli(
         "serve", "--host", "0.0.0.0", "--token-file", str(short), env={"PACKSOLVE_DATABASE_URL": sqlite_url}
     )
     assert out.returncode == 2 and "guessable" in out.stderr
+    # A token file others can read is refused, with the command that fixes it.
+    shared = tmp_path / "shared-token"
+    shared.write_text("a-long-enough-secret-for-tests\n")
+    shared.chmod(0o644)
+    out = run_cli(
+        "serve",
+        "--host",
+        "0.0.0.0",
+        "--token-file",
+        str(shared),
+        env={"PACKSOLVE_DATABASE_URL": sqlite_url},
+        timeout=60,  # a server that accepted the file would run until then
+    )
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].endswith(f"chmod 600 {shared}"), out.stderr
     token = "a-long-enough-secret-for-tests"
     with serving(
         sqlite_url, "--host", "0.0.0.0", env={"PACKSOLVE_SERVE_TOKEN": token}, log_dir=tmp_path
@@ -297,9 +315,25 @@ def test_a_non_loopback_bind_needs_a_token_and_then_every_request_carries_it(
         assert "not the token" in page.inner_text("main")
         page.fill("input[name=token]", token)
         page.click("button[type=submit]")
-        page.wait_for_selector("table.runs")
-        page.goto(local + "runs/1")
-        assert page.inner_text("#solved").endswith("of 8")
+        # Signed in, the user is back on the page asked for (its query too), not on the runs list.
+        page.wait_for_selector("#solved")
+        assert page.url == local + "runs/1" and page.inner_text("#solved").endswith("of 8")
+        # Only a path of this site is followed: another site's address lands on the runs list.
+        for elsewhere in ("//example.com/", "https://example.com/", "/\\example.com"):
+            signed_out = page.context.browser.new_context()
+            other = signed_out.new_page()
+            other.goto(local + "login?" + urlencode({"next": elsewhere}))
+            other.fill("input[name=token]", token)
+            other.click("button[type=submit]")
+            other.wait_for_selector("table.runs")
+            assert other.url == local, elsewhere
+            signed_out.close()
+        page.context.clear_cookies()
+        page.goto(local + "runs/1?status=timeout")
+        page.fill("input[name=token]", token)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#solved")
+        assert page.url == local + "runs/1?status=timeout"
 
 
 def test_report_html_tables_sort_by_a_header_click_and_picture_the_hardest_levels(
@@ -354,3 +388,23 @@ def test_failures_page_lists_report_failures_groups_with_a_rerun_form_per_kind(
         # onestroke's heuristics offered, its default first as `packsolve kinds` lists them.
         offered = page.locator("form.rerun select[name=heuristic]").first.locator("option").all_inner_texts()
         assert {"plain", "warnsdorff", "prune"} <= set(offered)
+
+
+def test_a_failure_groups_rerun_form_makes_a_run_of_exactly_the_levels_it_counts(
+    page: Any, sqlite_url: str, tmp_path: Path
+) -> None:
+    """Two timeout groups, one's words ("time limit") inside the other's messages: each form takes its own."""
+    parent = overlapping_failures(sqlite_url)
+    data = cli_json(sqlite_url, "report", "failures", str(parent))
+    with serving(sqlite_url, log_dir=tmp_path) as served:
+        for index, g in enumerate(data["groups"], 1):
+            page.goto(f"{served.url}runs/{parent}/failures")
+            form = page.locator(f"#group-{index} form.rerun")
+            shown = re.search(r"rerun these onestroke levels \((\d+)\)", form.inner_text())
+            assert shown and int(shown.group(1)) == g["count"], form.inner_text()
+            form.locator("button[type=submit]").click()
+            page.wait_for_url(re.compile(r".*/runs/\d+$"))
+            child = int(page.url.rsplit("/", 1)[1])
+            assert child != parent
+            assert cli_json(sqlite_url, "report", "summary", str(child))["total"] == g["count"], g
+        assert not page.errors

@@ -47,6 +47,8 @@ def test_runs_page_follows_a_local_solve_to_100_percent_without_reloading(
     page: Any, sqlite_url: str, tmp_path: Path, chaos_env: None
 ) -> None:
     pack = write_pack(tmp_path / "pack", 60, ms=200)
+    # serve never creates a database: an empty one is made first, as `packsolve db upgrade` does.
+    assert run_cli("db", "upgrade", env={"PACKSOLVE_DATABASE_URL": sqlite_url}).returncode == 0
     with serving(sqlite_url, log_dir=tmp_path) as served:
         solve = subprocess.Popen(
             packsolve_cmd("solve", str(pack), "--jobs", "2", "--quiet", "--label", "overnight"),

@@ -19,7 +19,7 @@ import pytest
 
 from packsolve.db.runs import status_counts
 from packsolve.db.session import get_engine, session_scope
-from packsolve.settings import hide_password
+from packsolve.masking import mask_url
 from tests.support.programs import PROGRAMS, alive, toml_for, write_programs
 from tests.support.services import run_cli, wait_for_run
 
@@ -87,7 +87,7 @@ def test_a_submitted_run_is_solved_by_a_declared_program_on_a_worker(
     toml = toml_for(directory)
     worker = start_worker(broker, db, "w1@test", args=["--solvers", str(toml)])
     # Its start says where its results go and where its tasks come from, passwords hidden.
-    assert f"this worker writes to {hide_password(db)} (environment), takes tasks from" in worker.log()
+    assert f"this worker writes to {mask_url(db)} (environment), takes tasks from" in worker.log()
     run_id = submit(
         env,
         str(write_pack(tmp_path, LEVELS)),

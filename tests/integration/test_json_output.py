@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,17 @@ def test_every_command_taking_format_json_prints_one_json_document(sqlite_url):
         ("report", "curve", "first"),
     ]:
         one_document(*args, env=env)
+
+
+def test_rerun_format_json_prints_progress_lines_on_stderr_as_solve_does(sqlite_url):
+    """stdout is the one document; stderr (not a terminal) has the progress lines, for rerun as for solve."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    solved = run_cli("solve", str(PACK), "--label", "first", "--format", "json", env=env)
+    assert solved.returncode == 0 and re.search(r"run 1: 5/5 final \(100%\)", solved.stderr), solved.stderr
+    res = run_cli("rerun", "first", "--status", "solved,no_solution", "--local", "--format", "json", env=env)
+    assert res.returncode == 0, res.stderr
+    child = json.loads(res.stdout)["run"]
+    assert re.search(rf"run {child}: 5/5 final \(100%\)", res.stderr), res.stderr
 
 
 def test_status_json_has_every_documented_key_for_a_finished_local_run(sqlite_url):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.chaos_pack import write_pack
+from tests.support.report_runs import Planned, build_run, strip_level
 from tests.support.services import run_cli
 
 PACK = Path(__file__).resolve().parents[2] / "examples" / "packs" / "coins"
@@ -52,3 +54,46 @@ def test_status_watch_ends_its_output_with_a_newline(sqlite_url):
     run_cli("solve", str(PACK), "-q", env=env)
     res = run_cli("status", "--watch", env=env, timeout=60)
     assert res.returncode == 0 and res.stdout.endswith("\n"), res.stdout[-40:]
+
+
+def test_status_wait_exits_1_by_default_when_the_tool_or_solver_failed_not_for_timeouts(sqlite_url):
+    """The default --fail-on of the waiting commands is error,wrong,lost; none gives exit 0 whatever."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    hard = build_run(
+        sqlite_url, [Planned(strip_level(0), "timeout", 10.1, 10.0, 5, "time limit 10 s reached")]
+    )
+    res = run_cli("status", str(hard), "--wait", env=env, timeout=60)
+    assert res.returncode == 0, res.stderr  # a timeout is the level's difficulty, not a failure
+    broken = build_run(
+        sqlite_url,
+        [
+            Planned(strip_level(1), "solved", 0.1),
+            Planned(strip_level(2), "error", 0.1, message="solver crashed"),
+            Planned(strip_level(3), "wrong", 0.1, message="the path misses cell (0, 1)"),
+        ],
+    )
+    res = run_cli("status", str(broken), "--wait", env=env, timeout=60)
+    assert res.returncode == 1, res.stderr
+    assert "1 level(s) ended error, 1 level(s) ended wrong (--fail-on error,wrong,lost)" in res.stderr
+    res = run_cli("status", str(broken), "--wait", "--fail-on", "none", env=env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    res = run_cli("status", str(broken), "--wait", "--fail-on", "nothing", env=env, timeout=60)
+    assert res.returncode == 2 and "none" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.redis
+def test_submit_wait_exits_1_by_default_when_a_solver_crashed_on_either_broker(
+    tmp_path, sqlite_url, any_broker, start_worker, chaos_env
+):
+    start_worker(any_broker.url, sqlite_url, "w1@test")
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": any_broker.url}
+    pack = write_pack(tmp_path / "pack", 2, ms=10)
+    res = run_cli("submit", str(pack), "--heuristic", "deep", "--wait", env=env, timeout=180)
+    assert res.returncode == 1, res.stderr
+    assert res.stdout.strip() == "1" and "2 level(s) ended error (--fail-on error,wrong,lost)" in res.stderr
+    res = run_cli(
+        "submit", str(pack), "--heuristic", "deep", "--wait", "--fail-on", "none", env=env, timeout=180
+    )
+    assert res.returncode == 0, res.stderr
+    res = run_cli("submit", str(pack), "--wait", env=env, timeout=180)  # all solved
+    assert res.returncode == 0, res.stderr

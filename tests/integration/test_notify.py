@@ -70,7 +70,7 @@ def test_a_notification_that_fails_is_a_warning_not_a_failed_run(sqlite_url, tmp
         env={"PACKSOLVE_DATABASE_URL": sqlite_url},
     )
     assert res.returncode == 0 and "Traceback" not in res.stderr
-    assert "--notify: `false` exited 1" in res.stderr and "--notify-url" in res.stderr
+    assert "--notify: the command exited 1" in res.stderr and "--notify-url" in res.stderr
 
 
 def _notified(out: Path) -> dict:
@@ -119,3 +119,49 @@ def test_submit_with_notify_waits_for_the_workers_then_notifies(tmp_path, broker
     assert "waiting for run 1 to end, to notify" in res.stderr
     summary = _notified(out)
     assert (summary["run"], summary["state"], summary["total"]) == (1, "finished", 5)
+
+
+def test_bad_notify_options_are_refused_at_the_start_not_after_the_run(sqlite_url, tmp_path):
+    """A mistyped --notify-url or --notify program is one line, exit 2, before anything is created."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    cases = [
+        (["--notify-url", "notaurl"], "'--notify-url': 'notaurl' is not an http:// or https:// URL"),
+        (["--notify-url", "ftp://example.org/x"], "is not an http:// or https:// URL"),
+        (["--notify", "no-such-notifier --to me"], "'no-such-notifier' is not an executable program"),
+        (["--notify", "sh -c 'unclosed"], "cannot be split as a shell would"),
+    ]
+    for command in (["solve", str(PACK)], ["submit", str(PACK)], ["rerun", "1"], ["resume", "1"]):
+        for option, message in cases:
+            res = run_cli(*command, *option, env=env, cwd=tmp_path)
+            assert res.returncode == 2, (command, option, res.stderr)
+            assert res.stderr.count("\n") == 1 and message in res.stderr, (command, option, res.stderr)
+    assert not list(tmp_path.iterdir())  # no database, nothing else
+
+
+def test_notify_test_sends_a_test_notification_and_runs_nothing(sqlite_url, tmp_path):
+    Hook.calls, Hook.received = 1, []  # past the hook's failing first call
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tmp_path / "test.json"
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/hook"
+        res = run_cli(
+            "solve",
+            str(PACK),
+            "--notify",
+            f"sh -c 'cat > {out}'",
+            "--notify-url",
+            url,
+            "--notify-test",
+            env=env,
+            cwd=tmp_path,
+        )
+    finally:
+        server.shutdown()
+    assert res.returncode == 0, res.stderr
+    assert "test notification sent" in res.stderr
+    assert json.loads(out.read_text())["test"] is True and Hook.received[0]["body"]["test"] is True
+    assert not (tmp_path / "packsolve.db").exists() and "run 1" not in res.stderr
+    failed = run_cli("submit", str(PACK), "--notify", "false", "--notify-test", env=env, cwd=tmp_path)
+    assert failed.returncode == 1 and "--notify: `false` exited 1" in failed.stderr

@@ -101,11 +101,11 @@ def test_summary_matches_the_export(url: str) -> None:
     assert s["makespan_s"] is not None and s["makespan_s"] >= 0
 
 
-def test_hardest_in_a_run_ranks_unsolved_by_par2_then_nodes(url: str) -> None:
+def test_hardest_in_a_run_ranks_unsolved_by_par2_then_cpu_time(url: str) -> None:
     run_id = build_run(url, RUN_A, time_limit=10.0)
     recs = [r for r in records(url, run_id) if r["status"] not in NOT_RUN]
     unsolved = sorted(
-        (r for r in recs if r["status"] not in DECIDED), key=lambda r: (-par2_of(r, 10.0), -(r["nodes"] or 0))
+        (r for r in recs if r["status"] not in DECIDED), key=lambda r: (-par2_of(r, 10.0), -(r["cpu_s"] or 0))
     )
     solved = sorted((r for r in recs if r["status"] in DECIDED), key=lambda r: -r["wall_s"])
     with session_scope(get_engine(url)) as session:
@@ -116,11 +116,30 @@ def test_hardest_in_a_run_ranks_unsolved_by_par2_then_nodes(url: str) -> None:
     assert [r["level"] for r in rows] == [r["level"] for r in unsolved + solved]
     assert [r["rank"] for r in rows] == list(range(1, len(recs) + 1))
     assert [r["level"] for r in top3] == [r["level"] for r in rows[:3]]
-    # Unsolved levels all score 2 × 10 s, so nodes order them: 7000 before 5000 before 4000 ...
-    assert [r["nodes"] for r in rows[:3]] == [7000, 5000, 4000]
+    # Unsolved levels all score 2 × 10 s, so CPU time orders them (10 s, 10 s in pack order, 3.9 s ...)
+    assert [r["nodes"] for r in rows[:3]] == [5000, 7000, 4000]
     solved_by_nodes = sorted((r for r in recs if r["status"] in DECIDED), key=lambda r: -r["nodes"])
     assert [r["level"] for r in by_nodes[len(unsolved) :]] == [r["level"] for r in solved_by_nodes]
     assert "broken" not in {r["level"] for r in rows}  # never ran: not a hard level
+
+
+def test_hardest_breaks_ties_by_cpu_time_not_by_nodes_of_different_kinds(url: str) -> None:
+    """Every level timed out (one PAR-2): the coin levels' huge node counts must not put them on top."""
+    coins = [make_level(f"coins-{i}", {"kind": "coins", "notes": [2, 4 + i], "target": 99}) for i in range(3)]
+    planned = [Planned(lv, "timeout", 10.1, 1.0 + i, 10**9 + i) for i, lv in enumerate(coins)]
+    planned += [Planned(strip_level(i), "timeout", 10.1, 9.0 + 0.1 * i, 1000 + i) for i in range(3)]
+    run_id = build_run(url, planned, time_limit=10.0)
+    env = {"PACKSOLVE_DATABASE_URL": url}
+    shown = json.loads(run_cli("report", "hardest", "--run", str(run_id), "--format", "json", env=env).stdout)
+    assert [r["level"] for r in shown] == ["strip-2", "strip-1", "strip-0", "coins-2", "coins-1", "coins-0"]
+    assert [r["cpu_s"] for r in shown] == sorted((r["cpu_s"] for r in shown), reverse=True)
+    # Across runs: never decided and tried as often, they are not ordered by nodes either.
+    again = build_run(url, [Planned(lv, "timeout", 10.1, 1.0, 10**9) for lv in coins[:1]], time_limit=10.0)
+    assert again
+    across = json.loads(run_cli("report", "hardest", "--all", "--format", "json", env=env).stdout)
+    assert across[0]["level"] == "coins-0"  # tried twice
+    rest = across[1:]
+    assert [r["level_hash"] for r in rest] == sorted(r["level_hash"] for r in rest)
 
 
 def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(url: str) -> None:
@@ -140,7 +159,7 @@ def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(url: s
     def key(rs: list[dict]) -> tuple:
         decided = [r for r in rs if r["status"] in DECIDED]
         if not decided:
-            return (0, -max(r["par2"] for r in rs), -max(r["nodes"] for r in rs))
+            return (0, -max(r["par2"] for r in rs), -len(rs), rs[0]["level_hash"])
         return (1, -min(r["wall_s"] for r in decided), -min(r["nodes"] for r in decided))
 
     expected = sorted(per_level, key=lambda h: key(per_level[h]))

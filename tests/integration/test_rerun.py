@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
 from packsolve.db.models import Run
 from packsolve.db.session import get_engine, session_scope
+from tests.support.report_runs import overlapping_failures
 from tests.support.services import run_cli, wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
@@ -132,3 +134,27 @@ def test_rerun_with_a_heuristic_of_one_kind_leaves_the_other_kinds_on_their_defa
         ("astar", "solved"),
         ("plain", "solved"),
     ]
+
+
+def test_the_rerun_report_failures_suggests_takes_exactly_its_group(sqlite_url):
+    """Each group's command (rerun --group KEY) makes a child of exactly the group's levels, no more."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    parent = overlapping_failures(sqlite_url)
+    res = run_cli("report", "failures", str(parent), "--format", "json", env=env)
+    assert res.returncode == 0, res.stderr
+    groups = json.loads(res.stdout)["groups"]
+    assert sorted(g["count"] for g in groups) == [1, 2, 3]
+    for g in groups:
+        words = shlex.split(g["rerun"])
+        assert words[:2] == ["packsolve", "rerun"]
+        res = run_cli(*words[1:], "-j", "1", "--format", "json", env=env)
+        assert res.returncode == 0, res.stderr
+        child = json.loads(res.stdout)["run"]
+        with session_scope(get_engine(sqlite_url)) as session:
+            assert session.get(Run, child).total == g["count"], g  # type: ignore[union-attr]
+    # A key that is not one, or one of no group of this run: one line each, usage errors exit 2.
+    res = run_cli("rerun", str(parent), "--group", "time limit", env=env)
+    assert res.returncode == 2 and "not a failure group's key" in res.stderr and "Traceback" not in res.stderr
+    res = run_cli("rerun", str(parent), "--group", "timeout:00000000", env=env)
+    assert res.returncode != 0 and "in failure group timeout:00000000" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

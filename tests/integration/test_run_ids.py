@@ -88,3 +88,34 @@ def test_a_0008_database_with_runs_upgrades_keeping_them_and_never_reuses_a_dele
         counts = dict(s.execute(select(Attempt.run_id, func.count()).group_by(Attempt.run_id)).all())
         assert counts == {second: len(LEVELS), fifth: len(LEVELS)}
     engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_run_id_past_32_bits_is_no_such_run_in_one_line_on_the_cli_and_a_404_on_the_dashboard(
+    pg_url, tmp_path
+):
+    from tests.support.dashboard import serving
+    from tests.support.services import run_cli
+
+    engine = make_engine(pg_url)
+    upgrade(engine)
+    new_run(engine)
+    big = str(2**32)
+    env = {"PACKSOLVE_DATABASE_URL": pg_url}
+    for args in (
+        ["status", big],
+        ["report", "summary", big],
+        ["cancel", big],
+        ["runs", "delete", big, "--yes"],
+        ["resume", big],
+        ["rerun", big, "--local"],
+    ):
+        res = run_cli(*args, env=env)
+        lines = [line for line in res.stderr.splitlines() if line.strip()]
+        assert res.returncode == 2 and len(lines) == 1, (args, res.stderr)
+        assert f"no run with id {big}" in lines[0], (args, res.stderr)
+    with serving(pg_url, log_dir=tmp_path) as served:
+        for path in (f"runs/{big}", f"runs/{big}/failures", f"runs/{big}/live", f"hardest?run={big}"):
+            code, body = served.get(path)
+            assert code == 404 and f"no run with id {big}" in body, (path, code, body[:300])
+    assert "Traceback" not in served.log.read_text()

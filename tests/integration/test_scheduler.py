@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -316,3 +317,35 @@ def test_a_result_still_in_a_workers_buffer_is_not_taken_for_a_lost_task(tmp_pat
     assert done.requeued == 0 and done.lost == 0
     (row,) = attempts(sqlite_url, run_id)
     assert (row.status, row.tries, row.requeues, row.worker) == ("solved", 1, 0, "w@test")
+
+
+@pytest.mark.redis
+def test_the_scheduler_says_at_start_which_database_broker_and_interval_it_uses(
+    tmp_path, any_broker, sqlite_url
+):
+    """Before any repair: one line naming the database, the broker (no password) and the interval."""
+    url = (
+        any_broker.url.replace("://", "://packsolve:s3cret@", 1)
+        if "@" not in any_broker.url
+        else any_broker.url
+    )
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": url}
+    proc = subprocess.Popen(
+        packsolve_cmd("scheduler", "--interval", "7"),
+        env=child_env(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # A scheduler that says nothing would block readline: stop it after a minute, whatever happens.
+    stopper = threading.Timer(60, proc.kill)
+    stopper.start()
+    try:
+        first = proc.stderr.readline() if proc.stderr else ""
+    finally:
+        stopper.cancel()
+        proc.terminate()
+        proc.wait(30)
+    assert first.startswith("scheduler: database ") and sqlite_url.removeprefix("sqlite:///") in first, first
+    assert "a pass every 7 s" in first and "s3cret" not in first
+    assert url.split("@", 1)[1].split("/", 1)[0] in first  # the broker's host and port

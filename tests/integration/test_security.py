@@ -162,3 +162,30 @@ def test_hostile_filter_values_are_data_not_sql(tmp_path, sqlite_url):
     time.sleep(0.1)
     res = run_cli("export", "latest", env=env)
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 3  # the table is still there
+
+
+@pytest.mark.postgres
+@pytest.mark.usefixtures("chaos_env")
+def test_a_query_password_a_webhook_token_and_a_bearer_token_are_never_stored_on_the_run(tmp_path, pg_url):
+    query, hook, bearer = "QueryS3cret", "HookS3cret", "BearerS3cret"
+    db_url = f"{pg_url}?password={query}&application_name=packsolve-test"  # trust auth: any password works
+    res = run_cli(
+        "solve",
+        str(write_pack(tmp_path, 2, ms=5)),
+        "-q",
+        "--database-url",
+        db_url,
+        "--notify",
+        f"sh -c 'cat >/dev/null; echo Authorization: Bearer {bearer} >/dev/null'",
+        f"--notify-url=http://127.0.0.1:1/hooks/{hook}?token={hook}",
+    )
+    assert res.returncode == 0, res.stderr
+    assert query not in res.stderr + res.stdout and f"token={hook}" not in res.stderr
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(pg_url)
+    with engine.connect() as conn:
+        stored = json.dumps([row[0] for row in conn.execute(text("SELECT options FROM runs")).all()])
+    engine.dispose()
+    assert [s for s in (query, hook, bearer) if s in stored] == []
+    assert "password=***" in stored and '"--notify", "***"' in stored and "--notify-url=***" in stored

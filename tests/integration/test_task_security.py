@@ -26,6 +26,7 @@ import redis
 from packsolve.db.session import get_engine, session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.queue.protocol import TASK_NAME
+from tests.support.forged import publish_json
 from tests.support.programs import toml_for, write_programs
 from tests.support.services import free_port, rabbitmq_vhost, run_cli, wait_for_run
 
@@ -85,25 +86,6 @@ def forged_payload(database: str, run_id: int, marker: Path) -> dict:
     }
     items = [{"level": "f" * 64, "spec": spec}]
     return {"run": run_id, "max_tries": 5, "deployment": deployment, "items": items}
-
-
-def publish_json(broker: str, payload: dict) -> None:
-    """Put a JSON task on the queue as Celery's protocol 2 writes it (no pickle anywhere)."""
-    from kombu import Connection, Exchange, Producer, Queue
-
-    queue = Queue(_queue(), Exchange(_queue(), "direct"), routing_key=_queue())
-    task_id = str(uuid.uuid4())
-    body = json.dumps([[payload], {}, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}])
-    with Connection(broker) as conn:
-        Producer(conn).publish(
-            body,
-            exchange=queue.exchange,
-            routing_key=_queue(),
-            declare=[queue],
-            content_type="application/json",
-            content_encoding="utf-8",
-            headers={"lang": "py", "task": TASK_NAME, "id": task_id, "root_id": task_id, "argsrepr": "()"},
-        )
 
 
 def wait_for(predicate, timeout: float = 30.0) -> bool:
@@ -375,7 +357,7 @@ def test_only_attempts_matching_the_databases_run_level_heuristic_and_limits_are
 
     def run(task_run: int, items) -> list:
         admission = Admission({}, TaskKeys(), engine)
-        return [p.level_hash for p in admission.matching(engine, Task(task_run, 5, tuple(items), "d"))]
+        return [p.level_hash for p in admission.matching(engine, Task(task_run, 5, tuple(items), "d")).items]
 
     assert run(run_id, good) == [p.level_hash for p in good]
     assert run(run_id, [first, altered, other_heuristic, unknown]) == [first.level_hash]
@@ -418,7 +400,7 @@ def test_tasks_of_one_level_in_pack_order_are_checked_from_one_read_until_it_is_
     event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
 
     def run(item) -> list:
-        return [p.level_hash for p in admission.matching(engine, Task(run_id, 5, (item,), "d"))]
+        return [p.level_hash for p in admission.matching(engine, Task(run_id, 5, (item,), "d")).items]
 
     assert [run(item) for item in good] == [[p.level_hash] for p in good]
     assert len(statements) == 1, statements

@@ -48,6 +48,20 @@ def test_a_broker_password_is_hidden_and_a_url_without_a_scheme_is_named_as_a_br
     assert "database URL" not in res.stderr
 
 
+@pytest.mark.parametrize("command", [["submit", str(PACK)], ["worker"], ["scheduler"], ["status"]])
+def test_a_broker_scheme_typo_is_a_usage_error_of_one_line_and_creates_no_database(tmp_path, command):
+    """redsi://: exit 2 naming the schemes that work, before a database or a broker is touched."""
+    env = {
+        "PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}",
+        "PACKSOLVE_BROKER_URL": "redsi://localhost",
+    }
+    res = run_cli(*command, env=env, timeout=60)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    assert "(redsi://): write redis://, rediss://, amqp:// or amqps://" in res.stderr
+    assert not (tmp_path / "a.db").exists()
+
+
 def test_a_solve_refused_for_a_heuristic_typo_creates_no_database(tmp_path):
     res = run_cli("solve", str(PACK), "--heuristic", "nope", cwd=tmp_path, env={"PACKSOLVE_DATABASE_URL": ""})
     assert res.returncode == 2 and "no level in the pack has a heuristic 'nope'" in res.stderr

@@ -34,6 +34,7 @@ class Planned:
     cpu_s: float = 0.0
     nodes: int = 0
     message: str = ""
+    peak_rss_mb: float = 20.0
 
 
 def build_run(
@@ -68,10 +69,28 @@ def build_run(
             continue
         solution: Any = strip_path(p.level) if p.status == Status.SOLVED.value else None
         outcome = Outcome(
-            Status(p.status), solution, SearchStats(p.nodes, p.wall_s, p.cpu_s, 20.0), p.message
+            Status(p.status), solution, SearchStats(p.nodes, p.wall_s, p.cpu_s, p.peak_rss_mb), p.message
         )
         length = len(solution) if solution else None
         results.append(Result(run_id, p.level.hash, outcome, length, worker, started))
     with session_scope(engine) as session:
         record(session, results)
     return run_id
+
+
+def overlapping_failures(url: str) -> int:
+    """A run whose timeouts fall in two groups, one's words inside the other's ("time limit"), and an error.
+
+    The messages are the solver budget's and the CPU backstop's, as written.
+    """
+    planned = [Planned(strip_level(i), "solved", 0.1, 0.1, 5) for i in range(2)]
+    planned += [
+        Planned(strip_level(10 + i), "timeout", 10.2, 9.9, 900 + i, f"time limit 1{i} s reached")
+        for i in range(3)
+    ]
+    planned += [
+        Planned(strip_level(20 + i), "timeout", 3.0, 0.4, 0, f"CPU time limit reached (0.{i + 3} s CPU)")
+        for i in range(2)
+    ]
+    planned += [Planned(strip_level(30), "error", 0.1, 0.1, 1, "solver crashed with code 3")]
+    return build_run(url, planned)

@@ -40,3 +40,21 @@ def test_a_negative_time_limit_with_a_unit_meets_the_range_check(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     res = check_limit("--time-limit", "-2s")
     assert res.exit_code == 2 and "--time-limit" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["scheduler", "--once", "--interval", "nan"],
+        ["scheduler", "--once", "--grace", "inf"],
+        ["status", "--interval", "nan"],
+        ["solve", PACK, "--progress-every", "nan"],
+        ["check", PACK, "--time-limit", "-inf"],
+    ],
+)
+def test_every_duration_option_refuses_nan_and_infinities_in_one_line(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(cli, [*args, "--database-url", f"sqlite:///{tmp_path}/db.sqlite"])
+    assert res.exit_code == 2, res.output
+    error = [line for line in res.output.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and args[-2] in error[0] and "500ms" in error[0], res.output

@@ -27,7 +27,13 @@ BAD = [
     ("PACKSOLVE_VISIBILITY_TIMEOUT", "1.5", "whole number of seconds"),
     ("PACKSOLVE_CONCURRENCY", "many", "whole number from 0"),
     ("PACKSOLVE_BROKER_URL", "redis//localhost:6379/0", "is not a broker URL: write redis://HOST"),
+    (
+        "PACKSOLVE_BROKER_URL",
+        "redsi://localhost",
+        "no broker scheme packsolve speaks (redsi://): write redis://",
+    ),
     ("PACKSOLVE_EXTRA_KINDS", "chaos", "write NAME:MODULE"),
+    ("PACKSOLVE_WORKER_REMOTE_CONTROL", "maybe", "must be on or off: write 1, true, yes or on"),
 ]
 
 
@@ -136,3 +142,19 @@ def test_a_worker_given_a_bad_lease_ttl_refuses_to_start_in_one_line(tmp_path):
     assert res.returncode == 2 and len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
     assert "PACKSOLVE_LEASE_TTL='30s' must be a number of seconds above 0" in errors[0]
     assert not (tmp_path / "a.db").exists()  # refused before it touched anything
+
+
+def test_remote_control_is_off_unless_the_environment_or_the_file_turns_it_on(tmp_path):
+    from packsolve.queue.app import make_app
+
+    assert resolve(environ={}, path=no_file(tmp_path)).worker_remote_control is False
+    assert resolve(
+        environ={"PACKSOLVE_WORKER_REMOTE_CONTROL": "1"}, path=no_file(tmp_path)
+    ).worker_remote_control
+    path = tmp_path / "packsolve.toml"
+    path.write_text("[settings]\nworker_remote_control = true\n")
+    on = resolve(environ={}, path=path)
+    assert on.worker_remote_control and on.source("worker_remote_control") == CONFIG_FILE
+    off = resolve(environ={"PACKSOLVE_WORKER_REMOTE_CONTROL": "off"}, path=path)
+    assert make_app(settings=off).conf.worker_enable_remote_control is False
+    assert make_app(settings=on).conf.worker_enable_remote_control is True

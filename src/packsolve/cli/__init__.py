@@ -1,39 +1,31 @@
-"""The packsolve command line: a click group of thin commands over the modules that do the work."""
+"""The packsolve command line (its click group is in root.py): `main`, and `cli`, `COMMANDS` on first use.
+
+`packsolve --version` answers here, before any command's module (click, rich, the puzzle kinds) is
+imported: it is what a script or a package check runs, and should cost a bare interpreter's start.
+"""
 
 from __future__ import annotations
 
-import click
-
-from packsolve import __version__
-from packsolve.cli.check import check
-from packsolve.cli.config import config
-from packsolve.cli.group import PacksolveGroup
-from packsolve.cli.kinds import check_kind, generate, kinds
-from packsolve.cli.reports import report
-from packsolve.cli.results import export, show, status
-from packsolve.cli.run import cancel, rerun, resume, solve, submit
-from packsolve.cli.runs import runs
-from packsolve.cli.serve import serve
-from packsolve.cli.service import db, scheduler, worker
-
-
-@click.group(
-    cls=PacksolveGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
-)
-@click.version_option(__version__, prog_name="packsolve")
-def cli() -> None:
-    """Solve whole packs of puzzle levels in batch, locally or on Celery workers."""
-
-
-COMMANDS = (
-    *(check, solve, submit, rerun, resume, cancel, runs),  # runs
-    *(worker, scheduler, db, config),  # the distributed services and their settings
-    *(status, report, export, show, serve),  # results
-    *(kinds, check_kind, generate),  # puzzle kinds
-)
-for command in COMMANDS:
-    cli.add_command(command)
+import sys
+from typing import Any
 
 
 def main() -> None:
+    """Run the packsolve command line; `--version` alone is answered without loading the commands."""
+    if sys.argv[1:] == ["--version"]:
+        from packsolve import __version__
+
+        print(f"packsolve, version {__version__}")  # as click's version_option words it
+        return
+    from packsolve.cli.root import cli
+
     cli(prog_name="packsolve")
+
+
+def __getattr__(name: str) -> Any:
+    """Return root.py's `cli` or `COMMANDS`, imported when first asked for."""
+    if name in ("cli", "COMMANDS"):
+        from packsolve.cli import root
+
+        return getattr(root, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -63,7 +63,7 @@ def render_check(c: dict[str, Any]) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    from packsolve.report.text import short_name
+    from packsolve.report.text import short_name, visible
 
     out: list[Any] = [Text(f"{c['levels']} level(s) would run (nothing was created)", style="bold")]
     t = Table("kind", "levels", "heuristic", title_justify="left")
@@ -79,7 +79,7 @@ def render_check(c: dict[str, Any]) -> Any:
     lists = (
         (
             "file(s) skipped, no level in them",
-            [f"{short_name(s['path'], 56)}: {s['reason']}" for s in c["skipped_files"]],
+            [f"{short_name(s['path'], 56)}: {visible(s['reason'])}" for s in c["skipped_files"]],
         ),
         (
             "duplicate level(s), each runs once",
@@ -103,7 +103,7 @@ def _problems(c: dict[str, Any]) -> list[Any]:
     """Return the lines of a check about what would go wrong: declared programs, notes, invalid levels."""
     from rich.text import Text
 
-    from packsolve.report.text import short_name
+    from packsolve.report.text import short_name, visible
 
     out: list[Any] = []
     for name, program in c["solvers"].items():
@@ -117,7 +117,7 @@ def _problems(c: dict[str, Any]) -> list[Any]:
             message = bad["message"]
             if message.startswith(f"{bad['level']}: "):
                 message = message[len(bad["level"]) + 2 :]
-            out.append(Text(f"  {short_name(bad['level'], 36)}: {message}", style="red"))
+            out.append(Text(f"  {short_name(bad['level'], 36)}: {visible(message)}", style="red"))
     return out
 
 

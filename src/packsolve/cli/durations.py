@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -9,6 +10,7 @@ import click
 
 from packsolve.bounds import Range
 
+WRITE = "write seconds (2.5) or 500ms, 2s, 1m, 1h"
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # A sign and an exponent are read so that the range check, not the syntax, says what is wrong with -1, 1e300.
 _DURATION = re.compile(r"^\s*(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -35,10 +37,11 @@ class Duration(click.ParamType):
         else:
             number = _number(str(value))
             if number is None:
-                self.fail(
-                    f"{value!r} is not a duration: write seconds (2.5) or 500ms, 2s, 1m, 1h", param, ctx
-                )
+                self.fail(f"{value!r} is not a duration: {WRITE}", param, ctx)
             seconds = number
+        # NaN compares false with every bound, so no range would catch it: a `--interval nan` loop spins.
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite duration: {WRITE}", param, ctx)
         if self.span is not None and not self.span.holds(seconds):
             self.fail(f"{value!r} is not in the range {self.span} seconds.", param, ctx)
         return seconds
@@ -48,13 +51,13 @@ DURATION = Duration()
 
 
 def _number(text: str) -> float | None:
-    """Return text as a float if Python reads it as one ('nan', 'inf': the range check refuses them)."""
+    """Return text as a float if Python reads it as one ('nan', 'inf': convert refuses them as not finite)."""
     try:
         return float(text)
     except ValueError:
         return None
 
 
-def duration_within(span: Range) -> Duration:
-    """Return the click type of a duration in span: out of it, one line giving the range."""
-    return Duration(span)
+def duration_within(span: Range, low: float | None = None) -> Duration:
+    """Return the click type of a duration in span (from low if given): out of it, one line with the range."""
+    return Duration(span if low is None else Range(low, span.high, real=span.real))

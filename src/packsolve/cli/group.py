@@ -76,8 +76,11 @@ class PacksolveGroup(click.Group):
 
 
 def _fail(ctx: click.Context, message: str, exit_code: int) -> None:
-    # As click shows its own errors: "Error: " and the message on stderr.
-    click.echo(f"Error: {message}", err=True)
+    from packsolve.report.text import visible
+
+    # As click shows its own errors: "Error: " and the message on stderr; a level's name in it moves
+    # no cursor and breaks no line.
+    click.echo(f"Error: {visible(message)}", err=True)
     ctx.exit(exit_code)
 
 

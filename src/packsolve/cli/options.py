@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -32,6 +33,12 @@ class _IntRange(click.IntRange):
 
 
 class _FloatRange(click.FloatRange):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):  # NaN passes every bound's comparison
+            self.fail(f"{value!r} is not a finite number; give one of {self._describe_range()}.", param, ctx)
+        return number
+
     def _describe_range(self) -> str:
         return f"{shown(self.min or 0)} to {shown(self.max or 0)}"  # within() gives both
 
@@ -71,10 +78,10 @@ def destinations(settings: Settings) -> list[str]:
     """Return the lines naming the broker and database a run goes to, saying where a default was used."""
     from packsolve.db.session import database_url as database_in_use
     from packsolve.db.session import shown_database
-    from packsolve.queue.protocol import shown_broker
+    from packsolve.masking import mask_url
     from packsolve.settings import DEFAULT
 
-    broker = f"broker {shown_broker(settings.broker_url)}"
+    broker = f"broker {mask_url(settings.broker_url)}"
     database = f"database {shown_database(database_in_use(settings.database_url))}"
     return [
         broker
@@ -187,7 +194,15 @@ def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
 
 
 def read_engine(database_url: str | None) -> Any:
-    """Return the engine of a database that must exist already: commands that only read never create one."""
+    """Return a read-only engine of a database that must exist already: commands that only read write
+    nothing, create nothing (NoDatabase says where they looked)."""
+    from packsolve.db.session import get_engine
+
+    return get_engine(database_url, read_only=True)
+
+
+def found_engine(database_url: str | None) -> Any:
+    """Return the engine of a database that must exist already, for a command that changes a run there."""
     from packsolve.db.session import get_engine
 
     return get_engine(database_url, create=False)
@@ -231,11 +246,15 @@ def format_of(path: str, given: str | None, by_suffix: Mapping[str, str], defaul
 
 
 def emit(data: Any, fmt: str, table: Callable[[Any], Any]) -> None:
-    """Print data as JSON, CSV (flat dicts or lists of them) or a rich table."""
+    """Print data as JSON, CSV (flat dicts or lists of them; control characters made visible) or a table."""
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, default=str))
     elif fmt == "csv":
+        from packsolve.report.text import visible
+
         rows = [flatten(r) for r in data] if isinstance(data, list) else [flatten(data)]
+        # A CSV is read in a terminal too (cat, less): a level's name there moves no cursor.
+        rows = [{k: visible(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
         if rows:
             writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
             writer.writeheader()

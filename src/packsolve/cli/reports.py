@@ -106,7 +106,7 @@ def report_hardest(
     top: int,
     fmt: str,
 ):
-    """The hardest levels: unsolved first (by PAR-2, then nodes), then solved ones by --by."""
+    """The hardest levels: unsolved first (by PAR-2, ties by CPU time spent), then solved ones by --by."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.hardest import HardestRows, hardest_in_run, hardest_overall, render_hardest
@@ -175,7 +175,11 @@ def report_compare(
 @report.command("cactus")
 @click.argument("runs", nargs=-1)
 @click.option(
-    "--output", "-o", required=True, type=click.Path(dir_okay=False), help="Plot file, .png or .svg."
+    "--output",
+    "-o",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also plot it to this .png or .svg (without: the table, or its JSON or CSV, alone).",
 )
 @click.option(
     "--scatter",
@@ -186,8 +190,10 @@ def report_compare(
 @format_option
 @database_option
 @pass_settings
-def report_cactus(settings: Settings, runs: tuple[str, ...], output: str, scatter: str | None, fmt: str):
-    """Cactus plot of RUNS (default: latest): levels decided within a time, one line per run."""
+def report_cactus(
+    settings: Settings, runs: tuple[str, ...], output: str | None, scatter: str | None, fmt: str
+):
+    """Cactus of RUNS (default: latest): levels decided within a time, one line per run; -o plots it."""
     from packsolve.db.session import session_scope
     from packsolve.report.cactus import cactus_data, cactus_figure, save, scatter_data, scatter_figure
 
@@ -200,12 +206,15 @@ def report_cactus(settings: Settings, runs: tuple[str, ...], output: str, scatte
             raise click.UsageError("--scatter needs exactly two runs")
         data = cactus_data(session, selected)
         points = scatter_data(session, *selected) if scatter else None
-    save(cactus_figure(data), output)
+    written = []
+    if output:
+        save(cactus_figure(data), output)
+        written.append(f"cactus plot written to {output}")
     if scatter and points is not None:
         save(scatter_figure(points), scatter)
-    err_console.print(
-        f"cactus plot written to {output}" + (f", scatter plot to {scatter}" if scatter else "")
-    )
+        written.append(f"scatter plot to {scatter}")
+    if written:
+        err_console.print(", ".join(written))
     if fmt == "csv":
         rows = [
             {"run": d["run"], "decided": i, "wall_s": t} for d in data for i, t in enumerate(d["times"], 1)
@@ -217,12 +226,15 @@ def report_cactus(settings: Settings, runs: tuple[str, ...], output: str, scatte
         from rich.table import Table
 
         from packsolve.report.cactus import time_text
+        from packsolve.report.columns import keep_figures_whole
 
-        t = Table("run", "decided", "fastest s", "slowest s")
+        t = Table("run")
+        for name in ("decided", "fastest s", "slowest s"):
+            t.add_column(name, justify="right")
         for d in data:
             ends = [time_text(x) for x in d["times"][:1] + d["times"][-1:]] or ["—", "—"]
             t.add_row(d["label"], f"{d['decided']:,}", ends[0], ends[-1])
-        out_console.print(t)
+        out_console.print(keep_figures_whole(t))
 
 
 @report.command("curve")
@@ -271,9 +283,11 @@ def _plot_file(path: str, option: str) -> None:
 
 def _curve_table(curve: Any) -> Any:
     """Return the rich table of a size curve (one row per kind and size)."""
+    from rich import box
     from rich.table import Table
 
     from packsolve.report.cactus import time_text
+    from packsolve.report.columns import keep_figures_whole
 
     def seconds(x: float | None) -> str:
         return "—" if x is None else time_text(x)
@@ -281,10 +295,17 @@ def _curve_table(curve: Any) -> Any:
     def count(x: float | None) -> str:
         return "—" if x is None else f"{x:,.0f}"
 
-    t = Table(title=f"{curve.label}: time and nodes against level size")
+    # Light rules: 80 columns hold eight columns of numbers as long as 123,456,789 without wrapping one.
+    t = Table(
+        title=f"{curve.label}: time and nodes against level size",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
     t.add_column("kind", no_wrap=True)  # whole: kinds are told apart by their names
     for name in ("size", "levels", "decided", "median s", "max s", "median nodes", "max nodes"):
-        t.add_column(name, justify="right", overflow="fold")  # a number is never cut
+        t.add_column(name, justify="right")
     for p in curve.points:
         t.add_row(
             p.kind,
@@ -298,7 +319,7 @@ def _curve_table(curve: Any) -> Any:
         )
     if not curve.points:
         t.caption = "no attempt of this run has run yet"
-    return t
+    return keep_figures_whole(t)  # a number is never split across lines
 
 
 @report.command("html")

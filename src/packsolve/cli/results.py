@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from packsolve.bounds import TIME_LIMIT_S
+from packsolve.cli.durations import duration_within
 from packsolve.cli.group import pass_settings
 from packsolve.cli.options import (
     database_option,
@@ -23,9 +24,8 @@ from packsolve.cli.options import (
     output_file,
     read_engine,
     warn_without_task_key,
-    within,
 )
-from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
+from packsolve.cli.verdict import exit_code, wait_fail_on_option, wait_for_end
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
 
@@ -43,8 +43,8 @@ if TYPE_CHECKING:  # the report modules load when a command runs, not for every 
 @click.argument("run", required=False)
 @click.option("--watch", "-w", is_flag=True, help="Refresh until the run is finished.")
 @click.option("--wait", is_flag=True, help="Print nothing until the run is over, then its status once.")
-@click.option("--interval", type=within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
-@fail_on_option
+@click.option("--interval", type=duration_within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
+@wait_fail_on_option
 @format_option
 @database_option
 @pass_settings
@@ -61,7 +61,8 @@ def status(
 
     With --watch the table refreshes until the run is finished; with --format
     json it prints one JSON object per line at every refresh. With --wait it
-    returns once the run is over (exit 1 if a level ended in a --fail-on status).
+    returns once the run is over (exit 1 if a level ended in a --fail-on status: error, wrong or
+    lost unless told otherwise; --fail-on none exits 0 whatever the outcomes).
     """
     engine = read_engine(settings.database_url)
     if not wait:

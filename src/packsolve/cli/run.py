@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S
-from packsolve.cli.durations import DURATION
+from packsolve.cli.durations import DURATION, duration_within
 from packsolve.cli.group import pass_settings
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.notify import notify, notify_options
@@ -19,26 +19,24 @@ from packsolve.cli.options import (
     emit,
     err_console,
     format_option,
+    found_engine,
     print_summary,
-    read_engine,
     run_options,
     run_request,
     solvers_option,
     within,
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
-from packsolve.cli.verdict import exit_code, fail_on_option, wait_for_end
+from packsolve.cli.verdict import exit_code, fail_on_option, wait_fail_on_option, wait_for_end
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
-
-RERUN_DEFAULT_STATUSES = "timeout,error,lost,memout"
 
 
 def progress_options(fn: Any) -> Any:
     """Options of every command that solves locally: quiet, and how often to print progress to a log."""
     fn = click.option(
         "--progress-every",
-        type=within(TIME_LIMIT_S, low=0.1),
+        type=duration_within(TIME_LIMIT_S, low=0.1),
         default=DEFAULT_EVERY_S,
         show_default=True,
         help="Seconds between progress lines when stderr is not a terminal (a log).",
@@ -154,9 +152,10 @@ def _solve_and_summarise(
 @click.option(
     "--wait",
     is_flag=True,
-    help="Return once the workers finished the run (see --fail-on; --notify waits too).",
+    help="Return once the workers finished the run; exit 1 if a level ended in a --fail-on status "
+    "(--notify waits too).",
 )
-@fail_on_option
+@wait_fail_on_option
 @notify_options
 @database_option
 @broker_option
@@ -181,8 +180,10 @@ def submit(
     request = run_request(opts, max_tries)
     check_paths(paths)
     app = make_app(settings=settings)
-    engine = get_engine(settings.database_url)
-    run, sent = runs.start_distributed(engine, app, paths, request, chunk_size, sys.argv[1:])
+    run, sent = runs.start_distributed(
+        lambda: get_engine(settings.database_url), app, paths, request, chunk_size, sys.argv[1:]
+    )
+    engine = get_engine(settings.database_url)  # the one start_distributed opened (one per process)
     print_plan_notes(run)
     err_console.print(
         f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
@@ -213,12 +214,18 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 @click.option(
     "--status",
     "statuses",
-    default=RERUN_DEFAULT_STATUSES,
-    show_default=True,
-    help="Comma-separated statuses of the parent's attempts to run again.",
+    default=None,
+    help="Comma-separated statuses of the parent's attempts to run again "
+    "[default: the --group's, else timeout,error,lost,memout].",
+)
+@click.option(
+    "--group",
+    default=None,
+    metavar="KEY",
+    help="Exactly the attempts of this failure group (its key, as `report failures` prints it).",
 )
 @click.option("--kind", default=None, help="Only levels of this kind.")
-@click.option("--message", default=None, help="Only attempts whose message holds this text.")
+@click.option("--message", default=None, help="Only attempts whose message holds this text (a substring).")
 @click.option(
     "--heuristic",
     default=None,
@@ -248,7 +255,7 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 def rerun(
     settings: Settings,
     run: str,
-    statuses: str,
+    statuses: str | None,
     local: bool | None,
     jobs: int | None,
     max_tries: int | None,
@@ -272,7 +279,7 @@ def rerun(
 
     request = RerunRequest(
         parent=run,
-        statuses=tuple(statuses.split(",")),
+        statuses=tuple(statuses.split(",")) if statuses is not None else (),
         kind=opts["kind"],
         heuristic=opts["heuristic"],
         time_limit=opts["time_limit"],
@@ -283,20 +290,20 @@ def rerun(
         local=local,
         jobs=jobs,
         message=opts["message"],
+        group=opts["group"],
         move_label=opts["move_label"],
         solvers=load_solvers(opts["solvers_file"]),
     )
     request.check()  # before the database is touched: a typo costs nothing
-    engine = read_engine(settings.database_url)
+    engine = found_engine(settings.database_url)
     app = make_app(settings=settings)  # connects only if the child is distributed
     child, processes = runs.start_rerun(engine, request, sys.argv[1:], app)
     print_plan_notes(child)
     notify_to = (notify_command, notify_url)
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
-        _solve_and_summarise(
-            engine, child, processes, quiet or fmt != "table", fmt, progress_every, notify_to=notify_to
-        )
+        # Progress goes to stderr whatever the format, as solve's does: stdout keeps its one document.
+        _solve_and_summarise(engine, child, processes, quiet, fmt, progress_every, notify_to=notify_to)
         if fmt != "table":
             return  # the summary printed is the one document on stdout; it names the run
         click.echo(child.id)
@@ -355,7 +362,7 @@ def resume(
     if jobs is not None:
         check_jobs(jobs)
     solvers = load_solvers(solvers_file)
-    engine = read_engine(settings.database_url)
+    engine = found_engine(settings.database_url)
     with session_scope(engine) as session:
         mode = resolve_run(session, run).mode
     if mode == RunMode.DISTRIBUTED:
@@ -396,7 +403,7 @@ def cancel(settings: Settings, run: str):
     """
     from packsolve import runs
 
-    done = runs.cancel(read_engine(settings.database_url), run)
+    done = runs.cancel(found_engine(settings.database_url), run)
     if done.finished_before:
         click.echo(f"run {done.run_id} is finished already: nothing to cancel")
     elif done.mode == RunMode.LOCAL:

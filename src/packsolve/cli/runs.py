@@ -13,6 +13,7 @@ from packsolve.cli.options import (
     emit,
     err_console,
     format_option,
+    found_engine,
     read_engine,
     within,
 )
@@ -57,7 +58,7 @@ def runs_label(settings: Settings, run: str, label: str, move_label: bool) -> No
     from packsolve.request import check_label
 
     new = None if label == "-" else check_label(label)
-    with session_scope(read_engine(settings.database_url)) as session:
+    with session_scope(found_engine(settings.database_url)) as session:
         run_id = resolve_run(session, run).id
         taken_from = relabel(session, run_id, new, move_label)
     moved = f" (taken from run {taken_from})" if taken_from is not None else ""
@@ -79,7 +80,7 @@ def runs_delete(settings: Settings, run: str, yes: bool) -> None:
     from packsolve.db.runs import resolve_run, status_counts
     from packsolve.db.session import session_scope
 
-    engine = read_engine(settings.database_url)
+    engine = found_engine(settings.database_url)
     with session_scope(engine) as session:
         target = resolve_run(session, run)
         run_id, label, finished = target.id, target.label, target.finished_at is not None

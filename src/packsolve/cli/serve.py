@@ -68,17 +68,21 @@ def serve(settings: Settings, host: str, port: int, token_file: str | None, read
 
     from packsolve.db.session import get_engine, shown_database
     from packsolve.web.app import create_app
-    from packsolve.web.security import Guard, check_bind, read_token
+    from packsolve.web.security import Guard, check_bind, loopback_hosts, read_token
 
     secret = read_token(settings.serve_token, token_file)
     check_bind(host, secret)
-    # A read-only dashboard never creates a database; one that can act may start on an empty one.
-    engine = get_engine(settings.database_url, create=not read_only)
+    # A dashboard never creates a database (a mistyped path would show an empty one); a read-only one
+    # opens it read-only: the figures it would keep for later are computed for each request instead.
+    engine = get_engine(settings.database_url, create=False, read_only=read_only)
     sock = _listen(host, port)
     # The commands it starts (rerun, resume) get the broker by flag only if this one had it so.
     broker_url = settings.broker_url if settings.source("broker_url") == FLAG else None
-    app = create_app(engine, Guard(secret), read_only, broker_url)
     bound = sock.getsockname()[1]
+    # Without a token the loopback bind is the only guard: a page of another name, resolved to this
+    # address (DNS rebinding), must not be answered. A token set, the token guards instead.
+    hosts = None if secret else loopback_hosts(host, bound)
+    app = create_app(engine, Guard(secret, hosts), read_only, broker_url)
     shown_host = f"[{host}]" if ":" in host else host
     err_console.print(
         f"packsolve serve: http://{shown_host}:{bound}/ on {shown_database(engine.url)}"

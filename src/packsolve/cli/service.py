@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S, WHOLE_SECONDS
+from packsolve.cli.durations import duration_within
 from packsolve.cli.group import pass_settings
 from packsolve.cli.options import (
     broker_option,
@@ -57,7 +58,8 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
     from packsolve.db.session import database_url as resolve_db
     from packsolve.db.session import get_engine
     from packsolve.external.declaration import load_solvers
-    from packsolve.settings import DEFAULT, hide_password
+    from packsolve.masking import mask_url
+    from packsolve.settings import DEFAULT
     from packsolve.worker import start_worker
 
     # Every pool process uses this very database, whichever source named it.
@@ -73,8 +75,8 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
         )
     # Said at every start: which database the results go to, and which broker and queue feed it.
     err_console.print(
-        f"this worker writes to {hide_password(database)} "
-        f"({settings.source('database_url')}), takes tasks from {hide_password(settings.broker_url)} "
+        f"this worker writes to {mask_url(database)} "
+        f"({settings.source('database_url')}), takes tasks from {mask_url(settings.broker_url)} "
         f"queue {settings.queue}",
         highlight=False,
         markup=False,
@@ -85,6 +87,11 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
         names = ", ".join(sorted(declared))
         err_console.print(f"solver programs declared on this worker: {names}", highlight=False, markup=False)
     warn_without_task_key("this worker runs tasks nobody signed", settings)
+    if settings.worker_remote_control:
+        err_console.print(
+            "[yellow]remote control is on (PACKSOLVE_WORKER_REMOTE_CONTROL): anyone who can write to the "
+            "broker can list this worker's tasks, kill them and stop it[/]"
+        )
     get_engine(settings.database_url)  # fail early, and migrate, before taking tasks
     start_worker(settings, hostname, loglevel, declared)
 
@@ -92,11 +99,15 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
 @click.command()
 @click.option("--once", is_flag=True, help="One reconcile pass, then exit (for cron or after an incident).")
 @click.option(
-    "--interval", type=within(TIME_LIMIT_S), default=30.0, show_default=True, help="Seconds between passes."
+    "--interval",
+    type=duration_within(TIME_LIMIT_S),
+    default=30.0,
+    show_default=True,
+    help="Seconds between passes (or 500ms, 2s, 1m).",
 )
 @click.option(
     "--grace",
-    type=within(TIME_LIMIT_S),
+    type=duration_within(TIME_LIMIT_S),
     default=60.0,
     show_default=True,
     help="Seconds past its deadline (claim + hard limit) before a running attempt is taken back "
@@ -123,13 +134,15 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
     error (exit 1). Without PACKSOLVE_TASK_KEY while live workers run only signed
     tasks, it refuses to start (exit 2): they would refuse all it sends.
     """
-    from packsolve.db.session import redact
+    from packsolve.masking import mask_text
     from packsolve.queue.app import make_app
     from packsolve.scheduler import Passes, engine_when_reachable, run_scheduler
 
     if grace < 0 or interval <= 0:
         raise click.BadParameter("--grace must be >= 0 and --interval > 0")
     app = make_app(settings=settings)
+    if not once:  # a loop prints only when it repairs something: say at once that it is up, and where
+        _say_started(settings, interval, grace)
     passes = Passes(interval, once, functools.partial(_report_pass, once=once), _report_failure)
     try:
         engine = engine_when_reachable(settings.database_url, passes)
@@ -139,8 +152,23 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
     if once and result.broker_error:
         # cron must see it: nothing that needs the broker was repaired.
         raise BrokerError(
-            f"the broker at {redact(settings.broker_url)} could not be asked: {result.broker_error}"
+            f"the broker at {mask_text(settings.broker_url)} could not be asked: {result.broker_error}"
         )
+
+
+def _say_started(settings: Settings, interval: float, grace: float) -> None:
+    """Print the one line a scheduler starts with: its database, its broker and queue, how often it passes."""
+    from packsolve.db.session import database_url as resolve_db
+    from packsolve.masking import mask_url
+
+    err_console.print(
+        f"scheduler: database {mask_url(resolve_db(settings.database_url))}, broker "
+        f"{mask_url(settings.broker_url)} queue {settings.queue}, a pass every {interval:g} s "
+        f"(grace {grace:g} s); a line for each pass that repairs something",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _report_pass(r: Any, once: bool) -> None:
@@ -161,9 +189,9 @@ def _report_pass(r: Any, once: bool) -> None:
 
 def _report_failure(exc: BaseException) -> None:
     """Print one line for a pass (or a first connection) that failed and is tried again."""
-    from packsolve.db.session import redact
+    from packsolve.masking import mask_text
 
-    first = "".join(redact(str(getattr(exc, "orig", None) or exc)).splitlines()[:1])
+    first = "".join(mask_text(str(getattr(exc, "orig", None) or exc)).splitlines()[:1])
     stamp = time.strftime("%H:%M:%S")
     err_console.print(f"[yellow]{stamp} pass failed ({type(exc).__name__}: {first}); retrying[/]")
 
@@ -180,10 +208,11 @@ def db_upgrade(settings: Settings) -> None:
     """Apply the Alembic migrations up to the newest revision."""
     from packsolve.db.migrate import current_revision, upgrade
     from packsolve.db.session import database_url as resolve_db
-    from packsolve.db.session import make_engine, safe_url
+    from packsolve.db.session import make_engine
+    from packsolve.masking import mask_url
 
     url = resolve_db(settings.database_url)
     engine = make_engine(url)
     applied = upgrade(engine)
     state = "upgraded to" if applied else "already at"
-    click.echo(f"{safe_url(url)}: {state} revision {current_revision(engine)}")
+    click.echo(f"{mask_url(url)}: {state} revision {current_revision(engine)}")

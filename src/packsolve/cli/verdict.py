@@ -1,4 +1,9 @@
-"""The exit code a run that is over earns: 0, or 1 when a level ended in a status named by --fail-on."""
+"""The exit code a run that is over earns: 0, or 1 when a level ended in a status named by --fail-on.
+
+`solve` and `resume` fail on nothing unless told (a timeout is a result, DESIGN.md); the commands that
+wait for a run elsewhere (`submit --wait`, `status --wait`) fail by default on what went wrong with the
+tool or the solver, not with a level's difficulty (WAIT_FAIL_ON), as pytest and GNU parallel do.
+"""
 
 from __future__ import annotations
 
@@ -12,22 +17,27 @@ from packsolve.outcome import Status
 # What --fail-on may name: every final status but solved (a solved level never fails a night).
 FAILABLE = tuple(s.value for s in Status if s.final and s is not Status.SOLVED)
 SOME_FAILED = 1
+# The default of the commands that wait: failures of the tool or the solver, not of a level's difficulty.
+WAIT_FAIL_ON = "error,wrong,lost"
+NONE = "none"  # --fail-on none: exit 0 whatever the levels' outcomes
 
 
 def _statuses(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
     """Return the --fail-on statuses; fail (exit 2, one line) naming one that is not a final status."""
-    if not value:
+    if not value or value.strip() == NONE:
         return ()
     names = tuple(n.strip() for n in value.split(",") if n.strip())
     for name in names:
         if name not in FAILABLE:
             raise click.BadParameter(
-                f"{name!r} is not a final status other than solved (choose from: {', '.join(FAILABLE)})"
+                f"{name!r} is not a final status other than solved "
+                f"(choose from: {', '.join(FAILABLE)}; or {NONE})"
             )
     return names
 
 
 def fail_on_option(fn: Callable) -> Callable:
+    """--fail-on for solve and resume: no status by default (exit 0 whatever the levels' outcomes)."""
     return click.option(
         "--fail-on",
         "fail_on",
@@ -36,6 +46,20 @@ def fail_on_option(fn: Callable) -> Callable:
         metavar="STATUS,...",
         help="Exit 1 once the run is over if any level ended in one of these statuses "
         "(e.g. timeout,error,wrong) [default: exit 0 whatever the levels' outcomes].",
+    )(fn)
+
+
+def wait_fail_on_option(fn: Callable) -> Callable:
+    """--fail-on for the commands that wait for a run: WAIT_FAIL_ON by default, `none` for nothing."""
+    return click.option(
+        "--fail-on",
+        "fail_on",
+        default=WAIT_FAIL_ON,
+        show_default=True,
+        callback=_statuses,
+        metavar="STATUS,...|none",
+        help="Once the run is over, exit 1 if any level ended in one of these statuses; "
+        "none: exit 0 whatever the levels' outcomes.",
     )(fn)
 
 
@@ -53,7 +77,8 @@ def exit_code(engine: Any, run_id: int, fail_on: tuple[str, ...]) -> int:
     if not failed:
         return 0
     what = ", ".join(f"{n} level(s) ended {s}" for s, n in failed.items())
-    err_console.print(f"run {run_id}: {what} (--fail-on {','.join(fail_on)})", highlight=False, markup=False)
+    line = f"run {run_id}: {what} (--fail-on {','.join(fail_on)})"
+    err_console.print(line, highlight=False, markup=False, soft_wrap=True)  # one line, however narrow
     return SOME_FAILED
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, aliased
 
 from packsolve.db.models import CompareFigures, Run
 from packsolve.db.run_vectors import vector_cells
+from packsolve.db.session import read_only
 from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES, Status
 
 Figures = dict[str, float]
@@ -193,7 +194,7 @@ def compare_figures(db: Session | Connection, runs: Sequence[Any]) -> dict[str, 
         if kept is not None:
             return kept
     by_kind = read_figures(db, runs)
-    if pair and by_kind:
+    if pair and by_kind and not read_only(db):  # a read-only reader computes them each time
         _keep_once(db, runs[0].id, runs[1].id, by_kind)
     return by_kind
 

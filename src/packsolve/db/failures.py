@@ -10,6 +10,7 @@ kept, is grouped at each call.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -36,9 +37,24 @@ def pattern(message: str | None, name: str | None = None) -> str:
     return _NUMBER.sub("N", text.strip())
 
 
+def group_key(status: str, pattern_text: str) -> str:
+    """Return a failure group's identity: its status and a digest of its pattern (`timeout:3f2a9c1e`).
+
+    Stable across runs and versions (the pattern is the group); `rerun --group KEY` picks by it.
+    """
+    digest = hashlib.sha256(pattern_text.encode("utf-8")).hexdigest()[:8]
+    return f"{status}:{digest}"
+
+
+def in_group(key: str, status: str, message: str | None, name: str) -> bool:
+    """Return whether an attempt (status, message, level name) belongs to the group of key."""
+    return group_key(status, pattern(message, name)) == key
+
+
 class Group(TypedDict):
     """Failed attempts of one status whose messages share a pattern."""
 
+    key: str  # group_key: what `rerun --group` takes
     status: str
     message: str  # the first one as written, in pack order
     pattern: str
@@ -61,6 +77,7 @@ def read_groups(db: Session | Connection, run_id: int, examples: int) -> list[Gr
         g = found.get(key)
         if g is None:
             g = found[key] = {
+                "key": group_key(*key),
                 "status": key[0],
                 "message": message or "",
                 "pattern": key[1],
@@ -107,6 +124,7 @@ def kept_groups(db: Session | Connection, run_id: int, examples: int) -> list[Gr
         return None
     for g in found:
         g["examples"] = g["examples"][:examples]
+        g.setdefault("key", group_key(g["status"], g["pattern"]))  # kept before groups had keys
     return found  # type: ignore[no-any-return]
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelStats, LevelStatsRun, Run
+from packsolve.db.session import read_only
 from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES, Status
 
 COLUMNS = ("attempts", "decided", "solved", "best_wall_s", "best_nodes", "max_par2_s", "max_nodes")
@@ -112,7 +113,12 @@ def fold_runs(session: Session, run_ids: list[int]) -> list[int]:
 
 
 def refresh(session: Session) -> int:
-    """Fold every finished run not folded yet (rebuilding if a folded run was deleted); return runs folded."""
+    """Fold every finished run not folded yet (rebuilding if a folded run was deleted); return runs folded.
+
+    A read-only reader folds nothing: live_rows reads the runs not folded from their attempts.
+    """
+    if read_only(session):
+        return 0
     gone = session.scalar(select(func.count()).where(LevelStatsRun.run_id.not_in(select(Run.id))))
     if gone:
         session.execute(delete(LevelStats))
@@ -136,8 +142,8 @@ def forget_run(session: Session, run_id: int) -> None:
 
 
 def live_rows(session: Session, kind: str | None = None) -> dict[str, dict[str, Any]]:
-    """Return level hash -> figures of the attempts of runs not finished yet (not folded)."""
-    unfinished = select(Run.id).where(Run.finished_at.is_(None))
+    """Return level hash -> figures of the attempts of runs not folded (not finished yet, or read-only)."""
+    unfinished = select(Run.id).where(Run.id.not_in(select(LevelStatsRun.run_id)))
     q = _run_rows(unfinished)
     if kind:
         q = q.where(Attempt.kind == kind)

@@ -7,6 +7,7 @@ import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,25 @@ class Resume:
 def was_cancelled(session: Session, run_id: int) -> bool:
     """Return True if the run was cancelled (`packsolve cancel`); False otherwise or if it is gone."""
     return session.scalar(select(Run.state).where(Run.id == run_id)) == RunState.CANCELLED
+
+
+def mark_running(session: Session, run_id: int, starts: Sequence[tuple[str, str, datetime]]) -> set[str]:
+    """Mark the run's queued attempts that a pool process started (level hash, worker, when) running.
+
+    Each counts its try as a worker's claim does. An attempt no longer queued (its result was
+    written first, or a cancel marked it) is left alone. Return the hashes marked.
+    """
+    marked: set[str] = set()
+    for level_hash, worker, started in starts:
+        res = session.execute(
+            update(Attempt)
+            .where(Attempt.run_id == run_id, Attempt.level_hash == level_hash)
+            .where(Attempt.status == Status.QUEUED)
+            .values(status=Status.RUNNING, worker=worker, started_at=started, tries=Attempt.tries + 1)
+        )
+        if rowcount(res):
+            marked.add(level_hash)
+    return marked
 
 
 def record_over_cancel(session: Session, results: Sequence[Any]) -> int:

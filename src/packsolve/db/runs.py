@@ -12,6 +12,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from packsolve import __version__
+from packsolve.bounds import RUN_ID
 from packsolve.db import figures
 from packsolve.db.compare_figures import keep_rerun_pairs
 from packsolve.db.failures import store_groups
@@ -244,6 +245,24 @@ def mark_unsent(session: Session, run_id: int, why: str) -> None:
 # --- reading a run back -----------------------------------------------------------------------
 
 
+def run_id_of(ref: str | int) -> int | None:
+    """Return ref as a run id if it is written as one (ASCII digits), None for a label.
+
+    The one reading of a run reference: an id past what the runs' Integer column holds is
+    refused here (RunNotFound, one line), never handed to the database, whose driver would fail
+    with "integer out of range" (PostgreSQL) instead of saying no such run exists.
+    """
+    if isinstance(ref, int):
+        run_id = ref
+    elif ref.isascii() and ref.isdigit():
+        run_id = int(ref)
+    else:
+        return None
+    if not RUN_ID.holds(run_id):
+        raise RunNotFound(f"no run with id {ref}: run ids go from {RUN_ID} (`packsolve runs` lists them)")
+    return run_id
+
+
 def resolve_run(session: Session, ref: str | int | None) -> Run:
     """Return the run named by id, 'latest' or None (latest), or label; raise RunNotFound naming the db."""
     where = shown_database(session.get_bind().engine.url)
@@ -252,8 +271,9 @@ def resolve_run(session: Session, ref: str | int | None) -> Run:
         if run is None:
             raise RunNotFound(f"no runs yet in {where}: start one with `packsolve solve PACK`")
         return run
-    if isinstance(ref, int) or str(ref).isdigit():
-        run = session.get(Run, int(ref))
+    run_id = run_id_of(ref)
+    if run_id is not None:
+        run = session.get(Run, run_id)
         if run is None:
             raise RunNotFound(f"no run with id {ref} in {where} (`packsolve runs` lists them)")
         return run
@@ -333,12 +353,19 @@ def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
     )
     if not rowcount(res):
         return False
-    # A finished run's attempts no longer change: its medians, peaks, failure groups and level
-    # vector (for compares) are made once, now, and its compare against its parent (and its
-    # reruns' against it), the compare its page links to, from the vectors.
+    build_finished(db, run_id)
+    return True
+
+
+def build_finished(db: Session | Connection, run_id: int) -> None:
+    """Build what readers of a finished run use: what finish_run_if_done builds once it stamps one.
+
+    A finished run's attempts no longer change: its medians, peaks, failure groups and level
+    vector (for compares) are made once, now, and its compare against its parent (and its
+    reruns' against it), the compare its page links to, from the vectors.
+    """
     fold(db, run_id)
     store_final(db, run_id)
     store_groups(db, run_id)
     store_vector(db, run_id)
     keep_rerun_pairs(db, run_id)
-    return True

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
 from packsolve.errors import DatabaseUrlError, NoDatabase
+from packsolve.masking import mask_url
 
 DEFAULT_DB_FILE = "packsolve.db"
 # The databases packsolve's queries are written and tested for.
@@ -36,14 +37,6 @@ def database_url(url: str | None = None) -> str:
     return url
 
 
-def safe_url(url: str) -> str:
-    """Return url with any password masked, for logs and reports."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable database URL>"
-
-
 def shown_database(url: str | URL) -> str:
     """Return how to name a database to a user: an SQLite file's path, else the URL without password."""
     text = url.render_as_string(hide_password=False) if isinstance(url, URL) else url
@@ -51,15 +44,7 @@ def shown_database(url: str | URL) -> str:
         path = sqlite_file(text)
     except ArgumentError:
         return "<unparseable database URL>"
-    return str(path) if path is not None else safe_url(text)
-
-
-_SECRET_IN_URL = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^:/@\s]*:)\S+@")
-
-
-def redact(text: str) -> str:
-    """Return text with the password of every URL in it masked (for argv stored on a run, logs)."""
-    return _SECRET_IN_URL.sub(r"\1***@", text)
+    return str(path) if path is not None else mask_url(text)
 
 
 def checked_url(url: str) -> URL:
@@ -72,7 +57,7 @@ def checked_url(url: str) -> URL:
     backend = parsed.get_backend_name()
     if backend not in BACKENDS:
         raise DatabaseUrlError(
-            f"{safe_url(url)}: packsolve keeps results in SQLite or PostgreSQL, not {backend!r} "
+            f"{mask_url(url)}: packsolve keeps results in SQLite or PostgreSQL, not {backend!r} "
             f"({FROM_WHERE}): {WHAT_WORKS}"
         )
     return parsed
@@ -86,7 +71,9 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-_engines: dict[tuple[int, str, bool, bool], Engine] = {}
+_engines: dict[tuple[int, str, bool, bool, bool], Engine] = {}
+# The execution option marking an engine opened read-only (read_only() tells it to the cache writers).
+READ_ONLY = "packsolve_read_only"
 
 
 def get_engine(
@@ -95,6 +82,7 @@ def get_engine(
     pre_ping: bool = True,
     create: bool = True,
     service: bool = False,
+    read_only: bool = False,
 ) -> Engine:
     """Return this process's engine for url (None: ./packsolve.db; one per process: engines must not
     cross a fork).
@@ -103,29 +91,63 @@ def get_engine(
     themselves (the worker): it saves a round trip per transaction. service=True
     (the scheduler; the worker's engines always) bounds on PostgreSQL how long a
     session may sit idle inside a transaction or wait for a lock (SERVICE_*).
-    create=False is for commands that only read: they raise NoDatabase rather
-    than create an SQLite file that does not exist. A URL that cannot work
-    raises DatabaseUrlError.
+    create=False is for commands that must find the database: they raise NoDatabase
+    rather than create an SQLite file (or its directories) that does not exist.
+    read_only=True (implies create=False, no migration) is for commands that only
+    read: SQLite is opened with mode=ro, PostgreSQL sessions are read-only; a database
+    without packsolve's tables raises NoDatabase, one of an older release is upgraded first.
+    A URL that cannot work raises DatabaseUrlError.
     """
     url = database_url(url)
     checked_url(url)
     path = sqlite_file(url)
-    if not create and path is not None and not path.exists():
+    if (read_only or not create) and path is not None and not path.is_file():
         raise NoDatabase(
             f"no database at {path}: nothing has been solved with it yet; run `packsolve solve PACK` "
             f"here first, or point {FROM_WHERE} at your results"
         )
     service = service or not pre_ping
-    key = (os.getpid(), url, pre_ping, service)
+    key = (os.getpid(), url, pre_ping, service, read_only)
     engine = _engines.get(key)
     if engine is None:
-        engine = make_engine(url, pre_ping, service)
-        if migrate:
+        engine = make_engine(url, pre_ping, service, read_only)
+        if read_only:
+            _check_schema(engine, url, pre_ping, service)
+        elif migrate:
             from packsolve.db.migrate import upgrade
 
             upgrade(engine)
         _engines[key] = engine
     return engine
+
+
+def read_only(db: Session | Connection | Engine) -> bool:
+    """Return True if db was opened read-only (get_engine(read_only=True)): nothing may be written."""
+    bind = db.get_bind() if isinstance(db, Session) else db
+    return bool(bind.get_execution_options().get(READ_ONLY))
+
+
+def _check_schema(engine: Engine, url: str, pre_ping: bool, service: bool) -> None:
+    """Raise NoDatabase if engine's database has no packsolve schema; upgrade an older one first.
+
+    The upgrade is the one write a read-only command makes, as every command makes it on
+    first use after a new release: through an engine of its own, closed after.
+    """
+    from packsolve.db.migrate import current_revision, head_revision, upgrade
+
+    current = current_revision(engine)
+    if current == head_revision(engine):
+        return
+    if current is None:
+        raise NoDatabase(
+            f"no packsolve database at {shown_database(engine.url)}: run `packsolve solve PACK` first, "
+            f"or point {FROM_WHERE} at your results"
+        )
+    writer = make_engine(url, pre_ping, service)
+    try:
+        upgrade(writer)
+    finally:
+        writer.dispose()
 
 
 def forget_engines() -> None:
@@ -145,23 +167,30 @@ SERVICE_LOCK_TIMEOUT_MS = 5000
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
 
 
-def make_engine(url: str, pre_ping: bool = True, service: bool = False) -> Engine:
+def make_engine(url: str, pre_ping: bool = True, service: bool = False, read_only: bool = False) -> Engine:
     """Return a new engine; SQLite gets WAL and a busy timeout so several writers can share it.
 
-    service: bound idle transactions and lock waits on PostgreSQL (see get_engine).
+    service: bound idle transactions and lock waits on PostgreSQL (see get_engine). read_only:
+    an SQLite file opened with mode=ro (nothing created), read-only PostgreSQL sessions.
     Raise DatabaseUrlError for a URL that cannot work (no scheme, another database, a driver not installed).
     """
     parsed = checked_url(url)
+    marked = {"execution_options": {READ_ONLY: True}} if read_only else {}
     if parsed.get_backend_name() == "sqlite":
         db = parsed.database
-        if db and db != ":memory:":
+        options: dict[str, object] = {"connect_args": {"timeout": 60}}
+        if read_only and db and db != ":memory:":
+            uri = f"{Path(db).resolve().as_uri()}?mode=ro"
+            options = {"creator": lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False)}
+        elif db and db != ":memory:":
             Path(db).parent.mkdir(parents=True, exist_ok=True)
-        engine = _create(url, connect_args={"timeout": 60})
+        engine = _create(url, **options, **marked)
 
         @event.listens_for(engine, "connect")
         def _tune(dbapi_conn, _record):  # type: ignore[no-untyped-def]
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            if not read_only:  # a read-only connection cannot change the journal; a writer set it
+                cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA busy_timeout=60000")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
@@ -170,13 +199,24 @@ def make_engine(url: str, pre_ping: bool = True, service: bool = False) -> Engin
         return engine
     # pre_ping replaces connections the server dropped (restarts, pg_terminate_backend).
     connect_args: dict[str, object] = dict(KEEPALIVES)
+    settings = []
     if service:
-        connect_args["options"] = (
-            f"-c idle_in_transaction_session_timeout={SERVICE_IDLE_IN_TRANSACTION_MS} "
-            f"-c lock_timeout={SERVICE_LOCK_TIMEOUT_MS}"
-        )
+        settings += [
+            f"-c idle_in_transaction_session_timeout={SERVICE_IDLE_IN_TRANSACTION_MS}",
+            f"-c lock_timeout={SERVICE_LOCK_TIMEOUT_MS}",
+        ]
+    if read_only:
+        settings.append("-c default_transaction_read_only=on")
+    if settings:
+        connect_args["options"] = " ".join(settings)
     return _create(
-        url, pool_pre_ping=pre_ping, pool_size=5, max_overflow=5, pool_recycle=1800, connect_args=connect_args
+        url,
+        pool_pre_ping=pre_ping,
+        pool_size=5,
+        max_overflow=5,
+        pool_recycle=1800,
+        connect_args=connect_args,
+        **marked,
     )
 
 
@@ -190,7 +230,7 @@ def _create(url: str, **options: object) -> Engine:
         if make_url(url).get_backend_name() == "sqlite":
             hint = "sqlite:///PATH/results.db"
         raise DatabaseUrlError(
-            f"{safe_url(url)}: its driver {driver!r} is not installed ({exc}); write {hint}"
+            f"{mask_url(url)}: its driver {driver!r} is not installed ({exc}); write {hint}"
         ) from None
 
 

@@ -1,52 +1,71 @@
-"""Whether a task's run, levels, heuristics and limits are what the database holds, before anything runs.
+"""Whether a task is what the database holds, field by field, before anything of it runs.
 
 A task is data from the broker: a worker runs it only for a distributed run of its own database,
-for levels that are attempts of that run, with the heuristic each attempt was made with and the
-run's limits. A deleted run's leftover task, or one altered on the broker, then runs nothing.
+for levels that are attempts of that run, each of the kind and with the heuristic the attempt was
+made with, under the run's limits, and only attempts not final yet. The run's own cap on tries is
+what a claim uses, never the task's. A deleted run's leftover task or one altered on the broker
+then runs nothing, and a finished run's task sent again (a replay) starts no solver.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, and_, select
 
 from packsolve.db.models import Run
-from packsolve.db.tables import ATTEMPTS, BATCH
+from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES
 from packsolve.runstate import RunMode
 
 RUNS = cast(Table, Run.__table__)
 TaskLimits = tuple[float | None, int | None, int | None]  # time, nodes, memory MB
-# What a check reads of the run (mode, limits), or None if the database has no such run.
+# What a task says of each of its levels: {level hash: (kind, heuristic)}.
+TaskAttempts = Mapping[str, tuple[str, str]]
+# What a check reads of the run (mode, time, nodes, memory, max tries), or None if the
+# database has no such run; and of each attempt named: {level hash: (kind, heuristic, status)}.
 _Facts = tuple[Any, ...] | None
+_Found = dict[str, tuple[str, str, str]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a check found: what is wrong with the whole task (None: nothing), with each level (those
+    are not run), which levels are final already (a task come again: skipped), and the run's cap on
+    an attempt's tries (None: the run stored none, the default applies)."""
+
+    whole: str | None = None
+    wrong: dict[str, str] = field(default_factory=dict)
+    final: dict[str, str] = field(default_factory=dict)  # {level hash: its final status}
+    max_tries: int | None = None
+
 
 # Tasks of one level each come in pack order: a check that reads the attempts following its
 # level in the pack (WINDOW of them) answers the next tasks' checks without a round trip each,
 # which cost a tiny attempt more than its solving. What was read is trusted for KEPT_S seconds:
-# a run's mode, limits and attempts' heuristics never change, and a run deleted meanwhile only
-# lets a task already queued run for nothing (its result finds no attempt to write to).
+# a run's mode, limits, cap and attempts' kinds and heuristics never change, a final attempt stays
+# final, and a run deleted or an attempt finished meanwhile only lets a task already queued reach
+# its claim, which finds nothing to run.
 WINDOW = 256
 KEPT_S = 2.0
 _RUNS_KEPT = 8
 
 
-def mismatches(
-    connection: Connection, run_id: int, heuristics: Mapping[str, str], limits: TaskLimits
-) -> tuple[str | None, dict[str, str]]:
-    """Return (what is wrong with the whole task, {level hash: what is wrong with that attempt}).
+def mismatches(connection: Connection, run_id: int, attempts: TaskAttempts, limits: TaskLimits) -> Verdict:
+    """Return the Verdict of a task of this run naming these attempts under these limits.
 
-    heuristics maps each level hash of the task to its heuristic; (None, {}) means all match.
-    One statement per BATCH levels: the run's row, outer-joined to the attempts named.
+    attempts maps each level hash of the task to its (kind, heuristic). One statement per
+    BATCH levels: the run's row, outer-joined to the attempts named.
     """
-    facts, found = _read(connection, run_id, list(heuristics))
-    return _verdict(run_id, facts, found, heuristics, limits)
+    facts, found = _read(connection, run_id, list(attempts))
+    return _verdict(run_id, facts, found, attempts, limits)
 
 
-def _read(connection: Connection, run_id: int, hashes: list[str]) -> tuple[_Facts, dict[str, str]]:
-    """Return the run's mode and limits (None: no such run) and {hash: heuristic} of the attempts named."""
-    found: dict[str, str] = {}
+def _read(connection: Connection, run_id: int, hashes: list[str]) -> tuple[_Facts, _Found]:
+    """Return the run's facts (None: no such run) and what the database has of the attempts named."""
+    found: _Found = {}
     facts: _Facts = None
     for i in range(0, max(1, len(hashes)), BATCH):
         chunk = hashes[i : i + BATCH]
@@ -57,7 +76,7 @@ def _read(connection: Connection, run_id: int, hashes: list[str]) -> tuple[_Fact
     return facts, found
 
 
-def _joined(connection: Connection, run_id: int, on: Any, found: dict[str, str]) -> _Facts:
+def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Facts:
     """Read the run's row outer-joined to its attempts that `on` selects into found; return its facts."""
     rows: Sequence[Any] = connection.execute(
         select(
@@ -65,68 +84,85 @@ def _joined(connection: Connection, run_id: int, on: Any, found: dict[str, str])
             RUNS.c.time_limit,
             RUNS.c.node_limit,
             RUNS.c.memory_limit_mb,
+            RUNS.c.max_tries,
             ATTEMPTS.c.level_hash,
+            ATTEMPTS.c.kind,
             ATTEMPTS.c.heuristic,
+            ATTEMPTS.c.status,
         )
         .select_from(RUNS.outerjoin(ATTEMPTS, on))
         .where(RUNS.c.id == run_id)
     ).all()
     if not rows:
         return None
-    found.update({r.level_hash: r.heuristic for r in rows if r.level_hash is not None})
-    return tuple(rows[0][:4])
+    found.update({r.level_hash: (r.kind, r.heuristic, r.status) for r in rows if r.level_hash is not None})
+    return tuple(rows[0][:5])
 
 
 def _verdict(
-    run_id: int, facts: _Facts, found: Mapping[str, str], heuristics: Mapping[str, str], limits: TaskLimits
-) -> tuple[str | None, dict[str, str]]:
+    run_id: int,
+    facts: _Facts,
+    found: Mapping[str, tuple[str, str, str]],
+    attempts: TaskAttempts,
+    limits: TaskLimits,
+) -> Verdict:
     if facts is None:
-        return f"run {run_id} is not in this database (deleted, or never made here): nothing run", {}
-    mode, *stored = facts
+        return Verdict(f"run {run_id} is not in this database (deleted, or never made here): nothing run")
+    mode, time_limit, node_limit, memory_mb, max_tries = facts
     if mode != RunMode.DISTRIBUTED:
-        return f"run {run_id} is a {mode} run, not one sent to workers: nothing run", {}
-    if tuple(stored) != tuple(limits):
-        return (
+        return Verdict(f"run {run_id} is a {mode} run, not one sent to workers: nothing run")
+    stored = (time_limit, node_limit, memory_mb)
+    if stored != tuple(limits):
+        return Verdict(
             f"run {run_id}'s task carries limits {_shown(limits)}, the database's run has "
-            f"{_shown(tuple(stored))}: nothing run"
-        ), {}
-    wrong: dict[str, str] = {}
-    for level_hash, heuristic in heuristics.items():
-        if level_hash not in found:
-            wrong[level_hash] = f"level {level_hash[:12]} is not an attempt of run {run_id}"
-        elif found[level_hash] != heuristic:
-            wrong[level_hash] = (
-                f"level {level_hash[:12]} of run {run_id} is attempted with {found[level_hash]!r}, "
+            f"{_shown(stored)}: nothing run"
+        )
+    verdict = Verdict(max_tries=max_tries)
+    for level_hash, (kind, heuristic) in attempts.items():
+        said = found.get(level_hash)
+        if said is None:
+            verdict.wrong[level_hash] = f"level {level_hash[:12]} is not an attempt of run {run_id}"
+        elif said[0] != kind:
+            verdict.wrong[level_hash] = (
+                f"level {level_hash[:12]} of run {run_id} is a {said[0]} level, the task says {kind!r}"
+            )
+        elif said[1] != heuristic:
+            verdict.wrong[level_hash] = (
+                f"level {level_hash[:12]} of run {run_id} is attempted with {said[1]!r}, "
                 f"the task says {heuristic!r}"
             )
-    return None, wrong
+        elif said[2] not in PENDING_VALUES:
+            verdict.final[level_hash] = said[2]
+    return verdict
 
 
 class KnownAttempts:
     """A process's recent reads of runs and their attempts, to check tasks without a round trip each."""
 
     def __init__(self) -> None:
-        # (database, run id) -> (monotonic time read, the run's facts, {hash: heuristic} of the attempts read)
-        self._runs: dict[tuple[Any, int], tuple[float, _Facts, dict[str, str]]] = {}
+        # (database, run id) -> (monotonic time read, the run's facts, what was read of its attempts)
+        self._runs: dict[tuple[Any, int], tuple[float, _Facts, _Found]] = {}
 
     def mismatches(
-        self, connection: Connection, run_id: int, heuristics: Mapping[str, str], limits: TaskLimits
-    ) -> tuple[str | None, dict[str, str]]:
+        self, connection: Connection, run_id: int, attempts: TaskAttempts, limits: TaskLimits
+    ) -> Verdict:
         """Return what mismatches() returns, from what was read lately when it holds every level named.
 
         Otherwise one statement reads the run and the WINDOW attempts from the first level not
         known on, in pack order; levels still unknown then are read by name (mismatches' statement).
+        A status read lately may since have become final (that attempt's claim then skips it); a
+        final one stays final: a distributed run's attempts are never queued again.
         """
-        if not heuristics:
-            return mismatches(connection, run_id, heuristics, limits)
+        if not attempts:
+            return mismatches(connection, run_id, attempts, limits)
         now = time.monotonic()
         key = (connection.engine.url, run_id)
         kept = self._runs.get(key)
         if kept is None or now - kept[0] > KEPT_S:
             kept = None
-        unknown = [h for h in heuristics if kept is None or h not in kept[2]]
+        unknown = [h for h in attempts if kept is None or h not in kept[2]]
         if unknown:
-            found: dict[str, str] = {}
+            found: _Found = {}
             facts = _joined(connection, run_id, _window(run_id, unknown[0]), found)
             if facts is not None:
                 rest = [h for h in unknown if h not in found]
@@ -135,16 +171,16 @@ class KnownAttempts:
                     found.update(named)
             if facts is None:
                 self._runs.pop(key, None)
-                return _verdict(run_id, None, {}, heuristics, limits)
+                return _verdict(run_id, None, {}, attempts, limits)
             # Only what was just read is kept (and dated now): nothing stays past KEPT_S.
             known = found if kept is None else {**kept[2], **found}
             self._runs.pop(key, None)
             self._runs[key] = (now, facts, found)
             while len(self._runs) > _RUNS_KEPT:
                 del self._runs[next(iter(self._runs))]
-            return _verdict(run_id, facts, known, heuristics, limits)
+            return _verdict(run_id, facts, known, attempts, limits)
         assert kept is not None  # every level named is known, so what was read lately is fresh
-        return _verdict(run_id, kept[1], kept[2], heuristics, limits)
+        return _verdict(run_id, kept[1], kept[2], attempts, limits)
 
 
 def _window(run_id: int, level_hash: str) -> Any:

@@ -134,6 +134,25 @@ def retire(connection: Connection, name: str) -> None:
     connection.execute(update(WORKERS).where(WORKERS.c.name == name).values(lease_until=db_now(connection)))
 
 
+def killed_on_request(connection: Connection, name: str) -> int:
+    """Give back the tries of what name held when its worker killed it on request; end its lease.
+
+    A try counts a death the attempt's own work may have caused; a pool process its own
+    worker killed because someone asked (Celery's revoke with terminate) died of nothing
+    the attempts did. Each of its claims that had started (its try counted) gets that try
+    back, and its lease ends now, so the scheduler's next pass requeues what it held and
+    sends it again. Return how many tries were given back.
+    """
+    given = connection.execute(
+        update(ATTEMPTS)
+        .where(ATTEMPTS.c.holder == name, ATTEMPTS.c.status == Status.RUNNING.value)
+        .where(ATTEMPTS.c.started_at.is_not(None), ATTEMPTS.c.tries > 0)
+        .values(tries=ATTEMPTS.c.tries - 1, started_at=None)
+    )
+    retire(connection, name)
+    return rowcount(given)
+
+
 def holders_of(connection: Connection, run_id: int, level_hashes: list[str]) -> list[str]:
     """Return the distinct holders of these attempts of a run that are running."""
     rows = connection.execute(

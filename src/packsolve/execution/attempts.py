@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any, NamedTuple
 
 from packsolve.errors import LevelError, UnknownHeuristic, UnknownKind
@@ -17,7 +17,7 @@ from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.puzzles import PuzzleKind, get_kind
 
 
-def execute_attempts(specs: Sequence[AttemptSpec]) -> Iterator[Outcome]:
+def execute_attempts(specs: Sequence[AttemptSpec]) -> Generator[Outcome, None, None]:
     """Yield one Outcome per spec, in order; never raise for anything a level or its solver does.
 
     For a batch whose results the caller records as they come (the local pool's

@@ -14,7 +14,14 @@ from typing import Any, NoReturn
 
 from packsolve.budget import Budget
 from packsolve.execution import wire
-from packsolve.execution.rlimits import current_rss_mb, lift_rlimits, peak_rss_mb, reset_peak_rss, set_rlimits
+from packsolve.execution.rlimits import (
+    current_rss_mb,
+    lift_rlimits,
+    peak_rss_mb,
+    reset_peak_rss,
+    set_rlimits,
+    start_cpu_clock,
+)
 from packsolve.execution.spec import Job, Limits, Work
 
 # A solver child is kept after its batch for the next one: forking a process the size of a
@@ -46,6 +53,7 @@ def _serve(jobs: Sequence[Job], recv_fd: int, send_fd: int, parent: int) -> None
     # connections, Celery's pipes): their owner's close would not reach the other end.
     _close_fds_except({0, 1, 2, recv_fd, send_fd})
     _die_with_parent(parent)
+    start_cpu_clock()
     baseline = current_rss_mb()
     while True:
         for i, (work, limits) in enumerate(jobs):

@@ -6,6 +6,7 @@ import contextlib
 import math
 import os
 import resource
+import signal
 from typing import Any
 
 from packsolve.execution.spec import Limits
@@ -27,12 +28,37 @@ def set_rlimits(limits: Limits) -> None:
     hard_time = limits.hard_time()
     if hard_time is not None:
         # CPU seconds as a backstop should the parent itself be stalled: SIGXCPU ends the child.
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = math.ceil(usage.ru_utime + usage.ru_stime + hard_time) + 2
+        # Counted from the CPU the kernel says this child used, in the clock RLIMIT_CPU is checked in.
+        cpu = math.ceil(kernel_cpu_s() + hard_time) + 2
         _, hard = resource.getrlimit(resource.RLIMIT_CPU)
         resource.setrlimit(
             resource.RLIMIT_CPU, (cpu if hard == resource.RLIM_INFINITY else min(cpu, hard), hard)
         )
+
+
+# The CPU clock's starting value: years of CPU, so it never runs out (SIGPROF would end the child).
+_CPU_CLOCK_S = 1e8
+
+
+def start_cpu_clock() -> None:
+    """Start reading this process's CPU as RLIMIT_CPU counts it (call once, early in a solver child).
+
+    The kernel checks RLIMIT_CPU against its tick-sampled CPU clock (CPUCLOCK_PROF), not the
+    precise time getrusage reports. The two drift apart in a process that often sleeps and
+    wakes (a kept solver child between thousands of tiny jobs): by seconds over a long life,
+    enough that a cap computed from getrusage fired SIGXCPU a fraction of a second into a job.
+    ITIMER_PROF runs in that very clock: what it has counted down is what the kernel counts.
+    """
+    signal.setitimer(signal.ITIMER_PROF, _CPU_CLOCK_S)
+
+
+def kernel_cpu_s() -> float:
+    """Return this process's CPU seconds as RLIMIT_CPU counts them (getrusage's if the clock is off)."""
+    left, _ = signal.getitimer(signal.ITIMER_PROF)
+    if left > 0:
+        return _CPU_CLOCK_S - left
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def lift_rlimits() -> None:

@@ -271,7 +271,9 @@ def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Sta
     except ValueError:
         name = str(signum)
     if signum == signal.SIGXCPU:
-        return Status.TIMEOUT, f"CPU time limit reached ({stats.cpu_s:.1f} s CPU)"
+        hard = limits.hard_time()
+        backstop = "" if hard is None else f", backstop {hard + 2:.1f} s"
+        return Status.TIMEOUT, f"CPU time limit reached ({stats.cpu_s:.1f} s CPU{backstop})"
     if signum == signal.SIGKILL and limits.memory_limit_mb is not None:
         return Status.MEMOUT, f"solver process killed (SIGKILL) at {stats.peak_rss_mb:.0f} MB peak RSS"
     return Status.ERROR, f"solver process died from signal {name}"

@@ -3,9 +3,10 @@
 In order, nothing run before each check: the signature (the cluster's task key), the format,
 the deployment id, the kinds, heuristics and programs this worker has (a program by name and
 declaration digest, bound to this worker's own declaration), then the database's run, attempts,
-heuristics and limits (matching, called once the task is taken). A task that another worker may
-serve is sent back to the queue's tail to come back after a wait (consumer.refuse), and the
-refusal recorded (db.refusals); one that nobody can is dropped; each reason is logged once a minute.
+kinds, heuristics and limits (matching, called once the task is taken), whose cap on tries is used.
+A task that another worker may serve is sent back to the queue's tail to come back after a wait
+(consumer.refuse), and the refusal recorded (db.refusals); one that nobody can is dropped; each
+reason is logged once a minute.
 """
 
 from __future__ import annotations
@@ -26,8 +27,16 @@ from packsolve.errors import UnknownHeuristic, UnknownKind
 from packsolve.external.declaration import ExternalSolver, ProgramRef, Solvers, declared_as
 from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.levels import level_hash
+from packsolve.masking import mask_url
 from packsolve.puzzles import get_kind
-from packsolve.queue.protocol import DB_PATIENCE_S, PendingAttempt, Task, TaskKeys, decode, signature_problem
+from packsolve.queue.protocol import (
+    DB_PATIENCE_S,
+    DEFAULT_MAX_TRIES,
+    Task,
+    TaskKeys,
+    decode,
+    signature_problem,
+)
 
 log = logging.getLogger("packsolve.worker")
 
@@ -118,45 +127,55 @@ class Admission:
         mine = self.deployment()
         if task.deployment is None or mine == task.deployment:
             return None
-        where = self.engine.url.render_as_string(hide_password=True)
+        where = mask_url(self.engine.url.render_as_string(hide_password=False))
         return (
             f"run {task.run_id}'s tasks come from another database (deployment {task.deployment[:8]}) "
             f"than this worker's {where} (deployment {mine[:8]}): start the worker with "
             "PACKSOLVE_DATABASE_URL (or --database-url) set to the database `packsolve submit` used"
         )
 
-    def matching(self, claims: Transactional, task: Task) -> list[PendingAttempt]:
-        """Return the task's attempts that match the database (run, level, heuristic, limits); log the rest.
+    def matching(self, claims: Transactional, task: Task) -> Task:
+        """Return the task as the database has it: its attempts that match, under the run's cap; log the rest.
 
         claims is the connection (or engine) the check runs on: one query, or none when the
         attempts named were read lately with those after them (db.task_match.KnownAttempts).
-        A level whose content is not the one its hash names is left out too. Nothing of a
-        task whose run is unknown, not distributed, or of other limits is returned.
+        An attempt runs only if its level is one of the run's, of the kind and heuristic the
+        database has, and its content is the one its hash names; one already final (the task
+        came again, or a finished run's was replayed) is skipped before any solver starts.
+        Nothing of a task whose run is unknown, not distributed or of other limits is returned.
+        The run's max_tries replaces the task's: a broker writer cannot choose how many tries
+        an attempt gets.
         """
         items = list(task.items)
         if not items:
-            return []
+            return replace(task, items=())
         limits = items[0].spec.limits
         if any(item.spec.limits != limits for item in items):
             self.refusals.drop(f"run {task.run_id}'s task carries attempts of different limits")
-            return []
+            return replace(task, items=())
         check = functools.partial(
             self.known.mismatches,
             run_id=task.run_id,
-            heuristics={item.level_hash: item.spec.heuristic for item in items},
+            attempts={item.level_hash: (item.spec.kind, item.spec.heuristic) for item in items},
             limits=(limits.time_limit, limits.node_limit, limits.memory_limit_mb),
         )
-        whole, wrong = in_transaction(claims, check, DB_PATIENCE_S)
-        if whole is not None:
-            self.refusals.drop(whole)
-            return []
+        verdict = in_transaction(claims, check, DB_PATIENCE_S)
+        if verdict.whole is not None:
+            self.refusals.drop(verdict.whole)
+            return replace(task, items=())
+        wrong = dict(verdict.wrong)
         for item in items:
             h = item.level_hash
-            if level_hash(item.spec.level) != h:
+            if h not in wrong and level_hash(item.spec.level) != h:
                 wrong[h] = f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
         for reason in sorted(set(wrong.values())):
             self.refusals.drop(reason)
-        return [item for item in items if item.level_hash not in wrong]
+        for h, status in verdict.final.items():  # a duplicate, a replay, a cancelled run's leftover
+            log.info("run %s level %s: skip (already %s)", task.run_id, h[:12], status)
+        runnable = tuple(
+            item for item in items if item.level_hash not in wrong and item.level_hash not in verdict.final
+        )
+        return replace(task, items=runnable, max_tries=verdict.max_tries or DEFAULT_MAX_TRIES)
 
 
 def refusal(task: Task, declared: Solvers) -> str | None:

@@ -41,6 +41,10 @@ def make_app(broker: str | None = None, settings: Settings | None = None) -> Cel
         broker_transport_options={"visibility_timeout": settings.visibility_timeout},
         broker_connection_retry_on_startup=True,
         worker_send_task_events=False,
+        # Remote control (inspect, revoke with terminate, shutdown, pool resizing) obeys anyone who can
+        # write to the broker, key or not: off unless PACKSOLVE_WORKER_REMOTE_CONTROL says the broker
+        # is trusted. Flower then lists no workers and can neither revoke nor stop anything.
+        worker_enable_remote_control=settings.worker_remote_control,
         packsolve_settings=settings,
     )
     return app

@@ -15,12 +15,16 @@ were sent again, the scheduler deletes them (forget_unacked).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from packsolve.errors import BrokerError
-from packsolve.queue.protocol import decode_message
+from packsolve.queue.protocol import Task, decode_message
+
+log = logging.getLogger("packsolve.scheduler")
 
 # Kombu's names (kombu.transport.redis.Channel) for the unacknowledged messages.
 UNACKED = "unacked"
@@ -81,11 +85,7 @@ def unacked_messages(broker: str, queue: str) -> list[Unacked]:
         client = redis.Redis.from_url(broker, socket_timeout=30, socket_connect_timeout=10)
         out: list[Unacked] = []
         for tag, value in client.hscan_iter(UNACKED, count=_PAGE):
-            try:
-                raw, _exchange, routing_key = json.loads(value)
-                task = decode_message(raw) if routing_key == queue else None
-            except (ValueError, TypeError, IndexError, KeyError):
-                continue
+            task = _ours(tag, value, queue)
             if task is None:
                 continue
             attempts = tuple((task.run_id, item.level_hash) for item in task.items)
@@ -93,6 +93,28 @@ def unacked_messages(broker: str, queue: str) -> list[Unacked]:
         return out
     except redis.RedisError as exc:
         raise BrokerUnreadable(f"cannot read the broker's unacknowledged tasks: {exc}") from exc
+
+
+def _ours(tag: bytes, value: bytes, queue: str) -> Task | None:
+    """Return the task of one entry of the unacknowledged set if it is one of our queue's, else None.
+
+    Whatever is in the broker is data anyone who can write to it may have written: an entry that
+    cannot be read (not JSON, nested too deep to parse, a tag that is no UTF-8) is skipped, and
+    said once, never fatal to the scheduler.
+    """
+    try:
+        tag.decode()
+        raw, _exchange, routing_key = json.loads(value)
+        return decode_message(raw) if routing_key == queue else None
+    except (ValueError, TypeError, IndexError, KeyError, RecursionError) as exc:  # UnicodeDecodeError too
+        _say_unreadable(tag, f"{type(exc).__name__}: {str(exc)[:200]}")
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _say_unreadable(tag: bytes, problem: str) -> None:
+    """Log an unreadable entry of the unacknowledged set; its cache makes it once per process and entry."""
+    log.warning("skipped an unreadable entry %r of Redis's %r hash: %s", tag[:40], UNACKED, problem)
 
 
 def forget_unacked(broker: str, tags: list[str]) -> int:

@@ -4,7 +4,7 @@
 (Celery's worker_process_init): it owns the process's engine, claim connection, lease, result
 buffer, pace, refusals and deployment id. Each task goes through its admit (admission: signature,
 database, declared programs), then its run_task. Nothing runs before the task matched the
-database's run, attempts, heuristics and limits (Admission.matching).
+database's run, attempts, kinds, heuristics and limits (Admission.matching).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ RECORD_REFUSAL_S = 5.0
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
 # A lone attempt of a kind and heuristic whose last attempt here took under this long is tiny:
-# once its task matched the database (admission.matching: run, level, heuristic, limits), it starts
+# once its task matched the database (admission.matching: run, level, kind, heuristic, limits), it starts
 # solving at once and is claimed only if it has not ended within this long. One that ends
 # sooner is claimed by its result's write, which counts its try: a tiny attempt then costs no
 # claim of its own. Others are claimed first, so a duplicate delivery (attempt final or
@@ -188,8 +188,10 @@ class WorkerProcess:
         requeued by the scheduler once this process's lease lapses, unclaimed ones
         once the broker's queue is empty.
         """
-        # Only what the database knows, as it knows it (run, level, heuristic, limits): nothing else runs.
-        items = self.admission.matching(self.claims, task)
+        # Only what the database knows, as it knows it (run, level, kind, heuristic, limits, cap): nothing
+        # else runs, and nothing already final (a task replayed) starts a solver.
+        task = self.admission.matching(self.claims, task)
+        items = list(task.items)
         if not items:
             return
         lease = self.lease()

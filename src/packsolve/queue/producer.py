@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from packsolve.db.session import session_scope
 from packsolve.db.workers import signing_hosts
 from packsolve.errors import BrokerError, UsageError
+from packsolve.masking import mask_url
 from packsolve.queue import protocol
 from packsolve.queue.protocol import PendingAttempt
 
@@ -20,9 +21,7 @@ def check_broker(app: Any) -> None:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=2, interval_start=0.2, interval_step=0.5)
     except Exception as exc:
-        raise BrokerError(
-            f"cannot reach the broker at {protocol.shown_broker(app.conf.broker_url)}: {exc}"
-        ) from None
+        raise BrokerError(f"cannot reach the broker at {mask_url(app.conf.broker_url)}: {exc}") from None
 
 
 def unsigned_sender(engine: Engine, app: Any) -> str | None:

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from packsolve import bounds
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import canonical_json
-from packsolve.settings import Settings, hide_password
+from packsolve.settings import Settings
 
 TASK_NAME = "packsolve.attempt"
 # How many times an attempt may be started (worker deaths, redeliveries) before it is lost.
@@ -37,11 +37,6 @@ DEFAULT_MAX_TRIES = 5
 # or a result write, it cut them short and lost finished results.
 CELERY_HARD_MARGIN_S = 60
 DB_PATIENCE_S = 120.0
-
-
-def shown_broker(url: str) -> str:
-    """Return a broker URL as it may be shown: its password masked."""
-    return hide_password(url)
 
 
 @dataclass(frozen=True)
@@ -250,5 +245,5 @@ def decode_message(raw: Any) -> Task | None:
         if (message.get("properties") or {}).get("body_encoding") == "base64":
             body = base64.b64decode(body)
         return decode(json.loads(body)[0][0])
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        return None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
+        return None  # RecursionError: JSON nested too deep to parse

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.models import RUN_FIGURES, Attempt
 from packsolve.errors import ReportError
+from packsolve.outcome import Status
 from packsolve.report.export import iso
 from packsolve.report.metrics import rounded
 
@@ -52,12 +53,16 @@ class AttemptQuery:
         """Return self; raise ReportError saying what would work for a bad sort column, page or size."""
         if self.sort not in COLUMNS:
             raise ReportError(f"cannot sort by {self.sort!r}: sort by one of {', '.join(COLUMNS)}")
+        if self.status is not None and self.status not in STATUS_VALUES:
+            raise ReportError(f"no status {self.status!r}: filter by one of {', '.join(STATUS_VALUES)}")
         if self.page < 1:
             raise ReportError(f"page {self.page} does not exist: pages count from 1")
         if not 1 <= self.per_page <= MAX_PER_PAGE:
             raise ReportError(f"{self.per_page} rows per page: ask for 1 to {MAX_PER_PAGE}")
         return self
 
+
+STATUS_VALUES = tuple(s.value for s in Status)
 
 # SQLite's trigram index (attempts_text, migration 0014) finds texts of three characters or more.
 TRIGRAM = 3

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from packsolve.db.models import Attempt, Run
 from packsolve.outcome import SUCCESS_VALUES
@@ -67,17 +67,23 @@ def cactus_data(session: Session, runs: list[Run]) -> list[CactusLine]:
     return out
 
 
-def scatter_data(session: Session, a: Run, b: Run) -> Scatter:
-    """Return the PAR-2 scores of the levels two runs share (unsolved ones sit at twice the limit)."""
-    runs = {}
-    for run in (a, b):
-        q = select(Attempt.level_hash, Attempt.name, Attempt.status, Attempt.wall_s).where(
-            Attempt.run_id == run.id
-        )
-        runs[run.id] = {h: (name, par2(s, w, run.time_limit), s) for h, name, s, w in session.execute(q)}
+def scatter_data(session: Session, a: Run, b: Run, limit: int | None = None) -> Scatter:
+    """Return the PAR-2 scores of the levels two runs share (unsolved ones sit at twice the limit).
+
+    limit keeps the first levels of a in pack order: the join is made in SQL, so two runs of
+    200,000 attempts each give a page its few thousand points without reading the rest.
+    """
+    other = aliased(Attempt)
+    q = (
+        select(Attempt.level_hash, Attempt.name, Attempt.status, Attempt.wall_s, other.status, other.wall_s)
+        .join(other, (other.level_hash == Attempt.level_hash) & (other.run_id == b.id))
+        .where(Attempt.run_id == a.id)
+        .order_by(Attempt.seq)
+        .limit(limit)
+    )
     points: list[ScatterPoint] = []
-    for h, (name, pa, sa) in runs[a.id].items():
-        _, pb, sb = runs[b.id].get(h, (None, None, ""))
+    for h, name, sa, wa, sb, wb in session.execute(q):
+        pa, pb = par2(sa, wa, a.time_limit), par2(sb, wb, b.time_limit)
         if pa is not None and pb is not None:  # rounded as metrics.rounded does
             points.append(
                 ScatterPoint(

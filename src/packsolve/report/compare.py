@@ -392,6 +392,10 @@ def flat_rows(data: Comparison) -> list[dict[str, Any]]:
     return out
 
 
+# Columns a run's cells keep on any terminal: "12,345 (12,345) of 12,345" wraps at its spaces.
+RUN_WIDTH = 14
+
+
 def render_compare(data: Comparison, width: int = 100) -> Any:
     """Return a rich renderable: one column per run (status, wall s, nodes; why it failed), the footer.
 
@@ -404,30 +408,21 @@ def render_compare(data: Comparison, width: int = 100) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    common = data["footer"][0]["common_levels"] if data["footer"] else 0
     t = Table(
-        title="comparison",
-        title_justify="left",
-        show_footer=True,
-        box=box.SIMPLE_HEAD,
-        collapse_padding=True,
-        pad_edge=False,
+        title="comparison", title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
     )
-    t.add_column(
-        "level",
-        footer=f"solved (decided) of N\nPAR-2 s on the {common:,}\nlevels all ran\npeak memory",
-        overflow="fold",
-        ratio=1,
-    )
+    # Level names shortened to what a quarter of the terminal holds; the column as wide as they need
+    # while each run keeps RUN_WIDTH (the table wider than the terminal would be cropped).
+    names = [short_name(r["level"], max(20, width // 4)) for r in data["rows"]]
+    kind_width = max([4] + [len(r["kind"]) for r in data["rows"]])
+    # Each column also takes 3 columns of rules and padding; the edges 2.
+    free = width - (kind_width + 3) - len(data["runs"]) * (RUN_WIDTH + 3) - 5
+    longest = max(map(len, names), default=5)
+    t.add_column("level", overflow="fold", ratio=1, min_width=max(8, min(longest, free)))
     t.add_column("kind", no_wrap=True)
-    for run, foot in zip(data["runs"], data["footer"], strict=True):
+    for run in data["runs"]:
         name = f"run {run['run']}" + (f" {run['label']}" if run["label"] else "") + f"\n{run['heuristic']}"
-        peak = "—" if foot["peak_rss_mb"] is None else f"{foot['peak_rss_mb']:,.0f} MB"
-        footer = (
-            f"{foot['solved']:,} ({foot['decided']:,}) of {foot['levels']:,}\n{foot['common_par2_s']:,.2f}"
-            f"\n\n{peak}"  # under the label's third line ("levels all ran"), beside "peak memory"
-        )
-        t.add_column(Text(name), footer=footer, overflow="fold", min_width=18)
+        t.add_column(Text(name), overflow="fold", min_width=RUN_WIDTH)
     # A message may take two lines of its cell.
     message_width = 2 * max(18, (width - 34) // max(1, len(data["runs"])) - 1)
     for r in data["rows"]:
@@ -447,9 +442,30 @@ def render_compare(data: Comparison, width: int = 100) -> Any:
             if c["message"] and c["status"] not in SUCCESS_VALUES:
                 cell.append("\n" + short_message(c["message"], r["level"], message_width), style="dim")
             cells.append(cell)
-        t.add_row(Text(short_name(r["level"], max(20, width // 4))), r["kind"], *cells, end_section=False)
+        t.add_row(Text(names[len(t.rows)]), r["kind"], *cells)
+    _add_footer(t, data)
     base = data["runs"][0]["run"] if data["runs"] else 0
     # Under the table, whole: a reason cut in a footer cell would mislead as much as a wrong figure.
     speeds = [Text(f"run {f['run']}: {speedup_text(f, base)}") for f in data["footer"][1:]]
     warnings = [Text(f"warning: {w}", style="yellow") for w in data["warnings"]]
     return Group(t, *speeds, *warnings)
+
+
+def _add_footer(t: Any, data: Comparison) -> None:
+    """Add the footer as rows of their own: each figure on its label's row, however the cells wrap.
+
+    (A footer of lines stacked in one cell per column put figures beside the wrong label as soon
+    as a label wrapped on a narrow terminal.)
+    """
+    if not data["footer"]:
+        return
+    common = data["footer"][0]["common_levels"]
+    feet = data["footer"]
+    rows = [
+        ("solved (decided) of N", [f"{f['solved']:,} ({f['decided']:,}) of {f['levels']:,}" for f in feet]),
+        (f"PAR-2 s on the {common:,} levels all ran", [f"{f['common_par2_s']:,.2f}" for f in feet]),
+        ("peak memory", ["—" if f["peak_rss_mb"] is None else f"{f['peak_rss_mb']:,.0f} MB" for f in feet]),
+    ]
+    t.add_section()  # a rule between the levels and the footer
+    for label, values in rows:
+        t.add_row(label, "", *values, style="bold")

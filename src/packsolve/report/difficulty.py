@@ -63,5 +63,6 @@ def kinds_of(session: Session, hashes: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for i in range(0, len(hashes), 500):
         part = hashes[i : i + 500]
-        out.update(dict(session.execute(select(LevelRow.hash, LevelRow.kind).where(LevelRow.hash.in_(part)))))
+        rows = session.execute(select(LevelRow.hash, LevelRow.kind).where(LevelRow.hash.in_(part)))
+        out.update({h: k for h, k in rows})  # a Result is no mapping: dict(result) fails on SQLAlchemy 2
     return out

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections import Counter
 from typing import Any, TypedDict
 
 from sqlalchemy import select
@@ -45,44 +44,26 @@ def failure_groups(session: Session, run: Run, examples: int = EXAMPLES) -> Fail
     were made when it finished (db.failures); a run going has them made now.
     """
     found = failure_groups_of(session.connection(), run, examples)
-    per_status = Counter(g["status"] for g in found)
-    ordered: list[FailureGroup] = [
-        {**g, "rerun": _next_step(run, g, alone=per_status[g["status"]] == 1)} for g in found
-    ]
+    ordered: list[FailureGroup] = [{**g, "rerun": _next_step(run, g)} for g in found]
     attempts = session.scalar(select(Run.total).where(Run.id == run.id))
     failed = sum(g["count"] for g in found)
     return {"run": run.id, "label": run.label, "failed": failed, "total": attempts, "groups": ordered}
 
 
-def _next_step(run: Run, group: Group, alone: bool) -> str:
-    """Return the command that runs a group of failures again, or what to do when rerunning cannot help."""
+def _next_step(run: Run, group: Group) -> str:
+    """Return the command that reruns exactly a group of failures, or what to do when a rerun cannot help."""
     status = group["status"]
     if status == Status.INVALID:
         return "fix the files as the message says; `packsolve check PATH` tells before a run"
-    if status == Status.CANCELLED:
-        return (
-            f"packsolve resume {run.id}"
-            if run.mode == RunMode.LOCAL
-            else f"packsolve rerun {run.id} --status cancelled"
-        )
-    words = ["packsolve", "rerun", str(run.id), "--status", status]
-    if len(group["kinds"]) == 1:
-        words += ["--kind", next(iter(group["kinds"]))]
-    if not alone:
-        fragment = _fragment(group["pattern"])
-        if fragment:
-            words += ["--message", fragment]
+    if status == Status.CANCELLED and run.mode == RunMode.LOCAL:
+        return f"packsolve resume {run.id}"
+    # The group's key, not a piece of its message: a piece can match other groups' messages too.
+    words = ["packsolve", "rerun", str(run.id), "--group", group["key"]]
     if status == Status.TIMEOUT and run.time_limit:
         words += ["--time-limit", f"{2 * run.time_limit:g}"]
     if status == Status.MEMOUT and run.memory_limit_mb:
         words += ["--memory-limit", str(2 * run.memory_limit_mb)]
     return " ".join(shlex.quote(w) for w in words)
-
-
-def _fragment(pattern_text: str) -> str:
-    """Return the longest literal piece of a pattern: text every message of the group holds."""
-    pieces = [p.strip(" ,;:()'\"") for p in pattern_text.split("N")]
-    return max(pieces, key=len, default="")
 
 
 def render_failures(data: Failures) -> Any:

@@ -58,7 +58,11 @@ HardestRows = Sequence[Mapping[str, Any]]
 def hardest_in_run(
     session: Session, run: Run, by: str = "par2", top: int = 20, kind: str | None = None
 ) -> list[HardAttempt]:
-    """Return the top attempts of run, unsolved first (by PAR-2, then nodes), then solved ones by `by`."""
+    """Return the top attempts of run, unsolved first (by PAR-2), then solved ones by `by`.
+
+    Ties (all timeouts have the same PAR-2) go to the attempt that spent more CPU time: seconds mean
+    the same thing in every kind, where a node of one kind is not a node of another.
+    """
     par2 = level_stats.par2_expr()
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
     key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
@@ -81,7 +85,7 @@ def hardest_in_run(
         .order_by(
             case((unsolved, 1), else_=0).desc(),
             case((unsolved, par2), else_=key).desc().nulls_last(),
-            Attempt.nodes.desc().nulls_last(),
+            Attempt.cpu_s.desc().nulls_last(),
             Attempt.seq,
         )
         .limit(top)
@@ -112,9 +116,13 @@ def hardest_in_run(
 
 
 def _key(row: dict[str, Any], by: str) -> tuple:
-    """Sort key (ascending = hardest first) of one level's figures across runs."""
+    """Sort key (ascending = hardest first) of one level's figures across runs.
+
+    Never-decided levels tie on PAR-2 when every attempt timed out: the one tried more often comes
+    first, then by hash (nodes are not compared across kinds). The SQL of hardest_overall agrees.
+    """
     if not row["decided"]:
-        return (0, -(row["max_par2_s"] or 0.0), -(row["max_nodes"] or 0))
+        return (0, -(row["max_par2_s"] or 0.0), -row["attempts"], row["level_hash"])
     if by == "nodes":
         return (1, -(row["best_nodes"] or 0), -(row["best_wall_s"] or 0.0))
     return (1, -(row["best_wall_s"] or 0.0), -(row["best_nodes"] or 0))
@@ -138,7 +146,8 @@ def hardest_overall(
     q = select(s).order_by(
         never.desc(),
         case((s.decided == 0, s.max_par2_s), else_=solved_key).desc().nulls_last(),
-        case((s.decided == 0, s.max_nodes), else_=s.best_nodes).desc().nulls_last(),
+        case((s.decided == 0, s.attempts), else_=s.best_nodes).desc().nulls_last(),
+        s.level_hash,
     )
     if kind:
         q = q.where(s.kind == kind)
@@ -198,22 +207,25 @@ def render_hardest(rows: Sequence[Mapping[str, Any]], title: str = "hardest leve
         else:
             left = c in ("kind", "heuristic", "status")
             t.add_column(HEADERS.get(c, c), justify="left" if left else "right", no_wrap=True)
-    name_width = max(16, width - 58)  # what the other columns leave on a terminal this wide
-    for r in rows:
-        cells: list[Any] = []
-        for c in cols:
-            value = r[c]
-            if c == "level":
-                # Text, not markup: a level name is whatever the pack's author wrote.
-                cell = Text(short_name(value, name_width))
-                if r.get("message") and r.get("status") not in SUCCESS_VALUES:
-                    cell.append("\n" + short_message(r["message"], value, 2 * name_width), style="dim")
-                cells.append(cell)
-            elif isinstance(value, float):
-                cells.append(f"{value:,.3f}")
-            elif isinstance(value, int) and c != "rank":
-                cells.append(f"{value:,}")  # node counts run to millions: separated, for people
-            else:
-                cells.append(Text("—" if value is None else str(value)))
-        t.add_row(*cells)
+    shown = [{c: _cell(r[c], c) for c in cols if c != "level"} for r in rows]
+    # What the other columns (never wrapped) leave for the names, two spaces between columns.
+    others = sum(max([len(HEADERS.get(c, c))] + [len(s[c]) for s in shown]) for c in cols if c != "level")
+    name_width = max(12, width - others - 2 * (len(cols) - 1) - 1)
+    for r, s in zip(rows, shown, strict=True):
+        # Text, not markup: a level name is whatever the pack's author wrote.
+        name = Text(short_name(r["level"], name_width))
+        if r.get("message") and r.get("status") not in SUCCESS_VALUES:
+            name.append("\n" + short_message(r["message"], r["level"], 2 * name_width), style="dim")
+        t.add_row(*[name if c == "level" else Text(s[c]) for c in cols])
     return t
+
+
+def _cell(value: Any, column: str) -> str:
+    """Return a figure of a hardest row as the table shows it."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:,.3f}"
+    if isinstance(value, int) and column != "rank":
+        return f"{value:,}"  # node counts run to millions: separated, for people
+    return str(value)

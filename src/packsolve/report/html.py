@@ -150,13 +150,19 @@ def _summary_context(summaries: list[Summary]) -> dict[str, Any]:
     for key, title in SUMMARY_FIELDS:
         values = [", ".join(r[key]) if isinstance(r[key], list) else r[key] for r in records]
         summary_rows.append((title, [(v, isinstance(v, (int, float))) for v in values]))
+    peaks = [max(s["memory"]["by_kind"].values(), default=None) for s in summaries]
+    summary_rows.append(("peak memory (MB)", [(v, v is not None) for v in peaks]))
     statuses = sorted({k for s in summaries for k in s["counts"]})
     return {
         "summary_heads": ["", *(f"run {s['run']}" for s in summaries)],
         "summary_rows": summary_rows,
         "status_rows": [(status, [s["counts"].get(status, 0) for s in summaries]) for status in statuses],
         "kind_rows": [
-            (s["run"], kind, [cast(Mapping[str, Any], f)[k] for k in KIND_FIELDS])
+            (
+                s["run"],
+                kind,
+                [*(cast(Mapping[str, Any], f)[k] for k in KIND_FIELDS), s["memory"]["by_kind"].get(kind)],
+            )
             for s in summaries
             for kind, f in s["kinds"].items()
         ],

@@ -289,8 +289,8 @@ def render_progress(p: Progress) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    title = f"run {p['run']}" + (f" ({p['label']})" if p["label"] else "")
-    t = Table(title=title, title_justify="left")
+    title = Text(f"run {p['run']}" + (f" ({p['label']})" if p["label"] else ""), style="italic")
+    t = Table(title_justify="left")  # the title above it, not wrapped to the narrow table's width
     t.add_column("status")
     t.add_column("levels", justify="right")
     for status_name, n in sorted(p["counts"].items()):
@@ -309,7 +309,7 @@ def render_progress(p: Progress) -> Any:
     second = f"elapsed {duration(p['elapsed_s'])} · median {med} × {p['parallel']} slot(s)"
     filled = round(40 * p["done"] / p["total"]) if p["total"] else 0
     bar = Text("━" * filled, style="green") + Text("━" * (40 - filled), style="grey37")
-    lines: list[Any] = [t, bar, Text(first), Text(second, style="dim")]
+    lines: list[Any] = [title, t, bar, Text(first), Text(second, style="dim")]
     lines.extend(_working_lines(p))
     lines.extend(_serving_lines(p))
     if p.get("solver_gone"):

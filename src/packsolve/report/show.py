@@ -15,7 +15,7 @@ from packsolve.errors import LevelNotFound
 from packsolve.outcome import Status
 from packsolve.report.export import iso
 from packsolve.report.metrics import rounded
-from packsolve.report.text import short_message
+from packsolve.report.text import short_message, visible
 
 _HEX = re.compile(r"[0-9a-f]{4,64}")
 
@@ -192,7 +192,7 @@ def render_level(rep: LevelReport) -> Any:
         if best
         else "no solution known"
     )
-    title = Text(f"{rep['level']}  {rep['kind']}  {rep['level_hash'][:12]}")
+    title = Text(f"{visible(rep['level'])}  {rep['kind']}  {rep['level_hash'][:12]}")
     panel = Panel(Text(pic), title=title, subtitle=caption, expand=False)
     t = Table(title="history", title_justify="left")
     for name in ("run", "heuristic", "status", "length", "wall s", "nodes", "worker", "finished"):

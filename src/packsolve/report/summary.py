@@ -14,6 +14,7 @@ from packsolve.db.figures import WHOLE, Final, Group, groups, kept_final, measur
 from packsolve.db.local_runs import shown_state
 from packsolve.db.models import Attempt, Run
 from packsolve.outcome import NOT_RUN_VALUES, PENDING, SUCCESS_VALUES, Status
+from packsolve.report.columns import keep_figures_whole
 from packsolve.report.export import iso
 from packsolve.report.metrics import host_of, rounded
 from packsolve.report.provenance import RunProvenance, provenance_rows, run_provenance
@@ -275,6 +276,7 @@ def _secs(x: float | None, digits: int = 3) -> str:
 
 def render_summary(s: Summary) -> Any:
     """Return a rich renderable of a summary dict: the run's figures, then one row per kind."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -322,7 +324,10 @@ def render_summary(s: Summary) -> Any:
         t.add_row("[yellow]warning[/]", f"[yellow]{warning}[/]")
     if len(s["kinds"]) < 1:
         return t
-    k = Table("kind", "solved", "decided", "total", "median wall", "CPU total", "PAR-2", title_justify="left")
+    k = Table(title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    k.add_column("kind", no_wrap=True)
+    for name in ("solved", "decided", "total", "median wall", "CPU total", "PAR-2"):
+        k.add_column(name, justify="right")
     for kind, f in s["kinds"].items():
         k.add_row(
             kind,
@@ -333,4 +338,4 @@ def render_summary(s: Summary) -> Any:
             f"{f['cpu_s_total']:,.2f} s",
             f"{f['par2_s']:,.2f} s",
         )
-    return Group(t, k)
+    return Group(t, keep_figures_whole(k))  # a figure and its unit stay on one line

@@ -1,4 +1,5 @@
-"""Text that fits a terminal: level names shortened from the left, messages cut between words."""
+"""Text that fits a terminal: control characters made visible, level names shortened from the left,
+messages cut between words."""
 
 from __future__ import annotations
 
@@ -7,6 +8,20 @@ import re
 # Width a message gets in a terminal table; JSON, CSV and HTML always carry it whole.
 MESSAGE_WIDTH = 60
 _SEPARATOR = re.compile(r"(?<=/)")
+# C0 and C1 controls and DEL (ESC starts a terminal's escape sequences: clear the screen, recolour,
+# set the window title), and the bidirectional overrides, which reorder what a reader sees.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """Return text with every control character written out (ESC as \\x1b): a name from a level
+    file shown in a terminal, a table or a CSV file can neither move the cursor nor hide a line."""
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def short_name(name: str | None, width: int = 40) -> str:
@@ -18,6 +33,7 @@ def short_name(name: str | None, width: int = 40) -> str:
     """
     if name is None:
         return "—"
+    name = visible(name)
     if len(name) <= width:
         return name
     parts = _SEPARATOR.split(name)
@@ -35,7 +51,7 @@ def short_message(message: str | None, name: str | None = None, width: int = MES
     text = message
     if name and text.startswith(f"{name}: "):
         text = text[len(name) + 2 :]
-    text = text.strip().splitlines()[0] if text.strip() else ""
+    text = visible(text.strip().splitlines()[0]) if text.strip() else ""
     if len(text) <= width:
         return text
     cut = text.rfind(" ", 0, width - 1)

@@ -2,7 +2,9 @@
 
 Each does what its CLI command does by the same code: rerun and resume run the
 command itself in a process of their own (a local pool outlives the request),
-cancel, label and delete call the functions their commands call.
+handed the run's id as read from the database (never the URL's text, which could
+pass for an option) and every form value as --option=VALUE; cancel, label and
+delete call the functions their commands call.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -22,7 +25,7 @@ from packsolve.request import check_label
 from packsolve.web.commands import run_command
 from packsolve.web.pages import db
 from packsolve.web.render import page
-from packsolve.web.security import COOKIE
+from packsolve.web.security import COOKIE, safe_next
 
 
 async def form(request: Request) -> dict[str, str]:
@@ -38,16 +41,27 @@ def _to_run(run_id: int | str) -> RedirectResponse:
     return RedirectResponse(f"/runs/{quote(str(run_id))}", status_code=303)
 
 
+def _resolve(request: Request, ref: str) -> int:
+    with db(request) as session:
+        return resolve_run(session, ref).id
+
+
+async def _run_id(request: Request) -> int:
+    """Return the id of the URL's run: the command is handed a number, never the URL's text."""
+    return await run_in_threadpool(_resolve, request, request.path_params["run"])
+
+
 async def login(request: Request) -> Response:
     """The token form: a right token sets the cookie every later request carries."""
     guard = request.app.state.guard
     if request.method == "GET":
-        return page(request, "login.html", wrong=False)
+        return page(request, "login.html", wrong=False, next=safe_next(request.query_params.get("next")))
     body = (await request.body()).decode("utf-8", "replace")
-    given = parse_qs(body).get("token", [""])[0]
+    fields = parse_qs(body)
+    given, back = fields.get("token", [""])[0], safe_next(fields.get("next", ["/"])[0])
     if not guard.token_matches(given):
-        return page(request, "login.html", 401, wrong=True)
-    response = RedirectResponse("/", status_code=303)
+        return page(request, "login.html", 401, wrong=True, next=back)
+    response = RedirectResponse(back, status_code=303)  # back to the page asked for
     response.set_cookie(
         COOKIE, guard.token, httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )
@@ -57,11 +71,12 @@ async def login(request: Request) -> Response:
 async def rerun(request: Request) -> Response:
     """Start `packsolve rerun` of a failure group with the heuristic chosen; go to the new run's page."""
     fields = await form(request)
-    ref = request.path_params["run"]
-    args = ["rerun", ref, "--status", fields.get("status") or "timeout", "--quiet", "--format", "json"]
-    for option in ("kind", "message", "heuristic", "time_limit", "label"):
+    run_id = await _run_id(request)
+    args = ["rerun", str(run_id), f"--status={fields.get('status') or 'timeout'}", "--quiet", "--format=json"]
+    for option in ("group", "kind", "message", "heuristic", "time_limit", "label"):
         if fields.get(option):
-            args += [f"--{option.replace('_', '-')}", fields[option]]
+            # --name=VALUE: a value starting with "-" stays the option's value, never an option.
+            args.append(f"--{option.replace('_', '-')}={fields[option]}")
     child = await run_command(request.app.state, args, r"run (\d+): rerun of")
     return _to_run(child)
 
@@ -69,9 +84,9 @@ async def rerun(request: Request) -> Response:
 async def resume(request: Request) -> Response:
     """Start `packsolve resume RUN`; back to its page."""
     await form(request)
-    ref = request.path_params["run"]
-    await run_command(request.app.state, ["resume", ref, "--quiet"], r"^run (\S+): (?:resuming|sent)")
-    return _to_run(ref)
+    run_id = await _run_id(request)
+    await run_command(request.app.state, ["resume", str(run_id), "--quiet"], r"^run (\S+): (?:resuming|sent)")
+    return _to_run(run_id)
 
 
 def _cancel(request: Request, ref: str) -> Any:
@@ -81,8 +96,6 @@ def _cancel(request: Request, ref: str) -> Any:
 async def cancel(request: Request) -> Response:
     """Cancel a run as `packsolve cancel` does; back to its page."""
     await form(request)
-    from starlette.concurrency import run_in_threadpool
-
     done = await run_in_threadpool(_cancel, request, request.path_params["run"])
     return _to_run(done.run_id)
 
@@ -98,8 +111,6 @@ def _relabel(request: Request, ref: str, label: str, move: bool) -> int:
 async def label(request: Request) -> Response:
     """Name a run (empty: no label) as `packsolve runs label` does; back to its page."""
     fields = await form(request)
-    from starlette.concurrency import run_in_threadpool
-
     run_id = await run_in_threadpool(
         _relabel, request, request.path_params["run"], fields.get("label", ""), fields.get("move") == "1"
     )
@@ -130,8 +141,6 @@ def _delete(request: Request, ref: str) -> str:
 
 async def delete(request: Request) -> Response:
     """GET: ask for confirmation (data is lost). POST with confirm=yes: delete as `packsolve runs delete`."""
-    from starlette.concurrency import run_in_threadpool
-
     ref = request.path_params["run"]
     if request.method == "GET":
         run_id, what = await run_in_threadpool(_deletable, request, ref)

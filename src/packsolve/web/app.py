@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
@@ -13,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -21,7 +22,7 @@ from packsolve.errors import LevelNotFound, PacksolveError, RunNotFound
 from packsolve.report.html import SORT_JS
 from packsolve.web import actions, pages, plots
 from packsolve.web.render import page
-from packsolve.web.security import COOKIE, HEADER, Guard
+from packsolve.web.security import COOKIE, HEADER, Guard, same_origin
 
 log = logging.getLogger("packsolve.web")
 STATIC = Path(__file__).parent / "static"
@@ -31,19 +32,32 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-OPEN_PATHS = ("/login", "/static/")
+OPEN_PATHS = ("/login", "/static/", "/favicon.ico")
 
 
 class _Gate(BaseHTTPMiddleware):
-    """Ask for the token where one is set, and add the security headers to every answer."""
+    """Refuse a foreign Host (no token: DNS rebinding) and a POST from another page; ask for the token
+    where one is set; add the security headers to every answer."""
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         guard: Guard = request.app.state.guard
+        # Plain text, no page: a page carries the CSRF token, which another site must never read.
+        if not guard.serves_host(request.headers.get("host")):
+            return PlainTextResponse(
+                f"this dashboard answers only at its own address ({', '.join(sorted(guard.hosts or ()))}); "
+                "behind a reverse proxy, give it a token (PACKSOLVE_SERVE_TOKEN or --token-file)",
+                status_code=400,
+            )
+        if request.method == "POST" and not same_origin(request.headers):
+            return PlainTextResponse(
+                "this form came from another site: send it from the dashboard's own page", status_code=403
+            )
         if not request.url.path.startswith(OPEN_PATHS) and not guard.admits(
             request.cookies.get(COOKIE), request.headers.get(HEADER)
         ):
             if request.method == "GET" and HEADER not in request.headers:
-                return RedirectResponse("/login", status_code=303)
+                asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse(f"/login?{urlencode({'next': asked})}", status_code=303)
             return page(request, "error.html", 401, message="this dashboard needs its access token")
         response = await call_next(request)
         response.headers.setdefault("Content-Security-Policy", CSP)
@@ -82,6 +96,11 @@ def _sort_js(request: Request) -> Response:
     return Response(SORT_JS, media_type="text/javascript")
 
 
+def _favicon(request: Request) -> Response:
+    # Browsers ask /favicon.ico of every site whatever the page links: answer it, not 404.
+    return FileResponse(STATIC / "favicon.ico", media_type="image/vnd.microsoft.icon")
+
+
 def create_app(
     engine: Engine, guard: Guard, read_only: bool = False, broker_url: str | None = None
 ) -> Starlette:
@@ -99,6 +118,7 @@ def create_app(
         Route("/levels/{hash}", pages.level_page),
         Route("/levels/{hash}/picture.svg", pages.level_picture),
         Route("/login", actions.login, methods=["GET", "POST"]),
+        Route("/favicon.ico", _favicon),
         Route("/static/sort.js", _sort_js),  # the report's own table sorter: one script for both
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -50,6 +50,9 @@ def db(request: Request) -> Iterator[Session]:
         yield session
 
 
+COMPARE_ROWS_MAX = 1000
+
+
 def whole(request: Request, name: str, default: int, low: int = 1, high: int = 10**9) -> int:
     """Return the query parameter name as a whole number in [low, high]; ReportError saying what works."""
     raw = request.query_params.get(name)
@@ -66,10 +69,10 @@ def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
     marks = session.execute(query if everything else query.limit(RUNS_SHOWN)).all()
     going = [m.id for m in marks if m.finished_at is None]
     fresh = {r["run"]: r for r in run_rows(session, ids=going)} if going else {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in marks:
         if m.finished_at is None:
-            r = fresh[m.id]
+            r = _with_cancelled(session, fresh[m.id])
             p = RECENT.get(("progress", m.id), partial(_progress_of, session, m.id))
             r["rate_per_s"], r["eta_s"] = p["rate_per_s"], p["eta_s"]
         else:
@@ -89,8 +92,13 @@ def _progress_of(session: Session, run_id: int) -> Progress:
     return run_progress(session, run)
 
 
-def _row_of(session: Session, run_id: int) -> RunRow:
-    return run_rows(session, ids=[run_id])[0]
+def _row_of(session: Session, run_id: int) -> dict[str, Any]:
+    return _with_cancelled(session, run_rows(session, ids=[run_id])[0])
+
+
+def _with_cancelled(session: Session, row: RunRow) -> dict[str, Any]:
+    """Return the runs list's row with its cancelled attempts: final, never ran, not in the bar's share."""
+    return {**row, "cancelled": status_counts(session, row["run"]).get("cancelled", 0)}
 
 
 def runs_page(request: Request) -> Response:
@@ -125,18 +133,21 @@ def attempt_query(request: Request) -> AttemptQuery:
 
 
 def _live_context(session: Session, run: Run, summary: Summary | None = None) -> dict[str, Any]:
-    """Return the live part of a run's page: progress and workers (a finished run's: no query).
+    """Return the live part of a run's page: progress and workers (a finished run's: from its counts).
 
     Counts are read each time (one indexed query); rate, ETA and workers at most every few seconds.
     """
     if run.finished_at is not None:  # nothing is pending in a finished run
-        total = summary["total"] if summary is not None else run.total
-        return {"progress": {"total": total, "done": total}, "workers": [], "done": True}
+        counts = summary["counts"] if summary is not None else status_counts(session, run.id)
+        total = sum(counts.values())
+        finished = {"total": total, "done": total, "cancelled": counts.get("cancelled", 0)}
+        return {"progress": finished, "workers": [], "done": True}
     counts = status_counts(session, run.id)
     slow = RECENT.get(("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id)))
     pending = counts.get("queued", 0) + counts.get("running", 0)
     progress: dict[str, Any] = {**slow[0], "total": sum(counts.values()), "chart_at": slow[0]["done"]}
     progress["done"] = progress["total"] - pending
+    progress["cancelled"] = counts.get("cancelled", 0)
     if slow[0]["buffered"] is None:  # a local run: what runs is what the database says
         progress["queued"], progress["running"] = counts.get("queued", 0), counts.get("running", 0)
     # A distributed run keeps run_progress's split of the pending attempts (as `status` shows it):
@@ -197,19 +208,19 @@ def failures_page(request: Request) -> Response:
 
 
 def _failures(session: Session, run: Run, examples: int) -> dict[str, Any]:
-    """Return `report failures`' groups, each with the --message and --time-limit its command suggests."""
+    """Return `report failures`' groups, each with the --time-limit its command suggests."""
     data = failure_groups(session, run, examples)
     return {**data, "groups": [{**g, **_suggested(g["rerun"])} for g in data["groups"]]}
 
 
 def _suggested(command: str) -> dict[str, str]:
-    """Return the --message and --time-limit of the rerun command `report failures` suggests ('' if none)."""
+    """Return the --time-limit of the rerun command `report failures` suggests ('' if none)."""
     words = shlex.split(command) if command.startswith("packsolve rerun") else []
 
     def value(option: str) -> str:
         return words[words.index(option) + 1] if option in words[:-1] else ""
 
-    return {"fragment": value("--message"), "suggested_time_limit": value("--time-limit")}
+    return {"suggested_time_limit": value("--time-limit")}
 
 
 def hardest_page(request: Request) -> Response:
@@ -249,7 +260,9 @@ def compare_page(request: Request) -> Response:
         if len({r.id for r in runs}) != len(runs):
             raise ReportError("a run is named twice")
         kind = p.get("kind") or None
-        shown = whole(request, "rows", 500, high=100_000)
+        # A page, not the whole table: 100,000 rows of two 200,000-attempt runs took 13-16 s and 34 MB
+        # per request; the next links page on.
+        shown = whole(request, "rows", 500, high=COMPARE_ROWS_MAX)
         offset = whole(request, "offset", 0, low=0)
         # Paged in SQL, the footer kept: two 1,000,000-attempt runs compare at once.
         figures, age = _compare_figures(session, runs)

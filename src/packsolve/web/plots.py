@@ -12,7 +12,7 @@ from starlette.responses import Response
 from packsolve.db.runs import resolve_run
 from packsolve.errors import ReportError
 from packsolve.report.cactus import CactusLine, Scatter, cactus_data, scatter_data
-from packsolve.report.difficulty import kinds_of, size_times
+from packsolve.report.difficulty import MAX_POINTS, kinds_of, size_times
 from packsolve.report.live import final_over_time
 from packsolve.web.pages import db
 from packsolve.web.render import page
@@ -28,8 +28,18 @@ def _cactus(data: list[CactusLine]) -> str:
         log_x=True,
     )
     for i, d in enumerate(data):
-        chart.line([(t, n) for n, t in enumerate(d["times"], 1)], i, d["label"], step=True)
+        chart.line(_thinned(d["times"]), i, d["label"], step=True)
     return chart.svg()
+
+
+def _thinned(times: list[float], most: int = 2000) -> list[tuple[float, int]]:
+    """Return the cactus line's (time, levels decided) points, at most `most` of them, the last kept.
+
+    A 640-pixel chart shows no more: 150,000 steps drawn would make a page of megabytes.
+    """
+    n = len(times)
+    picked = range(n) if n <= most else sorted({int(k * n / most) for k in range(most)} | {n - 1})
+    return [(times[j], j + 1) for j in picked]
 
 
 def _scatter(points: Scatter, kinds: dict[str, str], order: list[str]) -> str:
@@ -51,14 +61,20 @@ def _scatter(points: Scatter, kinds: dict[str, str], order: list[str]) -> str:
     return chart.svg()
 
 
-def _sizes(rows: Sequence[Mapping[str, Any]], order: list[str], y: str, y_name: str) -> str:
-    chart = Chart.over(
-        [r["size"] for r in rows], [r[y] or 0 for r in rows], ("level size", y_name, y_name), log_y=True
-    )
-    for r in rows:
-        name = f"{r['level']} ({r['kind']}, size {r['size']}): {r['status']}, {r[y]}"
-        chart.point(r["size"], r[y] or 0, order.index(r["kind"]), name, f"/levels/{r['level_hash']}")
-    return chart.svg()
+def _sizes(rows: Sequence[Mapping[str, Any]], order: list[str], y: str, y_name: str) -> list[tuple[str, str]]:
+    """Return (kind, chart) per kind: a size means one thing within a kind only (cells, digits, tiles)."""
+    charts = []
+    for kind in order:
+        mine = [r for r in rows if r["kind"] == kind]
+        if not mine:
+            continue
+        names = (f"{kind}: level size", y_name, f"{y_name} of {kind}")
+        chart = Chart.over([r["size"] for r in mine], [r[y] or 0 for r in mine], names, log_y=True)
+        for r in mine:
+            name = f"{r['level']} ({kind}, size {r['size']}): {r['status']}, {r[y]}"
+            chart.point(r["size"], r[y] or 0, order.index(kind), name, f"/levels/{r['level_hash']}")
+        charts.append((kind, chart.svg()))
+    return charts
 
 
 def plots_page(request: Request) -> Response:
@@ -69,17 +85,15 @@ def plots_page(request: Request) -> Response:
     with db(request) as session:
         runs = [resolve_run(session, r) for r in refs]
         cactus = cactus_data(session, runs)
-        points = scatter_data(session, runs[0], runs[1]) if len(runs) >= 2 else None
+        points = scatter_data(session, runs[0], runs[1], MAX_POINTS) if len(runs) >= 2 else None
         kinds = kinds_of(session, [p["level_hash"] for p in points["points"]]) if points else {}
         sized = size_times(session, runs[-1])
     order = sorted({*kinds.values(), *(r["kind"] for r in sized)})
     charts = {
         "cactus": _cactus(cactus),
         "scatter": _scatter(points, kinds, order) if points else None,
-        "size": _sizes(sized, order, "wall_s", "wall s (log)") if sized else None,
-        "memory": _sizes([r for r in sized if r["peak_rss_mb"]], order, "peak_rss_mb", "peak RSS MB (log)")
-        if any(r["peak_rss_mb"] for r in sized)
-        else None,
+        "size": _sizes(sized, order, "wall_s", "wall s (log)"),
+        "memory": _sizes([r for r in sized if r["peak_rss_mb"]], order, "peak_rss_mb", "peak RSS MB (log)"),
     }
     legend = [(colour(i), d["label"], d["decided"]) for i, d in enumerate(cactus)]
     return page(

@@ -16,6 +16,7 @@ from markupsafe import escape
 COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#000000")
 WIDTH, HEIGHT = 640, 360
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 48
+PAD = 0.04  # of an axis's range, beyond its data
 _CLIPS = itertools.count()  # each inline chart's clip path needs an id of its own
 
 
@@ -38,6 +39,12 @@ class Scale:
             self.low, self.high = math.log10(max(self.low, 1e-4)), math.log10(max(self.high, 1e-4))
         if self.high <= self.low:
             self.high = self.low + 1
+        # A margin at the top (and at the bottom of a log axis, whose floor is data too): the points
+        # at the extremes are drawn whole, not cut in half by the plot's edge.
+        margin = PAD * (self.high - self.low)
+        self.high += margin
+        if self.log:
+            self.low -= margin
 
     def __call__(self, v: float) -> float:
         x = math.log10(max(v, 1e-4)) if self.log else v
@@ -45,7 +52,10 @@ class Scale:
 
     def ticks(self) -> list[float]:
         if self.log:
-            return [10.0**e for e in range(math.floor(self.low), math.ceil(self.high) + 1)]
+            decades = range(math.floor(self.low), math.ceil(self.high) + 1)
+            # Two decades or fewer would leave one or two labels: add 2 and 5 of each decade.
+            steps = (1, 2, 5) if len(decades) <= 3 else (1,)
+            return [m * 10.0**e for e in decades for m in steps]
         step = 10 ** math.floor(math.log10((self.high - self.low) / 4 or 1))
         while (self.high - self.low) / step > 8:
             step *= 2
@@ -54,7 +64,11 @@ class Scale:
 
 
 def _tick(v: float) -> str:
-    return f"{v:g}" if abs(v) < 1e5 else f"{v:.0e}"
+    """Return a tick's label: 0.25, 10, 1.5k, 120k, 2M (never 1e+05 for 100k, 120k and 140k alike)."""
+    for unit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= unit:
+            return f"{v / unit:.4g}{suffix}"
+    return f"{v:.4g}"
 
 
 @dataclass
