@@ -20,21 +20,13 @@ from sqlalchemy import update
 from packsolve.db.models import Attempt
 from packsolve.db.session import get_engine, session_scope
 from tests.support.chaos_pack import write_pack as write_chaos_pack
+from tests.support.cluster_audit import wait_until
 from tests.support.fencing import attempts, final_count, lease, running_count, scheduler_loop, submit
 from tests.support.forged import publish_json, sent_bodies
 from tests.support.services import private_redis, run_cli, wait_for_run
 
 COINS = [{"kind": "coins", "notes": [9, 1, 6, 3], "target": t} for t in (10, 12, 15, 18, 19, 40)]
 KEY = "a-cluster-key-of-the-test"
-
-
-def wait_for(predicate, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 def control(broker: str):
@@ -57,7 +49,7 @@ def test_without_remote_control_enabled_a_broker_writer_can_neither_list_nor_kil
     name = f"w-{uuid.uuid4().hex[:8]}@test"  # Redis carries commands to every worker on it: ask this one
     worker = start_worker(any_broker.url, sqlite_url, name)
     run_id = submit(env, str(write_chaos_pack(tmp_path, 1, ms=3000)), "--heuristic", "sleep")
-    assert wait_for(lambda: running_count(sqlite_url, run_id) == 1)
+    assert wait_until(lambda: running_count(sqlite_url, run_id) == 1, 60.0)
     outsider = control(any_broker.url)
     assert outsider.control.inspect(destination=[name], timeout=2).active() is None
     assert outsider.control.ping(destination=[name], timeout=1) == []
@@ -125,8 +117,8 @@ def test_a_queued_task_resent_with_another_kind_or_cap_runs_as_the_database_says
     for body in bodies:  # ... and sends them back altered
         publish_json(any_broker.url, body)
     worker = start_worker(any_broker.url, sqlite_url, "w1@test")
-    assert wait_for(lambda: final_count(sqlite_url, run_id) == 3), worker.log()
-    assert wait_for(lambda: any_broker.depth() == 0)
+    assert wait_until(lambda: final_count(sqlite_url, run_id) == 3, 60.0), worker.log()
+    assert wait_until(lambda: any_broker.depth() == 0, 60.0)
     rows = {a.level_hash: a for a in attempts(sqlite_url, run_id)}
     assert {rows[h].status for h in hashes[:3]} == {"queued"}, [rows[h].message for h in hashes]
     assert [(rows[h].status, rows[h].tries) for h in hashes[3:]] == [("solved", 2)] * 2 + [("no_solution", 2)]

@@ -26,6 +26,7 @@ import redis
 from packsolve.db.session import get_engine, session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.queue.protocol import TASK_NAME
+from tests.support.cluster_audit import wait_until
 from tests.support.forged import publish_json
 from tests.support.programs import toml_for, write_programs
 from tests.support.services import free_port, rabbitmq_vhost, run_cli, wait_for_run
@@ -88,15 +89,6 @@ def forged_payload(database: str, run_id: int, marker: Path) -> dict:
     return {"run": run_id, "max_tries": 5, "deployment": deployment, "items": items}
 
 
-def wait_for(predicate, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
-
-
 def warm_up(env: dict[str, str], database: str, tmp_path: Path) -> int:
     """Solve a pack with coins' `plain` (the old code then ran such levels unclaimed); return its id."""
     run_id = submit(env, str(write_pack(tmp_path)), "--heuristic", "plain", "--chunk-size", "1")
@@ -105,7 +97,7 @@ def warm_up(env: dict[str, str], database: str, tmp_path: Path) -> int:
 
 
 def refused_and_nothing_ran(worker, marker: Path) -> None:
-    assert wait_for(lambda: marker.exists() or "refused" in worker.log()), worker.log()
+    assert wait_until(lambda: marker.exists() or "refused" in worker.log(), 30.0), worker.log()
     time.sleep(1.0)  # the command, had it started, has had time to touch the marker
     assert not marker.exists(), "the command travelling in the task was run"
     log = worker.log()
@@ -178,7 +170,9 @@ def test_a_queued_task_with_its_program_swapped_runs_the_workers_own_declaration
     assert not marker.exists(), "the command swapped into the task was run"
     assert statuses(env, run_id) == EXPECTED
     if key:
-        assert wait_for(lambda: "refused" in worker.log() and "signature" in worker.log()), worker.log()
+        assert wait_until(lambda: "refused" in worker.log() and "signature" in worker.log(), 30.0), (
+            worker.log()
+        )
     assert "Traceback" not in worker.log()
 
 
@@ -215,7 +209,7 @@ def flower(broker):
         return True
 
     try:
-        assert wait_for(up, timeout=60), "flower did not start"
+        assert wait_until(up, 60), "flower did not start"
         yield url, header
     finally:
         proc.terminate()
@@ -267,7 +261,7 @@ def test_a_deleted_runs_leftover_tasks_never_solve_the_levels_of_a_run_made_afte
     records = [json.loads(line) for line in res.stdout.splitlines()]
     assert sorted(r["status"] for r in records) == EXPECTED, records
     assert {r["heuristic"] for r in records} == {"dp"}
-    assert wait_for(lambda: client_len(broker) == 0), "the leftover tasks were left on the queue"
+    assert wait_until(lambda: client_len(broker) == 0, 30.0), "the leftover tasks were left on the queue"
     assert "Traceback" not in worker.log()
 
 
