@@ -71,6 +71,10 @@ class PacksolveGroup(click.Group):
             return super().invoke(ctx)
         except PacksolveError as exc:
             _fail(ctx, str(exc), exc.exit_code)
+        except click.UsageError as exc:
+            # click would print its usage and a hint over three lines; one line, the hint in it.
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            _fail(ctx, f"{exc.format_message()} (`{where} --help` says more)", exc.exit_code)
         except OperationalError as exc:
             _fail(ctx, _unreachable(ctx, exc), 1)
 
