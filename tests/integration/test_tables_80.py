@@ -25,7 +25,8 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A database of two runs of the same 40 levels: long names, big figures, one with a long label."""
     url = f"sqlite:///{tmp_path_factory.mktemp('tables') / 'night.db'}"
     stroke = [
-        strip_level(i, name=f"night/onestroke/very/long/folder/name/level-{i:04d}.stroke:{i}")
+        # A control character in a name is shown as `\x1b`: four columns where one was counted.
+        strip_level(i, name=f"night/onestroke/very/long/folder/name/\x1b[1mlevel-{i:04d}.stroke:{i}")
         for i in range(30)
     ]
     coins = [

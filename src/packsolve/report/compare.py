@@ -418,11 +418,15 @@ def render_compare(data: Comparison, width: int = 100) -> Any:
     # Each column also takes 3 columns of rules and padding; the edges 2.
     free = width - (kind_width + 3) - len(data["runs"]) * (RUN_WIDTH + 3) - 5
     longest = max(map(len, names), default=5)
-    t.add_column("level", overflow="fold", ratio=1, min_width=max(8, min(longest, free)))
+    level_width = max(8, min(longest, free))
+    t.add_column("level", overflow="fold", ratio=1, min_width=level_width)
     t.add_column("kind", no_wrap=True)
+    # Each run's column at most its share of what is left: rich would otherwise give the runs their
+    # whole cells and crop the table's right edge, cutting the last column's figures.
+    share = (width - (level_width + 3) - (kind_width + 3) - 2) // max(1, len(data["runs"])) - 3
     for run in data["runs"]:
         name = f"run {run['run']}" + (f" {run['label']}" if run["label"] else "") + f"\n{run['heuristic']}"
-        t.add_column(Text(name), overflow="fold", min_width=RUN_WIDTH)
+        t.add_column(Text(name), overflow="fold", min_width=RUN_WIDTH, max_width=max(RUN_WIDTH, share))
     # A message may take two lines of its cell.
     message_width = 2 * max(18, (width - 34) // max(1, len(data["runs"])) - 1)
     for r in data["rows"]:
