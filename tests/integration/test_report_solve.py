@@ -118,3 +118,22 @@ def test_reports_of_two_real_runs_match_their_export(tmp_path: Path, sqlite_url:
     assert shown["best"]["solution"] in (plain[0]["solution"], warn[0]["solution"])
     out = run_cli("show", level, env=env)
     assert "S" in out.stdout and "history" in out.stdout
+
+
+def test_summary_of_a_run_with_a_heuristic_per_kind_lists_peak_memory_by_kind_then_by_heuristic(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Heuristics get a row of their own: listed after the kinds, they read as more kinds."""
+    packs = Path(__file__).resolve().parents[2] / "examples" / "packs"
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "COLUMNS": "200"}
+    res = run_cli("solve", str(packs / "coins"), str(packs / "tictactoe"), "-q", env=env)
+    assert res.returncode == 0, res.stderr
+    doc = cli_json("report", "summary", "latest", env=env)
+    assert set(doc["memory"]["by_kind"]) == {"coins", "tictactoe"}
+    assert len(doc["memory"]["by_heuristic"]) == 2
+    lines = run_cli("report", "summary", "latest", env=env).stdout.splitlines()
+    (kinds,) = [line for line in lines if "peak memory (MB)" in line]
+    (heuristics,) = [line for line in lines if "by heuristic" in line]
+    for heuristic in doc["memory"]["by_heuristic"]:
+        assert heuristic not in kinds and heuristic in heuristics
+    assert "coins" in kinds and "tictactoe" in kinds

@@ -311,10 +311,11 @@ def render_summary(s: Summary) -> Any:
     )
     memory = s["memory"]
     if memory["by_kind"]:
-        peaks = [f"{k} {mb:,.0f}" for k, mb in memory["by_kind"].items()]
+        t.add_row("peak memory (MB)", ", ".join(f"{k} {mb:,.0f}" for k, mb in memory["by_kind"].items()))
         if len(memory["by_heuristic"]) > 1:
-            peaks += [f"{h} {mb:,.0f}" for h, mb in memory["by_heuristic"].items()]
-        t.add_row("peak memory (MB)", ", ".join(peaks))
+            # A row of its own: heuristics listed after the kinds read as more kinds.
+            by_heuristic = (f"{h} {mb:,.0f}" for h, mb in memory["by_heuristic"].items())
+            t.add_row("  by heuristic", ", ".join(by_heuristic))
     t.add_row("host, version", f"{s['host']}, packsolve {s['version']}")
     conc = f"concurrency {s['concurrency']}" if s["concurrency"] else s["mode"]
     t.add_row("workers", f"{s['workers']} seen on {', '.join(s['hosts']) or '—'} ({conc})")
