@@ -41,7 +41,7 @@ def test_a_local_run_shows_its_attempts_running_under_pool_processes_with_their_
         with serving(sqlite_url, "--read-only", log_dir=tmp_path) as served:
             code, body = served.get("/runs/1/live")
         assert code == 200, body
-        assert "running now" in body and body.count('<td class="name">local@') == 2, body
+        assert "running now" in body and body.count('<td class="worker">local@') == 2, body
         assert solve.wait(120) == 0, solve.stderr.read() if solve.stderr else ""
     finally:
         if solve.poll() is None:

@@ -164,4 +164,4 @@ def test_notify_test_sends_a_test_notification_and_runs_nothing(sqlite_url, tmp_
     assert json.loads(out.read_text())["test"] is True and Hook.received[0]["body"]["test"] is True
     assert not (tmp_path / "packsolve.db").exists() and "run 1" not in res.stderr
     failed = run_cli("submit", str(PACK), "--notify", "false", "--notify-test", env=env, cwd=tmp_path)
-    assert failed.returncode == 1 and "--notify: `false` exited 1" in failed.stderr
+    assert failed.returncode == 1 and "--notify: the command exited 1" in failed.stderr
