@@ -82,7 +82,9 @@ def _race(_: int) -> tuple[bytes, bool]:
 
 
 def test_racing_processes_build_one_table_and_agree():
-    with multiprocessing.get_context("fork").Pool(4) as pool:
+    # Spawned, not forked: a test process that earlier tests left with threads (a pool worker of the
+    # suite) can fork a child holding a lock no thread will release, and the pool then waits forever.
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
         results = pool.map(_race, range(8))
     tables = [t for t, _ in results]
     assert sum(built for _, built in results) == 1
