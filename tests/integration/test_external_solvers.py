@@ -155,7 +155,18 @@ def test_a_rerun_keeps_the_programs_declaration_from_its_parent(tmp_path, progra
     child = int(res.stdout.strip().splitlines()[-1])
     assert {r["status"] for r in export(env, child)} == {"timeout"}  # sleeper again, found without --solvers
     res = run_cli(
-        "rerun", str(parent["run"]), "--heuristic", "correct", "--solvers", str(toml), env=env, cwd=tmp_path
+        "rerun",
+        str(parent["run"]),
+        "--heuristic",
+        "correct",
+        "--solvers",
+        str(toml),
+        # The parent's 0.5 s would otherwise carry over: a Python program's start alone can take that
+        # on a loaded machine, and this test is about the declaration, not the limit.
+        "--time-limit",
+        "30",
+        env=env,
+        cwd=tmp_path,
     )
     assert res.returncode == 0, res.stderr
     records = export(env, int(res.stdout.strip().splitlines()[-1]))
