@@ -9,7 +9,7 @@ redis-server of its own holding the run's real task messages (so the scheduler s
 as in a cluster, and never resends them). Each simulated worker process is a thread with what a
 pool process of `packsolve worker` has: its own claim connection (queue.claiming.ClaimConnection),
 its own lease renewed by the real Lease thread (default time to live, 30 s), and its own result
-buffer (queue.results.ResultBuffer, flushed as a worker flushes). It takes chunks as run_task does
+sink (queue.results.worker_sink, flushed as a worker flushes). It takes chunks as run_task does
 (packsolve.queue.consumer): claims through db.attempts.claim_many (the first claim of a chunk holds
 the rest), a lone tiny attempt unclaimed as the worker runs it, groups of about GROUP_S; its
 "solver" sleeps the fixed time. One scheduler runs the real reconcile pass every 30 s. Chunks are
@@ -46,18 +46,18 @@ from sqlalchemy import create_engine, text
 
 from benchmarks.harness import free_port, parser, redis_server
 from benchmarks.reconcile_pass import seed
-from packsolve.db.attempts import ClaimBy, Result, claim_many, hold
+from packsolve.attempt import ClaimVerdict, Result
+from packsolve.db.attempts import ClaimBy, claim_many, hold
 from packsolve.db.models import utcnow
 from packsolve.db.retry import in_transaction
 from packsolve.db.session import forget_engines, get_engine, make_engine, session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.outcome import Outcome, SearchStats, Status
-from packsolve.queue.app import make_app
+from packsolve.queue.app import Cluster
 from packsolve.queue.claiming import ClaimConnection
-from packsolve.queue.consumer import DB_RETRY_S, GROUP_S, MAX_GROUP, TINY_S
+from packsolve.queue.consumer import GROUP_S, MAX_GROUP, TINY_S
 from packsolve.queue.lease import Lease
-from packsolve.queue.producer import enqueue
-from packsolve.queue.results import FLUSH_EVERY_S, ResultBuffer
+from packsolve.queue.results import worker_sink
 from packsolve.scheduler import reconcile
 from packsolve.settings import current as current_settings
 
@@ -170,7 +170,7 @@ class SimWorker(threading.Thread):
         self.claims = ClaimConnection(engine)
         self.lease = Lease(ClaimConnection(engine), self.hostname, current_settings().lease_ttl)
         self.lease.name = f"{self.hostname}/{i}"  # one process each: the pid would be shared by threads
-        self.buffer = ResultBuffer(engine)
+        self.buffer = worker_sink(engine, current_settings())
 
     def run(self) -> None:
         self.lease.start()
@@ -208,8 +208,8 @@ class SimWorker(threading.Thread):
                         hold(connection, self.run_id, waiting, self.lease.name)
                     return answer.verdicts
 
-                verdicts = in_transaction(self.claims, claim_group, DB_RETRY_S)
-                runnable, claimed = [h for h in group if verdicts[h] == "run"], True
+                verdicts = in_transaction(self.claims, claim_group, current_settings().db_patience)
+                runnable, claimed = [h for h in group if verdicts[h] is ClaimVerdict.RUN], True
             for h in runnable:
                 if self.solve_s:
                     time.sleep(self.solve_s)
@@ -218,7 +218,7 @@ class SimWorker(threading.Thread):
                 began = now - timedelta(seconds=self.solve_s)
                 token = tokens.get(h) if claimed else None
                 self.buffer.add(Result(self.run_id, h, outcome, 1, self.hostname, began, now, claimed, token))
-                if self.solve_s >= FLUSH_EVERY_S:
+                if self.solve_s >= self.buffer.policy.every_s:
                     self.buffer.flush()
             if runnable:
                 pace = (time.monotonic() - started) / len(runnable)
@@ -304,11 +304,11 @@ def measure_in(url: str, dbname: str, postmaster: subprocess.Popen, broker: str,
     """Seed the database at url, run the simulated workers and a scheduler, and measure one window."""
     run_id, specs = seed(url, point.levels())
     engine = get_engine(url)
-    app = make_app(broker)
-    app.connection_for_write().default_channel.client.flushdb()
+    cluster = Cluster.of(broker=broker)
+    cluster.app.connection_for_write().default_channel.client.flushdb()
     with session_scope(engine) as s:
         deployment = deployment_id(s)
-    enqueue(app, run_id, specs[: min(len(specs), 200)], 5, point.per_task, deployment)  # a busy queue
+    cluster.send(run_id, specs[: min(len(specs), 200)], 5, point.per_task, deployment)  # a busy queue
     hashes = [p.level_hash for p in specs]
     chunks: queue.Queue = queue.Queue()
     for i in range(0, len(hashes), point.per_task):
@@ -320,7 +320,7 @@ def measure_in(url: str, dbname: str, postmaster: subprocess.Popen, broker: str,
 
     def scheduler() -> None:
         while not stop.wait(SCHEDULER_INTERVAL_S):
-            reconcile(engine, app, broker, grace_s=60)
+            reconcile(engine, cluster, grace_s=60)
 
     sched = threading.Thread(target=scheduler, daemon=True)
     sched.start()

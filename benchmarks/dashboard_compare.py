@@ -6,9 +6,10 @@
 Through benchmarks/dashboard.py's `packsolve serve --read-only`: the compare of the two runs with
 no figures kept yet (its first request is the aggregate over both runs' attempts) and its filters;
 then with run 2 still going (finished_at cleared); with --finish, run 2 made a rerun of run 1 and
-stamped finished as a solve, the scheduler or a worker stamps it (finish_run_if_done, timed),
-then its compare. Run 2's finished_at and parent are put back at the end. The tree measured is
-the one imported: PYTHONPATH=OTHER/src measures another (the server is started with the same path).
+stamped finished as a solve, the scheduler or a worker stamps it (finish_run_if_done, timed), its
+snapshots made as the scheduler's next pass makes them (figures.finished.make, timed), then its
+compare. Run 2's finished_at and parent are put back at the end. The tree measured is the one
+imported: PYTHONPATH=OTHER/src measures another (the server is started with the same path).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from typing import Any
 from sqlalchemy import delete, select, update
 
 from benchmarks import dashboard
-from packsolve.db.models import CompareFigures, Run
+from packsolve.db.models import Run, RunSnapshot
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import database_url, get_engine, session_scope
+from packsolve.figures.finished import make
 
 FINISHED = [
     ("compare of the two runs, the pair's figures not kept", "/compare?runs=1,2"),
@@ -57,7 +59,7 @@ def main() -> None:
     with session_scope(engine) as session:
         finished: datetime | None = session.scalar(select(Run.finished_at).where(Run.id == 2))
         parent = session.scalar(select(Run.parent_id).where(Run.id == 2))
-        session.execute(delete(CompareFigures))
+        session.execute(delete(RunSnapshot).where(RunSnapshot.name.startswith("compare/")))
     try:
         serve(args.url, FINISHED, args.reps)
         set_run2(engine, finished_at=None)
@@ -67,7 +69,11 @@ def main() -> None:
             started = time.perf_counter()
             with session_scope(engine) as session:
                 assert finish_run_if_done(session, 2)
-            print(f"run 2 stamped finished, its pair with run 1 kept: {time.perf_counter() - started:.2f} s")
+            print(f"run 2 stamped finished: {time.perf_counter() - started:.2f} s")
+            started = time.perf_counter()
+            with session_scope(engine) as session:
+                make(session, 2)
+            print(f"its snapshots made, its pair with run 1 kept: {time.perf_counter() - started:.2f} s")
             serve(args.url, RERUN, args.reps)
     finally:
         set_run2(engine, finished_at=finished, parent_id=parent)

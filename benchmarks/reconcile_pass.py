@@ -29,8 +29,7 @@ from packsolve.db.session import get_engine, session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.levels import make_level
-from packsolve.queue.app import make_app
-from packsolve.queue.producer import enqueue
+from packsolve.queue.app import Cluster
 from packsolve.queue.protocol import PendingAttempt
 from packsolve.scheduler import reconcile
 
@@ -78,17 +77,17 @@ def measure(pg_base: str, n: int, passes: int) -> dict[str, float]:
         t0 = time.perf_counter()
         run_id, specs = seed(url, n)
         seeded = time.perf_counter() - t0
-        app = make_app(broker)
+        cluster = Cluster.of(broker=broker)
         engine = get_engine(url)
         with session_scope(engine) as s:
             deployment = deployment_id(s)
         t0 = time.perf_counter()
-        enqueue(app, run_id, specs, 5, 1, deployment)
+        cluster.send(run_id, specs, 5, 1, deployment)
         sent = time.perf_counter() - t0
         times = []
         for _ in range(passes):
             t0 = time.perf_counter()
-            done = reconcile(engine, app, broker, grace_s=60)
+            done = reconcile(engine, cluster, grace_s=60)
             times.append(time.perf_counter() - t0)
             assert done.requeued == 0 and done.broker_error is None, done
         env = {**os.environ, "PACKSOLVE_DATABASE_URL": url, "PACKSOLVE_BROKER_URL": broker}

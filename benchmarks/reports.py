@@ -20,9 +20,9 @@ from pathlib import Path
 from sqlalchemy import event, func, select, text
 
 from benchmarks.harness import parser
-from packsolve.db.level_stats import fold_runs
 from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.db.session import database_url, get_engine, session_scope
+from packsolve.figures.level_stats import fold_runs
 from packsolve.masking import mask_url
 from packsolve.report.compare import compare_runs
 from packsolve.report.hardest import hardest_in_run, hardest_overall

@@ -5,19 +5,21 @@
 RUNS runs over the same LEVELS levels (a pack re-run with other heuristics and
 limits, as users do): RUNS x LEVELS attempts, every run finished. Statuses,
 times and nodes are drawn from a fixed seed so both databases hold the same data.
-Each run then gets what a real run's finish builds for its readers (medians, peaks,
-failure groups, level vector: packsolve.db.runs.build_finished), so the pages and
+Each run then gets the snapshots the scheduler makes of a real run once it finished (medians,
+peaks, failure groups, level vector: packsolve.figures.finished.make), so the pages and
 reports measured on it read what they read after a real night.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import random
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -26,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from sqlalchemy import text  # noqa: E402
 
 from packsolve.db.models import Attempt  # noqa: E402
-from packsolve.db.runs import build_finished  # noqa: E402
 from packsolve.db.session import database_url, get_engine, session_scope  # noqa: E402
 
 HEURISTICS = ["plain", "warnsdorff", "prune", "cpsat"]
@@ -42,6 +43,43 @@ STATUSES = [
     ("invalid", 0.01),
 ]
 BASE = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+_TRIGGERS = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'attempts'"
+_INDEXES = (
+    "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attempts' AND sql IS NOT NULL"
+)
+_FIGURES = (
+    "INSERT INTO run_figures (run_id, kind, heuristic, status, attempts, wall_n, wall_sum, cpu_n, cpu_sum, "
+    "nodes_sum) SELECT run_id, kind, heuristic, status, count(*), count(wall_s), coalesce(sum(wall_s), 0.0), "
+    "count(cpu_s), coalesce(sum(cpu_s), 0.0), coalesce(sum(nodes), 0) FROM attempts "
+    "GROUP BY run_id, kind, heuristic, status"
+)
+
+
+@contextlib.contextmanager
+def bulk_seeding(engine) -> Iterator[None]:
+    """Seed the body's rows into attempts fast, then leave the database as the product keeps it.
+
+    On SQLite the attempts' triggers (the text search's) are dropped and their indexes too while the
+    body writes, the indexes made again after (a sort, not a million random inserts), run_figures
+    filled from the attempts, and ANALYZE run; elsewhere only ANALYZE.
+    """
+    indexes = []
+    if engine.dialect.name == "sqlite":
+        with engine.begin() as conn:
+            for name in conn.execute(text(_TRIGGERS)).scalars().all():
+                conn.execute(text(f'DROP TRIGGER "{name}"'))
+            indexes = conn.execute(text(_INDEXES)).all()
+            for name, _ in indexes:
+                conn.execute(text(f'DROP INDEX "{name}"'))
+    yield
+    with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            for _, sql in indexes:
+                conn.execute(text(sql))
+            conn.execute(text(_FIGURES))
+        conn.execute(text("ANALYZE"))
 
 
 def level_rows(n: int) -> list[dict]:
@@ -91,7 +129,7 @@ def run_rows(n_runs: int, n_levels: int) -> list[dict]:
 
 
 def attempt_rows(runs: list[dict], levels: list[dict], rng: random.Random):
-    """Yield attempt tuples in Attempt column order (without id)."""
+    """Yield attempt tuples of ATTEMPT_COLUMNS, in its order."""
     # A level's difficulty is the same in every run, so "hardest ever" is meaningful.
     hardness = [random.Random(i).lognormvariate(-2.0, 2.0) for i in range(len(levels))]
     cumulative, total = [], 0.0
@@ -143,8 +181,14 @@ def attempt_rows(runs: list[dict], levels: list[dict], rng: random.Random):
             )
 
 
-# The order of the tuples attempt_rows yields: the model's columns as declared, but the id.
-ATTEMPT_COLUMNS = [c.name for c in Attempt.__table__.columns if c.name != "id"]
+# The columns of the tuples attempt_rows yields, in their order: named, so that a column added to the
+# model later (nullable, or with a default) is left to its default here instead of shifting the rest.
+ATTEMPT_COLUMNS = [
+    *("run_id", "level_hash", "seq", "name", "kind", "heuristic", "status", "solution", "length", "nodes"),
+    *("wall_s", "cpu_s", "peak_rss_mb", "worker", "tries", "queued_at", "started_at", "finished_at"),
+    *("message", "deadline", "requeues", "holder", "claims"),
+]
+assert set(ATTEMPT_COLUMNS) <= {c.name for c in Attempt.__table__.columns}
 
 
 def seed_sqlite(engine, runs, levels, rng) -> None:
@@ -213,11 +257,13 @@ def main() -> None:
         n = conn.execute(text("SELECT count(*) FROM attempts")).scalar()
     took = time.perf_counter() - started
     print(f"{n} attempts in {args.runs} runs over {args.levels} levels seeded in {took:.1f} s")
+    from packsolve.figures.finished import make
+
     started = time.perf_counter()
     for run in runs:
         with session_scope(engine) as session:
-            build_finished(session, run["id"])
-    print(f"what their finish builds, built in {time.perf_counter() - started:.1f} s")
+            make(session, run["id"])
+    print(f"their snapshots, made in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":

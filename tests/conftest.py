@@ -19,7 +19,7 @@ from tests.support.chaos_pack import chaos_env  # noqa: F401  (a fixture, for ev
 from tests.support.cluster import _netns_cluster_session, netns_cluster  # noqa: F401  (fixtures)
 from tests.support.compose_stack import compose_up, docker  # noqa: F401  (fixtures)
 from tests.support.dashboard import browser, page  # noqa: F401  (fixtures: headless Chromium, a page in it)
-from tests.support.fencing import any_broker, either_engine  # noqa: F401  (fixtures: a broker, a database of the test's own)
+from tests.support.fencing import any_broker, either_engine  # noqa: F401  (fixtures: a broker, an engine on db_url)
 from tests.support.plugins import install  # noqa: F401  (a fixture: distributions put on sys.path)
 from tests.support.services import Worker, postgres_database, redis_server
 
@@ -34,9 +34,9 @@ FIXTURE_MARKS = {
     "compose_up": "compose",
     "netns_cluster": "netns",
 }
-# Tests parametrized over databases reach pg_url through request.getfixturevalue, which
-# collection cannot see: their PostgreSQL case is named by one of these parameter values.
-POSTGRES_PARAMS = {"postgres", "postgresql"}
+# Tests parametrized over databases (db_url, the one either-database fixture) reach pg_url through
+# request.getfixturevalue, which collection cannot see: their PostgreSQL case is named by this value.
+POSTGRES_PARAM = "postgres"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -45,18 +45,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marks = {mark for fixture, mark in FIXTURE_MARKS.items() if fixture in names}
         params = getattr(item, "callspec", None)
         values = {v for v in params.params.values() if isinstance(v, str)} if params is not None else set()
-        if values & POSTGRES_PARAMS:
+        if POSTGRES_PARAM in values:
             marks.add("postgres")
         for mark in sorted(marks):
             if item.get_closest_marker(mark) is None:
                 item.add_marker(mark)
-        if item.get_closest_marker("netns") is not None:
-            # One machine has room for one cluster of namespaces (its addresses and names are fixed):
-            # under pytest-xdist (make test), every netns test runs in the same worker, one at a time.
-            item.add_marker(pytest.mark.xdist_group("netns"))
-        elif "docker" in names:
-            # One Docker engine per machine (its socket, bridge and cache are fixed): one test process.
-            item.add_marker(pytest.mark.xdist_group("compose"))
 
 
 def _require_mark(request: pytest.FixtureRequest, mark: str) -> None:
@@ -92,6 +85,33 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'packsolve.db'}"
+
+
+@pytest.fixture(params=["sqlite", POSTGRES_PARAM])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """The test's own database: a SQLite file, then a fresh PostgreSQL database, dropped after the test.
+
+    The PostgreSQL case is marked `postgres` (its parameter is POSTGRES_PARAM); a missing PostgreSQL
+    fails it under CI=true and skips it elsewhere (tests.support.services.postgres_database).
+    """
+    return request.getfixturevalue("pg_url" if request.param == POSTGRES_PARAM else "sqlite_url")
+
+
+@pytest.fixture
+def clean_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory of the test's own, with every packsolve setting's variable unset.
+
+    For tests of what a command resolves by itself (no packsolve.toml but the test's, no
+    PACKSOLVE_* from the environment the suite runs in).
+    """
+    from packsolve import settings
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    for name in settings.SPECS:
+        monkeypatch.delenv(settings.env_name(name), raising=False)
+    return cwd
 
 
 @pytest.fixture

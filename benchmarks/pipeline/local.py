@@ -23,6 +23,7 @@ def local(args: argparse.Namespace, tmp: Path) -> list[Figure]:
     from packsolve.planning import plan_run
     from packsolve.request import Request
     from packsolve.runstate import RunMode
+    from packsolve.settings import current
 
     pack = write_pack(tmp / "trivial-local.sdk", solved_grids(args.levels, seed=11))
     engine = get_engine(f"sqlite:///{tmp / 'local.db'}")
@@ -30,7 +31,7 @@ def local(args: argparse.Namespace, tmp: Path) -> list[Figure]:
     for chunk in (1, None):
         run = runs.create(engine, plan_run([pack]), Request(limits=Limits(60)), runs.Origin(RunMode.LOCAL))
         start = time.monotonic()
-        runs.solve_local(engine, run, args.processes, chunk_size=chunk)
+        runs.solve_local(engine, run, args.processes, current(), chunk_size=chunk)
         rate = args.levels / (time.monotonic() - start)
         how = "chunk 1" if chunk == 1 else "automatic chunk"
         note = f"{args.levels} levels, {args.processes} processes, {load()}"

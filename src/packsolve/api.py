@@ -1,6 +1,6 @@
 """The stable interface for puzzle-kind authors: everything a kind, built in or plug-in, imports.
 
-A kind module builds one ``KIND = PuzzleKind(...)`` from the eight names in
+A kind module builds one ``KIND = PuzzleKind(...)`` from the names in
 ``__all__`` and from no other packsolve module: its parser raises
 ``LevelError``, its solvers are plain functions ``(level, budget) -> Outcome``
 wrapped by ``solver``, which return ``solved(...)`` / ``no_solution(...)`` and
@@ -31,6 +31,7 @@ __all__ = [
     "Budget",
     "LevelError",
     "Outcome",
+    "Preparation",
     "PuzzleKind",
     "Status",
     "no_solution",
@@ -52,6 +53,29 @@ FormatReader = Callable[[str], Iterator[tuple[int, "dict[str, Any] | LevelError"
 
 def _default_length(solution: Any) -> int | None:
     return len(solution) if isinstance(solution, (list, str)) else None
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """Work a heuristic needs done once per machine before it can solve some levels (tables to build).
+
+    packsolve does it outside every attempt's limits, before the attempts that need it start
+    (once per `solve`, once per worker process on demand), saying so in one line:
+    "building {what} once ({cost}; kept in {where})". ``key`` names the work: two levels whose
+    preparations share a key need it done once. ``ready()`` says, cheaply, whether it is done
+    on this machine; ``run()`` does it (a no-op when it is done; safe when two processes race) and
+    raises (MemoryError, OSError, ...) when it cannot. ``size``: a ``--size`` of ``packsolve
+    generate`` for levels that need it, so that ``packsolve kinds --prepare KIND HEURISTIC --size
+    SIZE`` does it ahead (named in the message of a preparation that failed).
+    """
+
+    key: str
+    what: str
+    cost: str
+    where: str
+    ready: Callable[[], bool]
+    run: Callable[[], None]
+    size: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,6 +107,10 @@ class PuzzleKind:
       (``packsolve generate --help`` lists it, and an error about a size repeats it).
     - ``examples``: a few small level JSON objects that ``packsolve check-kind`` and
       ``packsolve.testing.check_kind`` run every heuristic on (each within seconds).
+    - ``preparation(heuristic, level) -> Preparation | None``: optional; the once-per-machine
+      work (a table to build) the heuristic needs before it solves this level, or None when it
+      needs none. packsolve prepares outside every attempt's limits, so an attempt's time
+      and memory are the search's alone.
     """
 
     name: str
@@ -103,6 +131,7 @@ class PuzzleKind:
     examples: Sequence[Mapping[str, Any]] = ()
     # Last, so that kinds built with positional fields before it keep working.
     size_help: str = ""
+    preparation: Callable[[str, Any], Preparation | None] | None = None
 
     def solver(self, heuristic: str | None) -> tuple[str, Solve]:
         """Return (resolved name, solve) for a heuristic; raise UnknownHeuristic naming the choices."""

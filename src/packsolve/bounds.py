@@ -8,6 +8,7 @@ in, in one line giving the range, never by the database's driver mid-run.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 INT32_MAX = 2**31 - 1  # an Integer column
@@ -49,3 +50,22 @@ MAX_TRIES = Range(1, INT32_MAX)
 PROCESSES = Range(1, INT32_MAX)
 RUN_ID = Range(1, INT32_MAX)
 COUNT = Range(0, INT32_MAX)  # rows, levels per task, pictures: an SQL LIMIT or a column
+
+
+DURATION_FORM = "write seconds (2.5) or 500ms, 2s, 1m, 1h"
+DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+# A sign and an exponent are read so that the range check, not the syntax, says what is wrong with -1, 1e300.
+_DURATION = re.compile(r"^\s*(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|s|m|h)?\s*$")
+
+
+def duration_seconds(text: str) -> float | None:
+    """Return a duration (seconds as a number, or 500ms, 2s, 1m, 1h) in seconds; None if it is not one.
+
+    What Python reads as a float ('nan', 'inf') is returned as read: the caller refuses what is not finite.
+    """
+    if match := _DURATION.match(text):
+        return float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+    try:
+        return float(text)
+    except ValueError:
+        return None

@@ -1,4 +1,4 @@
-"""Cooperative search limits: a monotonic wall-clock deadline and a node cap."""
+"""Cooperative search limits: a monotonic wall-clock deadline, a CPU-time allowance and a node cap."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ _CLOCK_EVERY = 256
 
 
 class BudgetExhausted(Exception):
-    """Raised by Budget.charge when the deadline or the node cap is reached."""
+    """Raised by Budget.charge when the deadline, the CPU allowance or the node cap is reached."""
 
 
 class Budget:
@@ -17,19 +17,28 @@ class Budget:
 
     Solvers call ``charge()`` once per expanded state (or ``charge(k)`` for k at
     once), so node counts are comparable across heuristics of one kind.
+
+    The CPU limit counts this process's CPU time (every thread's, ``time.process_time``)
+    since the budget was made: in a solver child, the job's own CPU.
     """
 
-    __slots__ = ("nodes", "node_limit", "time_limit", "deadline", "_next_clock")
+    __slots__ = ("nodes", "node_limit", "time_limit", "deadline", "cpu_limit", "cpu_by", "_next_clock")
 
-    def __init__(self, time_limit: float | None = None, node_limit: int | None = None) -> None:
+    def __init__(
+        self, time_limit: float | None = None, node_limit: int | None = None, cpu_limit: float | None = None
+    ) -> None:
         if time_limit is not None and time_limit <= 0:
             raise ValueError("time_limit must be positive")
         if node_limit is not None and node_limit <= 0:
             raise ValueError("node_limit must be positive")
+        if cpu_limit is not None and cpu_limit <= 0:
+            raise ValueError("cpu_limit must be positive")
         self.nodes = 0
         self.time_limit = time_limit
         self.node_limit = node_limit
+        self.cpu_limit = cpu_limit
         self.deadline = None if time_limit is None else time.monotonic() + time_limit
+        self.cpu_by = None if cpu_limit is None else time.process_time() + cpu_limit
         self._next_clock = _CLOCK_EVERY
 
     def charge(self, n: int = 1) -> None:
@@ -42,12 +51,22 @@ class Budget:
             self.check_clock()
 
     def check_clock(self) -> None:
-        """Raise BudgetExhausted if the deadline has passed (for long steps between charges)."""
+        """Raise BudgetExhausted if the deadline or the CPU allowance has passed (for long steps too)."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise BudgetExhausted(f"time limit {self.time_limit:g} s reached")
+            raise BudgetExhausted(self.wall_message())
+        if self.cpu_by is not None and time.process_time() >= self.cpu_by:
+            raise BudgetExhausted(f"CPU time limit {self.cpu_limit:g} s reached")
+
+    def wall_message(self) -> str:
+        """Return the message of a search stopped at the wall deadline (a native search that reached it)."""
+        return f"wall time limit {self.time_limit:g} s reached"
 
     def remaining(self) -> float | None:
-        """Seconds left before the deadline, or None without a time limit."""
+        """Wall seconds left before the deadline, or None without a wall limit.
+
+        Only the wall clock: a native search (C) or a library given this as its own deadline stops
+        on the wall clock; the CPU limit of such a step is kept by the solver child's RLIMIT_CPU.
+        """
         if self.deadline is None:
             return None
         return max(0.0, self.deadline - time.monotonic())

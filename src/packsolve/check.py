@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
 
+from packsolve.api import Preparation
 from packsolve.db.session import get_engine, session_scope
 from packsolve.errors import OptionError
+from packsolve.execution.preparing import needed
 from packsolve.external.declaration import ExternalSolver
 from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.planning import Plan, check_distributed, choose_chunk_size, max_chunk_for, plan_request
@@ -32,6 +34,8 @@ class PackCheck:
     tasks: int
     distributed_problem: str | None  # why submit would refuse these limits (None: it would not)
     history: bool  # whether past runs informed the chunk size
+    # What the run's heuristics need once per machine (execution.preparing), and whether this one has it.
+    preparations: list[tuple[Preparation, bool]] = field(default_factory=list)
 
 
 def check_pack(
@@ -81,7 +85,15 @@ def check_pack(
         math.ceil(len(specs) / size) if specs else 0,
         problem,
         engine is not None,
+        [(prep, _ready(prep)) for _, prep in needed(s.spec for s in specs)],
     )
+
+
+def _ready(prep: Preparation) -> bool:
+    try:
+        return bool(prep.ready())
+    except Exception:
+        return False
 
 
 def program_problem(solver: ExternalSolver) -> str | None:
@@ -113,7 +125,13 @@ def as_json(check: PackCheck) -> dict[str, Any]:
             "time_limit": limits.time_limit,
             "node_limit": limits.node_limit,
             "memory_limit_mb": limits.memory_limit_mb,
+            "cpu_limit": limits.cpu_limit,
+            "wall_backstop": limits.wall_limit() if limits.wall_is_backstop() else None,
         },
+        "prepare": [
+            {"key": p.key, "what": p.what, "cost": p.cost, "where": p.where, "ready": ready}
+            for p, ready in check.preparations
+        ],
         "local": {"processes": check.processes},
         "distributed": {
             "chunk_size": check.chunk_size,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from packsolve.errors import LevelError, UnknownKind
-from packsolve.puzzles import KINDS, get_kind
+from packsolve.puzzles import KINDS, KindOrigin, get_kind
 
 # Files larger than this are refused as one invalid level instead of being read.
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
@@ -202,7 +202,11 @@ def broken_kinds_note() -> str:
     A broken plug-in's file formats are unknown, so its files look like no level file at all:
     saying that the plug-in failed (and why) is what lets the user fix the right thing.
     """
-    broken = [source.error for source in KINDS.sources() if source.error and source.origin != "built-in"]
+    broken = [
+        source.error
+        for source in KINDS.sources()
+        if source.error and source.origin is not KindOrigin.BUILT_IN
+    ]
     return "".join(f"; {why}" for why in broken)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import select
@@ -12,22 +13,23 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
 
-from packsolve.db.attempts import Result, record
+from packsolve.attempt import Result, StopReason, began
+from packsolve.db.attempts import record
 from packsolve.db.local_runs import mark_running, record_over_cancel, was_cancelled
 from packsolve.db.models import utcnow
 from packsolve.db.session import session_scope
-from packsolve.execution import AttemptSpec, execute_attempts, solution_length
+from packsolve.db.sink import FlushPolicy, ResultSink
+from packsolve.execution import AttemptSpec, cores, execute_attempts, preparing, solution_length
+from packsolve.execution.spec import PendingAttempt
 from packsolve.outcome import Outcome
-from packsolve.queue.protocol import PendingAttempt
+from packsolve.pids import pid_alive
+from packsolve.settings import Settings
 
-# Results are written in batches: one transaction per result would make SQLite the bottleneck.
-FLUSH_EVERY_S = 0.5
-FLUSH_EVERY_N = 200
 # How often the run is read to see whether `packsolve cancel` asked it to stop.
 CANCEL_CHECK_S = 0.5
 # Where a pidfd cannot be had, how often a pool process looks whether its solve process lives.
@@ -44,7 +46,7 @@ class Stopped(Exception):
     hashes that were running when their processes were killed.
     """
 
-    def __init__(self, reason: str, in_flight: list[str]) -> None:
+    def __init__(self, reason: StopReason, in_flight: list[str]) -> None:
         super().__init__(f"local run {reason}: {len(in_flight)} attempt(s) stopped while running")
         self.reason = reason
         self.in_flight = in_flight
@@ -80,10 +82,15 @@ class _Started:
 _STARTED = _Started()
 
 
-def _init(owner: int, started: Any) -> None:
-    """Pool initializer: die with the solve process, and tell it which attempt runs now."""
+def _init(owner: int, started: Any, failed: dict[str, str], cpus: Any) -> None:
+    """Pool initializer: die with the solve process, tell it which attempt runs now, know what
+    it could not prepare (its attempts end as errors saying why, execution.preparing), and, pinned,
+    take a set of CPUs of its own from cpus (a queue holding one set per process)."""
+    if cpus is not None:
+        cores.pin(cpus.get())
     _die_with(owner)
     _STARTED.serve(started)
+    preparing.remember_failures(failed)
 
 
 def _die_with(owner: int) -> None:
@@ -102,29 +109,31 @@ def _die_with(owner: int) -> None:
         if fd is not None:
             select.select([fd], [], [])  # readable once the owner has exited
         else:
-            with contextlib.suppress(PermissionError):
-                while True:
-                    os.kill(owner, 0)
-                    time.sleep(OWNER_POLL_S)
+            while pid_alive(owner):
+                time.sleep(OWNER_POLL_S)
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="packsolve-owner-watch", daemon=True).start()
 
 
 def _attempts(
-    specs: list[AttemptSpec], hashes: list[str]
+    specs: list[AttemptSpec], hashes: list[str], keep: int
 ) -> list[tuple[Outcome, str, datetime, datetime, int | None]]:
-    """Run a chunk in one solver child; return (outcome, worker, started, finished, length) per spec."""
+    """Run a chunk in one solver child; return (outcome, worker, started, finished, length) per spec.
+
+    Each outcome keeps at most keep bytes of its solver's own output (the output_keep setting).
+    """
     worker = f"local@{socket.gethostname()}:{os.getpid()}"
     out = []
-    outcomes = execute_attempts(specs)
+    outcomes = execute_attempts(specs, keep)
     try:
         for spec, level_hash in zip(specs, hashes, strict=True):
             _STARTED.now = (level_hash, worker, utcnow())
             outcome = next(outcomes)
             finished = utcnow()
-            started = finished - timedelta(seconds=outcome.stats.wall_s)
-            out.append((outcome, worker, started, finished, solution_length(spec.kind, outcome)))
+            out.append(
+                (outcome, worker, began(outcome, finished), finished, solution_length(spec.kind, outcome))
+            )
     finally:
         _STARTED.now = None
         outcomes.close()
@@ -177,13 +186,20 @@ class _StopSignals:
 
 
 class _Recorder:
-    """The solve process's side of a local run: results buffered and written in batches, a cancel noticed."""
+    """The solve process's side of a local run: results to the result sink (written in batches by its
+    policy, in this loop), attempts started marked running, a cancel noticed."""
 
-    def __init__(self, engine: Engine, run_id: int, on_result: Callable[[str, Outcome], None] | None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        run_id: int,
+        on_result: Callable[[str, Outcome], None] | None,
+        policy: FlushPolicy,
+    ) -> None:
         self.engine = engine
         self.run_id = run_id
         self.on_result = on_result
-        self.buffer: list[Result] = []
+        self.sink = ResultSink(functools.partial(_write, engine), policy)
         self.started: dict[str, tuple[str, str, datetime]] = {}  # told running, not yet marked
         self.marked: set[str] = set()  # marked running (their try counted), no result yet
         self.last_flush = self.last_check = time.monotonic()
@@ -197,7 +213,7 @@ class _Recorder:
             # Not marked running: the result counts the try, landing only while the attempt is queued.
             claimed = level_hash in self.marked
             self.marked.discard(level_hash)
-            self.buffer.append(
+            self.sink.add(
                 Result(self.run_id, level_hash, outcome, length, worker, started, finished, claimed=claimed)
             )
             if self.on_result is not None:
@@ -205,71 +221,80 @@ class _Recorder:
 
     def hear(self, queue: Any) -> None:
         """Take what the pool processes told of attempts they started (a result already here wins)."""
-        buffered = {r.level_hash for r in self.buffer}
+        buffered = set(self.sink.waiting().get(self.run_id, ()))
         while not queue.empty():
             level_hash, worker, started = queue.get()
             if level_hash not in buffered:
                 self.started[level_hash] = (level_hash, worker, started)
 
     def flush(self) -> None:
-        """Write the attempts started and the buffered results in one transaction."""
+        """Write the attempts started, then the buffered results."""
         if self.started:
             with session_scope(self.engine) as session:
                 self.marked |= mark_running(session, self.run_id, list(self.started.values()))
             self.started.clear()
-        if self.buffer:
-            with session_scope(self.engine) as session:
-                # Results finished before a cancel reached this loop are still results: they replace
-                # the "cancelled before it ran" that cancel wrote over their still-queued rows.
-                written = record(session, self.buffer)
-                if written < len(self.buffer):
-                    record_over_cancel(session, self.buffer)
-            self.buffer.clear()
+        self.sink.flush()
         self.last_flush = time.monotonic()
 
     def flush_if_due(self) -> None:
-        """Write the buffer once it holds FLUSH_EVERY_N results or is FLUSH_EVERY_S old."""
-        if len(self.buffer) >= FLUSH_EVERY_N or time.monotonic() - self.last_flush >= FLUSH_EVERY_S:
+        """Write when the sink's policy says so, or the attempts started every_s after the last write."""
+        if self.sink.due() or time.monotonic() - self.last_flush >= self.sink.policy.every_s:
             self.flush()
 
     def check_cancelled(self) -> None:
-        """Raise Stopped('cancelled') once `packsolve cancel` marked the run (read every CANCEL_CHECK_S)."""
+        """Raise Stopped(CANCELLED) once `packsolve cancel` marked the run (read every CANCEL_CHECK_S)."""
         if time.monotonic() - self.last_check < CANCEL_CHECK_S:
             return
         self.last_check = time.monotonic()
         with session_scope(self.engine) as session:
             if was_cancelled(session, self.run_id):
-                raise Stopped("cancelled", [])
+                raise Stopped(StopReason.CANCELLED, [])
+
+
+def _write(engine: Engine, results: list[Result]) -> None:
+    """Write a batch of a local run's results in one transaction (the runs they finish stamped)."""
+    with session_scope(engine) as session:
+        # Results finished before a cancel reached this loop are still results: they replace
+        # the "cancelled before it ran" that cancel wrote over their still-queued rows.
+        written = record(session, results)
+        if written < len(results):
+            record_over_cancel(session, results)
 
 
 def run_local(
     engine: Engine,
     run_id: int,
-    pending: list[PendingAttempt],
+    chunks: list[list[PendingAttempt]],
     jobs: int,
-    chunk_size: int,
+    settings: Settings,
     on_result: Callable[[str, Outcome], None] | None = None,
 ) -> None:
-    """Run the pending attempts with jobs processes, recording each result.
+    """Run the pending attempts, in chunks, with jobs processes, recording each result.
 
-    Each pool task is a chunk of chunk_size attempts, so tiny levels share one
-    solver child. The run is read every CANCEL_CHECK_S: once `packsolve cancel`
+    Each pool task is a chunk of attempts, so tiny levels share one solver
+    child. The run is read every CANCEL_CHECK_S: once `packsolve cancel`
     marked it cancelled, or on KeyboardInterrupt, the pool's processes (and
     their solvers) are killed, the results finished so far are written, and
-    Stopped is raised ('cancelled' or 'interrupted').
+    Stopped is raised (StopReason CANCELLED or INTERRUPTED). Results are written by the
+    local FlushPolicy of settings (the command's), and each keeps settings.output_keep bytes of its
+    solver's own output.
     """
     # forkserver: the pool's processes must not inherit this process's threads or DB connections.
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["packsolve.execution"])
-    recorder = _Recorder(engine, run_id, on_result)
+    policy, keep = FlushPolicy.local(settings), settings.output_keep
+    wake_s = min(policy.every_s, CANCEL_CHECK_S)
+    recorder = _Recorder(engine, run_id, on_result, policy)
     futures: dict[Future, list[str]] = {}  # a chunk's future: its level hashes
     started = ctx.SimpleQueue()
     pool = ProcessPoolExecutor(
-        max_workers=max(1, jobs), mp_context=ctx, initializer=_init, initargs=(os.getpid(), started)
+        max_workers=max(1, jobs),
+        mp_context=ctx,
+        initializer=_init,
+        initargs=(os.getpid(), started, preparing.failures(), _cpu_sets(ctx, settings, jobs)),
     )
     with _StopSignals() as signals:
         try:
-            chunks = [pending[i : i + chunk_size] for i in range(0, len(pending), chunk_size)]
             queue = list(reversed(chunks))
             # Keep only a few tasks per process in flight so a stop loses little.
             window = max(1, jobs) * 2
@@ -277,9 +302,10 @@ def run_local(
                 while queue and len(futures) < window:
                     chunk = queue.pop()
                     hashes = [p.level_hash for p in chunk]
-                    futures[pool.submit(_attempts, [p.spec for p in chunk], hashes)] = hashes
+                    futures[pool.submit(_attempts, [p.spec for p in chunk], hashes, keep)] = hashes
                 with signals.interruptible():
-                    done, _ = wait(futures, timeout=FLUSH_EVERY_S, return_when=FIRST_COMPLETED)
+                    # Woken often enough to write on time and to notice a cancel on time.
+                    done, _ = wait(futures, timeout=wake_s, return_when=FIRST_COMPLETED)
                 recorder.hear(started)
                 for fut in done:
                     recorder.add(futures.pop(fut), fut.result())
@@ -287,7 +313,7 @@ def run_local(
                 recorder.check_cancelled()
             recorder.flush()
         except (KeyboardInterrupt, Stopped) as exc:
-            reason = exc.reason if isinstance(exc, Stopped) else "interrupted"
+            reason = exc.reason if isinstance(exc, Stopped) else StopReason.INTERRUPTED
             raise _stop(pool, futures, recorder, reason) from None
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -297,8 +323,22 @@ def run_local(
             pool.shutdown(wait=True)
 
 
+def _cpu_sets(ctx: Any, settings: Settings, jobs: int) -> Any:
+    """Return a queue holding one set of CPUs for each pool process; None when attempts are not pinned.
+
+    Each process takes one set as it starts, so no two share a core (execution.cores); the
+    command checked before it created the run that the sets exist (request.check_jobs).
+    """
+    if settings.cpus_per_attempt is None:
+        return None
+    cpus = ctx.SimpleQueue()
+    for cpu_set in cores.cpu_sets(settings.cpus_per_attempt, jobs, cores.physical_cores(cores.usable_cpus())):
+        cpus.put(cpu_set)
+    return cpus
+
+
 def _stop(
-    pool: ProcessPoolExecutor, futures: dict[Future, list[str]], recorder: _Recorder, reason: str
+    pool: ProcessPoolExecutor, futures: dict[Future, list[str]], recorder: _Recorder, reason: StopReason
 ) -> Stopped:
     """Kill the pool, write what finished, and return the Stopped to raise (naming what was running)."""
     # A second Ctrl-C (or kill) must not cut the writing of what finished short.

@@ -49,12 +49,18 @@ class SearchStats:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How one attempt ended: status, the solution (JSON-ready) if any, effort and a message."""
+    """How one attempt ended: status, the solution (JSON-ready) if any, effort and a message.
+
+    stdout and stderr: what the solver printed beyond its answer, as kept (an external program's
+    head and tail within the cap, a cut marker between; a built-in solver's log lines): "" for none.
+    """
 
     status: Status
     solution: Any = None
     stats: SearchStats = field(default_factory=SearchStats)
     message: str = ""
+    stdout: str = ""
+    stderr: str = ""
 
     @property
     def nodes(self) -> int:

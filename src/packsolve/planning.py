@@ -23,6 +23,7 @@ from packsolve.db.reconcile import attempts_with_levels
 from packsolve.db.runs import PlannedAttempt, Provenance
 from packsolve.errors import OptionError, PlanError, UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, Limits
+from packsolve.execution.spec import PendingAttempt
 from packsolve.external.declaration import (
     ExternalSolver,
     Solvers,
@@ -42,7 +43,6 @@ from packsolve.levels import (
     read_levels,
 )
 from packsolve.puzzles import KINDS, get_kind, kind_provenance
-from packsolve.queue.protocol import PendingAttempt
 from packsolve.request import HeuristicChoice, Request
 from packsolve.settings import DEFAULT_VISIBILITY_TIMEOUT
 
@@ -53,6 +53,12 @@ def check_distributed(limits: Limits, visibility_timeout: int, chunk_size: int =
     hard = limits.hard_time()
     if hard is not None and hard > visibility_timeout / 2:
         hours = visibility_timeout / 2 / 3600
+        if limits.wall_is_backstop():  # the CPU limit's wall backstop is what a task may take
+            raise OptionError(
+                "--cpu-limit",
+                f"its wall backstop (10x it + 5s) must stay below {hours:g} hours "
+                "(Redis visibility timeout); give a --time-limit below that too",
+            )
         raise OptionError("--time-limit", f"must stay below {hours:g} hours (Redis visibility timeout)")
     most = max_chunk_for(limits, visibility_timeout)
     if chunk_size > most:
@@ -406,7 +412,7 @@ def stored_pending(
     What resume runs and the scheduler sends again: an external solver's
     declaration, recorded with the run (or declared again now), travels again.
     """
-    limits = Limits(run.time_limit, run.node_limit, run.memory_limit_mb)
+    limits = Limits.of_run(run)
     programs = run_programs(run, declared)
     return [
         PendingAttempt(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from packsolve import bounds
 from packsolve.errors import OptionError
 from packsolve.execution import Limits
+from packsolve.execution.cores import PinningError, cpu_sets, most_processes, physical_cores, usable_cpus
 from packsolve.external.declaration import ExternalSolver
 from packsolve.levels import DEFAULT_MAX_BYTES
 from packsolve.outcome import Status
@@ -37,19 +38,22 @@ class Request:
     follow_links: bool = False  # read links that lead out of the pack (--follow-links)
 
 
-def limits_from_options(time_limit: float | None, node_limit: int | None, memory_limit: int | None) -> Limits:
-    """Return the Limits of these option values (time None or 0: none); raise OptionError if one is bad.
+def limits_from_options(
+    time_limit: float | None, node_limit: int | None, memory_limit: int | None, cpu_limit: float | None = None
+) -> Limits:
+    """Return the Limits of these option values (a time None or 0: none); raise OptionError if one is bad.
 
     The one check of limits for solve, submit, rerun and check: a negative or
     non-finite time, or a node or memory limit below 1, is refused, never read as no limit;
-    so is one past what the database stores (bounds).
+    so is one past what the database stores (bounds). --cpu-limit takes what --time-limit takes.
     """
-    if time_limit is not None and (not math.isfinite(time_limit) or time_limit < 0):
-        raise OptionError(
-            "--time-limit",
-            f"{time_limit:g} is not a duration: give seconds > 0 (2.5, or 500ms, 2s, 1m, 1h), or 0 for none",
-        )
-    _check_at_most("--time-limit", time_limit, bounds.TIME_LIMIT_S)
+    for option, seconds in (("--time-limit", time_limit), ("--cpu-limit", cpu_limit)):
+        if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
+            raise OptionError(
+                option,
+                f"{seconds:g} is not a duration: give seconds > 0 (2.5, or 500ms, 2s, 1m, 1h), or 0 for none",
+            )
+        _check_at_most(option, seconds, bounds.TIME_LIMIT_S)
     for name, value, span in (
         ("--node-limit", node_limit, bounds.NODE_LIMIT),
         ("--memory-limit", memory_limit, bounds.MEMORY_LIMIT_MB),
@@ -57,7 +61,7 @@ def limits_from_options(time_limit: float | None, node_limit: int | None, memory
         if value is not None and value <= 0:
             raise OptionError(name, f"{value} is not a limit; give a whole number of at least 1")
         _check_at_most(name, value, span)
-    return Limits(time_limit or None, node_limit, memory_limit)
+    return Limits(time_limit or None, node_limit, memory_limit, cpu_limit or None)
 
 
 def _check_at_most(option: str, value: float | None, span: bounds.Range) -> None:
@@ -66,16 +70,53 @@ def _check_at_most(option: str, value: float | None, span: bounds.Range) -> None
         raise OptionError(option, f"{value:g} is more than can be stored; give {span}")
 
 
-def check_jobs(jobs: int | None) -> int:
-    """Return the local processes to use (None: the number of cores); raise OptionError below 1."""
+@dataclass(frozen=True)
+class LocalPool:
+    """The processes of a local run (check_jobs's), and the CPUs of its own each is pinned to (None: not)."""
+
+    processes: int
+    cpus_per_attempt: int | None = None
+
+    @classmethod
+    def checked(cls, jobs: int | None, cpus_per_attempt: int | None) -> LocalPool:
+        """Return the pool these options ask for; raise OptionError as check_jobs does."""
+        return cls(check_jobs(jobs, cpus_per_attempt), cpus_per_attempt)
+
+
+def check_jobs(jobs: int | None, cpus_per_attempt: int | None = None, option: str = "--jobs") -> int:
+    """Return the local processes to use; raise OptionError below 1, or past the CPUs pinning needs.
+
+    None: one per core, or with cpus_per_attempt (`--cpus-per-attempt`) as many processes as
+    can each have that many CPUs of their own (execution.cores).
+    """
+    if cpus_per_attempt is not None:
+        return _check_pinned(jobs, cpus_per_attempt, option)
     if jobs is None:
         return os.cpu_count() or 1
     if jobs < 1:
         raise OptionError(
-            "--jobs", f"{jobs} processes cannot run anything; give at least 1 (default: one per core)"
+            option, f"{jobs} processes cannot run anything; give at least 1 (default: one per core)"
         )
-    _check_at_most("--jobs", jobs, bounds.PROCESSES)
+    _check_at_most(option, jobs, bounds.PROCESSES)
     return jobs
+
+
+def _check_pinned(jobs: int | None, per: int, option: str) -> int:
+    """Return the processes to pin to per CPUs of their own each; raise OptionError if they do not fit."""
+    cores = physical_cores(usable_cpus())
+    most = most_processes(per, cores)
+    if most == 0:
+        usable = sum(len(core) for core in cores)
+        raise OptionError(
+            "--cpus-per-attempt",
+            f"{per} CPUs per attempt, but this machine lets packsolve use {usable}: give at most {usable}",
+        )
+    processes = most if jobs is None else check_jobs(jobs, option=option)
+    try:
+        cpu_sets(per, processes, cores)
+    except PinningError as exc:
+        raise OptionError(option, str(exc)) from None
+    return processes
 
 
 def check_max_file_bytes(max_file_mb: float) -> int:
@@ -117,6 +158,7 @@ class GivenOptions:
     time_limit: float | None = None
     node_limit: int | None = None
     memory_limit: int | None = None
+    cpu_limit: float | None = None
     label: str | None = None
     max_file_mb: float = DEFAULT_MAX_BYTES / 2**20
     max_tries: int | None = None
@@ -135,7 +177,7 @@ def request_from_options(given: GivenOptions) -> Request:
     return Request(
         kind=given.kind,
         heuristic=given.heuristic,
-        limits=limits_from_options(given.time_limit, given.node_limit, given.memory_limit),
+        limits=limits_from_options(given.time_limit, given.node_limit, given.memory_limit, given.cpu_limit),
         label=check_label(given.label),
         max_tries=check_max_tries(given.max_tries),
         max_file_bytes=check_max_file_bytes(given.max_file_mb),
@@ -188,8 +230,8 @@ class HeuristicChoice:
 
 
 # Statuses a rerun takes when neither --status nor --group says.
-RERUN_DEFAULT_STATUSES = ("timeout", "error", "lost", "memout")
-# A failure group's key as db.failures.group_key makes it: its status and 8 hex digits.
+RERUN_DEFAULT_STATUSES = tuple(s.value for s in (Status.TIMEOUT, Status.ERROR, Status.LOST, Status.MEMOUT))
+# A failure group's key as figures.failures.group_key makes it: its status and 8 hex digits.
 _GROUP_KEY = re.compile(r"([a-z_]+):[0-9a-f]{8}")
 
 
@@ -204,10 +246,12 @@ class RerunRequest:
     time_limit: float | None = None  # 0: none
     node_limit: int | None = None
     memory_limit: int | None = None
+    cpu_limit: float | None = None  # 0: none
     label: str | None = None
     max_tries: int | None = None
     local: bool | None = None  # None: where the parent ran
     jobs: int | None = None
+    cpus_per_attempt: int | None = None  # a local child's processes pinned (--cpus-per-attempt)
     message: str | None = None  # only attempts whose message holds this text
     group: str | None = None  # only the attempts of this failure group (its key, `report failures`)
     move_label: bool = False
@@ -217,8 +261,8 @@ class RerunRequest:
         """Check every option before anything is read (OptionError naming a bad one); return the statuses."""
         wanted = self.checked_statuses()
         self.limits(Limits())
-        if self.jobs is not None:
-            check_jobs(self.jobs)
+        if self.jobs is not None or (self.cpus_per_attempt is not None and self.local is not False):
+            check_jobs(self.jobs, self.cpus_per_attempt)
         check_max_tries(self.max_tries)
         check_label(self.label)
         HeuristicChoice.parse(self.heuristic)
@@ -253,9 +297,10 @@ class RerunRequest:
 
     def limits(self, parent: Limits) -> Limits:
         """Return the given limits over the parent's; raise OptionError as solve and submit would."""
-        given = limits_from_options(self.time_limit, self.node_limit, self.memory_limit)
+        given = limits_from_options(self.time_limit, self.node_limit, self.memory_limit, self.cpu_limit)
         return Limits(
             parent.time_limit if self.time_limit is None else given.time_limit,
             parent.node_limit if self.node_limit is None else given.node_limit,
             parent.memory_limit_mb if self.memory_limit is None else given.memory_limit_mb,
+            parent.cpu_limit if self.cpu_limit is None else given.cpu_limit,
         )

@@ -14,15 +14,15 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from packsolve.attempt import StopReason, tries_cap
 from packsolve.db.catalog import claim_label
-from packsolve.db.failures import in_group
 from packsolve.db.history import settled_before
 from packsolve.db.local_runs import stop_pending
 from packsolve.db.runs import (
@@ -38,11 +38,14 @@ from packsolve.db.runs import (
 from packsolve.db.session import session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.errors import BrokerError, DatabaseError, OptionError, PlanError
-from packsolve.execution import Limits
+from packsolve.execution import Limits, cgroups, preparing
+from packsolve.execution.spec import PendingAttempt
 from packsolve.external.provenance import note_programs_run
+from packsolve.figures.failures import in_group
+from packsolve.figures.finished import make
 from packsolve.levels import Level
 from packsolve.localpool import Stopped, run_local
-from packsolve.masking import mask_argv, mask_text, mask_url
+from packsolve.masking import mask_argv, mask_text
 from packsolve.outcome import Outcome, Status
 from packsolve.planning import (
     Plan,
@@ -54,10 +57,12 @@ from packsolve.planning import (
     plan_request,
     run_programs,
 )
-from packsolve.queue.producer import check_broker, check_signing, enqueue
-from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt
-from packsolve.request import HeuristicChoice, Request, RerunRequest, check_jobs
+from packsolve.request import HeuristicChoice, LocalPool, Request, RerunRequest, check_jobs
 from packsolve.runstate import RunMode
+from packsolve.settings import Settings
+
+if TYPE_CHECKING:  # Celery loads with a distributed run only, not for a local solve
+    from packsolve.queue.app import Cluster
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,7 @@ class Interrupted(Exception):
     `packsolve resume RUN` runs them into the same run.
     """
 
-    def __init__(self, run_id: int, cancelled: int, reason: str = "interrupted") -> None:
+    def __init__(self, run_id: int, cancelled: int, reason: StopReason = StopReason.INTERRUPTED) -> None:
         super().__init__(f"run {run_id} {reason}: {cancelled} level(s) have no result (marked cancelled)")
         self.run_id = run_id
         self.cancelled = cancelled
@@ -136,6 +141,8 @@ class Origin:
     concurrency: int | None = None  # local processes
     parent_id: int | None = None  # the run it reruns
     carried: Carried = Carried()  # levels --skip-solved left out
+    # A local run solved by a process the caller starts (`packsolve resume RUN`), not by this one.
+    detached: bool = False
 
 
 def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewRun:
@@ -145,12 +152,14 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
     request moves it). A run with nothing to run (every level invalid) is finished at once.
     """
     mode = origin.mode
-    max_tries = request.max_tries or DEFAULT_MAX_TRIES
+    max_tries = tries_cap(request.max_tries)
     limits = request.limits
     # The command line as given, secrets masked (packsolve.masking): provenance, never a secret.
     options = {
         "argv": mask_argv(origin.argv),
         **({"paths": list(plan.paths)} if plan.paths else {}),
+        # How this machine measures and limits a local run's attempts (a distributed run's: each worker's).
+        **({"measurement": cgroups.mode()} if mode == RunMode.LOCAL else {}),
     }
     row = RunOptions(
         mode=mode,
@@ -159,13 +168,14 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
         time_limit=limits.time_limit,
         node_limit=limits.node_limit,
         memory_limit_mb=limits.memory_limit_mb,
+        cpu_limit=limits.cpu_limit,
         concurrency=origin.concurrency,
         max_tries=max_tries if mode == RunMode.DISTRIBUTED else request.max_tries,
         label=request.label,
         parent_id=origin.parent_id,
         options={**options, **origin.options},
         # So resume can tell whether a local run is still going.
-        pid=os.getpid() if mode == RunMode.LOCAL else None,
+        pid=os.getpid() if mode == RunMode.LOCAL and not origin.detached else None,
         # The kinds used (source, version) and the external programs' declarations (they travel in tasks).
         provenance=plan.provenance(),
     )
@@ -198,23 +208,24 @@ def start_local(
     engine: Engine,
     plan: Plan,
     request: Request,
-    jobs: int | None,
+    pool: LocalPool,
     argv: Sequence[str],
     skip_solved: bool = False,
-) -> tuple[NewRun, int]:
-    """Create a local run of the plan (plan_request's); return it and its processes.
+) -> NewRun:
+    """Create a local run of the plan (plan_request's) for pool (recorded with the run); return it.
 
     skip_solved leaves out levels already decided (solved, or proved to have
     none) with the same heuristic in an earlier run; raise NothingToRun if that leaves none.
     """
-    jobs = check_jobs(jobs)
     carried = Carried()
     options: dict[str, Any] = {}
+    if pool.cpus_per_attempt is not None:
+        options["cpus_per_attempt"] = pool.cpus_per_attempt
     if skip_solved:
         plan, carried = _without_settled(engine, plan)
         options["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
-    origin = Origin(RunMode.LOCAL, argv, options, concurrency=jobs, carried=carried)
-    return create(engine, plan, request, origin), jobs
+    origin = Origin(RunMode.LOCAL, argv, options, concurrency=pool.processes, carried=carried)
+    return create(engine, plan, request, origin)
 
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
@@ -235,14 +246,32 @@ def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
     return replace(plan, attempts=kept), carried
 
 
+def prepare_local(engine: Engine, run: NewRun, say: Callable[[str], None]) -> None:
+    """Do what the run's pending attempts' heuristics need once per machine (tables to build), here,
+    before the pool starts, outside every attempt's limits; say(line) tells what takes a while.
+
+    What cannot be prepared ends its attempts as errors saying why (execution.preparing). On Ctrl-C
+    (or SIGTERM) meanwhile, the pending attempts are marked cancelled, the run is finished, and
+    Interrupted is raised, as solve_local does.
+    """
+    try:
+        with _terminate_interrupts():
+            preparing.prepare((p.spec for p in run.pending), say)
+    except KeyboardInterrupt:
+        with session_scope(engine) as session:
+            n = stop_pending(session, run.id, [], "cancelled: the local run was interrupted")
+        raise Interrupted(run.id, n, StopReason.INTERRUPTED) from None
+
+
 def solve_local(
     engine: Engine,
     run: NewRun,
     jobs: int,
+    settings: Settings,
     on_result: Callable[[str, Outcome], None] | None = None,
     chunk_size: int | None = None,
 ) -> None:
-    """Solve the run's pending attempts on a local process pool, recording each result.
+    """Solve the run's pending attempts on a local process pool, recording each result (as settings say).
 
     Attempts go to the pool in chunks of chunk_size (None: chosen like
     submit's, from past times or level sizes). On Ctrl-C, or once `packsolve
@@ -258,26 +287,46 @@ def solve_local(
         # Every process needs a few chunks, or one slow chunk decides the run's end.
         chunk_size = max(1, min(chunk_size, -(-len(run.pending) // (jobs * 4))))
     note_programs_run(engine, run.id, f"local@{socket.gethostname()}", [p.spec for p in run.pending])
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    with contextlib.suppress(ValueError):  # not the main thread: the caller handles signals
-        # `kill PID` (a service manager's stop) ends the run as Ctrl-C does, not half-written.
-        signal.signal(signal.SIGTERM, _interrupt)
     try:
-        run_local(engine, run.id, run.pending, jobs, chunk_size, on_result)
+        with _terminate_interrupts():
+            chunks = [run.pending[i : i + chunk_size] for i in range(0, len(run.pending), chunk_size)]
+            run_local(engine, run.id, chunks, jobs, settings, on_result)
     except Stopped as stop:
         why = (
             "cancelled by the user"
-            if stop.reason == "cancelled"
+            if stop.reason is StopReason.CANCELLED
             else "cancelled: the local run was interrupted"
         )
         with session_scope(engine) as session:
             n = stop_pending(session, run.id, stop.in_flight, why)
         raise Interrupted(run.id, n, stop.reason) from None
+    else:
+        _snapshot(engine, run.id)
+
+
+@contextlib.contextmanager
+def _terminate_interrupts() -> Iterator[None]:
+    """Within: SIGTERM raises KeyboardInterrupt as Ctrl-C does; after: the handlers as they were."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with contextlib.suppress(ValueError):  # not the main thread: the caller handles signals
+        # `kill PID` (a service manager's stop) ends the run as Ctrl-C does, not half-written.
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
     finally:
         for sig, handler in previous.items():
             if handler is not None and signal.getsignal(sig) != handler:
                 with contextlib.suppress(ValueError):  # not the main thread
                     signal.signal(sig, handler)
+
+
+def _snapshot(engine: Engine, run_id: int) -> None:
+    """Make what readers keep of the run once it finished (figures.finished), after the solve's last write.
+
+    A solve stopped early leaves them to the first reader, as does a failure here: the results are written.
+    """
+    with contextlib.suppress(SQLAlchemyError), session_scope(engine) as session:
+        make(session, run_id)
 
 
 def _interrupt(signum: int, _frame: Any) -> None:
@@ -287,7 +336,7 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 def start_distributed(
     open_db: Callable[[], Engine],
-    app: Any,
+    cluster: Cluster,
     paths: Sequence[str],
     request: Request,
     chunk_size: int,
@@ -298,17 +347,17 @@ def start_distributed(
     The database is opened (open_db(), which may create it) only once the checks and the plan
     passed: an unreachable broker or a bad level leaves no database file behind.
     """
-    check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout, chunk_size)
-    check_broker(app)
+    check_distributed(request.limits, cluster.visibility_timeout, chunk_size)
+    cluster.check_reachable()
     plan = plan_request(paths, request)
-    options = {"broker": mask_url(app.conf.broker_url)}  # status names it
+    options = {"broker": cluster.shown_broker, "queue": cluster.queue}  # status and `workers` name them
     engine = open_db()
-    check_signing(engine, app)
+    cluster.check_signing(engine)
     run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options))
-    return run, send(engine, app, run, chunk_size)
+    return run, send(engine, cluster, run, chunk_size)
 
 
-def send(engine: Engine, app: Any, run: NewRun, chunk_size: int = 0) -> Sent:
+def send(engine: Engine, cluster: Cluster, run: NewRun, chunk_size: int = 0) -> Sent:
     """Enqueue the run's pending attempts hardest first in tasks of chunk_size (0: chosen); mark them sent.
 
     If the broker or the database fails meanwhile, the run stays, unsent (the
@@ -320,33 +369,32 @@ def send(engine: Engine, app: Any, run: NewRun, chunk_size: int = 0) -> Sent:
         with session_scope(engine) as session:
             # Longest expected first: the overnight makespan is set by the hardest levels started last.
             pending = hardest_first(session, run.id, run.pending, run.sizes or None)
-            visibility = app.conf.packsolve_settings.visibility_timeout
+            visibility = cluster.visibility_timeout
             chunk_size = chunk_size or choose_chunk_size(session, pending, visibility_timeout=visibility)
             deployment = deployment_id(session)
     except SQLAlchemyError as exc:
-        raise _unsent(engine, run.id, exc, database=True) from None
+        raise _unsent(engine, cluster, run.id, exc, database=True) from None
     started = time.monotonic()
     try:
-        tasks = enqueue(app, run.id, pending, run.max_tries, chunk_size, deployment) if pending else 0
+        tasks = cluster.send(run.id, pending, run.max_tries, chunk_size, deployment) if pending else 0
     except Exception as exc:
-        raise _unsent(engine, run.id, exc, database=False) from None
+        raise _unsent(engine, cluster, run.id, exc, database=False) from None
     try:
         with session_scope(engine) as session:
             mark_sent(session, run.id)  # from here the scheduler looks after the run
     except SQLAlchemyError as exc:
-        raise _unsent(engine, run.id, exc, database=True) from None
+        raise _unsent(engine, cluster, run.id, exc, database=True) from None
     return Sent(tasks, chunk_size, time.monotonic() - started)
 
 
-# How long a submit whose database dropped tries to record the run unsent before it gives up.
-UNSENT_PATIENCE_S = 30.0
-
-
-def _unsent(engine: Engine, run_id: int, exc: Exception, database: bool) -> BrokerError | DatabaseError:
-    """Record the run unsent with the reason (retrying while the database is away); return what to raise."""
+def _unsent(
+    engine: Engine, cluster: Cluster, run_id: int, exc: Exception, database: bool
+) -> BrokerError | DatabaseError:
+    """Record the run unsent with the reason (retrying while the database is away, for the cluster's
+    unsent_patience); return what to raise."""
     first = "".join(mask_text(str(getattr(exc, "orig", None) or exc)).splitlines()[:1]) or type(exc).__name__
     why = f"the database connection was lost: {first}" if database else first
-    deadline = time.monotonic() + UNSENT_PATIENCE_S
+    deadline = time.monotonic() + cluster.settings.unsent_patience
     recorded = False
     while not recorded:
         try:
@@ -367,7 +415,7 @@ def _unsent(engine: Engine, run_id: int, exc: Exception, database: bool) -> Brok
 
 
 def start_rerun(
-    engine: Engine, rerun: RerunRequest, argv: Sequence[str], app: Any
+    engine: Engine, rerun: RerunRequest, argv: Sequence[str], cluster: Cluster, detached: bool = False
 ) -> tuple[NewRun, int | None]:
     """Create a child run of the parent's attempts in the statuses; return it and its local processes.
 
@@ -375,6 +423,8 @@ def start_rerun(
     parent did unless rerun.local says otherwise (processes: None when
     distributed). A distributed rerun is checked like a submit (limits,
     broker) before anything is created. Raise PlanError when no attempt matches.
+    detached: a local child is solved by a process the caller starts (`packsolve resume CHILD`,
+    the dashboard's way), so this process is not recorded as solving it.
     """
     wanted = rerun.check()
     with session_scope(engine) as session:
@@ -398,7 +448,7 @@ def start_rerun(
             kind=rerun.kind or parent.kind,
             # The parent's heuristic, unless it named a kind's default: then each kind's default again.
             heuristic=rerun.heuristic or parent.heuristic,
-            limits=rerun.limits(Limits(parent.time_limit, parent.node_limit, parent.memory_limit_mb)),
+            limits=rerun.limits(Limits.of_run(parent)),
             label=rerun.label,
             max_tries=rerun.max_tries or parent.max_tries,
             move_label=rerun.move_label,
@@ -406,16 +456,19 @@ def start_rerun(
         parent_id = parent.id
         # The parent's programs as it recorded them, unless declared again now.
         solvers = run_programs(parent, rerun.solvers)
-    processes = check_jobs(rerun.jobs) if mode == RunMode.LOCAL else None
+    processes = check_jobs(rerun.jobs, rerun.cpus_per_attempt) if mode == RunMode.LOCAL else None
     if mode == RunMode.DISTRIBUTED:
-        check_distributed(request.limits, app.conf.packsolve_settings.visibility_timeout)
-        check_broker(app)
-        check_signing(engine, app)
+        check_distributed(request.limits, cluster.visibility_timeout)
+        cluster.check_reachable()
+        cluster.check_signing(engine)
     plan = plan_levels(levels, request.heuristic, solvers=solvers)
     options: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
+    if mode == RunMode.LOCAL and rerun.cpus_per_attempt is not None:
+        options["cpus_per_attempt"] = rerun.cpus_per_attempt
     if mode == RunMode.DISTRIBUTED:
-        options["broker"] = mask_url(app.conf.broker_url)
-    return create(engine, plan, request, Origin(mode, argv, options, processes, parent_id)), processes
+        options["broker"], options["queue"] = cluster.shown_broker, cluster.queue
+    origin = Origin(mode, argv, options, processes, parent_id, detached=detached)
+    return create(engine, plan, request, origin), processes
 
 
 def _level_of(attempt: Any, row: Any) -> Level:

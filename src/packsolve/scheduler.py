@@ -16,34 +16,42 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 from tenacity import RetryCallState
 
-from packsolve.db.models import Run
+from packsolve.attempt import DEFAULT_MAX_TRIES, tries_cap
+from packsolve.db import counters
+from packsolve.db.models import Run, WorkerEventKind
 from packsolve.db.reconcile import overtaken_before, settled_messages, stale_attempts, take_stale
 from packsolve.db.refusals import give_up
 from packsolve.db.retry import in_session, retrying
 from packsolve.db.runs import finish_run_if_done, unfinished_runs
 from packsolve.db.session import get_engine, session_scope
-from packsolve.db.workers import db_now, deployment_id, forget_old, live_workers
+from packsolve.db.workers import (
+    RELEASED,
+    db_now,
+    deployment_id,
+    forget_old,
+    live_workers,
+    note_lapsed,
+    record_event,
+)
 from packsolve.errors import UsageError
+from packsolve.execution.spec import PendingAttempt
+from packsolve.figures.finished import catch_up
 from packsolve.outcome import Status
 from packsolve.planning import choose_chunk_size, stored_pending
-from packsolve.queue.brokerscan import BrokerUnreadable, forget_unacked, queue_depth, unacked_messages
-from packsolve.queue.producer import enqueue, unsigned_sender
-from packsolve.queue.protocol import DEFAULT_MAX_TRIES, PendingAttempt
+from packsolve.queue.app import Cluster
+from packsolve.queue.brokerscan import BrokerUnreadable
 
 # --- reconcile: requeue attempts whose task is gone, mark the hopeless lost, finish runs ----
 
-
-# Seconds after an attempt was sent before an empty queue means its task is gone (a worker takes a
-# task from the queue and claims or holds its attempts well within this).
-SEND_SETTLE_S = 5.0
-# A worker acknowledges a tiny attempt's task before its buffer writes the result (within
-# FLUSH_EVERY_S): for that moment the attempt is queued with no task in the broker. Before
-# taking such attempts, reconcile waits this long and asks the broker again, so those that were
-# only in a buffer are final by then and left alone (take_stale takes a row only if still as read).
-RESULT_SETTLE_S = 1.0
-# A pass's reads and its last step retry a lost connection this long (db.retry) before the pass fails
-# (it is then reported and the next pass tries again).
-PATIENCE_S = 10.0
+# Its waits are the cluster's settings:
+# - send_settle: seconds after an attempt was sent before an empty queue means its task is gone (a
+#   worker takes a task from the queue and claims or holds its attempts well within this).
+# - result_settle: a worker acknowledges a tiny attempt's task before its buffer writes the result
+#   (within its result_flush): for that moment the attempt is queued with no task in the broker.
+#   Before taking such attempts, reconcile waits this long and asks the broker again, so those that
+#   were only in a buffer are final by then and left alone (take_stale takes a row only if still as read).
+# - scheduler_patience: a pass's reads and its last step retry a lost connection this long (db.retry)
+#   before the pass fails (it is then reported and the next pass tries again).
 
 
 @dataclass
@@ -56,11 +64,14 @@ class Reconciled:
     finished: int = 0
     forgotten: int = 0  # unacknowledged Redis tasks deleted (their work is done or sent again)
     given_up: int = 0  # queued attempts every live worker refused (db.refusals), now `error`
+    lapsed: int = 0  # worker processes first seen with their lease lapsed (marked lost)
+    tasks_sent: int = 0  # tasks this pass sent again (in the queue beside any others)
+    snapshots: int = 0  # finished runs whose read-model snapshots were made (figures.finished)
     broker_error: str | None = None
 
 
 def reconcile(
-    engine: Engine, app: Any, broker: str, grace_s: float, default_max_tries: int = DEFAULT_MAX_TRIES
+    engine: Engine, cluster: Cluster, grace_s: float, default_max_tries: int = DEFAULT_MAX_TRIES
 ) -> Reconciled:
     """Take back attempts whose worker or task was lost, mark those past the cap lost, finish runs.
 
@@ -68,8 +79,8 @@ def reconcile(
     claims and chunks whose holder's lease lapsed (or that a live worker gave
     back: it does not run them), whatever their time limit, and any claim past
     its deadline plus grace_s, whoever holds it. Then queued attempts no live
-    worker holds: while the broker's queue is empty (asked twice, RESULT_SETTLE_S
-    apart), those sent over SEND_SETTLE_S ago; while tasks wait, those sent before
+    worker holds: while the broker's queue is empty (asked twice, result_settle
+    apart), those sent over send_settle ago; while tasks wait, those sent before
     a later run whose attempts workers have started (_take_orphans). Runs whose submit has not
     finished sending are left alone. Every change is a guarded update (the row
     must still be as it was read), made in short transactions of TAKE_BATCH
@@ -82,55 +93,70 @@ def reconcile(
     this deployment whose work is done or sent again.
     """
     done = Reconciled()
+    patience = cluster.settings.scheduler_patience
 
     def read(session: Session) -> tuple[Any, str, list[Any]]:
         now = db_now(session)
         return now, deployment_id(session), stale_attempts(session, now, now - timedelta(seconds=grace_s))
 
     # Reads and guarded updates: safe to try again on a lost connection, for a little while.
-    now, deployment, candidates = in_session(engine, read, PATIENCE_S)
+    now, deployment, candidates = in_session(engine, read, patience)
+    # Each lease seen lapsed is marked lost, once, in its history, before its claims are taken back.
+    done.lapsed = len(in_session(engine, lambda session: note_lapsed(session, now), patience))
+    # The queue as the pass found it: the tasks it sends again below must not hide an empty one.
+    try:
+        at_start: int | None = cluster.depth()
+    except BrokerUnreadable as exc:
+        at_start, done.broker_error = None, str(exc)
     # Lost workers first: the bound from a worker's death to the requeue is its lease plus one
     # interval, not plus the broker's settle wait below.
-    _take_back(engine, app, candidates, default_max_tries, deployment, done)
-    orphans_before = now - timedelta(seconds=min(grace_s, SEND_SETTLE_S))
+    _take_back(engine, cluster, candidates, default_max_tries, deployment, done)
+    orphans_before = now - timedelta(seconds=min(grace_s, cluster.settings.send_settle))
+    if at_start is not None:
+        when = (now, orphans_before, at_start)
+        try:
+            _take_orphans(engine, cluster, when, (default_max_tries, deployment), done)
+        except BrokerUnreadable as exc:
+            done.broker_error = str(exc)
     try:
-        _take_orphans(engine, app, (now, orphans_before), (default_max_tries, deployment), done)
-    except BrokerUnreadable as exc:
-        done.broker_error = str(exc)
-    try:
-        done.forgotten = _forget_settled(engine, broker, app.conf.task_default_queue, deployment)
+        done.forgotten = _forget_settled(engine, cluster, deployment)
     except BrokerUnreadable as exc:
         done.broker_error = done.broker_error or str(exc)
-    done.given_up = in_session(engine, _give_up_refused, PATIENCE_S)
-    done.finished = in_session(engine, lambda session: _finish_runs(session, now), PATIENCE_S)
+    done.given_up = in_session(engine, _give_up_refused, patience)
+    done.finished = in_session(engine, lambda session: _finish_runs(session, now), patience)
+    # What readers keep of finished runs is made here, off the finishing transactions (figures.finished).
+    done.snapshots = len(in_session(engine, catch_up, patience))
     return done
 
 
 def _take_orphans(
-    engine: Engine, app: Any, when: tuple[Any, Any], send: tuple[int, str], done: Reconciled
+    engine: Engine, cluster: Cluster, when: tuple[Any, Any, int], send: tuple[int, str], done: Reconciled
 ) -> None:
     """Take back queued attempts whose task the broker no longer has (adds to done).
 
-    when: (now, sent before): only attempts sent before that are taken. With the queue empty
-    (asked twice, RESULT_SETTLE_S apart), every such attempt no live worker holds. With tasks
-    waiting, those sent more than SEND_SETTLE_S before a run whose attempts workers have
+    when: (now, sent before, tasks queued when the pass began): only attempts sent before that are
+    taken. With the queue empty (when the pass began, and asked twice since, result_settle apart,
+    holding no more than the tasks this pass sent again: done.tasks_sent), every such attempt no
+    live worker holds. With tasks
+    waiting, those sent more than send_settle before a run whose attempts workers have
     started (db.reconcile.overtaken_before): the broker hands tasks out in the order sent, so
     theirs was handed out, and lost. Raise BrokerUnreadable if the broker cannot be asked.
     """
-    now, before = when
-    empty = queue_depth(app) == 0
+    now, before, at_start = when
+    waits = cluster.settings
+    empty = at_start == 0 and cluster.depth() <= done.tasks_sent
     if not empty:
-        overtaken = in_session(engine, overtaken_before, PATIENCE_S)
+        overtaken = in_session(engine, overtaken_before, waits.scheduler_patience)
         if overtaken is None:
             return
-        before = min(before, overtaken - timedelta(seconds=SEND_SETTLE_S))
+        before = min(before, overtaken - timedelta(seconds=waits.send_settle))
     with session_scope(engine) as session:
         orphans = stale_attempts(session, now, now, before)
     if any(c.status == Status.QUEUED.value for c in orphans):
-        time.sleep(RESULT_SETTLE_S)
-        if not empty or queue_depth(app) == 0:
+        time.sleep(waits.result_settle)
+        if not empty or cluster.depth() <= done.tasks_sent:
             # Those taken above changed since: their guarded updates take nothing twice.
-            _take_back(engine, app, orphans, send[0], send[1], done)
+            _take_back(engine, cluster, orphans, send[0], send[1], done)
 
 
 def _give_up_refused(session: Session) -> int:
@@ -153,7 +179,7 @@ TAKE_BATCH = 200
 
 def _take_back(
     engine: Engine,
-    app: Any,
+    cluster: Cluster,
     candidates: list[Any],
     default_max_tries: int,
     deployment: str,
@@ -164,8 +190,19 @@ def _take_back(
         batches: list[tuple[int, list[PendingAttempt], int, int]] = []
         with session_scope(engine) as session:
             taken = take_stale(session, candidates[i : i + TAKE_BATCH], default_max_tries)
-            done.lost += sum(1 for t in taken if t.lost)
-            done.cancelled += sum(1 for t in taken if t.cancelled)
+            note_taken_back(session, taken)
+            lost = sum(1 for t in taken if t.lost)
+            cancelled = sum(1 for t in taken if t.cancelled)
+            done.lost += lost
+            done.cancelled += cancelled
+            # Counted in the taking's transaction, for /metrics (db.counters).
+            for outcome, n in (
+                ("requeued", len(taken) - lost - cancelled),
+                ("lost", lost),
+                ("cancelled", cancelled),
+            ):
+                if n:
+                    counters.add(session, counters.TAKEN_BACK, outcome, n)
             by_run: dict[int, list[str]] = {}
             for t in taken:
                 if not (t.lost or t.cancelled):
@@ -174,27 +211,59 @@ def _take_back(
                 run = session.get(Run, run_id)
                 assert run is not None
                 pending = stored_pending(session, run, hashes)
-                visibility = app.conf.packsolve_settings.visibility_timeout
-                chunk = choose_chunk_size(session, pending, visibility_timeout=visibility)
-                batches.append((run_id, pending, run.max_tries or default_max_tries, chunk))
+                chunk = choose_chunk_size(session, pending, visibility_timeout=cluster.visibility_timeout)
+                batches.append((run_id, pending, tries_cap(run.max_tries, default_max_tries), chunk))
         # Sent after the commit: a crash in between leaves the attempts queued with no task, which
         # the next pass finds (the queue empty, they are orphans) and sends again.
         for run_id, pending, max_tries, chunk in batches:
-            enqueue(app, run_id, pending, max_tries, chunk, deployment)
+            done.tasks_sent += cluster.send(run_id, pending, max_tries, chunk, deployment)
             done.requeued += len(pending)
 
 
-def _forget_settled(engine: Engine, broker: str, queue: str, deployment: str) -> int:
+# Attempts named in one `claims taken back` event: a process holding a chunk of thousands is
+# told by count beyond these.
+NAMED_TAKEN = 100
+
+
+def note_taken_back(session: Session, taken: list[Any]) -> None:
+    """Add `claims taken back` to the history of each worker process whose attempts these were.
+
+    Attempts given back by a live process (holder RELEASED) or held by nobody (their task was lost)
+    were taken from no process, and are not told.
+    """
+    by_holder: dict[str, list[Any]] = {}
+    for t in taken:
+        if t.holder is not None and t.holder != RELEASED:
+            by_holder.setdefault(t.holder, []).append(t)
+    for holder, mine in sorted(by_holder.items()):
+        host = holder.rpartition("/")[0] or holder
+        named = [{"run": t.run_id, "level": t.name, "as": t.outcome} for t in mine[:NAMED_TAKEN]]
+        detail = {"count": len(mine), "attempts": named}
+        record_event(session, holder, host, WorkerEventKind.TAKEN_BACK, detail)
+
+
+def _forget_settled(engine: Engine, cluster: Cluster, deployment: str) -> int:
     """Delete Redis's unacknowledged tasks of this deployment whose attempts are final or were sent again.
 
     Return how many. Tasks of another database (or of a sender too old to say) are never touched.
     """
-    messages = [m for m in unacked_messages(broker, queue) if m.deployment == deployment]
+    messages = [m for m in cluster.unacked() if m.deployment == deployment]
     if not messages:
         return 0
     with session_scope(engine) as session:
         tags = settled_messages(session, messages)
-    return forget_unacked(broker, tags)
+    return cluster.forget_unacked(tags)
+
+
+def _count_pass(engine: Engine, seconds: float, patience_s: float) -> None:
+    """Count a pass made and its seconds, and keep them as the last pass's (db.counters, for /metrics)."""
+
+    def count(session: Session) -> None:
+        counters.add(session, counters.SCHEDULER_PASSES)
+        counters.add(session, counters.SCHEDULER_PASS_SECONDS, "", seconds)
+        counters.put(session, counters.SCHEDULER_PASS_SECONDS, "last", seconds)
+
+    in_session(engine, count, patience_s)
 
 
 @dataclass(frozen=True)
@@ -227,7 +296,7 @@ def engine_when_reachable(url: str | None, passes: Passes) -> Engine:
     raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
 
-def run_scheduler(engine: Engine, app: Any, broker: str, grace_s: float, passes: Passes) -> Reconciled:
+def run_scheduler(engine: Engine, cluster: Cluster, grace_s: float, passes: Passes) -> Reconciled:
     """Start a reconcile pass every passes.interval_s seconds (once: a single pass); report each.
 
     Passes start interval_s apart whatever each takes (a pass longer than that
@@ -244,7 +313,7 @@ def run_scheduler(engine: Engine, app: Any, broker: str, grace_s: float, passes:
     while True:
         began = time.monotonic()
         try:
-            unsigned = unsigned_sender(engine, app)
+            unsigned = cluster.unsigned_problem(engine)
             if unsigned is not None:
                 # What it sends again would be refused by every worker: it refuses to start, and
                 # a pass while such workers are live does nothing but say so.
@@ -255,7 +324,8 @@ def run_scheduler(engine: Engine, app: Any, broker: str, grace_s: float, passes:
                 time.sleep(max(0.0, began + passes.interval_s - time.monotonic()))
                 continue
             first = False
-            result = reconcile(engine, app, broker, grace_s)
+            result = reconcile(engine, cluster, grace_s)
+            _count_pass(engine, time.monotonic() - began, cluster.settings.scheduler_patience)
         except (SQLAlchemyError, BrokerError, RedisError, OSError) as exc:
             if passes.once:
                 raise

@@ -7,15 +7,14 @@ and what would work, one line per bad value, whatever its source: none silently
 becomes the default. `packsolve config` prints the result and each source.
 
 Settings travel explicitly. A command line resolves its Settings once, with its
-flags, into its click context (cli/group.py: settings_of, @pass_settings), and
+flags, into its click context (cli/group.py: the Invocation, @pass_invocation), and
 hands the values down: the database URL to db.session.get_engine, the whole
-Settings to queue.app.make_app, whose Celery configuration carries them to
-senders (task keys, visibility timeout) and to a worker's pool processes
-(conf.packsolve_settings); nothing below reads them on its own.
+Settings to queue.app.Cluster (senders: task keys, visibility timeout, waits) and
+to a worker's pool processes (worker.py); nothing below reads them on its own.
 
 current() (the environment and the file as they are now, resolved once per
 distinct environment) is left to the few places that no Settings reaches:
-  - queue.app.make_app without settings: a library user's or a test's app;
+  - queue.app.Cluster.of() without settings: a library user's or a test's cluster;
   - puzzles._extra_modules: PACKSOLVE_EXTRA_KINDS (test-only kinds), read by the
     process-wide kind registry wherever a kind is looked up, solver children too;
   - puzzles.sliding.pdb.cache_dir: the table cache, read inside the solver.
@@ -37,7 +36,7 @@ from typing import Any
 
 from packsolve import bounds
 from packsolve.errors import UsageError
-from packsolve.masking import mask_url
+from packsolve.masking import MASK, mask_url
 
 FILE = "packsolve.toml"
 TABLE = "settings"
@@ -51,9 +50,37 @@ DEFAULT_LEASE_TTL_S = 30.0
 # Seconds a worker process may keep finished results before writing them in one batch: a worker
 # killed loses at most this much finished work; longer batches suit a far database (fewer writes).
 DEFAULT_RESULT_FLUSH_S = 0.25
+# The same for the local pool (`packsolve solve`), whose one writer is also the process that solves.
+DEFAULT_LOCAL_RESULT_FLUSH_S = 0.5
+# Results written at once, however young, once this many are buffered (worker and local pool alike).
+DEFAULT_RESULT_BATCH = 200
+RESULT_BATCH_MAX = 100_000
 # Redis redelivers an unacknowledged task after this many seconds; it must exceed the longest
 # task (hard limit + time spent reserved). Runs with longer limits are refused at submit.
 DEFAULT_VISIBILITY_TIMEOUT = 12 * 3600
+# How long each party waits for something before it gives up or acts (seconds). Tests set them to
+# a second: nothing else makes an outage or a lost task quick to stage.
+# A worker retries a database call that fails on a dropped connection this long (its claim, its
+# result write, its lease): then the task gives up and the scheduler covers the rest. A task's
+# Celery hard limit leaves room for two such waits.
+DEFAULT_DB_PATIENCE_S = 120.0
+# After an attempt was sent, an empty queue means its task is gone only once this long has passed
+# (a worker takes a task from the queue and claims or holds its attempts well within it).
+DEFAULT_SEND_SETTLE_S = 5.0
+# A worker acknowledges a tiny attempt's task before its buffer writes the result: before taking
+# such attempts back, the scheduler waits this long and asks the broker again.
+DEFAULT_RESULT_SETTLE_S = 1.0
+# A scheduler pass's reads and last step retry a lost connection this long before the pass fails.
+DEFAULT_SCHEDULER_PATIENCE_S = 10.0
+# A submit whose database dropped tries this long to record its run unsent before it gives up.
+DEFAULT_UNSENT_PATIENCE_S = 30.0
+# A worker tries this long to record a refusal (the task waits meanwhile; it comes back anyway).
+DEFAULT_REFUSAL_PATIENCE_S = 5.0
+
+# What an attempt keeps of its solver's own output (stdout beyond the answer and stderr, head and
+# tail), bytes in all; it lands in the attempts table, so it counts in the database's size.
+DEFAULT_OUTPUT_KEEP = 64 * 1024
+OUTPUT_KEEP_MAX = 16 * 2**20
 
 FLAG, ENVIRONMENT, CONFIG_FILE, DEFAULT = "flag", "environment", "file", "default"
 
@@ -94,16 +121,49 @@ def _whole_seconds(raw: str) -> int:
     return value
 
 
-def _count(raw: str) -> int | None:
-    if raw == "":
-        return None
+def _count_or_none(zero: str) -> Callable[[str], int | None]:
+    """Return the parser of a whole number from bounds.COUNT where 0 (or nothing) means zero: None."""
+
+    def parse(raw: str) -> int | None:
+        if raw == "":
+            return None
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if not bounds.COUNT.holds(value):
+            raise _Bad(f"must be a whole number from {bounds.COUNT} (0: {zero})")
+        return value or None
+
+    return parse
+
+
+_count = _count_or_none("one per core")
+_cpus = _count_or_none("attempts are not pinned")
+
+
+def _batch(raw: str) -> int:
     try:
         value = int(raw)
     except ValueError:
-        value = -1
-    if not bounds.COUNT.holds(value):
-        raise _Bad(f"must be a whole number from {bounds.COUNT} (0: one per core)")
-    return value or None
+        value = 0
+    if not 1 <= value <= RESULT_BATCH_MAX:
+        raise _Bad(f"must be a whole number of results from 1 to {RESULT_BATCH_MAX:,}")
+    return value
+
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 2**20, "mb": 2**20, "mib": 2**20}
+_SIZE = re.compile(r"\s*(\d+)\s*([A-Za-z]*)\s*")
+
+
+def _bytes(raw: str) -> int:
+    found = _SIZE.fullmatch(raw)
+    unit = found and _UNITS.get(found.group(2).lower())
+    value = int(found.group(1)) * unit if found and unit else -1
+    if not 0 <= value <= OUTPUT_KEEP_MAX:
+        top = OUTPUT_KEEP_MAX // 2**20
+        raise _Bad(f"must be a size from 0 (keep nothing) to {top} MiB: write 65536, 64KiB or 1MiB")
+    return value
 
 
 BROKER_FORM = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -167,16 +227,26 @@ SPECS: dict[str, _Spec] = {
     "queue": _Spec(_text, DEFAULT_QUEUE),
     "lease_ttl": _Spec(_seconds, DEFAULT_LEASE_TTL_S),
     "result_flush": _Spec(_seconds, DEFAULT_RESULT_FLUSH_S),
+    "local_result_flush": _Spec(_seconds, DEFAULT_LOCAL_RESULT_FLUSH_S),
+    "result_batch": _Spec(_batch, DEFAULT_RESULT_BATCH),
     "visibility_timeout": _Spec(_whole_seconds, DEFAULT_VISIBILITY_TIMEOUT),
+    "db_patience": _Spec(_seconds, DEFAULT_DB_PATIENCE_S),
+    "send_settle": _Spec(_seconds, DEFAULT_SEND_SETTLE_S),
+    "result_settle": _Spec(_seconds, DEFAULT_RESULT_SETTLE_S),
+    "scheduler_patience": _Spec(_seconds, DEFAULT_SCHEDULER_PATIENCE_S),
+    "unsent_patience": _Spec(_seconds, DEFAULT_UNSENT_PATIENCE_S),
+    "refusal_patience": _Spec(_seconds, DEFAULT_REFUSAL_PATIENCE_S),
     "task_key": _Spec(_optional_text, None, secret=True),
     "task_keys_old": _Spec(_names, (), secret=True),
     "concurrency": _Spec(_count, None),
+    "cpus_per_attempt": _Spec(_cpus, None),
     # Celery's remote control (inspect, revoke, shutdown, pool resizing) answers anyone who can
     # write to the broker: off unless the broker is trusted (docs/security.md).
     "worker_remote_control": _Spec(_switch, False),
     "serve_token": _Spec(_optional_text, None, secret=True),
     "extra_kinds": _Spec(_kinds, ()),
     "cache_dir": _Spec(_optional_text, None),
+    "output_keep": _Spec(_bytes, DEFAULT_OUTPUT_KEEP),
 }
 
 
@@ -194,14 +264,25 @@ class Settings:
     queue: str = DEFAULT_QUEUE
     lease_ttl: float = DEFAULT_LEASE_TTL_S
     result_flush: float = DEFAULT_RESULT_FLUSH_S
+    local_result_flush: float = DEFAULT_LOCAL_RESULT_FLUSH_S
+    result_batch: int = DEFAULT_RESULT_BATCH
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
+    db_patience: float = DEFAULT_DB_PATIENCE_S  # the waits: see DEFAULT_*_S above
+    send_settle: float = DEFAULT_SEND_SETTLE_S
+    result_settle: float = DEFAULT_RESULT_SETTLE_S
+    scheduler_patience: float = DEFAULT_SCHEDULER_PATIENCE_S
+    unsent_patience: float = DEFAULT_UNSENT_PATIENCE_S
+    refusal_patience: float = DEFAULT_REFUSAL_PATIENCE_S
     task_key: str | None = None
     task_keys_old: tuple[str, ...] = ()
     concurrency: int | None = None  # None: one process per core
+    # CPUs of its own each process that runs attempts is pinned to (execution.cores); None: no pinning.
+    cpus_per_attempt: int | None = None
     worker_remote_control: bool = False  # workers answer Celery's inspect and control commands
     serve_token: str | None = None
     extra_kinds: tuple[tuple[str, str], ...] = ()  # (kind name, module) of test-only kinds
     cache_dir: str | None = None  # None: the user's cache directory
+    output_keep: int = DEFAULT_OUTPUT_KEEP  # bytes of a solver's own output an attempt keeps
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def source(self, name: str) -> str:
@@ -220,7 +301,7 @@ class Settings:
 def _shown(name: str, value: Any) -> Any:
     spec = SPECS[name]
     if spec.secret and value:
-        return "***"
+        return MASK
     if spec.url and value:
         return mask_url(value)
     if name == "extra_kinds":
@@ -271,7 +352,7 @@ def flag_name(name: str) -> str:
 def _problem(name: str, where: str, raw: str, exc: _Bad) -> str:
     """Return the one line saying that a setting's value from where is bad and what would work."""
     spec = SPECS[name]
-    shown = "***" if spec.secret else mask_url(raw) if spec.url else raw
+    shown = MASK if spec.secret else mask_url(raw) if spec.url else raw
     return f"{where}={shown!r} {exc}"
 
 

@@ -4,7 +4,9 @@ On the kind's example levels (``PuzzleKind.examples``, or the levels given): the
 canonical round trip and a hash that does not depend on how the level was spelled; every
 heuristic ends in a solution ``verify`` accepts (or a proof of none); ``verify`` rejects
 corrupted answers with a message; bad input makes ``parse`` raise ``LevelError`` with a
-message; ``render`` and ``svg`` produce output. Solvers run in this process, each under a
+message; ``render`` and ``svg`` produce output; a kind's ``preparation``, when it has one,
+gives a ``Preparation`` (or None) whose ``run`` leaves ``ready()`` true and can run again (done
+before the solving, outside its budgets, as packsolve does). Solvers run in this process, each under a
 ``Budget`` of ``time_limit`` seconds.
 """
 
@@ -16,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, Status
+from packsolve.api import Budget, LevelError, Outcome, Preparation, PuzzleKind, Status
 from packsolve.levels import canonical_json, level_hash
 from packsolve.puzzles import get_kind
 
@@ -77,6 +79,14 @@ def run_checks(
     checks.append(
         _check("the level hash is stable", [p for i, lv in parsed for p in _hash_problems(kind, i, lv)])
     )
+    if kind.preparation is not None:
+        # Before the solving, as packsolve prepares before the attempts: outside their budgets.
+        checks.append(
+            _check(
+                "preparation gives a Preparation or None, ready once run, and runs again harmlessly",
+                [p for h in kind.solvers for i, lv in parsed for p in _preparation_problems(kind, h, i, lv)],
+            )
+        )
     answers: dict[int, dict[str, Outcome]] = {i: {} for i, _ in parsed}
     for heuristic in kind.solvers:
         found = []
@@ -147,6 +157,8 @@ def _shape(kind: PuzzleKind, examples: list[Mapping[str, Any]]) -> Check:
     for field in ("parse", "canonical", "verify", "render", "svg", "size", "length"):
         if not callable(getattr(kind, field)):
             problems.append(f"{field} must be a function")
+    if kind.preparation is not None and not callable(kind.preparation):
+        problems.append("preparation must be a function or None")
     if not examples:
         problems.append("no example levels: give PuzzleKind(examples=[...]) or pass levels to check_kind")
     elif not all(isinstance(e, Mapping) for e in examples):
@@ -204,6 +216,44 @@ def _hash_problems(kind: PuzzleKind, i: int, level: Any) -> list[str]:
         return [f"example {i}: the hash depends on the order of the level's keys"]
     if level_hash({**kind.canonical(level), "kind": kind.name}) != expected:
         return [f"example {i}: canonical gives a different answer each time"]
+    return []
+
+
+def _preparation_problems(kind: PuzzleKind, heuristic: str, i: int, level: Any) -> list[str]:
+    """Return what is wrong with the kind's preparation for one heuristic and example (run twice)."""
+    assert kind.preparation is not None
+    where = f"example {i}, {heuristic!r}"
+    try:
+        prep = kind.preparation(heuristic, level)
+    except Exception as exc:
+        return [f"{where}: preparation raised {_error(exc)}"]
+    if prep is None:
+        return []
+    if not isinstance(prep, Preparation):
+        return [f"{where}: preparation returned a {type(prep).__name__}, not a Preparation or None"]
+    problems = [
+        f"{where}: Preparation.{name} must be a non-empty string"
+        for name in ("key", "what")
+        if not isinstance(getattr(prep, name), str) or not getattr(prep, name)
+    ]
+    problems += [
+        f"{where}: Preparation.{name} must be a function"
+        for name in ("ready", "run")
+        if not callable(getattr(prep, name))
+    ]
+    if problems:
+        return problems
+    for turn in ("first", "second"):
+        try:
+            prep.run()
+            ready = prep.ready()
+        except Exception as exc:
+            return [f"{where}: its {turn} run raised {_error(exc)}"]
+        if ready is not True:
+            return [f"{where}: ready() is {ready!r} after its {turn} run, not True"]
+    again = kind.preparation(heuristic, level)
+    if not isinstance(again, Preparation) or again.key != prep.key:
+        return [f"{where}: asked again, preparation gives another key (it must name the same work)"]
     return []
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from celery import Celery, signals
 from celery.exceptions import Reject
 
+from packsolve.execution import cores
 from packsolve.external.declaration import Solvers
 from packsolve.queue import consumer, protocol
 from packsolve.queue.admission import Refused
@@ -36,7 +37,7 @@ def worker_app(settings: Settings, hostname: str, declared: Solvers | None = Non
     app = make_app(settings=settings)
     # A pool process this worker kills on request (revoke with terminate; remote control must be
     # on) costs its attempts no try (queue.revokes).
-    request = request_class(settings.database_url, hostname)
+    request = request_class(settings.database_url, hostname, settings.db_patience)
 
     # max_retries None: a refused task is sent back (retry) as often as it takes; consumer.refuse drops it.
     @app.task(
@@ -61,12 +62,21 @@ def worker_app(settings: Settings, hostname: str, declared: Solvers | None = Non
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
         process.run_task(task, redelivered)
 
+    pinned = _cpu_sets(settings)
+
     def process_init(**_: Any) -> None:
-        """Forget engines inherited from the parent (a pooled connection must never cross a fork), then
-        make this pool process's WorkerProcess, which takes its lease at once, so `status` sees a
-        live worker before it has any task."""
+        """Pin this pool process to its CPUs (pinned), forget engines inherited from the parent (a pooled
+        connection must never cross a fork), then make this pool process's WorkerProcess, which takes
+        its lease at once, so `status` sees a live worker before it has any task."""
+        from billiard.process import current_process
+
         from packsolve.db.session import forget_engines
 
+        # Celery numbers its pool processes 0 .. concurrency-1, and a process it starts again in
+        # place of one that ended takes that one's number: its CPUs too.
+        index = getattr(current_process(), "index", None)
+        if pinned and index is not None and index < len(pinned):
+            cores.pin(pinned[index])
         forget_engines()
         consumer.start_process(settings, hostname, declared)
 
@@ -74,6 +84,14 @@ def worker_app(settings: Settings, hostname: str, declared: Solvers | None = Non
     signals.worker_process_init.disconnect(dispatch_uid=PROCESS_INIT)
     signals.worker_process_init.connect(process_init, weak=False, dispatch_uid=PROCESS_INIT)
     return app
+
+
+def _cpu_sets(settings: Settings) -> list[frozenset[int]]:
+    """Return the CPUs of each pool process, by its number (empty: not pinned)."""
+    if settings.cpus_per_attempt is None:
+        return []
+    usable = cores.physical_cores(cores.usable_cpus())
+    return cores.cpu_sets(settings.cpus_per_attempt, settings.concurrency or 1, usable)
 
 
 # How Celery's line for a task sent again (celery.app.trace.LOG_RETRY) begins.

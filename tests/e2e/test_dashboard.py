@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.support.dashboard import Served, serving
+from tests.support.inprocess import invoke
 from tests.support.report_runs import Planned, build_run, overlapping_failures, strip_level
 from tests.support.services import run_cli
 
@@ -26,7 +27,7 @@ XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
 
 
 def cli_json(url: str, *args: str) -> Any:
-    out = run_cli(*args, "--format", "json", env={"PACKSOLVE_DATABASE_URL": url})
+    out = invoke(*args, "--format", "json", env={"PACKSOLVE_DATABASE_URL": url})
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -200,7 +201,8 @@ def test_bad_requests_get_a_one_line_404_or_400_page_never_a_traceback(
         "runs/999": (404, "no run with id 999"),
         "runs/nolabel": (404, "no run with id or label 'nolabel'"),
         f"runs/{a}?sort=password": (400, "cannot sort by 'password'"),
-        f"runs/{a}?page=50": (400, "page 50 is past the last one (1)"),
+        f"runs/{a}?page=0": (400, "page='0': give a whole number"),
+        f"runs/{a}?page=two": (400, "page='two': give a whole number"),
         f"runs/{a}?page=-1": (400, "page='-1': give a whole number"),
         f"runs/{a}?per_page=100000": (400, "per_page='100000'"),
         f"runs/{a}?status=any": (400, "no status 'any': filter by one of queued, running, solved"),
@@ -223,6 +225,27 @@ def test_bad_requests_get_a_one_line_404_or_400_page_never_a_traceback(
         code, body = served.get(f"runs/{a}/rerun")
         assert code == 405
     assert "Traceback" not in served.log.read_text()
+
+
+def test_a_page_past_the_last_shows_the_last_page_and_says_the_list_shrank(
+    sqlite_url: str, tmp_path: Path, two_runs: tuple[int, int]
+) -> None:
+    # A link to page 2 of the queued attempts made while a run had more than 50: the queue drained.
+    # (Before issue 34's night replay this answered 400 "page 2 is past the last one".)
+    a, _ = two_runs
+    with serving(sqlite_url, log_dir=tmp_path) as served:
+        code, last = served.get(f"runs/{a}?page=1")
+        assert code == 200 and "page-gone" not in last
+        for asked in (f"runs/{a}?page=50", f"runs/{a}?status=queued&page=2"):
+            code, body = served.get(asked)
+            assert code == 200, (asked, body)
+            gone = re.search(r'id="page-gone">([^<]*)<', body)
+            assert gone and "no longer exists" in gone.group(1) and "shrank" in gone.group(1), body
+            assert re.search(r"page 1 of 1\b", body), body
+        # The last page's rows, as page 1 of 1 shows them.
+        levels = re.compile(r'href="/levels/([0-9a-f]{64})"')
+        rows = levels.findall(last)
+        assert rows and levels.findall(served.get(f"runs/{a}?page=50")[1]) == rows
 
 
 def test_actions_need_the_csrf_token_and_read_only_serves_none(
@@ -251,7 +274,7 @@ def test_actions_need_the_csrf_token_and_read_only_serves_none(
         page.goto(f"{served.url}runs/{a}/failures")
         assert page.locator("form[method=post]").count() == 0
         assert served.get(f"runs/{a}/delete")[0] == 404
-    code = run_cli("runs", env={"PACKSOLVE_DATABASE_URL": sqlite_url}).returncode
+    code = invoke("runs", env={"PACKSOLVE_DATABASE_URL": sqlite_url}).returncode
     assert code == 0
 
 
@@ -341,7 +364,7 @@ def test_report_html_tables_sort_by_a_header_click_and_picture_the_hardest_level
 ) -> None:
     a, b = two_runs
     path = tmp_path / "report.html"
-    out = run_cli(
+    out = invoke(
         "report",
         "html",
         str(a),
@@ -408,3 +431,19 @@ def test_a_failure_groups_rerun_form_makes_a_run_of_exactly_the_levels_it_counts
             assert child != parent
             assert cli_json(sqlite_url, "report", "summary", str(child))["total"] == g["count"], g
         assert not page.errors
+
+
+def test_compare_of_runs_that_share_no_level_says_so_as_report_compare_does(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    a = build_run(sqlite_url, [Planned(strip_level(i), "solved", 1.0) for i in range(3)], time_limit=10.0)
+    b = build_run(sqlite_url, [Planned(strip_level(i), "solved", 1.0) for i in range(3, 6)], time_limit=20.0)
+    why = cli_json(sqlite_url, "report", "compare", str(a), str(b))["footer"][1]["speedup_why_not"]
+    assert why.startswith("no level in common")
+    with serving(sqlite_url, log_dir=tmp_path) as served:
+        code, body = served.get(f"compare?runs={a},{b}")
+    assert code == 200, body
+    said = " ".join(re.sub(r"<[^>]+>", " ", body).split())
+    assert f"no speedup: {why}" in said.replace("&#39;", "'"), said
+    row = re.search(r"PAR-2 s on the 0 levels all ran</th>(.*?)</tr>", body)
+    assert row and re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1)) == ["—", "—"], body

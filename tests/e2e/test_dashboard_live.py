@@ -20,9 +20,10 @@ from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import make_level
 from tests.support.chaos_pack import write_pack
 from tests.support.dashboard import serving
+from tests.support.inprocess import invoke
 from tests.support.plugins import make_distribution
 from tests.support.report_runs import Planned, build_run, strip_level
-from tests.support.services import PG_ADMIN_URL, child_env, packsolve_cmd, run_cli
+from tests.support.services import PG_ADMIN_URL, child_env, packsolve_cmd
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def test_runs_page_follows_a_local_solve_to_100_percent_without_reloading(
 ) -> None:
     pack = write_pack(tmp_path / "pack", 60, ms=200)
     # serve never creates a database: an empty one is made first, as `packsolve db upgrade` does.
-    assert run_cli("db", "upgrade", env={"PACKSOLVE_DATABASE_URL": sqlite_url}).returncode == 0
+    assert invoke("db", "upgrade", env={"PACKSOLVE_DATABASE_URL": sqlite_url}).returncode == 0
     with serving(sqlite_url, log_dir=tmp_path) as served:
         solve = subprocess.Popen(
             packsolve_cmd("solve", str(pack), "--jobs", "2", "--quiet", "--label", "overnight"),
@@ -82,7 +83,7 @@ def test_runs_page_follows_a_local_solve_to_100_percent_without_reloading(
                 solve.kill()
         # The run page once it is over: its figures are report summary's.
         summary = json.loads(
-            run_cli(
+            invoke(
                 "report", "summary", "1", "--format", "json", env={"PACKSOLVE_DATABASE_URL": sqlite_url}
             ).stdout
         )
@@ -97,7 +98,7 @@ def test_a_failure_group_reruns_with_another_heuristic_and_lands_on_the_new_run_
 ) -> None:
     pack = write_pack(tmp_path / "pack", 2, ms=20)
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    out = run_cli("solve", str(pack), "--heuristic", "deaf", "--time-limit", "0.3", "--quiet", env=env)
+    out = invoke("solve", str(pack), "--heuristic", "deaf", "--time-limit", "0.3", "--quiet", env=env)
     assert out.returncode == 0, out.stderr
     with serving(sqlite_url, log_dir=tmp_path) as served:
         page.goto(f"{served.url}runs/1/failures")
@@ -110,7 +111,7 @@ def test_a_failure_group_reruns_with_another_heuristic_and_lands_on_the_new_run_
         page.wait_for_selector("h1 .state-finished", timeout=120_000)  # the page reloads itself at the end
         assert page.inner_text("#solved") == "2 of 2"
         assert "rerun of" in page.inner_text("p.links")
-    child = json.loads(run_cli("report", "summary", "2", "--format", "json", env=env).stdout)
+    child = json.loads(invoke("report", "summary", "2", "--format", "json", env=env).stdout)
     figures = (child["parent"], child["solved"], child["heuristics"], child["time_limit"])
     assert figures == (1, 2, ["sleep"], 10.0)
 

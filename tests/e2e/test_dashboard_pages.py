@@ -26,8 +26,8 @@ from packsolve import runs
 from packsolve.db.session import get_engine
 from packsolve.levels import make_level
 from tests.support.dashboard import Served, serving
+from tests.support.inprocess import invoke
 from tests.support.report_runs import Planned, build_run, strip_level
-from tests.support.services import run_cli
 
 pytestmark = pytest.mark.browser
 
@@ -43,6 +43,7 @@ EXPECTED: list[tuple[str, bytes]] = [
     (r"/hardest", b"<h1>hardest levels"),
     (r"/compare", b'id="speedups"'),
     (r"/plots", b'id="cactus"'),
+    (r"/workers", b"<h1>Workers</h1>"),
     (r"/levels/[0-9a-f]{64}", b"<h2>Every attempt at it</h2>"),
     (r"/levels/[0-9a-f]{64}/picture\.svg", b"<svg"),
     (r"/static/[\w.]+\.css", b"packsolve"),
@@ -250,7 +251,7 @@ def test_compare_gives_report_compare_s_reason_for_no_speedup(
 ) -> None:
     a, b = night["slow"], night["other_limit"]
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    out = run_cli("report", "compare", str(a), str(b), "--format", "json", env=env)
+    out = invoke("report", "compare", str(a), str(b), "--format", "json", env=env)
     why = json.loads(out.stdout)["footer"][1]["speedup_why_not"]
     assert why.startswith("time limits differ")
     with serving(sqlite_url, log_dir=tmp_path) as served:
@@ -306,7 +307,7 @@ def test_pages_show_what_the_docs_say_peaks_panels_per_kind_ticks_bars_arrows(
 ) -> None:
     a, c = sized["sized"], sized["cancelled"]
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    summary = json.loads(run_cli("report", "summary", str(a), "--format", "json", env=env).stdout)
+    summary = json.loads(invoke("report", "summary", str(a), "--format", "json", env=env).stdout)
     peaks = summary["memory"]["by_kind"]
     assert peaks == {"coins": 10.0, "onestroke": 95.0}
     with serving(sqlite_url, log_dir=tmp_path) as served:
@@ -346,7 +347,7 @@ def test_pages_show_what_the_docs_say_peaks_panels_per_kind_ticks_bars_arrows(
         assert not page.errors
     # report html shows the peak memory too: overall and per kind.
     out = tmp_path / "report.html"
-    assert run_cli("report", "html", str(c), "-o", str(out), env=env).returncode == 0
+    assert invoke("report", "html", str(c), "-o", str(out), env=env).returncode == 0
     html = out.read_text()
     assert re.search(r"<th>peak memory \(MB\)</th><td class=\"n\">12\.5", html), (
         "no peak memory in report html"

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.support.dashboard import Served, serving
+from tests.support.inprocess import invoke
 from tests.support.report_runs import Planned, build_run, strip_level
-from tests.support.services import run_cli
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def two_runs(sqlite_url: str) -> tuple[int, int]:
 
 
 def runs_of(url: str) -> list[dict[str, Any]]:
-    out = run_cli("runs", "--format", "json", env={"PACKSOLVE_DATABASE_URL": url})
+    out = invoke("runs", "--format", "json", env={"PACKSOLVE_DATABASE_URL": url})
     assert out.returncode == 0, out.stderr
     return list(json.loads(out.stdout))
 

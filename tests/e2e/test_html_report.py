@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.dashboard import CHROMIUM_ARGS
+from tests.support.inprocess import invoke
 from tests.support.report_runs import Planned, build_run, strip_level
-from tests.support.services import IN_CI, run_cli
+from tests.support.services import IN_CI
 
 pytestmark = pytest.mark.browser
 
@@ -72,7 +73,7 @@ def report(tmp_path: Path, sqlite_url: str) -> Path:
     fast = [Planned(lv, "solved", 0.05 * (i + 1), 0.05, 5 * i) for i, lv in enumerate(levels)]
     b = build_run(sqlite_url, fast, heuristic="warnsdorff", label=XSS)
     path = tmp_path / "report.html"
-    out = run_cli(
+    out = invoke(
         "report", "html", str(a), str(b), "-o", str(path), env={"PACKSOLVE_DATABASE_URL": sqlite_url}
     )
     assert out.returncode == 0, out.stderr

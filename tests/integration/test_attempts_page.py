@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy import text as sa_text
 
@@ -32,16 +31,11 @@ RUN = [
 ]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest) -> str:
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-
-
-def test_pages_sorted_by_any_column_either_way_make_up_the_whole_sorted_run(url: str) -> None:
+def test_pages_sorted_by_any_column_either_way_make_up_the_whole_sorted_run(db_url: str) -> None:
     """Pages of 3, concatenated, list the same levels in the same order as one read of the run
     sorted by that column then id (the database's own place for NULLs), filtered or not."""
-    run_id = build_run(url, RUN)
-    with session_scope(get_engine(url)) as session:
+    run_id = build_run(db_url, RUN)
+    with session_scope(get_engine(db_url)) as session:
         for sort, column in COLUMNS.items():
             for descending in (False, True):
                 for status in (None, "solved"):
@@ -73,13 +67,13 @@ TEXTS = [
 QUERIES = ["strip", "STRIP", "ip-", "100%", "p_s", '"no', "été", "ÉTÉ", "st", "%", "_", "zzz", "t"]
 
 
-def test_the_text_search_finds_what_like_finds_and_sqlite_reads_its_trigram_index(url: str) -> None:
+def test_the_text_search_finds_what_like_finds_and_sqlite_reads_its_trigram_index(db_url: str) -> None:
     run_id = build_run(
-        url,
+        db_url,
         [Planned(strip_level(i, name), "error", 0.1, message=m or "") for i, (name, m) in enumerate(TEXTS)],
     )
-    other = build_run(url, [Planned(strip_level(9, "strip-elsewhere"), "solved", 0.1)])
-    engine = get_engine(url)
+    other = build_run(db_url, [Planned(strip_level(9, "strip-elsewhere"), "solved", 0.1)])
+    engine = get_engine(db_url)
     with session_scope(engine) as session:
         # A message changed after the fact, and a run deleted: the index follows both.
         session.execute(
@@ -115,3 +109,43 @@ def test_the_text_search_finds_what_like_finds_and_sqlite_reads_its_trigram_inde
             )
             # Strip-North, strip_south, stripe-été, "strip nothing", "strip later"; not the deleted run's.
             assert indexed.scalar() == 5
+
+
+def test_the_text_search_finds_a_text_in_what_a_solver_printed_read_only_where_output_was_kept(
+    db_url: str,
+) -> None:
+    names = ["crashed", "chatty", "quiet"]
+    run_id = build_run(
+        db_url, [Planned(strip_level(i, n), "error", 0.1, message="boom") for i, n in enumerate(names)]
+    )
+    engine = get_engine(db_url)
+    printed = {
+        "crashed": ("Traceback\nZeroDivisionError: division by zero\n", None),
+        "chatty": (None, "100% done"),
+    }
+    with session_scope(engine) as session:
+        for name, (stderr, stdout) in printed.items():
+            session.execute(
+                update(Attempt)
+                .where(Attempt.run_id == run_id, Attempt.name == name)
+                .values(stderr=stderr, stdout=stdout)
+            )
+    with session_scope(engine) as session:
+        for text, expected in [
+            ("ZeroDivision", ["crashed"]),
+            ("100%", ["chatty"]),
+            ("boom", names),  # the message still
+            ("quiet", ["quiet"]),  # and the name
+            ("Traceback", ["crashed"]),
+            ("nowhere", []),
+        ]:
+            got = attempts_page(session, run_id, AttemptQuery(text=text))
+            assert [r["level"] for r in got["rows"]] == expected and got["matching"] == len(expected), text
+        if engine.dialect.name == "sqlite":
+            plan = session.execute(
+                sa_text(
+                    "EXPLAIN QUERY PLAN SELECT id FROM attempts WHERE run_id = 1 "
+                    "AND (stderr IS NOT NULL OR stdout IS NOT NULL)"
+                )
+            ).all()
+            assert any("ix_attempts_run_output" in str(row[-1]) for row in plan), plan

@@ -20,10 +20,10 @@ from sqlalchemy import update
 from packsolve.db.models import Attempt
 from packsolve.db.session import get_engine, session_scope
 from tests.support.chaos_pack import write_pack as write_chaos_pack
-from tests.support.cluster_audit import wait_until
 from tests.support.fencing import attempts, final_count, lease, running_count, scheduler_loop, submit
 from tests.support.forged import publish_json, sent_bodies
 from tests.support.services import private_redis, run_cli, wait_for_run
+from tests.support.waiting import wait_until
 
 COINS = [{"kind": "coins", "notes": [9, 1, 6, 3], "target": t} for t in (10, 12, 15, 18, 19, 40)]
 KEY = "a-cluster-key-of-the-test"
@@ -73,7 +73,9 @@ def test_a_task_killed_on_request_with_remote_control_enabled_costs_no_try(
     on = {"PACKSOLVE_WORKER_REMOTE_CONTROL": "1", "PACKSOLVE_LEASE_TTL": "4"}
     worker = start_worker(any_broker.url, sqlite_url, name, env=on)
     assert "remote control is on" in worker.log()
-    pack = str(write_chaos_pack(tmp_path, 2, ms=3000))
+    # 8 s a level: long enough for a loaded machine's inspect (a second or more a call) to see each
+    # task running before it ends (at 3 s one ended unseen at load 12).
+    pack = str(write_chaos_pack(tmp_path, 2, ms=8000))
     run_id = submit(env, pack, "--heuristic", "sleep", "--max-tries", "1", "--chunk-size", "1")
     outsider = control(any_broker.url)
     killed: set[str] = set()  # the levels whose task was killed, once each
@@ -198,21 +200,20 @@ def test_crafted_entries_in_redis_unacked_set_are_skipped_and_the_dead_workers_c
         assert {a.requeues for a in attempts(sqlite_url, run_id)} == {1}
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_the_check_takes_the_kind_the_cap_and_the_state_from_the_database_never_the_task(database, request):
+def test_the_check_takes_the_kind_the_cap_and_the_state_from_the_database_never_the_task(db_url):
     """Items 6 and 13 without a broker: what Admission.matching returns for altered and replayed tasks."""
     from dataclasses import replace
 
     from packsolve.db.models import Run
     from packsolve.db.runs import RunOptions, create_run
     from packsolve.execution import AttemptSpec, Limits
+    from packsolve.execution.spec import PendingAttempt
     from packsolve.levels import make_level
     from packsolve.planning import plan_levels
     from packsolve.queue.admission import Admission
-    from packsolve.queue.protocol import PendingAttempt, Task, TaskKeys
+    from packsolve.queue.protocol import Task, TaskKeys
 
-    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
-    engine = get_engine(url)
+    engine = get_engine(db_url)
     levels = [make_level(f"l{i}", lv) for i, lv in enumerate(COINS)]
     options = RunOptions(mode="distributed", heuristic="plain", time_limit=5.0, max_tries=3)
     with session_scope(engine) as s:

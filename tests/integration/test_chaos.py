@@ -21,7 +21,6 @@ import pytest
 import redis
 
 from tests.support.chaos_pack import audit, write_pack
-from tests.support.cluster_audit import wait_until
 from tests.support.services import (
     amqp_depth,
     child_env,
@@ -32,6 +31,7 @@ from tests.support.services import (
     run_cli,
     wait_for_run,
 )
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chaos_env")]
 
@@ -165,6 +165,36 @@ def test_a_broker_that_loses_its_queue_then_scheduler_once_finishes_every_level(
     assert figures["records"] == levels and figures["final"] == levels
     assert figures["lost"] == 0 and figures["duplicated"] == 0
     assert figures["statuses"] == {"solved": levels}
+
+
+def test_one_pass_sends_again_what_a_worker_gave_back_and_what_the_broker_lost(tmp_path, own_broker, pg_url):
+    """The tasks a pass sends again for attempts a worker gave back must not hide that the queue it
+    found was empty: the same pass also sends the attempts whose tasks the broker lost."""
+    from sqlalchemy import create_engine, text
+
+    from packsolve.db.workers import RELEASED
+
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": own_broker.url}
+    env["PACKSOLVE_SEND_SETTLE"] = "1"
+    run_id = submit(env, str(write_pack(tmp_path, 10, ms=1)), "--chunk-size", "1")  # no worker: 10 queued
+    own_broker.lose()
+    assert own_broker.depth() == 0
+    engine = create_engine(pg_url)
+    try:
+        with engine.begin() as conn:
+            # As a worker does with the attempts of a lost task it held: it gives them back.
+            conn.execute(
+                text("UPDATE attempts SET holder = :released WHERE run_id = :run AND seq < 4"),
+                {"released": RELEASED, "run": run_id},
+            )
+    finally:
+        engine.dispose()
+    sent = "SELECT count(*) FROM runs WHERE id = :run AND sent_at < now() - interval '1.5 seconds'"
+    assert wait_until(lambda: _count(pg_url, sent, run_id) == 1, 30)  # past the send settle
+    res = run_cli("scheduler", "--once", env=env)
+    assert res.returncode == 0, res.stderr
+    assert int(res.stderr.split("requeued ")[1].split(",")[0]) == 10, res.stderr
+    assert own_broker.depth() == 10
 
 
 def _begun(url: str, run_id: int) -> int:

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from tests.support.chaos_pack import write_pack
-from tests.support.services import run_cli, wait_for_run
+from tests.support.inprocess import invoke
+from tests.support.services import wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
@@ -28,11 +29,11 @@ def test_worker_survives_memout_recursion_budget_ignoring_and_crashing_solvers_a
         ([], "solved"),  # and then ordinary work goes on as before
     ]
     for args, expected in cases:
-        res = run_cli("submit", str(pack), "--time-limit", "5", *args, env=env)
+        res = invoke("submit", str(pack), "--time-limit", "5", *args, env=env)
         assert res.returncode == 0, res.stderr
         run_id = int(res.stdout.strip().splitlines()[-1])
         wait_for_run(sqlite_url, run_id, timeout=60)
-        records = [json.loads(line) for line in run_cli("export", str(run_id), env=env).stdout.splitlines()]
+        records = [json.loads(line) for line in invoke("export", str(run_id), env=env).stdout.splitlines()]
         assert [r["status"] for r in records] == [expected] * 2, records
         assert all(r["tries"] == 1 and r["worker"] == "w1@test" for r in records)
         assert all(r["message"] for r in records if expected != "solved")

@@ -8,7 +8,8 @@ import time
 import pytest
 import redis
 
-from packsolve.db.attempts import ClaimBy, Result, claim_many, record
+from packsolve.attempt import Result
+from packsolve.db.attempts import ClaimBy, claim_many, record
 from packsolve.db.models import Attempt
 from packsolve.db.runs import PlannedAttempt, RunOptions, create_run
 from packsolve.db.session import get_engine, session_scope
@@ -17,7 +18,9 @@ from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.planning import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run
 from packsolve.settings import resolve
 from tests.support.chaos_pack import write_pack
-from tests.support.services import run_cli, wait_for_run
+from tests.support.inprocess import invoke
+from tests.support.services import wait_for_run
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
@@ -36,7 +39,7 @@ def queue_messages(broker: str) -> list[dict]:
 
 
 def submit(env: dict[str, str], *args: str) -> tuple[int, str]:
-    res = run_cli("submit", *args, env=env)
+    res = invoke("submit", *args, env=env)
     assert res.returncode == 0, res.stderr
     return int(res.stdout.strip().splitlines()[-1]), res.stderr
 
@@ -68,7 +71,7 @@ def test_chunk_size_without_history_follows_level_size(sqlite_url):
 def plan_run_of(db: str, levels: list[dict]):
     run_id, planned = make_run(db, levels)
     from packsolve.execution import AttemptSpec, Limits
-    from packsolve.queue.protocol import PendingAttempt
+    from packsolve.execution.spec import PendingAttempt
 
     return [
         PendingAttempt(p.level.hash, AttemptSpec("chaos", "sleep", p.level.data, Limits(5)), p.level.name)
@@ -133,18 +136,16 @@ def test_results_of_a_chunk_are_written_during_the_chunk_not_only_at_its_end(
     run_id, _ = submit(env, str(write_pack(tmp_path, 8, ms=300)), "--chunk-size", "8", "--time-limit", "10")
     start_worker(broker, sqlite_url, "solo@test")
     engine = get_engine(sqlite_url)
-    seen_partial = False
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    seen: set[int] = set()  # how many were solved, each time the database was looked at
+
+    def all_solved() -> bool:
         with session_scope(engine) as s:
             statuses = [a.status for a in s.query(Attempt).filter(Attempt.run_id == run_id)]
-        final = sum(1 for st in statuses if st == "solved")
-        if 0 < final < 8:
-            seen_partial = True
-        if final == 8:
-            break
-        time.sleep(0.05)
-    assert seen_partial
+        seen.add(sum(1 for st in statuses if st == "solved"))
+        return 8 in seen
+
+    wait_until(all_solved, 60, every=0.05)
+    assert any(0 < final < 8 for final in seen), seen
     wait_for_run(sqlite_url, run_id, timeout=5)
     with session_scope(engine) as s:
         rows = sorted(s.query(Attempt).filter(Attempt.run_id == run_id), key=lambda a: a.started_at)
@@ -166,9 +167,10 @@ def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_inter
     1 ms one waits in the buffer (batching pays for tiny attempts only), then lands with the run's end."""
     from packsolve.db.models import Run
     from packsolve.execution import AttemptSpec
+    from packsolve.execution.spec import PendingAttempt
     from packsolve.queue.consumer import WorkerProcess
-    from packsolve.queue.protocol import PendingAttempt, decode, encode
-    from packsolve.queue.results import FLUSH_EVERY_S
+    from packsolve.queue.protocol import decode, encode
+    from packsolve.settings import DEFAULT_RESULT_FLUSH_S
 
     run_id, planned = make_run(
         sqlite_url, [{"kind": "chaos", "id": 0, "ms": 300}, {"kind": "chaos", "id": 1, "ms": 1}]
@@ -188,7 +190,7 @@ def test_a_long_attempt_is_written_at_once_and_a_tiny_one_within_the_flush_inter
     assert status(long.level_hash) == "solved"
     run_task(decode(encode(run_id, [tiny], 5)))
     assert status(tiny.level_hash) == "running"
-    time.sleep(FLUSH_EVERY_S + 0.75)
+    time.sleep(DEFAULT_RESULT_FLUSH_S + 0.75)
     assert status(tiny.level_hash) == "solved"
     with session_scope(engine) as s:
         assert s.get(Run, run_id).finished_at is not None
@@ -200,9 +202,10 @@ def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_a
     not claimed: its row stays queued until its result's write counts its try (and it gets no
     deadline). A message Redis delivers again (its worker died) is claimed first."""
     from packsolve.execution import AttemptSpec
+    from packsolve.execution.spec import PendingAttempt
     from packsolve.queue.consumer import WorkerProcess
-    from packsolve.queue.protocol import PendingAttempt, decode, encode
-    from packsolve.queue.results import FLUSH_EVERY_S
+    from packsolve.queue.protocol import decode, encode
+    from packsolve.settings import DEFAULT_RESULT_FLUSH_S
 
     run_id, planned = make_run(sqlite_url, [{"kind": "chaos", "id": i, "ms": 1} for i in range(3)])
     engine = get_engine(sqlite_url)
@@ -222,7 +225,7 @@ def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_a
     assert (row(tiny).status, row(tiny).tries) == ("queued", 0)
     run_task(decode(encode(run_id, [again], 5)), redelivered=True)
     assert (row(again).status, row(again).tries) == ("running", 1)
-    time.sleep(FLUSH_EVERY_S + 0.75)
+    time.sleep(DEFAULT_RESULT_FLUSH_S + 0.75)
     rows = [row(item) for item in (first, tiny, again)]
     assert [(a.status, a.tries, a.worker) for a in rows] == [("solved", 1, "here@test")] * 3
     assert [a.deadline is not None for a in rows] == [True, False, True]

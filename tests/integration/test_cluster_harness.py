@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.cluster_audit import wait_until
 from tests.support.netns import PREFIX, STATE_ROOT, SUBNET, missing_tools, netns_list, network, sweep_stale
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.netns
 
@@ -100,10 +100,11 @@ def test_freeze_stops_every_process_of_a_host_and_thaw_resumes_them(netns_cluste
         def states() -> set[str]:
             return {Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] for pid in w2.pids()}
 
+        # A signal takes effect when its process next runs: on a loaded machine, not at once.
         c.net.freeze(w2.name)
-        assert states() == {"T"}
+        assert wait_until(lambda: states() == {"T"}, 10), states()
         c.net.thaw(w2.name)
-        assert "T" not in states()
+        assert wait_until(lambda: "T" not in states(), 10), states()
     finally:
         c.net.thaw(w2.name)
         os.killpg(proc.pid, signal.SIGKILL)
@@ -132,26 +133,44 @@ def test_a_process_forked_inside_the_cluster_block_still_dies_of_sigterm(netns_c
     # The block turns SIGTERM into an exception for its own teardown; a forked child (a later
     # test's multiprocessing pool, whose terminate() sends SIGTERM) must not inherit that, or a
     # child unwinding while it holds the pool's queue lock hangs the test that made the pool.
+    assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, signal.SIG_DFL)  # the block's own
     ctx = multiprocessing.get_context("fork")
     running = ctx.Event()
     child = ctx.Process(target=_sleep_when_set, args=(running,))
     child.start()
-    # Python drops a signal its handler caught before the child's after-fork reset: wait past it.
-    assert running.wait(10)
-    child.terminate()
-    child.join(10)
-    assert child.exitcode == -signal.SIGTERM
+    try:
+        # Python drops a signal its handler caught before the child's after-fork reset: wait past it.
+        assert running.wait(10)
+        child.terminate()
+        child.join(30)
+        assert child.exitcode == -signal.SIGTERM, _signal_state(child.pid)
+    finally:
+        if child.exitcode is None:
+            child.kill()
+            child.join(10)
 
 
-def test_a_network_is_torn_down_even_when_its_block_fails():
+def _signal_state(pid: int | None) -> str:
+    """Return what the kernel says of pid's state and signal dispositions (why it did not die)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"no /proc entry for {pid}: {exc}"
+    return "; ".join(line for line in lines if line.split(":")[0] in {"State", "SigBlk", "SigIgn", "SigCgt"})
+
+
+def test_a_network_is_torn_down_even_when_its_block_fails(tmp_path):
+    log = tmp_path / "sleep.log"  # outside the network's state, which the teardown removes
     with pytest.raises(RuntimeError, match="boom"), network() as net:
         host = net.add_host("lone")
-        proc = host.popen(["sleep", "300"], net.state / "sleep.log")
+        proc = host.popen(["sleep", "300"], log)
         token, state = net.token, net.state
         raise RuntimeError("boom")
-    assert not [n for n in netns_list() if token in n]
-    assert not state.exists()
-    assert proc.wait(10) == -signal.SIGKILL
+    left = [n for n in netns_list() if token in n]
+    assert not left, left
+    assert not state.exists(), sorted(state.iterdir())
+    code = proc.wait(10)
+    assert code == -signal.SIGKILL, f"exit {code}: {log.read_text()}"
 
 
 def test_a_killed_owner_s_network_is_torn_down_by_its_reaper(tmp_path):

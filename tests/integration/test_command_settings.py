@@ -42,14 +42,9 @@ def invoke(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str
 
 
 @pytest.fixture
-def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def here(clean_cwd: Path) -> Path:
     """An empty working directory of the test's own: no packsolve.toml but the test's."""
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    for name in settings.SPECS:
-        monkeypatch.delenv(settings.env_name(name), raising=False)
-    return cwd
+    return clean_cwd
 
 
 @pytest.mark.parametrize("args", READERS, ids=[" ".join(a) for a in READERS])
@@ -130,10 +125,11 @@ def test_one_bad_setting_stops_every_command_in_one_line_before_it_touches_anyth
 
 def test_every_command_with_a_setting_flag_receives_the_resolved_settings():
     """A command with --database-url (or another flag that is a setting) must take its Settings from the
-    command line (@pass_settings, or settings_of for a group that runs on its own), never read its own."""
-    from packsolve.cli.group import pass_settings, setting_flag
+    command line's Invocation (@pass_invocation, or invocation_of for a group that runs on its own), never
+    read its own."""
+    from packsolve.cli.group import pass_invocation, setting_flag
 
-    passes = pass_settings(lambda: None).__code__
+    passes = pass_invocation(lambda: None).__code__
     found = []
 
     def walk(command, path):
@@ -152,9 +148,9 @@ def test_every_command_with_a_setting_flag_receives_the_resolved_settings():
 
 
 def _receives_settings(callback, passes) -> bool:
-    """Whether callback, or a function it wraps, is pass_settings' wrapper or calls settings_of."""
+    """Whether callback, or a function it wraps, is pass_invocation's wrapper or calls invocation_of."""
     while callback is not None:
-        if callback.__code__ is passes or "settings_of" in callback.__code__.co_names:
+        if callback.__code__ is passes or "invocation_of" in callback.__code__.co_names:
             return True
         callback = getattr(callback, "__wrapped__", None)
     return False

@@ -5,27 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 
-from packsolve.db import compare_figures
 from packsolve.db.catalog import delete_run
-from packsolve.db.compare_figures import _kept, read_figures
-from packsolve.db.models import Attempt, CompareFigures, Run
+from packsolve.db.models import Attempt, Run, RunSnapshot
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine, session_scope
 from packsolve.db.workers import now_sql
+from packsolve.figures import compare_pairs
+from packsolve.figures.compare_pairs import _kept, read_figures
+from packsolve.figures.finished import catch_up
 from packsolve.levels import make_level
 from packsolve.outcome import SUCCESS_VALUES
 from packsolve.report.compare import Slice, compare_page, compare_runs, limits_differ, page_of
 from packsolve.web import pages
-from packsolve.web.cache import FinishedRuns, Recent
+from packsolve.web.cache import Caches, FinishedRuns, Recent
 from tests.support.report_runs import Planned, build_run, strip_level
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest) -> str:
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-
 
 STRIPS = [strip_level(i) for i in range(8)]
 SUDOKUS = [make_level(f"s{i}", {"kind": "sudoku", "grid": str(i + 1) + "." * 80}) for i in range(3)]
@@ -90,7 +85,7 @@ def python_footer(rows: list[Any], col: int, runs: list[Run]) -> dict[str, Any]:
         "speedup": round(base_t / this_t, 3) if comparable and both and this_t > 0 else None,
         "par2_speedup": round(base_p / this_p, 3) if comparable and shared and this_p > 0 else None,
         "common_levels": len(common),
-        "common_par2_s": common_this,
+        "common_par2_s": common_this if common else None,  # no level every run scored: missing
         "common_speedup": round(common_base / common_this, 3)
         if comparable and common and common_this
         else None,
@@ -98,11 +93,11 @@ def python_footer(rows: list[Any], col: int, runs: list[Run]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("kind", [None, "sudoku"])
-def test_the_sql_footer_equals_the_footer_over_the_rows(url: str, kind: str | None) -> None:
-    a = build_run(url, RUN_A, time_limit=10.0)
-    b = build_run(url, RUN_B, time_limit=5.0)  # other limits: no speedup, no PAR-2 ratios
-    c = build_run(url, RUN_C, time_limit=10.0)
-    with session_scope(get_engine(url)) as session:
+def test_the_sql_footer_equals_the_footer_over_the_rows(db_url: str, kind: str | None) -> None:
+    a = build_run(db_url, RUN_A, time_limit=10.0)
+    b = build_run(db_url, RUN_B, time_limit=5.0)  # other limits: no speedup, no PAR-2 ratios
+    c = build_run(db_url, RUN_C, time_limit=10.0)
+    with session_scope(get_engine(db_url)) as session:
         for ids in ([a, b], [a, c], [a, b, c], [c, a]):
             runs = [session.get(Run, i) for i in ids]
             data = compare_runs(session, runs, kind=kind)
@@ -115,10 +110,10 @@ def test_the_sql_footer_equals_the_footer_over_the_rows(url: str, kind: str | No
                 assert data["footer"][1]["speedup"] == pytest.approx(0.5 / 0.3, abs=1e-3)
 
 
-def test_pages_of_rows_follow_compare_runs_order_and_filters(url: str) -> None:
-    a = build_run(url, RUN_A, time_limit=10.0)
-    b = build_run(url, RUN_B, time_limit=10.0)
-    with session_scope(get_engine(url)) as session:
+def test_pages_of_rows_follow_compare_runs_order_and_filters(db_url: str) -> None:
+    a = build_run(db_url, RUN_A, time_limit=10.0)
+    b = build_run(db_url, RUN_B, time_limit=10.0)
+    with session_scope(get_engine(db_url)) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
         for differs in (False, True):
             for kind in (None, "onestroke"):
@@ -146,9 +141,10 @@ def _footer(url: str, ids: list[int]) -> list[Any]:
 
 
 def _kept_rows(url: str, a: int, b: int) -> int:
+    """Return how many kinds' figures are kept for the pair (a, b), whether they still hold or not."""
     with session_scope(get_engine(url)) as session:
-        where = (CompareFigures.run_a == a, CompareFigures.run_b == b)
-        return int(session.scalar(select(func.count()).select_from(CompareFigures).where(*where)) or 0)
+        where = (RunSnapshot.run_id == b, RunSnapshot.name.startswith(f"compare/{a}@"))
+        return sum(len(payload) for payload in session.scalars(select(RunSnapshot.payload).where(*where)))
 
 
 def _set_status(url: str, run_id: int, level_hash: str, status: str) -> None:
@@ -160,28 +156,28 @@ def _set_status(url: str, run_id: int, level_hash: str, status: str) -> None:
         )
 
 
-def test_a_finished_pair_is_kept_and_read_again_once_resumed_or_deleted(url: str) -> None:
-    a = build_run(url, RUN_A, time_limit=10.0)
-    b = build_run(url, RUN_B, time_limit=10.0)
-    _finish(url, a, "now")
-    _finish(url, b, "")  # b still going: its figures are read every time, never kept
-    first = _footer(url, [a, b])
-    assert _kept_rows(url, a, b) == 0
-    _set_status(url, b, STRIPS[1].hash, "solved")
-    assert _footer(url, [a, b])[1]["solved"] == first[1]["solved"] + 1
-    _finish(url, b, "now")
-    finished = _footer(url, [a, b])
-    assert _kept_rows(url, a, b) == 2  # one row per kind
+def test_a_finished_pair_is_kept_and_read_again_once_resumed_or_deleted(db_url: str) -> None:
+    a = build_run(db_url, RUN_A, time_limit=10.0)
+    b = build_run(db_url, RUN_B, time_limit=10.0)
+    _finish(db_url, a, "now")
+    _finish(db_url, b, "")  # b still going: its figures are read every time, never kept
+    first = _footer(db_url, [a, b])
+    assert _kept_rows(db_url, a, b) == 0
+    _set_status(db_url, b, STRIPS[1].hash, "solved")
+    assert _footer(db_url, [a, b])[1]["solved"] == first[1]["solved"] + 1
+    _finish(db_url, b, "now")
+    finished = _footer(db_url, [a, b])
+    assert _kept_rows(db_url, a, b) == 2  # one row per kind
     # A finished run's attempts do not change; changed behind its back, the kept figures show.
-    _set_status(url, b, STRIPS[0].hash, "error")
-    assert _footer(url, [a, b]) == finished
+    _set_status(db_url, b, STRIPS[0].hash, "error")
+    assert _footer(db_url, [a, b]) == finished
     # Resumed and finished again (another finished_at): read again.
-    _finish(url, b, "")
-    _finish(url, b, "now")
-    assert _footer(url, [a, b])[1]["solved"] == finished[1]["solved"] - 1
-    with session_scope(get_engine(url)) as session:
+    _finish(db_url, b, "")
+    _finish(db_url, b, "now")
+    assert _footer(db_url, [a, b])[1]["solved"] == finished[1]["solved"] - 1
+    with session_scope(get_engine(db_url)) as session:
         delete_run(session, b)
-    assert _kept_rows(url, a, b) == 0
+    assert _kept_rows(db_url, a, b) == 0
 
 
 def _aggregates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
@@ -190,31 +186,35 @@ def _aggregates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
     Only reads made through the module (compare_figures, keep_rerun_pairs), not the tests' own.
     """
     seen: list[tuple[int, ...]] = []
-    real = compare_figures.read_figures
+    real = compare_pairs.read_figures
 
     def spy(db: Any, runs: Any) -> Any:
         seen.append(tuple(r.id for r in runs))
         return real(db, runs)
 
-    monkeypatch.setattr(compare_figures, "read_figures", spy)
+    monkeypatch.setattr(compare_pairs, "read_figures", spy)
     return seen
 
 
 def test_a_rerun_finished_has_its_compare_with_its_parent_kept_at_once(
-    url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Stamping a rerun finished keeps its pair with its parent: the first compare reads it, not the runs.
+    """A rerun finished has its pair with its parent kept by the scheduler's pass: the first compare reads it.
 
-    A parent resumed and finished again has its pair with its finished rerun kept again.
+    A parent resumed and finished again has its pair with its finished rerun kept again. The finish
+    itself reads no pair.
     """
-    a = build_run(url, RUN_B, time_limit=10.0)  # every attempt recorded: finished by record()
-    b = build_run(url, RUN_C, time_limit=10.0, parent=a)
-    assert _kept_rows(url, a, b) == 2  # one row per kind, kept by the finish itself
-    engine = get_engine(url)
+    a = build_run(db_url, RUN_B, time_limit=10.0)  # every attempt recorded: finished by record()
+    b = build_run(db_url, RUN_C, time_limit=10.0, parent=a)
+    assert _kept_rows(db_url, a, b) == 0  # the finish keeps nothing
+    engine = get_engine(db_url)
+    with session_scope(engine) as session:
+        assert sorted(catch_up(session) + catch_up(session)) == [a, b]  # two scheduler passes, a run each
+    assert _kept_rows(db_url, a, b) == 2  # both kinds' figures
     with session_scope(engine) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
         assert all(r is not None and r.finished_at is not None for r in runs)
-        assert _kept(session, a, b) == read_figures(session, runs)  # what a recount gives
+        assert _kept(session, *runs) == read_figures(session, runs)  # what a recount gives
     aggregates = _aggregates(monkeypatch)
     with session_scope(engine) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
@@ -223,30 +223,32 @@ def test_a_rerun_finished_has_its_compare_with_its_parent_kept_at_once(
             (0.25 + 1.0) / (0.3 + 3.0), abs=1e-3
         )  # strips 0 and 2
         assert aggregates == []  # the first compare of the pair read the kept figures
-    _finish(url, a, "")  # the parent resumed: its pair no longer holds
-    _set_status(url, a, STRIPS[0].hash, "error")
+    _finish(db_url, a, "")  # the parent resumed: its pair no longer holds
+    _set_status(db_url, a, STRIPS[0].hash, "error")
     with session_scope(engine) as session:
         assert finish_run_if_done(session, a)
-    assert len(aggregates) == 1  # its finish read the pair again, once
+    assert aggregates == []  # its finish reads no pair
+    with session_scope(engine) as session:
+        assert catch_up(session) == [a]
+    assert len(aggregates) == 1  # the scheduler's pass read the pair again, once
     with session_scope(engine) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
-        kept = _kept(session, a, b)
+        kept = _kept(session, *runs)
         assert kept is not None and kept == read_figures(session, runs)
         assert compare_runs(session, runs)["footer"][0]["solved"] == 2  # strips 2 and 7 of RUN_B
-    assert len(aggregates) == 1  # the compare read what the finish kept (the recount above is not counted)
+    assert len(aggregates) == 1  # the compare read what the pass kept (the recount above is not counted)
 
 
 def test_the_dashboard_reads_a_set_of_finished_runs_once_and_a_running_one_every_few_seconds(
-    url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Fresh caches: the module's own are shared by every test of this process. A minute for the
-    # dashboard's 5 s, so that a loaded machine does not see the figures expire within the test.
-    monkeypatch.setattr(pages, "KEPT", FinishedRuns())
-    monkeypatch.setattr(pages, "RECENT", Recent(ttl=60.0))
-    a = build_run(url, RUN_B, time_limit=10.0)
-    b = build_run(url, RUN_C, time_limit=10.0)
-    c = build_run(url, RUN_A, time_limit=10.0)  # a queued attempt: still going
-    engine = get_engine(url)
+    # A dashboard's caches, with a minute for its 5 s, so that a loaded machine does not see the
+    # figures expire within the test.
+    caches = Caches(FinishedRuns(), Recent(ttl=60.0))
+    a = build_run(db_url, RUN_B, time_limit=10.0)
+    b = build_run(db_url, RUN_C, time_limit=10.0)
+    c = build_run(db_url, RUN_A, time_limit=10.0)  # a queued attempt: still going
+    engine = get_engine(db_url)
     aggregates = _aggregates(monkeypatch)
 
     def dashboard(ids: list[int]) -> tuple[Any, float | None, Any]:
@@ -254,7 +256,7 @@ def test_the_dashboard_reads_a_set_of_finished_runs_once_and_a_running_one_every
         for _ in range(3):
             with session_scope(engine) as session:
                 runs = [session.get(Run, i) for i in ids]
-                figures, age = pages._compare_figures(session, runs)
+                figures, age = pages._compare_figures(caches, session, runs)
         reads = len(aggregates)
         with session_scope(engine) as session:
             recount = read_figures(session, [session.get(Run, i) for i in ids])
@@ -264,10 +266,10 @@ def test_the_dashboard_reads_a_set_of_finished_runs_once_and_a_running_one_every
     figures, age, recount = dashboard([a, b, c])
     assert figures == recount and age is not None and 0 <= age < 60
     assert len(aggregates) == 1  # three requests, one aggregate: the run going is read once a while
-    _set_status(url, c, STRIPS[0].hash, "timeout")
+    _set_status(db_url, c, STRIPS[0].hash, "timeout")
     figures, age, recount = dashboard([a, b, c])
     assert figures != recount and len(aggregates) == 1  # a few seconds old, as the page says
-    _finish(url, c, "now")
+    _finish(db_url, c, "now")
     figures, age, recount = dashboard([a, b, c])
     assert figures == recount and age is None  # finished: exact, kept
     assert len(aggregates) == 2
@@ -275,6 +277,6 @@ def test_the_dashboard_reads_a_set_of_finished_runs_once_and_a_running_one_every
     assert len(aggregates) == 2  # kept: no aggregate however often the page is asked
     with session_scope(engine) as session:
         runs = [session.get(Run, i) for i in (a, c)]
-        figures, age = pages._compare_figures(session, runs)
+        figures, age = pages._compare_figures(caches, session, runs)
         page = page_of(session, runs, figures, Slice(False, None, 0, 5), age)
         assert page["footer"] == compare_runs(session, runs)["footer"] and page["figures_age_s"] is None

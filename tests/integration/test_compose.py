@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -23,9 +24,10 @@ from packsolve.cli import cli
 from tests.support.chaos_pack import write_pack
 from tests.support.compose_stack import SECRETS, flower_get, secret_values
 from tests.support.services import IN_CI, run_cli
+from tests.support.waiting import wait_for, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = {"redis", "postgres", "migrate", "worker", "scheduler", "flower", "cli"}
+SERVICES = {"redis", "postgres", "migrate", "worker", "scheduler", "flower", "cli", "prometheus", "metrics"}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +93,8 @@ def resolved_services(compose: str) -> dict[str, str]:
 def test_compose_file_is_valid_for_docker_compose(compose):
     res = run_compose(compose, ROOT / "docker-compose.yml", "config", "-q")
     assert res.returncode == 0, res.stderr
-    res = run_compose(compose, ROOT / "docker-compose.yml", "--profile", "cli", "config", "--services")
+    profiles = ("--profile", "cli", "--profile", "monitoring")
+    res = run_compose(compose, ROOT / "docker-compose.yml", *profiles, "config", "--services")
     assert set(res.stdout.split()) == SERVICES
 
 
@@ -144,7 +147,8 @@ def test_flower_monitors_the_same_broker(compose):
 
 
 def test_commands_the_compose_file_runs_exist():
-    for argv in (["db", "upgrade", "--help"], ["worker", "--help"], ["scheduler", "--help"]):
+    commands = (["db", "upgrade"], ["worker"], ["scheduler"], ["metrics"])
+    for argv in ([*command, "--help"] for command in commands):
         res = CliRunner().invoke(cli, argv)
         assert res.exit_code == 0, (argv, res.output)
 
@@ -182,6 +186,8 @@ def test_published_ports_are_bound_to_loopback_unless_the_user_opts_in(compose):
     services = resolved_services(compose)
     for name, port in (("redis", 6379), ("postgres", 5432), ("flower", 5555)):
         assert f"127.0.0.1:{port}:{port}" in services[name].replace(" ", ""), services[name]
+    monitoring = run_compose(compose, ROOT / "docker-compose.yml", "--profile", "monitoring", "config")
+    assert "127.0.0.1:9090:9090" in monitoring.stdout.replace(" ", ""), monitoring.stdout
     opted = run_compose(
         compose, ROOT / "docker-compose.yml", "config", variables={**secret_values(), "REDIS_BIND": "0.0.0.0"}
     )
@@ -199,9 +205,9 @@ def test_services_take_the_secrets_and_no_default_credential_remains(compose):
     pg_url = f"postgresql://packsolve:{values['POSTGRES_PASSWORD']}@postgres:5432/packsolve"
     assert f"--requirepass {values['REDIS_PASSWORD']}" in resolved
     assert f"--basic-auth={values['FLOWER_BASIC_AUTH']}" in resolved and f"--broker={redis_url}" in resolved
-    for name in ("migrate", "worker", "scheduler", "cli"):
+    for name in ("migrate", "worker", "scheduler", "cli", "metrics"):
         assert "PACKSOLVE_TASK_KEY:" in services[name] and "PACKSOLVE_BROKER_URL: redis://:" in services[name]
-    assert resolved.count(f"PACKSOLVE_TASK_KEY: {values['PACKSOLVE_TASK_KEY']}") == 5  # + flower's image env
+    assert resolved.count(f"PACKSOLVE_TASK_KEY: {values['PACKSOLVE_TASK_KEY']}") == 6  # + flower's image env
     assert resolved.count(redis_url) >= 5 and resolved.count(pg_url) >= 4
 
 
@@ -284,3 +290,37 @@ def redis_calls(broker: redis.Redis) -> int:
     """Return the commands Redis has executed since it started (INFO commandstats)."""
     stats = broker.info("commandstats")
     return sum(int(v["calls"]) for v in stats.values())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_monitoring_profile_brings_up_prometheus_scraping_packsolve(compose_up):
+    """`--profile monitoring`: Prometheus finds packsolve's target up; what it scraped is the database's."""
+    stack = compose_up
+
+    def target() -> dict[str, Any] | None:
+        active = stack.prometheus("targets")["activeTargets"]
+        found = [t for t in active if t["labels"].get("job") == "packsolve"]
+        return found[0] if found and found[0]["health"] == "up" else None
+
+    up = wait_for(target, timeout=120, every=2, what="Prometheus's packsolve target up")
+    assert up["scrapeUrl"].endswith(":9787/metrics"), up
+    # The figures Prometheus keeps are what packsolve read from the database and the broker.
+    assert _sample(stack, "packsolve_broker_up") == 1.0
+
+    def attempts_agree() -> bool:
+        (count,) = stack.sql("SELECT count(*) FROM attempts")[0]
+        return _sample(stack, "sum(packsolve_attempts)") == float(count)
+
+    assert wait_until(attempts_agree, timeout=90, every=3), (
+        _sample(stack, "sum(packsolve_attempts)"),
+        stack.sql("SELECT count(*) FROM attempts"),
+    )
+
+
+def _sample(stack: Any, query: str) -> float | None:
+    """Return the one value of a Prometheus instant query, or None if it has no sample."""
+    import urllib.parse
+
+    result = stack.prometheus("query?query=" + urllib.parse.quote(query))["result"]
+    return float(result[0]["value"][1]) if result else None

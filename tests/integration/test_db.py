@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import inspect, select
 
-from packsolve.db.attempts import ClaimBy, Result, claim_many, record
+from packsolve.attempt import ClaimVerdict, Result
+from packsolve.db.attempts import ClaimBy, claim_many, record
 from packsolve.db.migrate import current_revision, head_revision, upgrade
 from packsolve.db.models import Attempt, Run
 from packsolve.db.runs import RunOptions, create_run, status_counts
@@ -20,11 +21,6 @@ LEVELS = [
     make_level("b", {"kind": "onestroke", "grid": ["S.", ".."]}),
     make_level("bad", {"kind": "onestroke", "grid": ["S?"]}),
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request):
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 def test_migrations_create_the_schema_once(db_url):
@@ -55,13 +51,17 @@ def test_results_are_idempotent_and_a_late_duplicate_never_overwrites(db_url):
         run_id = create_run(s, plan_levels(LEVELS[:2], None).attempts, RunOptions(mode="distributed"))
     a, b = LEVELS[0].hash, LEVELS[1].hash
     with session_scope(engine) as s:
-        assert claim_many(s.connection(), run_id, [a], ClaimBy("w1", max_tries=3)).verdicts == {a: "run"}
+        assert claim_many(s.connection(), run_id, [a], ClaimBy("w1", max_tries=3)).verdicts == {
+            a: ClaimVerdict.RUN
+        }
         first = Outcome(Status.SOLVED, [[0, 0], [0, 1], [0, 2]], SearchStats(3, 0.1, 0.1, 10))
         assert record(s, [Result(run_id, a, first, 3, "w1")]) == 1
     with session_scope(engine) as s:
         late = Outcome(Status.TIMEOUT, None, SearchStats(99, 9, 9, 9), "late duplicate")
         assert record(s, [Result(run_id, a, late, None, "w2")]) == 0
-        assert claim_many(s.connection(), run_id, [a], ClaimBy("w2", max_tries=3)).verdicts == {a: "skip"}
+        assert claim_many(s.connection(), run_id, [a], ClaimBy("w2", max_tries=3)).verdicts == {
+            a: ClaimVerdict.SKIP
+        }
         row = s.scalars(select(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == a)).one()
         assert (row.status, row.worker, row.nodes) == ("solved", "w1", 3)
         assert s.get(Run, run_id).finished_at is None  # b still queued
@@ -82,7 +82,7 @@ def test_a_task_delivered_too_often_becomes_lost(db_url):
             claim_many(s.connection(), run_id, [h], ClaimBy(f"w{i}", max_tries=2)).verdicts[h]
             for i in range(3)
         ]
-        assert verdicts == ["run", "run", "lost"]
+        assert verdicts == [ClaimVerdict.RUN, ClaimVerdict.RUN, ClaimVerdict.LOST]
         row = s.scalars(select(Attempt).where(Attempt.run_id == run_id)).one()
         assert row.status == "lost" and row.tries == 2 and "started 2 times" in row.message
         assert s.get(Run, run_id).finished_at is not None

@@ -9,18 +9,20 @@ import pytest
 
 from packsolve.levels import read_levels
 from packsolve.puzzles import get_kind
+from tests.support.inprocess import invoke
 from tests.support.packs import make_pack
-from tests.support.services import run_cli, wait_for_run
+from tests.support.services import wait_for_run
+from tests.support.waiting import stretched
 
 
 def submit(pack, env, *args):
-    res = run_cli("submit", str(pack), *args, env=env)
+    res = invoke("submit", str(pack), *args, env=env)
     assert res.returncode == 0, res.stderr
     return int(res.stdout.strip().splitlines()[-1])
 
 
 def export(env, run_id):
-    res = run_cli("export", str(run_id), env=env)
+    res = invoke("export", str(run_id), env=env)
     assert res.returncode == 0, res.stderr
     return [json.loads(line) for line in res.stdout.splitlines()]
 
@@ -37,9 +39,7 @@ def check_records(pack, records):
             assert r["tries"] == 1 and r["worker"] in ("w1@test", "w2@test")
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_submit_to_two_workers_end_to_end(database, request, tmp_path, broker, start_worker):
-    db_url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
+def test_submit_to_two_workers_end_to_end(db_url, tmp_path, broker, start_worker):
     env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
     pack = make_pack(tmp_path)
     start_worker(broker, db_url, "w1@test")
@@ -47,7 +47,7 @@ def test_submit_to_two_workers_end_to_end(database, request, tmp_path, broker, s
     run_id = submit(pack, env, "--time-limit", "10")
     wait_for_run(db_url, run_id, timeout=60)
     check_records(pack, export(env, run_id))
-    res = run_cli("report", "summary", str(run_id), "--format", "json", env=env)
+    res = invoke("report", "summary", str(run_id), "--format", "json", env=env)
     summary = json.loads(res.stdout)
     assert summary["solved"] == 4 and summary["state"] == "finished" and summary["mode"] == "distributed"
 
@@ -70,14 +70,14 @@ def test_timeout_under_a_one_second_limit_then_the_same_worker_solves_the_next(
     assert hard["status"] == "timeout" and 1.0 <= hard["wall_s"] < 3.0
     assert easy["status"] == "solved"
     assert hard["worker"] == easy["worker"] == "solo@test"
-    assert time.monotonic() - start < 15
+    assert time.monotonic() - start < stretched(15)
     assert w.proc.poll() is None  # the worker lives on
 
 
 def test_submit_fails_clearly_when_the_broker_is_unreachable(tmp_path, sqlite_url):
     pack = make_pack(tmp_path)
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": "redis://127.0.0.1:1/0"}
-    res = run_cli("submit", str(pack), env=env, timeout=60)
+    res = invoke("submit", str(pack), env=env)
     assert res.returncode != 0 and "cannot reach the broker" in res.stderr
 
 

@@ -19,9 +19,12 @@ import pytest
 
 from packsolve.db.runs import status_counts
 from packsolve.db.session import get_engine, session_scope
+from packsolve.execution import cgroups
 from packsolve.masking import mask_url
+from tests.support.inprocess import invoke
 from tests.support.programs import PROGRAMS, alive, toml_for, write_programs
-from tests.support.services import run_cli, wait_for_run
+from tests.support.services import wait_for_run
+from tests.support.waiting import wait_until
 
 LEVELS = [
     {"kind": "coins", "notes": [9, 1, 6, 3], "target": 10},
@@ -37,19 +40,19 @@ def write_pack(tmp_path, levels, name="pack.jsonl"):
 
 
 def submit(env, *args):
-    res = run_cli("submit", *args, env=env)
+    res = invoke("submit", *args, env=env)
     assert res.returncode == 0, res.stderr
     return int(res.stdout.strip().splitlines()[-1])
 
 
 def summary(env, run_id):
-    res = run_cli("report", "summary", str(run_id), "--format", "json", env=env)
+    res = invoke("report", "summary", str(run_id), "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
 
 def export(env, run_id):
-    res = run_cli("export", str(run_id), env=env)
+    res = invoke("export", str(run_id), env=env)
     assert res.returncode == 0, res.stderr
     return [json.loads(line) for line in res.stdout.splitlines()]
 
@@ -77,17 +80,13 @@ def machine(tmp_path, name, program="correct.py", comment=""):
     return home
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_a_submitted_run_is_solved_by_a_declared_program_on_a_worker(
-    database, request, tmp_path, broker, start_worker
-):
-    db = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
-    env = {"PACKSOLVE_DATABASE_URL": db, "PACKSOLVE_BROKER_URL": broker}
+def test_a_submitted_run_is_solved_by_a_declared_program_on_a_worker(db_url, tmp_path, broker, start_worker):
+    env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
     directory = write_programs(tmp_path / "programs")
     toml = toml_for(directory)
-    worker = start_worker(broker, db, "w1@test", args=["--solvers", str(toml)])
+    worker = start_worker(broker, db_url, "w1@test", args=["--solvers", str(toml)])
     # Its start says where its results go and where its tasks come from, passwords hidden.
-    assert f"this worker writes to {mask_url(db)} (environment), takes tasks from" in worker.log()
+    assert f"this worker writes to {mask_url(db_url)} (environment), takes tasks from" in worker.log()
     run_id = submit(
         env,
         str(write_pack(tmp_path, LEVELS)),
@@ -97,12 +96,17 @@ def test_a_submitted_run_is_solved_by_a_declared_program_on_a_worker(
         "correct",
         "--time-limit",
         "10",
+        "--cpu-limit",
+        "5",  # carried by the tasks: a worker runs only a task whose limits are its run's
     )
-    wait_for_run(db, run_id, timeout=90)
+    wait_for_run(db_url, run_id, timeout=90)
     records = export(env, run_id)
     assert sorted(r["status"] for r in records) == ["no_solution", "solved", "solved"]
     assert {r["worker"] for r in records} == {"w1@test"} and {r["heuristic"] for r in records} == {"correct"}
-    [program] = summary(env, run_id)["provenance"]["programs"]
+    told = summary(env, run_id)
+    # The worker runs here, as this test does: it measures as this process would.
+    assert told["cpu_limit"] == 5.0 and told["provenance"]["measurement"] == [cgroups.mode()]
+    [program] = told["provenance"]["programs"]
     assert program["workers"] == ["w1@test"]
     assert program["sha256"] == hashlib.sha256((directory / "correct.py").read_bytes()).hexdigest()
 
@@ -127,9 +131,7 @@ def test_a_worker_without_the_program_leaves_the_levels_queued_for_one_that_has_
     empty = tmp_path / "bare-machine"
     empty.mkdir()
     lacking = start_worker(broker, sqlite_url, "lacking@test", cwd=empty)
-    deadline = time.monotonic() + 30
-    while "refused, sent back to the queue" not in lacking.log() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: "refused, sent back to the queue" in lacking.log(), 30)
     time.sleep(2)
     with session_scope(get_engine(sqlite_url)) as session:
         assert status_counts(session, run_id) == {"queued": 3}
@@ -167,7 +169,7 @@ def test_the_summary_warns_when_workers_ran_different_binaries_of_a_program(
     [warning] = provenance["warnings"]
     assert warning.startswith("workers ran different binaries of solver 'mine': ")
     assert all(sha in warning for sha in shas) and "one@test" in warning and "two@test" in warning
-    table = run_cli("report", "summary", str(run_id), env={**env, "COLUMNS": "250"})
+    table = invoke("report", "summary", str(run_id), env={**env, "COLUMNS": "250"})
     assert "workers ran different binaries" in table.stdout
 
 
@@ -184,7 +186,7 @@ def test_a_requeued_task_still_names_the_program_the_worker_declares(
     toml = toml_for(directory)
     run_id = submit(env, str(write_pack(tmp_path, LEVELS)), "--solvers", str(toml), "--heuristic", "correct")
     redis.Redis.from_url(broker).delete(os.environ["PACKSOLVE_QUEUE"])  # the broker lost every task
-    res = run_cli("scheduler", "--once", "--grace", "0", env=env)
+    res = invoke("scheduler", "--once", "--grace", "0", env=env)
     assert res.returncode == 0 and "requeued 3" in res.stderr, res.stderr
     start_worker(broker, sqlite_url, "w1@test", args=["--solvers", str(toml)])
     wait_for_run(sqlite_url, run_id, timeout=90)
@@ -244,11 +246,10 @@ def test_a_program_that_kills_its_solver_process_on_a_worker_dies_with_its_attem
     wait_for_run(sqlite_url, run_id, timeout=60)  # well before the time limit: nothing waits for it
     [record] = export(env, run_id)
     assert record["status"] == "error" and "SIGKILL" in record["message"], record
-    deadline = time.monotonic() + 10
     left = [int(p) for p in (directory / "parricide.pid").read_text().split()]
-    while any(alive(p) for p in left):
-        assert time.monotonic() < deadline, f"processes {left} outlived their attempt"
-        time.sleep(0.1)
+    assert wait_until(lambda: not any(alive(p) for p in left), 10, every=0.1), (
+        f"processes {left} outlived their attempt"
+    )
     level_dir = (directory / "parricide.level").read_text().strip().rsplit("/", 1)[0]
     assert not Path(level_dir).exists(), f"{level_dir} was left behind"
     # The worker goes on: the next run is solved.

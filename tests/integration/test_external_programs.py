@@ -17,6 +17,7 @@ from packsolve.external.declaration import ExternalSolver, load_solvers
 from packsolve.levels import make_level
 from packsolve.outcome import Status
 from tests.support.programs import alive, toml_for, write_programs
+from tests.support.waiting import wait_for, wait_until
 
 SOLVABLE = make_level("a", {"kind": "coins", "notes": [9, 1, 6, 3], "target": 10}).data
 IMPOSSIBLE = make_level("b", {"kind": "coins", "notes": [4, 6, 10, 20], "target": 33}).data
@@ -77,7 +78,8 @@ def test_a_program_sleeping_past_the_limit_is_killed_at_it_as_a_timeout(programs
 def test_a_program_allocating_without_end_is_a_memout(programs):
     out = run_one(attempt(programs, "hog", memory_limit_mb=64))
     assert out.status is Status.MEMOUT and "memory limit of 64 MB" in out.message
-    assert out.stats.peak_rss_mb > 64
+    # At the limit: in a cgroup the kernel holds the tree's memory to it exactly; watched, it is seen past it.
+    assert out.stats.peak_rss_mb >= 64
 
 
 def test_a_segfault_is_an_error_naming_the_signal(programs):
@@ -103,7 +105,9 @@ def test_garbage_on_stdout_is_an_error_quoting_stdout_and_stderr(programs):
     ],
 )
 def test_other_protocol_breaches_are_errors_saying_what_was_wrong(programs, name, message):
-    out = run_one(attempt(programs, name))
+    # Each ends on its own within a second idle; the limit only has to outlast a loaded machine
+    # (writing 64 MB through a pipe took more than 5 s at load 12).
+    out = run_one(attempt(programs, name, time_limit=60.0))
     assert out.status is Status.ERROR and message in out.message
 
 
@@ -132,9 +136,7 @@ def test_a_program_that_kills_its_solver_process_dies_with_its_attempt_and_leave
     level_dir = os.path.dirname((pids / "parricide.level").read_text().strip())
     assert level_dir.startswith(("/dev/shm/", "/tmp/"))
     left = [int(p) for p in (pids / "parricide.pid").read_text().split()]
-    deadline = time.monotonic() + 5
-    while any(alive(p) for p in left) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: not any(alive(p) for p in left), 5, every=0.05)
     assert not [p for p in left if alive(p)], "the program outlived its attempt"
     assert not os.path.exists(level_dir), f"{level_dir} was left behind"
     # The process running attempts goes on: the next one is solved.
@@ -274,12 +276,12 @@ def test_a_program_and_its_escaped_grandchild_die_when_the_process_running_it_is
         [sys.executable, "-c", code, str(directory / "packsolve.toml")], stderr=subprocess.PIPE
     )
     try:
-        deadline = time.monotonic() + 30
-        while not (pids / "escaper.pid").exists() or not (pids / "escaper.pid").read_text():
+
+        def started() -> str:
             assert driver.poll() is None, driver.stderr.read().decode()
-            assert time.monotonic() < deadline, "the program did not start"
-            time.sleep(0.05)
-        grandchild = int((pids / "escaper.pid").read_text())
+            return (pids / "escaper.pid").read_text() if (pids / "escaper.pid").exists() else ""
+
+        grandchild = int(wait_for(started, 30, every=0.05, what="the program to start"))
         assert alive(grandchild)
         driver.kill()  # -9: no cleanup of its own
         driver.wait(10)

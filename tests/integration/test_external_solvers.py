@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 
 import pytest
 from sqlalchemy import inspect, text
 
+from tests.support.inprocess import invoke
 from tests.support.plugins import flip_distribution
 from tests.support.programs import toml_for, write_programs
 from tests.support.services import run_cli
@@ -22,11 +24,6 @@ LEVELS = [
     {"kind": "coins", "notes": [4, 6, 10, 20], "target": 33},
     {"kind": "coins", "notes": [5, 5, 2], "target": 12},
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request):
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +39,13 @@ def write_pack(tmp_path, levels=LEVELS):
 
 
 def solve(env, *args, cwd=None):
-    res = run_cli("solve", *args, "-q", "--format", "json", env=env, cwd=cwd)
+    res = invoke("solve", *args, "-q", "--format", "json", env=env, cwd=cwd)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
 
 def export(env, run):
-    res = run_cli("export", str(run), env=env)
+    res = invoke("export", str(run), env=env)
     assert res.returncode == 0, res.stderr
     return [json.loads(line) for line in res.stdout.splitlines()]
 
@@ -84,7 +81,7 @@ def test_a_pack_solved_by_a_declared_program_is_verified_and_records_the_binary_
         "workers": [f"local@{socket.gethostname()}"],
     }
     assert provenance["warnings"] == []
-    table = run_cli("report", "summary", str(summary["run"]), env={**env, "COLUMNS": "200"})
+    table = invoke("report", "summary", str(summary["run"]), env={**env, "COLUMNS": "200"})
     assert "program correct" in table.stdout and sha[:16] in table.stdout
 
 
@@ -105,7 +102,7 @@ def test_a_program_applies_to_its_kind_and_the_others_keep_their_default_with_a_
 ):
     _, toml = programs
     levels = [*LEVELS[:1], {"kind": "euler", "edges": [[1, 2], [2, 3]]}]
-    res = run_cli(
+    res = invoke(
         "solve",
         str(write_pack(tmp_path, levels)),
         "--solvers",
@@ -148,13 +145,13 @@ def test_a_rerun_keeps_the_programs_declaration_from_its_parent(tmp_path, progra
         "0.5",
     )
     assert parent["counts"] == {"timeout": 3}
-    res = run_cli(
+    res = invoke(
         "rerun", str(parent["run"]), "--status", "timeout", "--time-limit", "1", env=env, cwd=tmp_path
     )
     assert res.returncode == 0, res.stderr
     child = int(res.stdout.strip().splitlines()[-1])
     assert {r["status"] for r in export(env, child)} == {"timeout"}  # sleeper again, found without --solvers
-    res = run_cli(
+    res = invoke(
         "rerun",
         str(parent["run"]),
         "--heuristic",
@@ -179,15 +176,20 @@ def test_compare_warns_when_two_runs_used_different_versions_of_a_plugin_kind(tm
     runs = []
     for version in ("1.0", "2.0"):
         root = flip_distribution(tmp_path / f"site-{version}", version)
-        env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PYTHONPATH": str(root)}
-        summary = solve(env, str(pack))
+        # A fresh process: the plug-in is found on its PYTHONPATH, and this version only (before the
+        # path the suite runs with: the packsolve under test is the one the process imports).
+        path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
+        env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PYTHONPATH": path}
+        res = run_cli("solve", str(pack), "-q", "--format", "json", env=env)
+        assert res.returncode == 0, res.stderr
+        summary = json.loads(res.stdout)
         assert summary["provenance"]["kinds"]["flip"] == {
             "source": "packsolve-flip",
             "version": version,
             "origin": "plug-in",
         }
         runs.append(summary["run"])
-    res = run_cli(
+    res = invoke(
         "report", "compare", *map(str, runs), "--format", "json", env={"PACKSOLVE_DATABASE_URL": sqlite_url}
     )
     assert res.returncode == 0, res.stderr
@@ -219,9 +221,14 @@ def test_an_old_database_upgrades_to_the_program_provenance_table_and_keeps_its_
     assert upgrade(engine) is True and current_revision(engine) == head_revision(engine)
     assert "run_programs" in inspect(engine).get_table_names()
     env = {"PACKSOLVE_DATABASE_URL": db_url}
-    res = run_cli("report", "summary", "1", "--format", "json", env=env)
+    res = invoke("report", "summary", "1", "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout)["provenance"] == {"kinds": {}, "programs": [], "warnings": []}
+    assert json.loads(res.stdout)["provenance"] == {
+        "kinds": {},
+        "programs": [],
+        "measurement": [],
+        "warnings": [],
+    }
     engine.dispose()
 
 
@@ -249,11 +256,11 @@ def test_the_kinds_a_runs_pending_levels_need_that_no_worker_offers_are_named(tm
 
 def test_kinds_lists_the_declared_programs_under_their_kind(programs):
     directory, toml = programs
-    res = run_cli("kinds", "--solvers", str(toml), "--format", "json")
+    res = invoke("kinds", "--solvers", str(toml), "--format", "json")
     assert res.returncode == 0, res.stderr
     rows = {r["kind"]: r for r in json.loads(res.stdout)}
     assert "correct" in rows["coins"]["programs"] and rows["sudoku"]["programs"] == []
-    here = run_cli("kinds", "--format", "json", cwd=directory)  # ./packsolve.toml by default
+    here = invoke("kinds", "--format", "json", cwd=directory)  # ./packsolve.toml by default
     assert "stdin-only" in {r["kind"]: r for r in json.loads(here.stdout)}["coins"]["programs"]
 
 
@@ -280,7 +287,7 @@ def test_resume_runs_a_declared_programs_levels_with_the_declaration_the_run_rec
     names = [r["level"] for r in export(env, first["run"])]
     for args, cwd in [((), tmp_path), (("--solvers", str(toml)), tmp_path), ((), directory)]:
         interrupt(sqlite_url, first["run"], names[1:])
-        res = run_cli("resume", str(first["run"]), "-q", "--format", "json", *args, env=env, cwd=cwd)
+        res = invoke("resume", str(first["run"]), "-q", "--format", "json", *args, env=env, cwd=cwd)
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout)["counts"] == {"no_solution": 1, "solved": 2}, args
         assert {r["heuristic"] for r in export(env, first["run"])} == {"correct"}

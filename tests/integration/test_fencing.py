@@ -12,7 +12,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from packsolve.db.attempts import ClaimBy, Result, claim_many, record, stale_of
+from packsolve.attempt import ClaimVerdict, Result
+from packsolve.db.attempts import ClaimBy, claim_many, record, stale_of
 from packsolve.db.models import Attempt, Run, utcnow
 from packsolve.db.reconcile import stale_attempts, take_stale
 from packsolve.db.runs import RunOptions, cancel_pending, create_run, mark_sent
@@ -20,6 +21,7 @@ from packsolve.db.session import session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.planning import plan_levels
+from packsolve.runstate import RunState
 from tests.support.fencing import lease, sent_run_of
 
 LEVELS = [make_level(f"l{i}", {"kind": "coins", "notes": [1, 5, 10], "target": 7 + i}) for i in range(3)]
@@ -59,15 +61,17 @@ def test_a_stale_claims_result_is_refused_and_the_current_claims_result_lands(en
     lease(engine, "b@host/2", 30)
     with engine.begin() as c:
         claimed_a = claim_many(c, run_id, [h], ClaimBy("a@host", 3, 20, "a@host/1"))
-    assert claimed_a.verdicts == {h: "run"}
+    assert claimed_a.verdicts == {h: ClaimVerdict.RUN}
     tokens_a = claimed_a.tokens
     with engine.begin() as c:  # a live holder's claim is its own: nobody takes it over
-        assert claim_many(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2")).verdicts == {h: "skip"}
+        assert claim_many(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2")).verdicts == {
+            h: ClaimVerdict.SKIP
+        }
     lease(engine, "a@host/1", -1)  # a is frozen past its lease
     assert [t.level_hash for t in reconcile_db(engine)] == [h]
     with engine.begin() as c:
         claimed_b = claim_many(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2"))
-    assert claimed_b.verdicts == {h: "run"}
+    assert claimed_b.verdicts == {h: ClaimVerdict.RUN}
     tokens_b = claimed_b.tokens
     assert tokens_b[h] == tokens_a[h] + 1
     stale = Result(run_id, h, LATE, None, "a@host", token=tokens_a[h])  # a thaws and reports
@@ -90,7 +94,9 @@ def test_a_dead_holders_claim_without_a_time_limit_and_its_waiting_chunk_come_ba
     run_id, (h1, h2, h3) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h1], ClaimBy("a@host", 3, None, "a@host/1")).verdicts == {h1: "run"}
+        assert claim_many(c, run_id, [h1], ClaimBy("a@host", 3, None, "a@host/1")).verdicts == {
+            h1: ClaimVerdict.RUN
+        }
         hold(c, run_id, [h2], "a@host/1")
     assert reconcile_db(engine) == []  # alive: nothing to take
     lease(engine, "a@host/1", -1)
@@ -135,7 +141,7 @@ def test_cancel_holds_when_the_worker_of_a_running_attempt_dies(engine):
     assert row(engine, run_id, h1).status == "cancelled"
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
-        assert run.state == "cancelled" and run.finished_at is not None
+        assert run.state == RunState.CANCELLED and run.finished_at is not None
 
 
 def test_a_run_whose_submit_has_not_finished_sending_is_left_alone(engine):

@@ -12,13 +12,15 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from packsolve.db.attempts import ClaimBy, Result, claim_many, record, start
+from packsolve.attempt import ClaimVerdict, Result
+from packsolve.db.attempts import ClaimBy, claim_many, record, start
 from packsolve.db.models import Attempt, Run, utcnow
 from packsolve.db.reconcile import stale_attempts, take_stale
 from packsolve.db.runs import cancel_pending
 from packsolve.db.session import session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.runstate import RunState
 from tests.support.fencing import lease, sent_run_of
 
 LEVELS = [make_level(f"l{i}", {"kind": "coins", "notes": [1, 5, 10], "target": 7 + i}) for i in range(4)]
@@ -53,13 +55,15 @@ def test_a_retried_claim_whose_answer_was_lost_reads_back_what_it_holds_and_runs
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
         first = claim_many(c, run_id, [h], ClaimBy("a@host", 3, None, "a@host/1"))
-    assert first.verdicts == {h: "run"}
+    assert first.verdicts == {h: ClaimVerdict.RUN}
     with engine.begin() as c:  # the same claim again, as db.retry.in_transaction sends it after a lost answer
         retried = claim_many(c, run_id, [h], ClaimBy("a@host", 3, None, "a@host/1"))
     assert retried == first  # the same claim: its token, not a new try
     assert rows(engine, run_id)[h].tries == 1
     with engine.begin() as c:  # another live worker still cannot take it
-        assert claim_many(c, run_id, [h], ClaimBy("b@host", 3, None, "b@host/2")).verdicts == {h: "skip"}
+        assert claim_many(c, run_id, [h], ClaimBy("b@host", 3, None, "b@host/2")).verdicts == {
+            h: ClaimVerdict.SKIP
+        }
     with engine.begin() as c:
         assert record(c, [Result(run_id, h, SOLVED, 3, "a@host", token=retried.tokens[h])]) == 1
     assert rows(engine, run_id)[h].status == "solved"
@@ -103,14 +107,14 @@ def test_a_claim_of_an_attempt_of_a_cancelled_run_fails_and_the_attempt_becomes_
     lease(engine, "a@host/2", 30)
     with engine.begin() as c:
         assert claim_many(c, run_id, [h1, h2], ClaimBy("a@host", 3, None, "a@host/2")).verdicts == {
-            h1: "cancelled",
-            h2: "skip",
+            h1: ClaimVerdict.CANCELLED,
+            h2: ClaimVerdict.SKIP,
         }
     after = rows(engine, run_id)
     assert after[h1].status == "cancelled" and after[h1].tries == 1
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
-        assert run.state == "cancelled" and run.finished_at is not None
+        assert run.state == RunState.CANCELLED and run.finished_at is not None
 
 
 def test_only_an_attempt_that_started_counts_a_try_when_its_worker_dies_holding_a_group(engine):
@@ -120,7 +124,7 @@ def test_only_an_attempt_that_started_counts_a_try_when_its_worker_dies_holding_
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
         claimed = claim_many(c, run_id, [h1, h2, h3, h4], ClaimBy("a@host", 1, 10, "a@host/1"))
-    assert set(claimed.verdicts.values()) == {"run"}
+    assert set(claimed.verdicts.values()) == {ClaimVerdict.RUN}
     tokens = claimed.tokens
     # h1 ran; when it ended h2 started (its start is written); then the worker dies in h2.
     with engine.begin() as c:
@@ -137,7 +141,37 @@ def test_only_an_attempt_that_started_counts_a_try_when_its_worker_dies_holding_
     lease(engine, "b@host/2", 30)
     with engine.begin() as c:
         again = claim_many(c, run_id, [h3], ClaimBy("b@host", 1, 10, "b@host/2"))
-        assert again.verdicts == {h3: "run"}
+        assert again.verdicts == {h3: ClaimVerdict.RUN}
         assert record(c, [Result(run_id, h3, SOLVED, 3, "a@host", token=tokens[h3])]) == 0
         assert record(c, [Result(run_id, h3, SOLVED, 3, "b@host", token=again.tokens[h3])]) == 1
     assert (rows(engine, run_id)[h3].status, rows(engine, run_id)[h3].tries) == ("solved", 1)
+
+
+def test_the_claim_path_answers_each_verdict_run_skip_lost_and_cancelled(engine):
+    """Every ClaimVerdict is an answer claim_many gives: to run, to skip (final), lost, cancelled."""
+    run_id, (h_run, h_skip, h_lost, _) = sent_run(engine, max_tries=1)
+    lease(engine, "a@host/1", 30)
+    with engine.begin() as c:
+        first = claim_many(c, run_id, [h_skip], ClaimBy("a@host", 1, None, "a@host/1"))
+        assert record(c, [Result(run_id, h_skip, SOLVED, 3, "a@host", token=first.tokens[h_skip])]) == 1
+        claim_many(c, run_id, [h_lost], ClaimBy("a@host", 1, None, "a@host/1"))
+    lease(engine, "a@host/1", -1)  # its process died running h_lost, whose one try is spent
+    lease(engine, "b@host/2", 30)
+    by_b = ClaimBy("b@host", 1, None, "b@host/2")
+    with engine.begin() as c:
+        answer = claim_many(c, run_id, [h_run, h_skip, h_lost], by_b)
+    assert answer.verdicts == {h_run: ClaimVerdict.RUN, h_skip: ClaimVerdict.SKIP, h_lost: ClaimVerdict.LOST}
+    assert answer.runs(h_run) and not answer.runs(h_skip) and set(answer.tokens) == {h_run}
+    assert rows(engine, run_id)[h_lost].status == Status.LOST
+    cancelled_id, (h, *_) = sent_run(engine)
+    lease(engine, "a@host/3", 30)
+    with engine.begin() as c:  # running when its run is cancelled: left to its worker, which dies
+        claim_many(c, cancelled_id, [h], ClaimBy("a@host", 3, None, "a@host/3"))
+    with session_scope(engine) as s:
+        cancel_pending(s, cancelled_id, "cancelled by the user before it ran")
+    lease(engine, "a@host/3", -1)
+    with engine.begin() as c:
+        late = claim_many(c, cancelled_id, [h], by_b)
+    assert late.verdicts == {h: ClaimVerdict.CANCELLED} and not late.runs(h)
+    seen = {*answer.verdicts.values(), *late.verdicts.values()}
+    assert seen == set(ClaimVerdict)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support.services import run_cli
+from tests.support.inprocess import invoke
 
 # Clear the screen and set the window title; recolour; hide the rest of the line.
 NAMES = {
@@ -21,7 +21,7 @@ def test_check_solve_and_every_report_print_control_characters_of_names_visibly(
     for name, text in NAMES.items():
         (pack / name).write_text(text)
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
-    solved = run_cli("solve", str(pack), "-q", env=env)
+    solved = invoke("solve", str(pack), "-q", env=env)
     assert solved.returncode in (0, 1), solved.stderr
     shown = {}
     for args in (
@@ -32,7 +32,7 @@ def test_check_solve_and_every_report_print_control_characters_of_names_visibly(
         ["report", "hardest", "--format", "csv"],
         ["report", "summary"],
     ):
-        res = run_cli(*args, env={**env, "COLUMNS": "200"})
+        res = invoke(*args, env={**env, "COLUMNS": "200"})
         assert res.returncode == 0, (args, res.stderr)
         text = res.stdout + res.stderr
         assert not any(c in text for c in "\x1b\x07\u202e"), (args, text)
@@ -41,5 +41,5 @@ def test_check_solve_and_every_report_print_control_characters_of_names_visibly(
     assert "bad\\x1b[31mred\\x1b[0m.json" in shown["report failures --format csv"]
     assert "hidden\\u202e.json" in shown["report hardest --format csv"]
     # JSON keeps names exact (escaped by JSON itself): a script reads the real file name.
-    res = run_cli("report", "hardest", "--format", "json", env=env)
+    res = invoke("report", "hardest", "--format", "json", env=env)
     assert any(r["level"].endswith("ok\x1b[2J\x1b]0;pwned\x07.json") for r in json.loads(res.stdout))

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.services import run_cli
+from tests.support.inprocess import invoke
 
 PACK = Path(__file__).resolve().parents[2] / "examples" / "packs" / "coins"
 
 
 def one_document(*args: str, env: dict[str, str]) -> object:
     """Run the CLI and return the one JSON document it printed; fail naming what else was printed."""
-    res = run_cli(*args, "--format", "json", env=env)
+    res = invoke(*args, "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     try:
         return json.loads(res.stdout)
@@ -46,9 +46,9 @@ def test_every_command_taking_format_json_prints_one_json_document(sqlite_url):
 def test_rerun_format_json_prints_progress_lines_on_stderr_as_solve_does(sqlite_url):
     """stdout is the one document; stderr (not a terminal) has the progress lines, for rerun as for solve."""
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    solved = run_cli("solve", str(PACK), "--label", "first", "--format", "json", env=env)
+    solved = invoke("solve", str(PACK), "--label", "first", "--format", "json", env=env)
     assert solved.returncode == 0 and re.search(r"run 1: 5/5 final \(100%\)", solved.stderr), solved.stderr
-    res = run_cli("rerun", "first", "--status", "solved,no_solution", "--local", "--format", "json", env=env)
+    res = invoke("rerun", "first", "--status", "solved,no_solution", "--local", "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     child = json.loads(res.stdout)["run"]
     assert re.search(rf"run {child}: 5/5 final \(100%\)", res.stderr), res.stderr

@@ -5,19 +5,19 @@ from __future__ import annotations
 import json
 
 from packsolve.puzzles import get_kind
+from tests.support.inprocess import invoke
 from tests.support.packs import make_pack
-from tests.support.services import run_cli
 
 
 def test_solve_then_export_gives_one_verified_record_per_level(tmp_path):
     pack = make_pack(tmp_path)
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
-    res = run_cli("solve", str(pack), "--time-limit", "10", "--jobs", "2", env=env, cwd=tmp_path)
+    res = invoke("solve", str(pack), "--time-limit", "10", "--jobs", "2", env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "solved" in res.stdout and "4 of 6" in res.stdout
     assert "1 duplicate" in res.stderr
 
-    res = run_cli("export", "latest", "--format", "jsonl", env=env, cwd=tmp_path)
+    res = invoke("export", "latest", "--format", "jsonl", env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     records = [json.loads(line) for line in res.stdout.splitlines()]
     by_status: dict[str, list] = {}
@@ -60,8 +60,8 @@ def test_solve_then_export_gives_one_verified_record_per_level(tmp_path):
 def test_csv_export_has_the_same_columns_and_json_solutions(tmp_path):
     pack = make_pack(tmp_path)
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
-    assert run_cli("solve", str(pack), "-q", env=env, cwd=tmp_path).returncode == 0
-    res = run_cli("export", "1", "--format", "csv", env=env, cwd=tmp_path)
+    assert invoke("solve", str(pack), "-q", env=env, cwd=tmp_path).returncode == 0
+    res = invoke("export", "1", "--format", "csv", env=env, cwd=tmp_path)
     import csv
     import io
 
@@ -73,7 +73,7 @@ def test_csv_export_has_the_same_columns_and_json_solutions(tmp_path):
 
 def test_solve_defaults_to_an_sqlite_file_in_the_current_directory(tmp_path):
     pack = make_pack(tmp_path)
-    res = run_cli(
+    res = invoke(
         "solve", str(pack), "-q", "--format", "json", cwd=tmp_path, env={"PACKSOLVE_DATABASE_URL": ""}
     )
     assert res.returncode == 0, res.stderr
@@ -84,14 +84,14 @@ def test_solve_defaults_to_an_sqlite_file_in_the_current_directory(tmp_path):
 
 def test_usage_errors_exit_2_with_a_message(tmp_path):
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
-    res = run_cli("solve", str(tmp_path / "empty-dir-that-does-not-exist"), env=env, cwd=tmp_path)
+    res = invoke("solve", str(tmp_path / "empty-dir-that-does-not-exist"), env=env, cwd=tmp_path)
     # a missing path is a usage error naming it, and no run is made
     assert res.returncode == 2 and "empty-dir-that-does-not-exist does not exist" in res.stderr
     (tmp_path / "empty").mkdir()
-    res = run_cli("solve", str(tmp_path / "empty"), env=env, cwd=tmp_path)
+    res = invoke("solve", str(tmp_path / "empty"), env=env, cwd=tmp_path)
     assert res.returncode == 2 and "no level files found" in res.stderr
     pack = make_pack(tmp_path)
-    res = run_cli("solve", str(pack), "--heuristic", "magic", env=env, cwd=tmp_path)
+    res = invoke("solve", str(pack), "--heuristic", "magic", env=env, cwd=tmp_path)
     assert res.returncode == 2 and "magic" in res.stderr and "warnsdorff" in res.stderr
 
 
@@ -103,7 +103,7 @@ def test_a_level_plain_cannot_finish_times_out_and_the_rest_still_runs(tmp_path)
     )
     (pack / "b_easy.json").write_text(json.dumps({"kind": "onestroke", "grid": ["S...", "...."]}))
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'r.db'}"}
-    res = run_cli(
+    res = invoke(
         "solve",
         str(pack),
         "--heuristic",
@@ -117,6 +117,6 @@ def test_a_level_plain_cannot_finish_times_out_and_the_rest_still_runs(tmp_path)
         cwd=tmp_path,
     )
     assert res.returncode == 0, res.stderr
-    recs = [json.loads(x) for x in run_cli("export", env=env, cwd=tmp_path).stdout.splitlines()]
+    recs = [json.loads(x) for x in invoke("export", env=env, cwd=tmp_path).stdout.splitlines()]
     assert [r["status"] for r in recs] == ["timeout", "solved"]
     assert 1.0 <= recs[0]["wall_s"] < 3.0

@@ -10,7 +10,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
-from tests.support.services import run_cli
+from tests.support.inprocess import invoke
 
 PACK = Path(__file__).resolve().parents[2] / "examples" / "packs" / "coins"
 
@@ -39,7 +39,7 @@ def test_notify_runs_a_command_with_the_summary_and_posts_it_to_a_url_retrying(s
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         out = tmp_path / "summary.json"
-        res = run_cli(
+        res = invoke(
             "solve",
             str(PACK),
             "-q",
@@ -59,7 +59,7 @@ def test_notify_runs_a_command_with_the_summary_and_posts_it_to_a_url_retrying(s
 
 
 def test_a_notification_that_fails_is_a_warning_not_a_failed_run(sqlite_url, tmp_path):
-    res = run_cli(
+    res = invoke(
         "solve",
         str(PACK),
         "-q",
@@ -79,9 +79,9 @@ def _notified(out: Path) -> dict:
 
 def test_a_local_rerun_and_a_resume_notify_when_they_end(sqlite_url, tmp_path):
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    assert run_cli("solve", str(PACK), "-q", "--label", "first", env=env).returncode == 0
+    assert invoke("solve", str(PACK), "-q", "--label", "first", env=env).returncode == 0
     out = tmp_path / "rerun.json"
-    res = run_cli(
+    res = invoke(
         "rerun",
         "first",
         "--status",
@@ -103,7 +103,7 @@ def test_a_local_rerun_and_a_resume_notify_when_they_end(sqlite_url, tmp_path):
         for attempt in session.query(Attempt).filter_by(run_id=2).limit(2):
             attempt.status, attempt.solution, attempt.wall_s = "cancelled", None, None
     resumed_out = tmp_path / "resume.json"
-    res = run_cli("resume", "2", "-q", "--notify", f"sh -c 'cat > {resumed_out}'", env=env)
+    res = invoke("resume", "2", "-q", "--notify", f"sh -c 'cat > {resumed_out}'", env=env)
     assert res.returncode == 0, res.stderr
     resumed = _notified(resumed_out)
     assert (resumed["run"], resumed["state"], resumed["counts"].get("cancelled", 0)) == (2, "finished", 0)
@@ -113,7 +113,7 @@ def test_submit_with_notify_waits_for_the_workers_then_notifies(tmp_path, broker
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     start_worker(broker, sqlite_url, "w1@test")
     out = tmp_path / "submit.json"
-    res = run_cli("submit", str(PACK), "--notify", f"sh -c 'cat > {out}'", env=env, timeout=180)
+    res = invoke("submit", str(PACK), "--notify", f"sh -c 'cat > {out}'", env=env)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "1"  # the run id, as without --notify
     assert "waiting for run 1 to end, to notify" in res.stderr
@@ -132,7 +132,7 @@ def test_bad_notify_options_are_refused_at_the_start_not_after_the_run(sqlite_ur
     ]
     for command in (["solve", str(PACK)], ["submit", str(PACK)], ["rerun", "1"], ["resume", "1"]):
         for option, message in cases:
-            res = run_cli(*command, *option, env=env, cwd=tmp_path)
+            res = invoke(*command, *option, env=env, cwd=tmp_path)
             assert res.returncode == 2, (command, option, res.stderr)
             assert res.stderr.count("\n") == 1 and message in res.stderr, (command, option, res.stderr)
     assert not list(tmp_path.iterdir())  # no database, nothing else
@@ -146,7 +146,7 @@ def test_notify_test_sends_a_test_notification_and_runs_nothing(sqlite_url, tmp_
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     try:
         url = f"http://127.0.0.1:{server.server_port}/hook"
-        res = run_cli(
+        res = invoke(
             "solve",
             str(PACK),
             "--notify",
@@ -163,5 +163,5 @@ def test_notify_test_sends_a_test_notification_and_runs_nothing(sqlite_url, tmp_
     assert "test notification sent" in res.stderr
     assert json.loads(out.read_text())["test"] is True and Hook.received[0]["body"]["test"] is True
     assert not (tmp_path / "packsolve.db").exists() and "run 1" not in res.stderr
-    failed = run_cli("submit", str(PACK), "--notify", "false", "--notify-test", env=env, cwd=tmp_path)
+    failed = invoke("submit", str(PACK), "--notify", "false", "--notify-test", env=env, cwd=tmp_path)
     assert failed.returncode == 1 and "--notify: the command exited 1" in failed.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import update
 
 from packsolve.db.models import Attempt
@@ -16,11 +15,6 @@ from packsolve.planning import hardest_first, plan_levels
 LEVELS = [
     make_level(f"c{n}", {"kind": "coins", "notes": [*range(1, n + 1)], "target": n}) for n in range(2, 8)
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request):
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 def test_a_submit_is_ordered_by_other_runs_times_with_sizes_given_or_read(db_url):

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.services import IN_CI, ROOT, run_cli, wait_for_run
+from tests.support.inprocess import invoke
+from tests.support.services import IN_CI, ROOT, wait_for_run
 
 PLUGIN = ROOT / "examples" / "plugin"
 PACK = PLUGIN / "levels"
@@ -36,7 +37,7 @@ def installed():
 def test_the_plugin_kind_comes_from_its_distribution_through_the_entry_point(installed):
     [entry] = [ep for ep in installed.entry_points if ep.group == "packsolve.kinds"]
     assert (entry.name, entry.value) == ("lightsout", "packsolve_lightsout:KIND")
-    res = run_cli("kinds", "--format", "json")
+    res = invoke("kinds", "--format", "json")
     row = next(r for r in json.loads(res.stdout) if r["kind"] == "lightsout")
     assert row["source"] == f"packsolve-lightsout {installed.version}" and row["heuristics"] == [
         "plain",
@@ -45,7 +46,7 @@ def test_the_plugin_kind_comes_from_its_distribution_through_the_entry_point(ins
 
 
 def test_the_plugin_passes_check_kind_and_its_own_tests():
-    res = run_cli("check-kind", "lightsout")
+    res = invoke("check-kind", "lightsout")
     assert res.returncode == 0, res.stdout + res.stderr
     own = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(PLUGIN / "tests")],
@@ -57,26 +58,22 @@ def test_the_plugin_passes_check_kind_and_its_own_tests():
     assert own.returncode == 0, own.stdout + own.stderr
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_a_pack_of_the_plugin_kind_is_solved_locally(database, request):
-    db = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
-    res = run_cli("solve", str(PACK), "-q", "--format", "json", env={"PACKSOLVE_DATABASE_URL": db})
+def test_a_pack_of_the_plugin_kind_is_solved_locally(db_url):
+    res = invoke("solve", str(PACK), "-q", "--format", "json", env={"PACKSOLVE_DATABASE_URL": db_url})
     assert res.returncode == 0, res.stderr
     summary = json.loads(res.stdout)
     assert summary["counts"] == EXPECTED
     assert summary["provenance"]["kinds"]["lightsout"]["source"] == "packsolve-lightsout"
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_a_pack_of_the_plugin_kind_is_solved_through_a_real_worker(database, request, broker, start_worker):
-    db = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
-    env = {"PACKSOLVE_DATABASE_URL": db, "PACKSOLVE_BROKER_URL": broker}
-    start_worker(broker, db, "w1@test")
-    res = run_cli("submit", str(PACK), "--heuristic", "chase", "--time-limit", "20", env=env)
+def test_a_pack_of_the_plugin_kind_is_solved_through_a_real_worker(db_url, broker, start_worker):
+    env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
+    start_worker(broker, db_url, "w1@test")
+    res = invoke("submit", str(PACK), "--heuristic", "chase", "--time-limit", "20", env=env)
     assert res.returncode == 0, res.stderr
     run_id = int(res.stdout.strip().splitlines()[-1])
-    wait_for_run(db, run_id, timeout=90)
-    records = [json.loads(line) for line in run_cli("export", str(run_id), env=env).stdout.splitlines()]
+    wait_for_run(db_url, run_id, timeout=90)
+    records = [json.loads(line) for line in invoke("export", str(run_id), env=env).stdout.splitlines()]
     counts: dict[str, int] = {}
     for r in records:
         counts[r["status"]] = counts.get(r["status"], 0) + 1

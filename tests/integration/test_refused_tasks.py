@@ -7,6 +7,7 @@ by every worker) or with no key at all, and those of a kind no worker has.
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -17,7 +18,9 @@ from packsolve.db.session import get_engine, session_scope
 from tests.support.chaos_pack import write_pack
 from tests.support.dashboard import serving
 from tests.support.fencing import attempts, scheduler_loop, submit
-from tests.support.services import run_cli, wait_for_run
+from tests.support.inprocess import invoke
+from tests.support.services import child_env, packsolve_cmd, run_cli, wait_for_run
+from tests.support.waiting import wait_for, wait_until
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
@@ -64,7 +67,7 @@ def test_eight_refused_tasks_queued_before_a_run_cost_it_no_more_than_its_contro
     # The refused run's levels wait, and `status` says why.
     assert {a.status for a in attempts(sqlite_url, refused)} == {"queued"}
     assert refusals(sqlite_url, refused) >= 8
-    res = run_cli("status", str(refused), env=signed)
+    res = invoke("status", str(refused), env=signed)
     assert res.returncode == 0, res.stderr
     shown = " ".join(res.stdout.split())  # rich wraps lines at the terminal's width
     assert "8 level(s) wait, refused by every live worker: a task whose signature matches none" in shown
@@ -98,10 +101,8 @@ def test_a_keyless_scheduler_or_submit_on_a_signed_cluster_refuses_to_start_and_
     # Sent before any worker was up: unsigned, so refused by the worker that comes.
     unsigned = submit(env, str(write_pack(tmp_path / "a", 3, ms=1)), "--chunk-size", "1")
     start_worker(broker, sqlite_url, "w1@test", env={"PACKSOLVE_TASK_KEY": KEY})
-    deadline = time.monotonic() + 60
-    while refusals(sqlite_url, unsigned) < 3 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    res = run_cli("status", str(unsigned), env={**env, "PACKSOLVE_TASK_KEY": KEY})
+    wait_until(lambda: refusals(sqlite_url, unsigned) >= 3, 60)
+    res = invoke("status", str(unsigned), env={**env, "PACKSOLVE_TASK_KEY": KEY})
     assert res.returncode == 0, res.stderr
     shown = " ".join(res.stdout.split())
     assert "3 level(s) wait, refused by every live worker: an unsigned task" in shown
@@ -115,9 +116,44 @@ def test_a_keyless_scheduler_or_submit_on_a_signed_cluster_refuses_to_start_and_
         [line] = [x for x in res.stderr.splitlines() if x.startswith("Error:")]  # one line, no traceback
         assert "Traceback" not in res.stderr, res.stderr
         assert "no PACKSOLVE_TASK_KEY here, but this deployment's workers (w1@test) run only signed" in line
-    res = run_cli("submit", str(write_pack(tmp_path / "b", 2, ms=1)), env=env)
+    res = invoke("submit", str(write_pack(tmp_path / "b", 2, ms=1)), env=env)
     assert res.returncode == 2 and "set PACKSOLVE_TASK_KEY to the workers' key" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_submit_wait_says_its_tasks_are_refused_and_why_while_it_waits(
+    tmp_path, any_broker, sqlite_url, start_worker
+):
+    """Issue 37, item 3: an unsigned submit to a signing worker is told why nothing starts, as it waits."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": any_broker.url}
+    env["PACKSOLVE_TASK_KEY"] = ""  # sent unsigned, before the signing worker is up
+    out, err = tmp_path / "submit.out", tmp_path / "submit.err"
+    pack = write_pack(tmp_path / "a", 3, ms=1)
+    with out.open("w") as stdout, err.open("w") as stderr:
+        waiting = subprocess.Popen(
+            packsolve_cmd("submit", str(pack), "--chunk-size", "1", "--wait"),
+            env=child_env(env),
+            stdout=stdout,
+            stderr=stderr,
+        )
+    try:
+        run_id = int(wait_for(lambda: out.read_text().strip(), 60, what="the run id on stdout"))
+        start_worker(any_broker.url, sqlite_url, "w1@test", env={"PACKSOLVE_TASK_KEY": KEY})
+        wait_for(
+            lambda: "3 level(s) wait, refused by every live worker: an unsigned task" in err.read_text(),
+            60,
+            what="the refusal on submit --wait's stderr",
+        )
+        said = [line for line in err.read_text().splitlines() if "refused by every live worker" in line]
+        assert len(said) == 1 and said[0].startswith(f"run {run_id}: "), err.read_text()
+        assert "PACKSOLVE_TASK_KEY" in said[0]
+        assert invoke("cancel", str(run_id), env=env).returncode == 0
+        assert waiting.wait(60) == 0, err.read_text()  # cancelled is not a failure of the tool
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait(10)
+    assert "Traceback" not in err.read_text()
 
 
 @pytest.mark.slow
@@ -150,19 +186,15 @@ def test_a_runs_lost_tasks_are_sent_again_while_a_later_runs_tasks_keep_the_queu
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": any_broker.url}
     lost = submit(env, str(write_pack(tmp_path / "lost", 6, ms=5)), "--time-limit", "10")
     any_broker.lose()
-    time.sleep(5.5)  # SEND_SETTLE_S: the later run must be sent that long after the lost one
+    # The later run must be sent the scheduler's send_settle after the lost one: a second here (default 5 s).
+    time.sleep(1.5)
     later = submit(env, str(write_pack(tmp_path / "later", 60, ms=300, seed=3)), "--chunk-size", "1")
     start_worker(any_broker.url, sqlite_url, "w1@test")
-    waiting_then = None
-    with scheduler_loop(env, grace=1, interval=1):
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if all(a.requeues == 1 for a in attempts(sqlite_url, lost)):
-                with session_scope(get_engine(sqlite_url)) as s:
-                    waiting_then = status_counts(s, later).get("queued", 0)
-                break
-            time.sleep(0.2)
-        assert waiting_then is not None, "the lost run's tasks were not sent again"
+    with scheduler_loop({**env, "PACKSOLVE_SEND_SETTLE": "1"}, grace=1, interval=1):
+        sent_again = wait_until(lambda: all(a.requeues == 1 for a in attempts(sqlite_url, lost)), 60)
+        assert sent_again, "the lost run's tasks were not sent again"
+        with session_scope(get_engine(sqlite_url)) as s:
+            waiting_then = status_counts(s, later).get("queued", 0)
         wait_for_run(sqlite_url, lost, timeout=120)
     assert waiting_then >= 10, waiting_then  # sent again while the later run's tasks kept the queue busy
     assert {a.status for a in attempts(sqlite_url, lost)} == {"solved"}

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 
-from tests.support.services import run_cli
+from tests.support.inprocess import invoke
 
 
 def _solved_pack(tmp_path):
@@ -25,14 +25,14 @@ def _solved_pack(tmp_path):
         + "\n"
     )
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
-    res = run_cli("solve", str(pack), "-q", env=env)
+    res = invoke("solve", str(pack), "-q", env=env)
     assert res.returncode == 0, res.stderr
     return env
 
 
 def test_the_curve_groups_the_attempts_that_ran_by_kind_and_size(tmp_path):
     env = _solved_pack(tmp_path)
-    res = run_cli("report", "curve", "--format", "json", env=env)
+    res = invoke("report", "curve", "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     rows = {(p["kind"], p["size"]): p for p in doc["points"]}
@@ -43,11 +43,9 @@ def test_the_curve_groups_the_attempts_that_ran_by_kind_and_size(tmp_path):
     assert two_by_two["nodes_max"] >= two_by_two["nodes_median"] > 0
     assert two_by_two["wall_s_max"] >= two_by_two["wall_s_median"] >= 0
 
-    only = json.loads(run_cli("report", "curve", "--kind", "sliding", "--format", "json", env=env).stdout)
+    only = json.loads(invoke("report", "curve", "--kind", "sliding", "--format", "json", env=env).stdout)
     assert {p["kind"] for p in only["points"]} == {"sliding"}
-    rows_csv = list(
-        csv.DictReader(io.StringIO(run_cli("report", "curve", "--format", "csv", env=env).stdout))
-    )
+    rows_csv = list(csv.DictReader(io.StringIO(invoke("report", "curve", "--format", "csv", env=env).stdout)))
     assert [(r["kind"], r["size"]) for r in rows_csv] == [
         ("knights_tour", "25"),
         ("sliding", "4"),
@@ -58,7 +56,7 @@ def test_the_curve_groups_the_attempts_that_ran_by_kind_and_size(tmp_path):
 def test_the_curve_prints_a_table_and_plots_each_kind(tmp_path):
     env = _solved_pack(tmp_path)
     plot = tmp_path / "curve.png"
-    res = run_cli("report", "curve", "latest", "-o", str(plot), env={**env, "COLUMNS": "160"})
+    res = invoke("report", "curve", "latest", "-o", str(plot), env={**env, "COLUMNS": "160"})
     assert res.returncode == 0, res.stderr
     assert "max nodes" in res.stdout and "knights_tour" in res.stdout
     assert f"size curve plotted to {plot}" in res.stderr
@@ -67,6 +65,6 @@ def test_the_curve_prints_a_table_and_plots_each_kind(tmp_path):
 
 def test_a_plot_file_of_no_plot_format_is_refused_in_one_line(tmp_path):
     env = _solved_pack(tmp_path)
-    res = run_cli("report", "curve", "-o", str(tmp_path / "curve.txt"), env=env)
+    res = invoke("report", "curve", "-o", str(tmp_path / "curve.txt"), env=env)
     assert res.returncode == 2
     assert res.stderr.strip().count("\n") == 0 and "a plot file ends in .png, .svg, .pdf" in res.stderr

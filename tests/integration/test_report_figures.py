@@ -21,16 +21,11 @@ from packsolve.report.hardest import hardest_in_run, hardest_overall
 from packsolve.report.progress import run_progress
 from packsolve.report.show import level_report
 from packsolve.report.summary import run_summary
+from tests.support.inprocess import invoke
 from tests.support.report_runs import Planned, build_run, strip_level
-from tests.support.services import run_cli
 
 DECIDED = {"solved", "no_solution"}
 NOT_RUN = {"queued", "running", "invalid", "cancelled"}
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest) -> str:
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 def records(url: str, run_id: int) -> list[dict]:
@@ -73,10 +68,10 @@ RUN_B = [
 ]
 
 
-def test_summary_matches_the_export(url: str) -> None:
-    run_id = build_run(url, RUN_A, time_limit=10.0, worker="w1@hostA")
-    recs = records(url, run_id)
-    with session_scope(get_engine(url)) as session:
+def test_summary_matches_the_export(db_url: str) -> None:
+    run_id = build_run(db_url, RUN_A, time_limit=10.0, worker="w1@hostA")
+    recs = records(db_url, run_id)
+    with session_scope(get_engine(db_url)) as session:
         s = run_summary(session, session.get(Run, run_id))
     statuses = Counter(r["status"] for r in recs)
     assert s["total"] == len(recs) == 10
@@ -101,14 +96,14 @@ def test_summary_matches_the_export(url: str) -> None:
     assert s["makespan_s"] is not None and s["makespan_s"] >= 0
 
 
-def test_hardest_in_a_run_ranks_unsolved_by_par2_then_cpu_time(url: str) -> None:
-    run_id = build_run(url, RUN_A, time_limit=10.0)
-    recs = [r for r in records(url, run_id) if r["status"] not in NOT_RUN]
+def test_hardest_in_a_run_ranks_unsolved_by_par2_then_cpu_time(db_url: str) -> None:
+    run_id = build_run(db_url, RUN_A, time_limit=10.0)
+    recs = [r for r in records(db_url, run_id) if r["status"] not in NOT_RUN]
     unsolved = sorted(
         (r for r in recs if r["status"] not in DECIDED), key=lambda r: (-par2_of(r, 10.0), -(r["cpu_s"] or 0))
     )
     solved = sorted((r for r in recs if r["status"] in DECIDED), key=lambda r: -r["wall_s"])
-    with session_scope(get_engine(url)) as session:
+    with session_scope(get_engine(db_url)) as session:
         run = session.get(Run, run_id)
         rows = hardest_in_run(session, run, "par2", top=50)
         by_nodes = hardest_in_run(session, run, "nodes", top=50)
@@ -123,36 +118,36 @@ def test_hardest_in_a_run_ranks_unsolved_by_par2_then_cpu_time(url: str) -> None
     assert "broken" not in {r["level"] for r in rows}  # never ran: not a hard level
 
 
-def test_hardest_breaks_ties_by_cpu_time_not_by_nodes_of_different_kinds(url: str) -> None:
+def test_hardest_breaks_ties_by_cpu_time_not_by_nodes_of_different_kinds(db_url: str) -> None:
     """Every level timed out (one PAR-2): the coin levels' huge node counts must not put them on top."""
     coins = [make_level(f"coins-{i}", {"kind": "coins", "notes": [2, 4 + i], "target": 99}) for i in range(3)]
     planned = [Planned(lv, "timeout", 10.1, 1.0 + i, 10**9 + i) for i, lv in enumerate(coins)]
     planned += [Planned(strip_level(i), "timeout", 10.1, 9.0 + 0.1 * i, 1000 + i) for i in range(3)]
-    run_id = build_run(url, planned, time_limit=10.0)
-    env = {"PACKSOLVE_DATABASE_URL": url}
-    shown = json.loads(run_cli("report", "hardest", "--run", str(run_id), "--format", "json", env=env).stdout)
+    run_id = build_run(db_url, planned, time_limit=10.0)
+    env = {"PACKSOLVE_DATABASE_URL": db_url}
+    shown = json.loads(invoke("report", "hardest", "--run", str(run_id), "--format", "json", env=env).stdout)
     assert [r["level"] for r in shown] == ["strip-2", "strip-1", "strip-0", "coins-2", "coins-1", "coins-0"]
     assert [r["cpu_s"] for r in shown] == sorted((r["cpu_s"] for r in shown), reverse=True)
     # Across runs: never decided and tried as often, they are not ordered by nodes either.
-    again = build_run(url, [Planned(lv, "timeout", 10.1, 1.0, 10**9) for lv in coins[:1]], time_limit=10.0)
+    again = build_run(db_url, [Planned(lv, "timeout", 10.1, 1.0, 10**9) for lv in coins[:1]], time_limit=10.0)
     assert again
-    across = json.loads(run_cli("report", "hardest", "--all", "--format", "json", env=env).stdout)
+    across = json.loads(invoke("report", "hardest", "--all", "--format", "json", env=env).stdout)
     assert across[0]["level"] == "coins-0"  # tried twice
     rest = across[1:]
     assert [r["level_hash"] for r in rest] == sorted(r["level_hash"] for r in rest)
 
 
-def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(url: str) -> None:
-    a = build_run(url, RUN_A, time_limit=10.0)
-    b = build_run(url, RUN_B, time_limit=5.0, heuristic="warnsdorff")
+def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(db_url: str) -> None:
+    a = build_run(db_url, RUN_A, time_limit=10.0)
+    b = build_run(db_url, RUN_B, time_limit=5.0, heuristic="warnsdorff")
     # A run still going: LEVELS[3] is finally solved there, LEVELS[10] is still queued.
     c = build_run(
-        url, [Planned(LEVELS[3], "solved", 3.0, 3.0, 600), Planned(LEVELS[10], None)], time_limit=20.0
+        db_url, [Planned(LEVELS[3], "solved", 3.0, 3.0, 600), Planned(LEVELS[10], None)], time_limit=20.0
     )
     limits = {a: 10.0, b: 5.0, c: 20.0}
     per_level: dict[str, list[dict]] = defaultdict(list)
     for run_id in (a, b, c):
-        for r in records(url, run_id):
+        for r in records(db_url, run_id):
             if r["status"] not in NOT_RUN:
                 per_level[r["level_hash"]].append({**r, "par2": par2_of(r, limits[run_id])})
 
@@ -163,7 +158,7 @@ def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(url: s
         return (1, -min(r["wall_s"] for r in decided), -min(r["nodes"] for r in decided))
 
     expected = sorted(per_level, key=lambda h: key(per_level[h]))
-    with session_scope(get_engine(url)) as session:
+    with session_scope(get_engine(db_url)) as session:
         rows = hardest_overall(session, "par2", top=100)
         again = hardest_overall(session, "par2", top=100)  # folding twice must not count twice
     assert [r["level_hash"] for r in rows] == expected
@@ -177,16 +172,19 @@ def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(url: s
     assert (
         rows[0]["level_hash"] == LEVELS[6].hash
     )  # memout 4 s, but under a 10 s limit: PAR-2 20 s, 4000 nodes
-    with session_scope(get_engine(url)) as session:
+    with session_scope(get_engine(db_url)) as session:
         only_b = hardest_overall(session, "par2", top=100, kind="sudoku")
     assert only_b == []
 
 
-def test_compare_footer_filters_and_provenance_warnings(url: str) -> None:
-    a = build_run(url, RUN_A, time_limit=10.0, worker="w1@hostA")
-    b = build_run(url, RUN_B, time_limit=5.0, heuristic="warnsdorff", worker="w2@hostB")
-    ra, rb = {r["level_hash"]: r for r in records(url, a)}, {r["level_hash"]: r for r in records(url, b)}
-    with session_scope(get_engine(url)) as session:
+def test_compare_footer_filters_and_provenance_warnings(db_url: str) -> None:
+    a = build_run(db_url, RUN_A, time_limit=10.0, worker="w1@hostA")
+    b = build_run(db_url, RUN_B, time_limit=5.0, heuristic="warnsdorff", worker="w2@hostB")
+    ra, rb = (
+        {r["level_hash"]: r for r in records(db_url, a)},
+        {r["level_hash"]: r for r in records(db_url, b)},
+    )
+    with session_scope(get_engine(db_url)) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
         full = compare_runs(session, runs)
         diff = compare_runs(session, runs, differs=True)
@@ -230,10 +228,10 @@ def test_compare_footer_filters_and_provenance_warnings(url: str) -> None:
     assert "time_limit" in warnings and "hostB" in warnings and "hostA" in warnings
 
 
-def test_show_finds_a_level_by_hash_prefix_or_name_with_its_best_solution(url: str) -> None:
-    build_run(url, RUN_A, time_limit=10.0)
-    build_run(url, RUN_B, time_limit=5.0, heuristic="warnsdorff")
-    with session_scope(get_engine(url)) as session:
+def test_show_finds_a_level_by_hash_prefix_or_name_with_its_best_solution(db_url: str) -> None:
+    build_run(db_url, RUN_A, time_limit=10.0)
+    build_run(db_url, RUN_B, time_limit=5.0, heuristic="warnsdorff")
+    with session_scope(get_engine(db_url)) as session:
         by_prefix = level_report(session, LEVELS[0].hash[:10])
         by_name = level_report(session, "strip-0")
         with pytest.raises(LevelNotFound):
@@ -244,11 +242,11 @@ def test_show_finds_a_level_by_hash_prefix_or_name_with_its_best_solution(url: s
     assert by_prefix["best"]["solution"] == [[0, 0], [0, 1]]
 
 
-def test_progress_eta_is_remaining_levels_times_the_median_over_the_slots(url: str) -> None:
+def test_progress_eta_is_remaining_levels_times_the_median_over_the_slots(db_url: str) -> None:
     attempts = [Planned(LEVELS[i], "solved", w, w, 10) for i, w in enumerate([1.0, 2.0, 3.0])]
     attempts += [Planned(LEVELS[i], None) for i in range(3, 8)]
-    run_id = build_run(url, attempts, concurrency=2)
-    with session_scope(get_engine(url)) as session:
+    run_id = build_run(db_url, attempts, concurrency=2)
+    with session_scope(get_engine(db_url)) as session:
         p = run_progress(session, session.get(Run, run_id))
     assert (p["done"], p["queued"], p["total"], p["finished"]) == (3, 5, 8, False)
     assert p["median_wall_s"] == 2.0 and p["parallel"] == 2
@@ -259,28 +257,26 @@ def test_cli_reports_print_the_documented_json_and_csv(sqlite_url: str) -> None:
     a = build_run(sqlite_url, RUN_A, time_limit=10.0, label="base")
     b = build_run(sqlite_url, RUN_B, time_limit=5.0, heuristic="warnsdorff")
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    out = run_cli("report", "summary", "base", "--format", "json", env=env)
+    out = invoke("report", "summary", "base", "--format", "json", env=env)
     assert out.returncode == 0, out.stderr
     with session_scope(get_engine(sqlite_url)) as session:
         assert json.loads(out.stdout) == json.loads(json.dumps(run_summary(session, session.get(Run, a))))
-    out = run_cli("report", "hardest", "--run", str(b), "--top", "2", "--format", "csv", env=env)
+    out = invoke("report", "hardest", "--run", str(b), "--top", "2", "--format", "csv", env=env)
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     assert [r["status"] for r in rows] == ["timeout", "timeout"] and rows[0]["nodes"] == "9000"
-    out = run_cli(
-        "report", "compare", "base", str(b), "--only-solved-by", str(b), "--format", "json", env=env
-    )
+    out = invoke("report", "compare", "base", str(b), "--only-solved-by", str(b), "--format", "json", env=env)
     data = json.loads(out.stdout)
     assert {r["level"] for r in data["rows"]} == {"strip-2", "strip-5", "strip-9"}
     assert "warning" in out.stderr and "time_limit" in out.stderr
-    out = run_cli("show", "strip-1", "--format", "json", env=env)
+    out = invoke("show", "strip-1", "--format", "json", env=env)
     assert json.loads(out.stdout)["best"]["run"] == a
-    out = run_cli("status", str(b), "--format", "csv", env=env)
+    out = invoke("status", str(b), "--format", "csv", env=env)
     row = next(csv.DictReader(io.StringIO(out.stdout)))
     assert row["done"] == "7" and row["count_solved"] == "4" and row["finished"] == "True"
-    out = run_cli("status", str(b), "--watch", "--interval", "0.1", "--format", "json", env=env)
+    out = invoke("status", str(b), "--watch", "--interval", "0.1", "--format", "json", env=env)
     lines = out.stdout.splitlines()  # one object per refresh; a finished run needs one
     assert len(lines) == 1 and json.loads(lines[0])["eta_method"] == "done"
-    out = run_cli("report", "compare", str(a), env=env)
+    out = invoke("report", "compare", str(a), env=env)
     assert out.returncode != 0 and "at least two runs" in out.stderr
-    out = run_cli("report", "hardest", "--run", str(a), "--all", env=env)
+    out = invoke("report", "hardest", "--run", str(a), "--all", env=env)
     assert out.returncode != 0 and "not both" in out.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.services import run_cli
+from tests.support.inprocess import invoke
 
 DECIDED = {"solved", "no_solution"}
 # Small one-stroke levels plain DFS settles at once, plus two it cannot within the limit
@@ -24,13 +24,13 @@ LIMIT = 1.0
 
 
 def cli_json(*args: str, env: dict[str, str]) -> object:
-    out = run_cli(*args, "--format", "json", env=env)
+    out = invoke(*args, "--format", "json", env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
 def export(run: str, env: dict[str, str]) -> list[dict]:
-    out = run_cli("export", run, "--format", "jsonl", env=env)
+    out = invoke("export", run, "--format", "jsonl", env=env)
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines()]
 
@@ -46,7 +46,7 @@ def test_reports_of_two_real_runs_match_their_export(tmp_path: Path, sqlite_url:
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     for heuristic in ("plain", "warnsdorff"):
         args = ["--heuristic", heuristic, "--time-limit", str(LIMIT), "-j", "2", "-q", "--label", heuristic]
-        out = run_cli("solve", str(pack), *args, env=env)
+        out = invoke("solve", str(pack), *args, env=env)
         assert out.returncode == 0, out.stderr
     plain, warn = export("plain", env), export("warnsdorff", env)
     assert len(plain) == len(warn) == 6
@@ -93,7 +93,7 @@ def test_reports_of_two_real_runs_match_their_export(tmp_path: Path, sqlite_url:
     overall = cli_json("report", "hardest", "--all", "--top", "10", env=env)
     assert len(overall) == 6 and all(r["attempts"] == 2 for r in overall)
 
-    out = run_cli(
+    out = invoke(
         "report",
         "cactus",
         "plain",
@@ -116,7 +116,7 @@ def test_reports_of_two_real_runs_match_their_export(tmp_path: Path, sqlite_url:
     shown = cli_json("show", level, env=env)
     assert [h["heuristic"] for h in shown["history"]] == ["plain", "warnsdorff"]
     assert shown["best"]["solution"] in (plain[0]["solution"], warn[0]["solution"])
-    out = run_cli("show", level, env=env)
+    out = invoke("show", level, env=env)
     assert "S" in out.stdout and "history" in out.stdout
 
 
@@ -126,12 +126,12 @@ def test_summary_of_a_run_with_a_heuristic_per_kind_lists_peak_memory_by_kind_th
     """Heuristics get a row of their own: listed after the kinds, they read as more kinds."""
     packs = Path(__file__).resolve().parents[2] / "examples" / "packs"
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "COLUMNS": "200"}
-    res = run_cli("solve", str(packs / "coins"), str(packs / "tictactoe"), "-q", env=env)
+    res = invoke("solve", str(packs / "coins"), str(packs / "tictactoe"), "-q", env=env)
     assert res.returncode == 0, res.stderr
     doc = cli_json("report", "summary", "latest", env=env)
     assert set(doc["memory"]["by_kind"]) == {"coins", "tictactoe"}
     assert len(doc["memory"]["by_heuristic"]) == 2
-    lines = run_cli("report", "summary", "latest", env=env).stdout.splitlines()
+    lines = invoke("report", "summary", "latest", env=env).stdout.splitlines()
     (kinds,) = [line for line in lines if "peak memory (MB)" in line]
     (heuristics,) = [line for line in lines if "by heuristic" in line]
     for heuristic in doc["memory"]["by_heuristic"]:

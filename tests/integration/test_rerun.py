@@ -10,8 +10,9 @@ import pytest
 
 from packsolve.db.models import Run
 from packsolve.db.session import get_engine, session_scope
+from tests.support.inprocess import invoke
 from tests.support.report_runs import overlapping_failures
-from tests.support.services import run_cli, wait_for_run
+from tests.support.services import wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
@@ -33,7 +34,7 @@ def last_int(text: str) -> int:
 
 
 def statuses(env: dict[str, str], run_id: int) -> list[str]:
-    res = run_cli("export", str(run_id), env=env)
+    res = invoke("export", str(run_id), env=env)
     assert res.returncode == 0, res.stderr
     return [json.loads(line)["status"] for line in res.stdout.splitlines()]
 
@@ -41,13 +42,11 @@ def statuses(env: dict[str, str], run_id: int) -> list[str]:
 @pytest.mark.slow
 def test_local_rerun_of_timeouts_with_more_time_solves_them_in_a_linked_child_run(tmp_path, sqlite_url):
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    res = run_cli("solve", str(pack_with_two_slow(tmp_path)), "--time-limit", "0.5", "-j", "2", "-q", env=env)
+    res = invoke("solve", str(pack_with_two_slow(tmp_path)), "--time-limit", "0.5", "-j", "2", "-q", env=env)
     assert res.returncode == 0, res.stderr
-    parent = last_int(run_cli("status", "--format", "json", env=env).stdout.split('"run": ')[1].split(",")[0])
+    parent = last_int(invoke("status", "--format", "json", env=env).stdout.split('"run": ')[1].split(",")[0])
     assert sorted(statuses(env, parent)) == ["solved"] * 3 + ["timeout"] * 2
-    res = run_cli(
-        "rerun", str(parent), "--local", "--time-limit", "5", "-j", "2", "--format", "json", env=env
-    )
+    res = invoke("rerun", str(parent), "--local", "--time-limit", "5", "-j", "2", "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     child = json.loads(res.stdout)["run"]  # the child's summary, the one document on stdout
     assert statuses(env, child) == ["solved", "solved"]
@@ -55,7 +54,7 @@ def test_local_rerun_of_timeouts_with_more_time_solves_them_in_a_linked_child_ru
         run = session.get(Run, child)
         assert (run.parent_id, run.mode, run.time_limit, run.total) == (parent, "local", 5.0, 2)
     # Another heuristic on the parent's solved levels: the choice of levels and solver both hold.
-    res = run_cli(
+    res = invoke(
         "rerun", str(parent), "--status", "solved", "--heuristic", "deaf", "--time-limit", "0.3", env=env
     )
     assert res.returncode == 0, res.stderr
@@ -65,25 +64,24 @@ def test_local_rerun_of_timeouts_with_more_time_solves_them_in_a_linked_child_ru
 def test_rerun_refuses_unknown_statuses_and_empty_selections(tmp_path, sqlite_url):
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     assert (
-        run_cli("solve", str(pack_with_two_slow(tmp_path)), "--time-limit", "5", "-q", env=env).returncode
-        == 0
+        invoke("solve", str(pack_with_two_slow(tmp_path)), "--time-limit", "5", "-q", env=env).returncode == 0
     )
-    res = run_cli("rerun", "latest", "--status", "timeout,bogus", env=env)
+    res = invoke("rerun", "latest", "--status", "timeout,bogus", env=env)
     assert res.returncode != 0 and "bogus" in res.stderr
-    res = run_cli("rerun", "latest", "--local", env=env)  # nothing failed
+    res = invoke("rerun", "latest", "--local", env=env)  # nothing failed
     assert res.returncode != 0 and "has no attempt with status" in res.stderr
-    res = run_cli("rerun", "latest", "--status", "solved", "--kind", "sudoku", env=env)
+    res = invoke("rerun", "latest", "--status", "solved", "--kind", "sudoku", env=env)
     assert res.returncode != 0 and "of kind sudoku" in res.stderr
 
 
 def test_distributed_rerun_goes_to_the_workers_and_links_the_child(tmp_path, broker, pg_url, start_worker):
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     start_worker(broker, pg_url, "w1@test", concurrency=2)
-    res = run_cli("submit", str(pack_with_two_slow(tmp_path)), "--time-limit", "0.5", env=env)
+    res = invoke("submit", str(pack_with_two_slow(tmp_path)), "--time-limit", "0.5", env=env)
     assert res.returncode == 0, res.stderr
     parent = last_int(res.stdout)
     wait_for_run(pg_url, parent, timeout=60)
-    res = run_cli(
+    res = invoke(
         "rerun", str(parent), "--status", "timeout", "--time-limit", "5", "--label", "more-time", env=env
     )
     assert res.returncode == 0, res.stderr
@@ -110,25 +108,25 @@ def test_rerun_with_a_heuristic_of_one_kind_leaves_the_other_kinds_on_their_defa
         + "\n"
     )
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    res = run_cli("solve", str(pack), "--time-limit", "10", "-j", "1", "-q", env=env)
+    res = invoke("solve", str(pack), "--time-limit", "10", "-j", "1", "-q", env=env)
     assert res.returncode == 0, res.stderr
-    parent = last_int(run_cli("status", "--format", "json", env=env).stdout.split('"run": ')[1].split(",")[0])
-    res = run_cli("rerun", str(parent), "--status", "solved", "--heuristic", "dlx", "--local", env=env)
+    parent = last_int(invoke("status", "--format", "json", env=env).stdout.split('"run": ')[1].split(",")[0])
+    res = invoke("rerun", str(parent), "--status", "solved", "--heuristic", "dlx", "--local", env=env)
     assert res.returncode == 0, res.stderr
     assert "note: sliding has no heuristic 'dlx': its default 'pdb' runs" in res.stderr
     records = [
-        json.loads(line) for line in run_cli("export", res.stdout.split()[-1], env=env).stdout.splitlines()
+        json.loads(line) for line in invoke("export", res.stdout.split()[-1], env=env).stdout.splitlines()
     ]
     assert sorted((r["kind"], r["heuristic"], r["status"]) for r in records) == [
         ("sliding", "pdb", "solved"),
         ("sudoku", "dlx", "solved"),
     ]
-    res = run_cli(
+    res = invoke(
         "rerun", str(parent), "--status", "solved", "--heuristic", "sudoku=plain,sliding=astar", env=env
     )
     assert res.returncode == 0, res.stderr
     records = [
-        json.loads(line) for line in run_cli("export", res.stdout.split()[-1], env=env).stdout.splitlines()
+        json.loads(line) for line in invoke("export", res.stdout.split()[-1], env=env).stdout.splitlines()
     ]
     assert sorted((r["heuristic"], r["status"]) for r in records) == [
         ("astar", "solved"),
@@ -140,21 +138,21 @@ def test_the_rerun_report_failures_suggests_takes_exactly_its_group(sqlite_url):
     """Each group's command (rerun --group KEY) makes a child of exactly the group's levels, no more."""
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     parent = overlapping_failures(sqlite_url)
-    res = run_cli("report", "failures", str(parent), "--format", "json", env=env)
+    res = invoke("report", "failures", str(parent), "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     groups = json.loads(res.stdout)["groups"]
     assert sorted(g["count"] for g in groups) == [1, 2, 3]
     for g in groups:
         words = shlex.split(g["rerun"])
         assert words[:2] == ["packsolve", "rerun"]
-        res = run_cli(*words[1:], "-j", "1", "--format", "json", env=env)
+        res = invoke(*words[1:], "-j", "1", "--format", "json", env=env)
         assert res.returncode == 0, res.stderr
         child = json.loads(res.stdout)["run"]
         with session_scope(get_engine(sqlite_url)) as session:
             assert session.get(Run, child).total == g["count"], g  # type: ignore[union-attr]
     # A key that is not one, or one of no group of this run: one line each, usage errors exit 2.
-    res = run_cli("rerun", str(parent), "--group", "time limit", env=env)
+    res = invoke("rerun", str(parent), "--group", "time limit", env=env)
     assert res.returncode == 2 and "not a failure group's key" in res.stderr and "Traceback" not in res.stderr
-    res = run_cli("rerun", str(parent), "--group", "timeout:00000000", env=env)
+    res = invoke("rerun", str(parent), "--group", "timeout:00000000", env=env)
     assert res.returncode != 0 and "in failure group timeout:00000000" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1

@@ -1,4 +1,4 @@
-"""run_failures (migration 0017): a finished run's failure groups are kept, equal to grouping its attempts.
+"""A finished run's failure groups are kept (a run snapshot, 0021), equal to grouping its attempts.
 
 And a run going has its medians read over its attempts at most once per the dashboard's few seconds.
 Real SQLite and PostgreSQL databases; runs built through create_run + record (the workers' write).
@@ -12,28 +12,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 
-import pytest
 import sqlalchemy as sa
-from starlette.requests import Request
 
-from packsolve.db.failures import KEPT_EXAMPLES, kept_groups, read_groups
 from packsolve.db.migrate import current_revision, head_revision, upgrade
 from packsolve.db.models import Attempt, Run
 from packsolve.db.session import get_engine, make_engine, session_scope
+from packsolve.figures.failures import KEPT_EXAMPLES, failure_groups_of, kept_groups, read_groups
+from packsolve.figures.finished import catch_up
 from packsolve.report.failures import failure_groups
 from packsolve.report.summary import run_summary
+from packsolve.settings import Settings
 from packsolve.web import pages
 from packsolve.web.app import create_app
-from packsolve.web.cache import Recent
-from packsolve.web.security import Guard
+from packsolve.web.cache import RECENT_TTL_S, Recent
 from tests.integration.test_run_options_migration import migrate_to
+from tests.support.dashboard import handled
+from tests.support.inprocess import invoke
 from tests.support.report_runs import Planned, build_run, strip_level
-from tests.support.services import run_cli
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest) -> str:
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 def failing_run(url: str, n: int = 30, queued: int = 0) -> int:
@@ -73,9 +68,11 @@ def reads_attempts(seen: list[str]) -> list[str]:
     return [s for s in seen if re.search(r"\bFROM attempts\b", s)]
 
 
-def test_a_finished_run_keeps_its_groups_and_report_failures_reads_no_attempt(url: str) -> None:
-    run_id = failing_run(url)
-    engine = get_engine(url)
+def test_a_finished_run_keeps_its_groups_and_report_failures_reads_no_attempt(db_url: str) -> None:
+    run_id = failing_run(db_url)
+    engine = get_engine(db_url)
+    with session_scope(engine) as session:
+        assert catch_up(session) == [run_id]  # the scheduler's pass makes the finished run's snapshots
     with session_scope(engine) as session:
         run = session.get(Run, run_id)
         assert run is not None and run.finished_at is not None
@@ -93,7 +90,7 @@ def test_a_finished_run_keeps_its_groups_and_report_failures_reads_no_attempt(ur
         assert report["failed"] == 20 and report["total"] == 30
         assert [g["examples"] for g in report["groups"]] == [g["examples"][:3] for g in fresh]
         # More examples than kept for a group larger than that: its attempts are read again.
-        big = failing_run(url, n=3 * (KEPT_EXAMPLES + 5))
+        big = failing_run(db_url, n=3 * (KEPT_EXAMPLES + 5))
         more = KEPT_EXAMPLES + 5
         big_run = session.get(Run, big)
         assert kept_groups(session, big, more) is None
@@ -105,7 +102,9 @@ def test_a_finished_run_keeps_its_groups_and_report_failures_reads_no_attempt(ur
         ]
         assert max(len(g["examples"]) for g in report["groups"]) == KEPT_EXAMPLES + 5
     # The CLI's JSON: the same groups.
-    res = run_cli("report", "failures", str(run_id), "--format", "json", env={"PACKSOLVE_DATABASE_URL": url})
+    res = invoke(
+        "report", "failures", str(run_id), "--format", "json", env={"PACKSOLVE_DATABASE_URL": db_url}
+    )
     assert res.returncode == 0, res.stderr
     shown = json.loads(res.stdout)
     assert [(g["status"], g["pattern"], g["count"], g["kinds"]) for g in shown["groups"]] == [
@@ -113,9 +112,9 @@ def test_a_finished_run_keeps_its_groups_and_report_failures_reads_no_attempt(ur
     ]
 
 
-def test_a_reopened_run_is_grouped_again_and_kept_anew_when_it_finishes(url: str) -> None:
-    run_id = failing_run(url, queued=1)
-    engine = get_engine(url)
+def test_a_reopened_run_is_grouped_again_and_kept_anew_when_it_finishes(db_url: str) -> None:
+    run_id = failing_run(db_url, queued=1)
+    engine = get_engine(db_url)
     with session_scope(engine) as session:
         assert session.get(Run, run_id).finished_at is None  # type: ignore[union-attr]
         assert kept_groups(session, run_id, 3) is None
@@ -130,7 +129,13 @@ def test_a_reopened_run_is_grouped_again_and_kept_anew_when_it_finishes(url: str
 
         assert finish_run_if_done(session, run_id) is True
     with session_scope(engine) as session:
+        assert kept_groups(session, run_id, KEPT_EXAMPLES) is None  # finishing makes no snapshot
+        run = session.get(Run, run_id)
+        assert run is not None
+        first = failure_groups_of(session, run, 3)  # its first reader keeps them
+    with session_scope(engine) as session:
         kept = kept_groups(session, run_id, KEPT_EXAMPLES)
+        assert first == kept_groups(session, run_id, 3)
         assert kept is not None and kept == read_groups(session, run_id, KEPT_EXAMPLES)
         assert ("memout", "memory limit N MB passed", 1) in [
             (g["status"], g["pattern"], g["count"]) for g in kept
@@ -140,21 +145,23 @@ def test_a_reopened_run_is_grouped_again_and_kept_anew_when_it_finishes(url: str
     with session_scope(engine) as session:
         assert kept_groups(session, run_id, 3) is None
     # A finished run deleted: nothing kept for it.
-    other = failing_run(url)
-    kept_for = "SELECT run_id FROM run_failures ORDER BY run_id"
+    other = failing_run(db_url)
+    kept_for = "SELECT run_id FROM run_snapshots WHERE name = 'failures' ORDER BY run_id"
+    with session_scope(engine) as session:
+        assert catch_up(session) == [other]
     with session_scope(engine) as session:
         # The reopened run's old groups stay until it finishes again (they no longer match its finish).
         assert session.execute(sa.text(kept_for)).scalars().all() == [run_id, other]
-    res = run_cli("runs", "delete", str(other), "--yes", env={"PACKSOLVE_DATABASE_URL": url})
+    res = invoke("runs", "delete", str(other), "--yes", env={"PACKSOLVE_DATABASE_URL": db_url})
     assert res.returncode == 0, res.stderr
     with session_scope(engine) as session:
         assert session.execute(sa.text(kept_for)).scalars().all() == [run_id]
 
 
-def test_the_migration_groups_the_failures_of_runs_finished_at_0016(url: str) -> None:
-    finished = failing_run(url)
-    going = failing_run(url, queued=2)
-    engine = make_engine(url)
+def test_the_migration_groups_the_failures_of_runs_finished_at_0016(db_url: str) -> None:
+    finished = failing_run(db_url)
+    going = failing_run(db_url, queued=2)
+    engine = make_engine(db_url)
     migrate_to(engine, "0016", down=True)
     # What happened at 0016, with nothing kept: a level of the finished run now failed otherwise.
     with engine.begin() as conn:
@@ -165,13 +172,17 @@ def test_the_migration_groups_the_failures_of_runs_finished_at_0016(url: str) ->
         )
     assert upgrade(engine) is True and current_revision(engine) == head_revision(engine)
     with session_scope(engine) as session:
+        assert kept_groups(session, finished, KEPT_EXAMPLES) is None  # no backfill: made lazily
+        assert catch_up(session) == [finished]  # by the scheduler's next pass
+    with session_scope(engine) as session:
         kept = kept_groups(session, finished, KEPT_EXAMPLES)
         assert kept is not None and kept == read_groups(session, finished, KEPT_EXAMPLES)
         assert ("wrong", "the path misses cell (N, N)", 1) in [
             (g["status"], g["pattern"], g["count"]) for g in kept
         ]
         assert kept_groups(session, going, 3) is None
-        rows = session.execute(sa.text("SELECT run_id FROM run_failures")).scalars().all()
+        rows = session.execute(sa.text("SELECT run_id FROM run_snapshots WHERE name = 'failures'")).scalars()
+        rows = rows.all()
         assert rows == [finished]
 
 
@@ -182,9 +193,9 @@ def _medians_read(seen: list[str]) -> list[str]:
     ]
 
 
-def test_a_run_going_has_its_medians_read_once_per_few_seconds(url: str) -> None:
-    run_id = failing_run(url, queued=3)
-    engine = get_engine(url)
+def test_a_run_going_has_its_medians_read_once_per_few_seconds(db_url: str) -> None:
+    run_id = failing_run(db_url, queued=3)
+    engine = get_engine(db_url)
     recent = Recent(ttl=60.0)
     with session_scope(engine) as session:
         run = session.get(Run, run_id)
@@ -201,30 +212,20 @@ def test_a_run_going_has_its_medians_read_once_per_few_seconds(url: str) -> None
 
 
 def _page(app, path: str, run_id: int) -> str:
-    scope = {
-        "type": "http",
-        "app": app,
-        "method": "GET",
-        "path": path,
-        "query_string": b"",
-        "headers": [],
-        "path_params": {"run": str(run_id)},
-    }
-    return pages.run_page(Request(scope)).body.decode()
+    return handled(app, pages.run_page, path, run=str(run_id)).body.decode()
 
 
-def test_the_run_page_of_a_run_going_reads_medians_once_per_ttl_and_says_so(url: str, monkeypatch) -> None:
-    # The server's own cache, empty: the other database's run 1 must not be found in it.
-    monkeypatch.setattr(pages, "RECENT", Recent(ttl=pages.RECENT.ttl))
-    run_id = failing_run(url, queued=3)
-    engine = get_engine(url)
-    app = create_app(engine, Guard())
+def test_the_run_page_of_a_run_going_reads_medians_once_per_ttl_and_says_so(db_url: str) -> None:
+    run_id = failing_run(db_url, queued=3)
+    engine = get_engine(db_url)
+    # Each application has caches of its own: the other database's run 1 is not found in them.
+    app = create_app(Settings(database_url=db_url), engine=engine)
     with statements(engine) as first:
         html = _page(app, f"/runs/{run_id}", run_id)
     assert _medians_read(first)
-    assert f"medians and peak memory read at most every {int(pages.RECENT.ttl)} s" in html
+    assert f"medians and peak memory read at most every {int(RECENT_TTL_S)} s" in html
     with statements(engine) as second:
         _page(app, f"/runs/{run_id}", run_id)
     assert _medians_read(second) == [], second
-    finished = failing_run(url)
+    finished = failing_run(db_url)
     assert "medians-age" not in _page(app, f"/runs/{finished}", finished)

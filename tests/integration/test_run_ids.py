@@ -16,11 +16,6 @@ from packsolve.planning import plan_levels
 LEVELS = [make_level(f"l{i}", {"kind": "coins", "notes": [1, 2, 5], "target": i}) for i in range(1, 5)]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request):
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-
-
 def new_run(engine, parent: int | None = None, label: str | None = None) -> int:
     with session_scope(engine) as s:
         options = RunOptions(mode="distributed", time_limit=5, parent_id=parent, label=label)
@@ -95,7 +90,7 @@ def test_a_run_id_past_32_bits_is_no_such_run_in_one_line_on_the_cli_and_a_404_o
     pg_url, tmp_path
 ):
     from tests.support.dashboard import serving
-    from tests.support.services import run_cli
+    from tests.support.inprocess import invoke
 
     engine = make_engine(pg_url)
     upgrade(engine)
@@ -110,7 +105,7 @@ def test_a_run_id_past_32_bits_is_no_such_run_in_one_line_on_the_cli_and_a_404_o
         ["resume", big],
         ["rerun", big, "--local"],
     ):
-        res = run_cli(*args, env=env)
+        res = invoke(*args, env=env)
         lines = [line for line in res.stderr.splitlines() if line.strip()]
         assert res.returncode == 2 and len(lines) == 1, (args, res.stderr)
         assert f"no run with id {big}" in lines[0], (args, res.stderr)

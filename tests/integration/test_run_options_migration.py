@@ -12,7 +12,6 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 
 from packsolve.db.migrate import (
@@ -25,7 +24,7 @@ from packsolve.db.migrate import (
 from packsolve.db.models import Run
 from packsolve.db.runs import Provenance
 from packsolve.db.session import make_engine, session_scope
-from tests.support.services import run_cli
+from tests.support.inprocess import invoke
 
 ROWS = Path(__file__).parent.parent / "data" / "release_0011_rows.json"
 # The program the release's run 2 declared (subset-py): it reads the level from the file named.
@@ -39,11 +38,6 @@ for k in range(len(level["notes"]) + 1):
             sys.exit(0)
 print(json.dumps({"status": "no_solution"}))
 """
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request):
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 def release_rows(programs: Path) -> dict[str, list[dict]]:
@@ -115,19 +109,19 @@ def test_runs_of_an_upgraded_release_database_are_listed_resumed_and_rerun(tmp_p
     engine.dispose()
     env = {"PACKSOLVE_DATABASE_URL": db_url}
 
-    listed = run_cli("runs", "--format", "json", env=env, cwd=tmp_path)
+    listed = invoke("runs", "--format", "json", env=env, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     packs = {r["run"]: r["packs"] for r in json.loads(listed.stdout)}
     assert packs[1] == ["pack.jsonl", "broken.json"] and packs[3] == ["rerun of 1"]
 
     # Run 2 was interrupted with a level left: resumed, it runs that level with the program it declared.
-    resumed = run_cli("resume", "2", "-q", env=env, cwd=tmp_path)
+    resumed = invoke("resume", "2", "-q", env=env, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     # Its levels the declared program decided are rerun with it: the declaration came through the upgrade.
-    rerun = run_cli("rerun", "2", "--status", "solved,no_solution", "-q", env=env, cwd=tmp_path)
+    rerun = invoke("rerun", "2", "--status", "solved,no_solution", "-q", env=env, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     # A built-in heuristic's rerun of the first run.
-    plain = run_cli(
+    plain = invoke(
         "rerun", "1", "--status", "no_solution", "--heuristic", "plain", "-q", env=env, cwd=tmp_path
     )
     assert plain.returncode == 0, plain.stderr

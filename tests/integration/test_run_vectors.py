@@ -1,7 +1,7 @@
-"""run_vectors (migration 0018): compare's figures from finished runs' level vectors equal SQL's.
+"""Level vectors (run snapshots, 0021): compare's figures from finished runs' level vectors equal SQL's.
 
 Real SQLite and PostgreSQL databases; runs built through create_run + record (the workers' write),
-stamped finished by finish_run_if_done, which packs each run's vector.
+stamped finished by finish_run_if_done, then packed by what the scheduler's pass makes (figures.finished).
 """
 
 from __future__ import annotations
@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from packsolve.db import compare_figures, run_vectors
 from packsolve.db.catalog import delete_run
-from packsolve.db.compare_figures import Figures, read_figures
 from packsolve.db.migrate import current_revision, head_revision, upgrade
-from packsolve.db.models import Attempt, Run, RunVector
-from packsolve.db.run_vectors import load_vectors, vector_cells
+from packsolve.db.models import Attempt, Run, RunSnapshot
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.session import get_engine, make_engine, session_scope
+from packsolve.figures import compare_pairs, run_vectors
+from packsolve.figures.compare_pairs import Figures, read_figures
+from packsolve.figures.finished import catch_up, make
+from packsolve.figures.run_vectors import load_vectors, vector_cells
 from packsolve.levels import make_level
 from packsolve.report.compare import compare_runs
 from tests.integration.test_run_options_migration import migrate_to
@@ -30,11 +31,6 @@ STATUSES = ["solved", "solved", "timeout", "no_solution", "error", "memout", "wr
 LEVELS = [strip_level(i) for i in range(40)] + [
     make_level(f"s{i}", {"kind": "sudoku", "grid": str(i % 9 + 1) + "." * 80}) for i in range(9)
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest) -> str:
-    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 def random_run(url: str, rng: random.Random, levels: list[Any], time_limit: float | None) -> int:
@@ -55,13 +51,15 @@ def random_run(url: str, rng: random.Random, levels: list[Any], time_limit: floa
             )
     with session_scope(engine) as session:
         assert finish_run_if_done(session, run_id)
+    with session_scope(engine) as session:
+        make(session, run_id)  # as the scheduler's next pass does
     return run_id
 
 
 def sql_figures(session: Any, runs: list[Run], monkeypatch: pytest.MonkeyPatch) -> dict[str, Figures]:
     """The figures of the SQL aggregate: read_figures with no vector found."""
     with monkeypatch.context() as m:
-        m.setattr(compare_figures, "vector_cells", lambda db, runs: None)
+        m.setattr(compare_pairs, "vector_cells", lambda db, runs: None)
         return read_figures(session, runs)
 
 
@@ -74,7 +72,7 @@ def assert_close(got: dict[str, Figures], want: dict[str, Figures]) -> None:
 
 
 def test_the_vectors_give_the_sql_aggregates_figures_for_overlapping_disjoint_and_partial_runs(
-    url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(26)
     shuffled = rng.sample(LEVELS, len(LEVELS))
@@ -86,7 +84,7 @@ def test_the_vectors_give_the_sql_aggregates_figures_for_overlapping_disjoint_an
         "empty": [],
     }
     limits = {"all": 10.0, "half": 10.0, "other half": 5.0, "some": None, "empty": 10.0}
-    ids = {name: random_run(url, rng, levels, limits[name]) for name, levels in sets.items()}
+    ids = {name: random_run(db_url, rng, levels, limits[name]) for name, levels in sets.items()}
     combos = [
         ("all", "half"),
         ("half", "all"),
@@ -97,7 +95,7 @@ def test_the_vectors_give_the_sql_aggregates_figures_for_overlapping_disjoint_an
         ("some", "all", "half"),
         ("empty", "some", "half"),
     ]
-    with session_scope(get_engine(url)) as session:
+    with session_scope(get_engine(db_url)) as session:
         for combo in combos:
             runs = [session.get(Run, ids[name]) for name in combo]
             assert vector_cells(session, runs) is not None, combo  # the vectors' path is the one taken
@@ -108,17 +106,20 @@ def test_the_vectors_give_the_sql_aggregates_figures_for_overlapping_disjoint_an
 
 def _vectors(url: str) -> list[int]:
     with session_scope(get_engine(url)) as session:
-        return list(session.scalars(sa.select(RunVector.run_id).order_by(RunVector.run_id)))
+        vectors = sa.select(RunSnapshot.run_id).where(
+            RunSnapshot.name == "vector", RunSnapshot.data.is_not(None)
+        )
+        return list(session.scalars(vectors.order_by(RunSnapshot.run_id)))
 
 
 def test_a_resumed_runs_vector_is_not_used_and_a_deleted_runs_goes(
-    url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(1)
-    a = random_run(url, rng, LEVELS[:20], 10.0)
-    b = random_run(url, rng, LEVELS[10:30], 10.0)
-    assert _vectors(url) == [a, b]
-    engine = get_engine(url)
+    a = random_run(db_url, rng, LEVELS[:20], 10.0)
+    b = random_run(db_url, rng, LEVELS[10:30], 10.0)
+    assert _vectors(db_url) == [a, b]
+    engine = get_engine(db_url)
     with session_scope(engine) as session:
         # Finished again at another time without being packed again: its vector no longer holds.
         later = datetime(2030, 1, 1, tzinfo=UTC)
@@ -129,7 +130,11 @@ def test_a_resumed_runs_vector_is_not_used_and_a_deleted_runs_goes(
         assert_close(read_figures(session, runs), sql_figures(session, runs, monkeypatch))
         session.execute(sa.update(Run).where(Run.id == b).values(finished_at=None))
     with session_scope(engine) as session:
-        assert finish_run_if_done(session, b)  # packed again, at its new finished_at
+        assert finish_run_if_done(session, b)
+    with session_scope(engine) as session:
+        runs = [session.get(Run, a), session.get(Run, b)]
+        assert load_vectors(session, runs) is None  # the finish packs nothing
+        assert catch_up(session) == [b]  # the scheduler's pass packs it again, at its new finished_at
     with session_scope(engine) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
         assert load_vectors(session, runs) is not None
@@ -139,37 +144,42 @@ def test_a_resumed_runs_vector_is_not_used_and_a_deleted_runs_goes(
         monkeypatch.setattr(run_vectors, "MAX_ATTEMPTS", 40)
         assert load_vectors(session, runs) is not None
         delete_run(session, b)
-    assert _vectors(url) == [a]
+    assert _vectors(db_url) == [a]
 
 
 def test_a_vector_that_cannot_be_made_leaves_the_finish_and_the_figures_as_they_were(
-    url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(rows: Any) -> None:
         raise MemoryError("no room for the arrays")
 
     monkeypatch.setattr(run_vectors, "pack", broken)
-    a = build_run(url, [Planned(lv, "solved", 1.0) for lv in LEVELS[:10]])
-    b = build_run(url, [Planned(lv, "timeout", 10.5) for lv in LEVELS[5:15]], parent=a)
-    assert _vectors(url) == []
-    with session_scope(get_engine(url)) as session:
+    a = build_run(db_url, [Planned(lv, "solved", 1.0) for lv in LEVELS[:10]])
+    b = build_run(db_url, [Planned(lv, "timeout", 10.5) for lv in LEVELS[5:15]], parent=a)
+    assert _vectors(db_url) == []
+    with session_scope(get_engine(db_url)) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
         assert all(r.finished_at is not None for r in runs)  # both stamped finished all the same
         footer = compare_runs(session, runs)["footer"]
         assert [f["levels"] for f in footer] == [10, 10] and footer[1]["common_levels"] == 5
 
 
-def test_the_migration_packs_the_runs_finished_at_0017(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_runs_finished_at_0017_are_packed_after_the_migration(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(7)
-    a = random_run(url, rng, LEVELS[:30], 10.0)
-    b = random_run(url, rng, LEVELS[20:], 10.0)
-    going = build_run(url, [Planned(LEVELS[0], "solved", 1.0), Planned(LEVELS[1], None)])
-    engine = make_engine(url)
+    a = random_run(db_url, rng, LEVELS[:30], 10.0)
+    b = random_run(db_url, rng, LEVELS[20:], 10.0)
+    going = build_run(db_url, [Planned(LEVELS[0], "solved", 1.0), Planned(LEVELS[1], None)])
+    engine = make_engine(db_url)
     migrate_to(engine, "0017", down=True)
     with engine.begin() as conn:
         assert not sa.inspect(conn).has_table("run_vectors")
     assert upgrade(engine) is True and current_revision(engine) == head_revision(engine)
-    assert _vectors(url) == [a, b]
+    assert _vectors(db_url) == []  # no backfill: the runs are packed lazily
+    with session_scope(engine) as session:
+        assert sorted(catch_up(session) + catch_up(session)) == [a, b]  # the next two passes, a run each
+    assert _vectors(db_url) == [a, b]
     with session_scope(engine) as session:
         runs = [session.get(Run, a), session.get(Run, b)]
         assert vector_cells(session, runs) is not None

@@ -11,7 +11,9 @@ from packsolve.db.models import Attempt
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import read_levels
 from packsolve.puzzles import get_kind
-from tests.support.services import run_cli, wait_for_run
+from tests.support.inprocess import invoke
+from tests.support.services import wait_for_run
+from tests.support.waiting import wait_until
 
 # Distinct solved sudokus (digits relabelled): one node each, so the pipeline is all that is measured.
 SOLUTION = "964532178187694235235817964629451783573986412841273596416728359352169847798345621"
@@ -32,13 +34,13 @@ def test_a_pack_of_small_levels_goes_through_two_named_workers_on_postgresql(
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     start_worker(broker, pg_url, "alpha@test", concurrency=1)
     start_worker(broker, pg_url, "beta@test", concurrency=1)
-    res = run_cli("submit", str(pack), "--time-limit", "10", env=env)
+    res = invoke("submit", str(pack), "--time-limit", "10", env=env)
     assert res.returncode == 0, res.stderr
     run_id = int(res.stdout.strip().splitlines()[-1])
     assert "18 task(s) of up to 7" in res.stderr  # automatic: 120 levels, at least 16 tasks
     wait_for_run(pg_url, run_id, timeout=120)
 
-    res = run_cli("export", str(run_id), env=env)
+    res = invoke("export", str(run_id), env=env)
     records = [json.loads(line) for line in res.stdout.splitlines()]
     assert len(records) == 120 and {r["status"] for r in records} == {"solved"}
     kind = get_kind("sudoku")
@@ -49,7 +51,7 @@ def test_a_pack_of_small_levels_goes_through_two_named_workers_on_postgresql(
         assert r["started_at"] <= r["finished_at"]
     per_worker = Counter(r["worker"] for r in records)
     assert set(per_worker) == {"alpha@test", "beta@test"}, per_worker
-    res = run_cli("report", "summary", str(run_id), "--format", "json", env=env)
+    res = invoke("report", "summary", str(run_id), "--format", "json", env=env)
     assert json.loads(res.stdout)["state"] == "finished"
 
 
@@ -57,7 +59,6 @@ def test_worker_concurrency_defaults_to_the_number_of_cores(tmp_path, broker, sq
     import os
     import subprocess
     import sys
-    import time
 
     log = tmp_path / "w.log"
     env = {**os.environ, "PACKSOLVE_BROKER_URL": broker, "PACKSOLVE_DATABASE_URL": sqlite_url}
@@ -71,9 +72,7 @@ def test_worker_concurrency_defaults_to_the_number_of_cores(tmp_path, broker, sq
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and "concurrency:" not in log.read_text():
-            time.sleep(0.2)
+        wait_until(lambda: "concurrency:" in log.read_text(), 60)
         assert f"concurrency: {os.cpu_count()} (prefork)" in log.read_text()
     finally:
         import signal
@@ -101,11 +100,11 @@ def test_one_level_per_task_then_a_redelivery_of_every_task_changes_nothing(
     pack.write_text("".join(g + "\n" for g in solved_sudokus(n)))
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     worker = start_worker(broker, pg_url, "solo@test", concurrency=1)
-    res = run_cli("submit", str(pack), "--time-limit", "10", "--chunk-size", "1", env=env)
+    res = invoke("submit", str(pack), "--time-limit", "10", "--chunk-size", "1", env=env)
     assert res.returncode == 0, res.stderr
     run_id = int(res.stdout.strip().splitlines()[-1])
     wait_for_run(pg_url, run_id, timeout=120)
-    before = run_cli("export", str(run_id), env=env).stdout
+    before = invoke("export", str(run_id), env=env).stdout
     records = [json.loads(line) for line in before.splitlines()]
     assert len(records) == n and {(r["status"], r["tries"]) for r in records} == {("solved", 1)}
     assert {r["worker"] for r in records} == {"solo@test"}
@@ -122,10 +121,9 @@ def test_one_level_per_task_then_a_redelivery_of_every_task_changes_nothing(
         "import sys\n"
         "from packsolve.execution import Limits\n"
         "from packsolve.planning import plan_run\n"
-        "from packsolve.queue.app import make_app\n"
-        "from packsolve.queue.producer import enqueue\n"
+        "from packsolve.queue.app import Cluster\n"
         "specs = plan_run([sys.argv[1]]).pending(Limits(10.0))\n"
-        "print(enqueue(make_app(sys.argv[2]), int(sys.argv[3]), specs, max_tries=5, chunk_size=1))\n"
+        "print(Cluster.of(broker=sys.argv[2]).send(int(sys.argv[3]), specs, max_tries=5, chunk_size=1))\n"
     )
     sent = subprocess.run(
         [sys.executable, "-c", resend, str(pack), broker, str(run_id)],
@@ -137,12 +135,12 @@ def test_one_level_per_task_then_a_redelivery_of_every_task_changes_nothing(
     assert sent.returncode == 0 and sent.stdout.strip() == str(n), sent.stderr
     r = redis.Redis.from_url(broker)
     queue = (os.environ.get("PACKSOLVE_QUEUE") or "packsolve").encode()
-    deadline = time.monotonic() + 60
-    while r.llen(queue) or any(queue in m for m in r.hvals("unacked")):
-        assert time.monotonic() < deadline, worker.log()[-3000:]
-        time.sleep(0.1)
-    time.sleep(1.0)  # the last results' buffer (FLUSH_EVERY_S) has been written
-    assert run_cli("export", str(run_id), env=env).stdout == before
+    drained = wait_until(
+        lambda: not (r.llen(queue) or any(queue in m for m in r.hvals("unacked"))), 60, every=0.1
+    )
+    assert drained, worker.log()[-3000:]
+    time.sleep(1.0)  # the last results' buffer (the result_flush setting) has been written
+    assert invoke("export", str(run_id), env=env).stdout == before
 
 
 def test_a_task_redis_delivers_again_is_claimed_before_it_runs(tmp_path, broker, pg_url, start_worker):
@@ -158,7 +156,7 @@ def test_a_task_redis_delivers_again_is_claimed_before_it_runs(tmp_path, broker,
     pack = tmp_path / "tiny.sdk"
     pack.write_text("".join(g + "\n" for g in solved_sudokus(n)))
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
-    res = run_cli("submit", str(pack), "--time-limit", "10", "--chunk-size", "1", env=env)
+    res = invoke("submit", str(pack), "--time-limit", "10", "--chunk-size", "1", env=env)
     assert res.returncode == 0, res.stderr
     run_id = int(res.stdout.strip().splitlines()[-1])
     r = redis.Redis.from_url(broker)

@@ -16,20 +16,22 @@ from sqlalchemy import select, update
 
 from packsolve.db.models import Attempt, Run, Worker, utcnow
 from packsolve.db.session import get_engine, session_scope
+from packsolve.runstate import ShownState
 from tests.support.chaos_pack import write_pack
-from tests.support.services import child_env, packsolve_cmd, run_cli, wait_for_run
+from tests.support.inprocess import invoke
+from tests.support.services import child_env, packsolve_cmd, wait_for_run
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
 
 def submit(env: dict[str, str], *args: str) -> int:
-    res = run_cli("submit", *args, env=env)
+    res = invoke("submit", *args, env=env)
     assert res.returncode == 0, res.stderr
     return int(res.stdout.strip().splitlines()[-1])
 
 
 def reconcile_once(env: dict[str, str], grace: float = 0) -> str:
-    res = run_cli("scheduler", "--once", "--grace", str(grace), env=env)
+    res = invoke("scheduler", "--once", "--grace", str(grace), env=env)
     assert res.returncode == 0, res.stderr
     return res.stderr
 
@@ -53,24 +55,22 @@ def forget_queue(broker: str) -> None:
     redis.Redis.from_url(broker).delete(queue_name())
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_queued_attempts_whose_tasks_the_broker_lost_are_requeued_once_and_then_run(
-    database, request, tmp_path, broker, start_worker
+    db_url, tmp_path, broker, start_worker
 ):
-    db = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
-    env = {"PACKSOLVE_DATABASE_URL": db, "PACKSOLVE_BROKER_URL": broker}
+    env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
     run_id = submit(env, str(write_pack(tmp_path, 6, ms=20)), "--time-limit", "5")
     assert "requeued 0" in reconcile_once(env)  # every task still sits in the queue: left alone
     assert queued_messages(broker) == 6
     forget_queue(broker)
     assert "requeued 6" in reconcile_once(env)
     assert "requeued 0" in reconcile_once(env)  # sent again, so live again: not sent twice
-    start_worker(broker, db, "w1@test")
-    wait_for_run(db, run_id, timeout=60)
-    rows = attempts(db, run_id)
+    start_worker(broker, db_url, "w1@test")
+    wait_for_run(db_url, run_id, timeout=60)
+    rows = attempts(db_url, run_id)
     assert [a.status for a in rows] == ["solved"] * 6
     assert all(a.requeues == 1 and a.tries == 1 for a in rows)
-    with session_scope(get_engine(db)) as session:
+    with session_scope(get_engine(db_url)) as session:
         assert session.get(Run, run_id).state == "finished"
 
 
@@ -144,7 +144,7 @@ def test_scheduler_marks_a_run_finished_once_every_attempt_is_final(tmp_path, br
 def test_workers_skip_attempts_of_a_cancelled_run(tmp_path, broker, sqlite_url, start_worker):
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     run_id = submit(env, str(write_pack(tmp_path, 5, ms=20)), "--time-limit", "5")
-    res = run_cli("cancel", str(run_id), env=env)
+    res = invoke("cancel", str(run_id), env=env)
     assert res.returncode == 0 and "5 queued attempt(s) cancelled" in res.stdout, res.stderr
     w = start_worker(broker, sqlite_url, "w1@test")
     other = submit(env, str(write_pack(tmp_path / "b", 1, ms=1, seed=9)), "--time-limit", "5")
@@ -157,18 +157,14 @@ def test_workers_skip_attempts_of_a_cancelled_run(tmp_path, broker, sqlite_url, 
         assert session.get(Run, run_id).state == "cancelled"
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_submit_puts_known_hard_levels_first_and_unseen_ones_between_by_size(
-    database, request, tmp_path, broker
-):
+def test_submit_puts_known_hard_levels_first_and_unseen_ones_between_by_size(db_url, tmp_path, broker):
     """The history lookup reads every level in one statement per table (an array on PostgreSQL,
     json_each on SQLite); both must find the same history."""
-    db = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
-    env = {"PACKSOLVE_DATABASE_URL": db, "PACKSOLVE_BROKER_URL": broker}
+    env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
     # History that contradicts size: the small level (ms=5) took 10 s, the big one (ms=300) 0.1 s.
     first = submit(env, _pack(tmp_path / "a", [5, 300]))
     past = {5: 10.0, 300: 0.1}
-    with session_scope(get_engine(db)) as session:
+    with session_scope(get_engine(db_url)) as session:
         for a in session.scalars(select(Attempt).where(Attempt.run_id == first)):
             a.status, a.wall_s = "solved", past[_size(session, a.level_hash)]
     forget_queue(broker)
@@ -270,8 +266,8 @@ def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_d
             RunOptions("distributed"),
         )
     forget_queue(broker)
-    time.sleep(5.5)  # SEND_SETTLE_S
-    res = run_cli("scheduler", "--once", env=env)  # default grace: 60 s
+    time.sleep(1.5)  # past the scheduler's send_settle, a second here (default 5 s)
+    res = invoke("scheduler", "--once", env={**env, "PACKSOLVE_SEND_SETTLE": "1"})  # default grace: 60 s
     assert res.returncode == 0 and "requeued 3," in res.stderr, res.stderr
     assert {a.status for a in attempts(sqlite_url, unsent)} == {"queued"}
     assert all(a.requeues == 0 for a in attempts(sqlite_url, unsent))
@@ -279,8 +275,8 @@ def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_d
     # A run whose submit never finished sending is the user's to resume or
     # delete; the scheduler never sends it (a slow submit would get its pack queued twice).
     assert "requeued 0," in reconcile_once(env, grace=0)
-    assert run_cli("runs", env=env).stdout.count("sending") == 1
-    res = run_cli("resume", str(unsent), env=env)
+    assert invoke("runs", env=env).stdout.count(ShownState.SENDING) == 1
+    res = invoke("resume", str(unsent), env=env)
     assert res.returncode == 0 and "sent" in res.stderr, res.stderr
     with session_scope(get_engine(sqlite_url)) as session:
         assert session.get(Run, unsent).sent_at is not None
@@ -289,14 +285,15 @@ def test_sent_tasks_lost_by_the_broker_are_resent_within_seconds_even_with_the_d
 
 def test_a_result_still_in_a_workers_buffer_is_not_taken_for_a_lost_task(tmp_path, broker, sqlite_url):
     """A tiny attempt's task is acknowledged before its buffered result is written: for a moment
-    the attempt is queued with no task in the broker. reconcile waits RESULT_SETTLE_S before
+    the attempt is queued with no task in the broker. reconcile waits result_settle before
     taking such attempts, so a result that lands meanwhile is not sent to be run again."""
     import threading
 
-    from packsolve.db.attempts import Result, record
+    from packsolve.attempt import Result
+    from packsolve.db.attempts import record
     from packsolve.outcome import Outcome, SearchStats, Status
-    from packsolve.queue.app import make_app
-    from packsolve.scheduler import RESULT_SETTLE_S, reconcile
+    from packsolve.queue.app import Cluster
+    from packsolve.scheduler import reconcile
 
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     run_id = submit(env, str(write_pack(tmp_path, 1, ms=1)), "--time-limit", "5")
@@ -310,9 +307,10 @@ def test_a_result_still_in_a_workers_buffer_is_not_taken_for_a_lost_task(tmp_pat
         with session_scope(engine) as session:
             record(session, [result])
 
-    late = threading.Timer(RESULT_SETTLE_S / 3, write)
+    cluster = Cluster.of(broker=broker)
+    late = threading.Timer(cluster.settings.result_settle / 3, write)
     late.start()
-    done = reconcile(engine, make_app(broker), broker, grace_s=0)
+    done = reconcile(engine, cluster, grace_s=0)
     late.join()
     assert done.requeued == 0 and done.lost == 0
     (row,) = attempts(sqlite_url, run_id)

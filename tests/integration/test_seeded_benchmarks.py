@@ -9,10 +9,10 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from packsolve.db.figures import kept_final
-from packsolve.db.models import Run, RunFailures, RunVector
+from packsolve.db.models import Run, RunSnapshot
 from packsolve.db.session import get_engine, session_scope
-from tests.support.services import run_cli
+from packsolve.figures.run_figures import kept_final
+from tests.support.inprocess import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the machine the benchmarks ran on kept its checkouts and scratch files; a shared lock file
@@ -22,7 +22,7 @@ MACHINE_PATH = re.compile(r"/work/|/root/|/tmp/(?!packsolve-netns\.lock|psn-<tok
 
 def test_seeded_runs_carry_what_a_real_finish_builds(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'bench.db'}"
-    assert run_cli("db", "upgrade", "--database-url", url).returncode == 0
+    assert invoke("db", "upgrade", "--database-url", url).returncode == 0
     seeded = subprocess.run(
         [sys.executable, "-m", "benchmarks.seed_attempts", url, "--runs", "2", "--levels", "300"],
         cwd=ROOT,
@@ -36,8 +36,9 @@ def test_seeded_runs_carry_what_a_real_finish_builds(tmp_path: Path) -> None:
         assert [r.finished_at is not None for r in runs] == [True, True]
         for run in runs:
             assert kept_final(session, run.id) is not None, run.id
-        assert session.scalar(select(func.count()).select_from(RunFailures)) == 2
-        assert session.scalar(select(func.count()).select_from(RunVector)) == 2
+        for name in ("failures", "vector"):
+            kept = select(func.count()).select_from(RunSnapshot).where(RunSnapshot.name == name)
+            assert session.scalar(kept) == 2, name
 
 
 def test_benchmarks_and_docs_name_no_path_of_the_machine_they_ran_on() -> None:

@@ -12,9 +12,13 @@ from sqlalchemy import select
 
 from packsolve.db.models import Attempt, Run, Worker, utcnow
 from packsolve.db.session import get_engine, session_scope
-from packsolve.queue.protocol import DB_PATIENCE_S, decode_message
+from packsolve.queue.protocol import decode_message
+from packsolve.runstate import ShownState
+from packsolve.settings import DEFAULT_DB_PATIENCE_S
 from tests.support.chaos_pack import write_pack
-from tests.support.services import private_redis, run_cli, wait_for_run
+from tests.support.inprocess import invoke
+from tests.support.services import private_redis, wait_for_run
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.usefixtures("chaos_env"), pytest.mark.redis]
 
@@ -33,20 +37,24 @@ def test_a_submit_whose_broker_fails_midway_leaves_an_unsent_run_to_resume_or_de
         client.config_set("maxmemory", used + 400_000)  # room for a few hundred tasks, not 3,000
         env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": url}
         pack = write_pack(tmp_path, 3000, ms=1)
-        res = run_cli("submit", str(pack), "--chunk-size", "1", "--time-limit", "5", env=env)
+        res = invoke("submit", str(pack), "--chunk-size", "1", "--time-limit", "5", env=env)
         assert res.returncode == 1, res.stderr
         assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
         assert "not sent in full" in res.stderr and "packsolve resume" in res.stderr, res.stderr
         sent_before = client.llen(queue_name())
         assert 0 < sent_before < 3000
-        listing = run_cli("runs", env=env)
-        assert "unsent" in listing.stdout, listing.stdout
+        listing = invoke("runs", env=env)
+        assert ShownState.UNSENT in listing.stdout, listing.stdout
+        # `status` says the same (it once said `running`), and why.
+        status = json.loads(invoke("status", "--format", "json", env=env).stdout)
+        assert (status["state"], status["unsent"]) == (ShownState.UNSENT, True), status
+        assert status["send_error"], status
         client.delete(queue_name())  # even with its queue empty, the scheduler does not send it
         time.sleep(5.5)
-        res = run_cli("scheduler", "--once", "--grace", "0", env=env)
+        res = invoke("scheduler", "--once", "--grace", "0", env=env)
         assert res.returncode == 0 and "requeued 0," in res.stderr, res.stderr
         client.config_set("maxmemory", 0)  # the broker is back
-        res = run_cli("resume", "latest", env=env)
+        res = invoke("resume", "latest", env=env)
         assert res.returncode == 0, res.stderr
         tasks = [decode_message(raw) for raw in client.lrange(queue_name(), 0, -1)]
         assert sum(len(t.items) for t in tasks if t is not None) == 3000
@@ -60,13 +68,13 @@ def test_tasks_carry_no_celery_soft_limit_and_a_hard_limit_above_the_database_wa
 ):
     """Defect 6: Celery's soft limit no longer fires inside a database retry or a result write."""
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
-    res = run_cli("submit", str(write_pack(tmp_path, 2, ms=5)), "--time-limit", "2", env=env)
+    res = invoke("submit", str(write_pack(tmp_path, 2, ms=5)), "--time-limit", "2", env=env)
     assert res.returncode == 0, res.stderr
     raw = redis.Redis.from_url(broker).lrange(queue_name(), 0, -1)
     assert raw
     for message in raw:
         hard, soft = json.loads(message)["headers"]["timelimit"]  # Celery's order: (hard, soft)
-        assert soft is None and hard >= 2 * DB_PATIENCE_S
+        assert soft is None and hard >= 2 * DEFAULT_DB_PATIENCE_S
     redis.Redis.from_url(broker).delete(queue_name())
 
 
@@ -76,7 +84,7 @@ def test_a_worker_takes_a_lease_per_process_and_gives_it_back_when_it_stops(
     """Leases: each pool process that claims keeps one alive, says what it offers, and ends it on exit."""
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     worker = start_worker(broker, pg_url, hostname="lease@test", concurrency=2)
-    res = run_cli("submit", str(write_pack(tmp_path, 6, ms=50)), "--time-limit", "5", env=env)
+    res = invoke("submit", str(write_pack(tmp_path, 6, ms=50)), "--time-limit", "5", env=env)
     assert res.returncode == 0, res.stderr
     run_id = int(res.stdout.strip().splitlines()[-1])
     wait_for_run(pg_url, run_id, timeout=60)
@@ -86,20 +94,20 @@ def test_a_worker_takes_a_lease_per_process_and_gives_it_back_when_it_stops(
     assert leases and all(w.host == "lease@test" and w.lease_until > utcnow() for w in leases)
     assert holders <= {w.name for w in leases}
     assert all("chaos" in json.loads(w.offers) for w in leases)
-    status = run_cli("status", str(run_id), env=env)
+    status = invoke("status", str(run_id), env=env)
     assert status.returncode == 0
     worker.stop()
     with session_scope(get_engine(pg_url)) as s:
         assert all(w.lease_until <= utcnow() for w in s.scalars(select(Worker)))
-    res = run_cli("submit", str(write_pack(tmp_path / "b", 2, ms=5)), "--time-limit", "5", env=env)
-    status = run_cli("status", res.stdout.strip().splitlines()[-1], env=env)
+    res = invoke("submit", str(write_pack(tmp_path / "b", 2, ms=5)), "--time-limit", "5", env=env)
+    status = invoke("status", res.stdout.strip().splitlines()[-1], env=env)
     assert "no live worker serves this run" in status.stdout, status.stdout
 
 
 def test_scheduler_once_fails_when_the_broker_cannot_be_reached(sqlite_url):
     """scheduler --once exits non-zero when the broker cannot be reached: cron relies on it."""
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": "redis://127.0.0.1:1/0"}
-    res = run_cli("scheduler", "--once", env=env)
+    res = invoke("scheduler", "--once", env=env)
     assert res.returncode == 1, res.stderr
     assert "Traceback" not in res.stderr and "broker" in res.stderr.splitlines()[-1], res.stderr
 
@@ -110,17 +118,15 @@ def test_a_worker_of_another_database_refuses_the_tasks_and_leaves_them_for_the_
     """Tasks carry their database's deployment id; a worker of another database never eats them."""
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
     wrong = start_worker(broker, f"sqlite:///{tmp_path / 'elsewhere.db'}", hostname="wrong@test")
-    res = run_cli("submit", str(write_pack(tmp_path, 3, ms=5)), "--time-limit", "5", env=env)
+    res = invoke("submit", str(write_pack(tmp_path, 3, ms=5)), "--time-limit", "5", env=env)
     assert res.returncode == 0, res.stderr
     run_id = int(res.stdout.strip().splitlines()[-1])
-    deadline = time.monotonic() + 30
-    while "another database" not in wrong.log() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: "another database" in wrong.log(), 30)
     refusal = next(line for line in wrong.log().splitlines() if "another database" in line)
     assert "elsewhere.db" in refusal and "PACKSOLVE_DATABASE_URL" in refusal
     with session_scope(get_engine(sqlite_url)) as s:
         assert {(a.status, a.tries) for a in s.scalars(select(Attempt))} == {("queued", 0)}
-    assert "no live worker serves this run" in run_cli("status", str(run_id), env=env).stdout
+    assert "no live worker serves this run" in invoke("status", str(run_id), env=env).stdout
     start_worker(broker, sqlite_url, hostname="right@test")
     wait_for_run(sqlite_url, run_id, timeout=60)
     with session_scope(get_engine(sqlite_url)) as s:
@@ -136,7 +142,7 @@ def test_a_killed_pool_process_s_claim_is_taken_over_by_its_redelivery_without_w
 
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
     start_worker(broker, pg_url, hostname="pool@test", concurrency=1)
-    res = run_cli("submit", str(write_pack(tmp_path, 1, ms=4000)), "--time-limit", "30", env=env)
+    res = invoke("submit", str(write_pack(tmp_path, 1, ms=4000)), "--time-limit", "30", env=env)
     assert res.returncode == 0, res.stderr
     run_id = int(res.stdout.strip().splitlines()[-1])
     deadline = time.monotonic() + 30
@@ -163,19 +169,17 @@ def test_a_killed_workers_unacked_task_is_cleared_once_its_attempt_is_sent_again
     with private_redis() as (url, _restart):
         env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": url, "PACKSOLVE_LEASE_TTL": "2"}
         victim = start_worker(url, pg_url, hostname="victim@test", env={"PACKSOLVE_LEASE_TTL": "2"})
-        res = run_cli("submit", str(write_pack(tmp_path, 1, ms=3000)), "--time-limit", "20", env=env)
+        res = invoke("submit", str(write_pack(tmp_path, 1, ms=3000)), "--time-limit", "20", env=env)
         assert res.returncode == 0, res.stderr
         run_id = int(res.stdout.strip().splitlines()[-1])
         client = redis.Redis.from_url(url)
-        deadline = time.monotonic() + 30
-        while not client.hlen("unacked") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: client.hlen("unacked"), 30, every=0.1)
         time.sleep(1.0)  # claimed by now
         os.killpg(victim.proc.pid, signal.SIGKILL)
         victim.proc.wait(10)
         assert client.hlen("unacked") == 1  # left behind for the visibility timeout
         time.sleep(2.5)  # the lease lapses
-        res = run_cli("scheduler", "--once", "--grace", "60", env=env)
+        res = invoke("scheduler", "--once", "--grace", "60", env=env)
         # The same pass that sends the attempt again clears the old task: it would only be skipped.
         assert "requeued 1," in res.stderr and "unacked cleared 1" in res.stderr, res.stderr
         assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0

@@ -6,7 +6,8 @@ import json
 import shutil
 import subprocess
 
-from tests.support.services import ROOT, run_cli
+from tests.support.inprocess import invoke
+from tests.support.services import ROOT
 
 
 def test_the_example_c_solver_builds_and_matches_the_built_in_warnsdorff_node_for_node(tmp_path, sqlite_url):
@@ -28,16 +29,16 @@ def test_the_example_c_solver_builds_and_matches_the_built_in_warnsdorff_node_fo
         ("warnsdorff-c", ["--solvers", str(example / "packsolve.toml")]),
         ("warnsdorff", []),
     ):
-        res = run_cli(
+        res = invoke(
             "solve", str(pack), "--heuristic", heuristic, "--label", heuristic, "-q", *extra, env=env
         )
         assert res.returncode == 0, res.stderr
-        out = run_cli("export", heuristic, env=env).stdout.splitlines()
+        out = invoke("export", heuristic, env=env).stdout.splitlines()
         records[heuristic] = {r["level_hash"]: r for r in map(json.loads, out)}
     c, py = records["warnsdorff-c"], records["warnsdorff"]
     assert {r["status"] for r in c.values()} == {"solved"} and len(c) == 9
     for level, r in c.items():
         if py[level]["status"] == "solved":
             assert (r["nodes"], r["solution"]) == (py[level]["nodes"], py[level]["solution"])
-    compare = run_cli("report", "compare", "warnsdorff", "warnsdorff-c", "--format", "json", env=env)
+    compare = invoke("report", "compare", "warnsdorff", "warnsdorff-c", "--format", "json", env=env)
     assert compare.returncode == 0 and json.loads(compare.stdout)["footer"][1]["solved"] == 9

@@ -13,14 +13,14 @@ import pytest
 from packsolve.db.models import Run
 from packsolve.db.session import get_engine, session_scope
 from packsolve.report.compare import compare_runs
+from tests.support.inprocess import invoke
 from tests.support.report_runs import Planned, build_run, strip_level
-from tests.support.services import run_cli
 
 LEVELS = [strip_level(i) for i in range(8)]
 
 
 def cli(url: str, *args: str) -> str:
-    res = run_cli(*args, env={"PACKSOLVE_DATABASE_URL": url})
+    res = invoke(*args, env={"PACKSOLVE_DATABASE_URL": url})
     assert res.returncode == 0, res.stderr
     return res.stdout
 
@@ -66,3 +66,19 @@ def test_under_equal_limits_the_speedup_is_over_the_levels_both_decided_and_says
     assert (s.value, s.levels, s.why_not) == (pytest.approx(4.0), 3, None)
     table = cli(sqlite_url, "report", "compare", str(a), str(b))
     assert "×4.00 over 3" in table
+
+
+def test_runs_that_share_no_level_say_so_first_and_show_no_par2_over_no_level(sqlite_url):
+    # The night's 1 vs 3: "PAR-2 s on the 0 levels all ran 0.00 / 0.00", and only "memory limits differ".
+    a = build_run(sqlite_url, [Planned(lv, "solved", 1.0) for lv in LEVELS[:4]], time_limit=10.0)
+    b = build_run(sqlite_url, [Planned(lv, "solved", 2.0) for lv in LEVELS[4:]], time_limit=20.0)
+    data = json.loads(cli(sqlite_url, "report", "compare", str(a), str(b), "--format", "json"))
+    first, foot = data["footer"]
+    assert first["common_levels"] == foot["common_levels"] == 0
+    assert first["common_par2_s"] is None and foot["common_par2_s"] is None  # missing, as speedup is
+    why = foot["speedup_why_not"]
+    assert why.startswith("no level in common") and "time limits differ" in why, why
+    table = cli(sqlite_url, "report", "compare", str(a), str(b))
+    par2 = [line for line in table.splitlines() if "PAR-2 s on the" in line]
+    assert par2 and "0.00" not in par2[0] and par2[0].count("—") == 2, table
+    assert f"no speedup: {why}" in " ".join(table.split())

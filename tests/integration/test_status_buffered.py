@@ -5,10 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import update
 
 from packsolve.db.models import Attempt, Run, Worker, utcnow
@@ -17,32 +15,32 @@ from packsolve.db.workers import Doing, renew
 from packsolve.report.progress import run_progress
 from tests.integration.test_distributed import submit
 from tests.support.dashboard import serving
+from tests.support.inprocess import invoke
 from tests.support.packs import make_pack
 from tests.support.report_runs import Planned, build_run, strip_level
-from tests.support.services import run_cli, wait_for_run
+from tests.support.services import wait_for_run
+from tests.support.waiting import wait_for
 
 
 def status(env: dict[str, str], run_id: int) -> dict:
-    res = run_cli("status", str(run_id), "--format", "json", env=env)
+    res = invoke("status", str(run_id), "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
 
 def wait_until_nothing_runs(env: dict[str, str], run_id: int, timeout: float = 60) -> dict:
     """Return the first status in which no attempt is queued, claimed or running (all done or buffered)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def idle() -> dict | None:
         s = status(env, run_id)
-        if s["queued"] == s["claimed"] == s["running"] == 0 or time.monotonic() > deadline:
-            return s
-        time.sleep(0.3)
+        return s if s["queued"] == s["claimed"] == s["running"] == 0 else None
+
+    return wait_for(idle, timeout, every=0.3, what=f"run {run_id} with nothing queued, claimed or running")
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_status_shows_results_in_a_workers_write_buffer_as_buffered_not_running(
-    database, request, tmp_path, broker, start_worker
+    db_url, tmp_path, broker, start_worker
 ):
-    db_url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
     env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
     pack = make_pack(tmp_path)  # 6 levels, one of them invalid; every other one solves in microseconds
     # The worker keeps its results a minute before writing them, and renews its lease every half second.
@@ -57,9 +55,9 @@ def test_status_shows_results_in_a_workers_write_buffer_as_buffered_not_running(
     assert s["eta_s"] == 0  # nothing is left to run: the results only wait to be written
     # The database still shows them pending (running if claimed, queued if run before their claim).
     assert s["counts"].get("running", 0) + s["counts"].get("queued", 0) == 5
-    row = next(csv.DictReader(io.StringIO(run_cli("status", str(run_id), "--format", "csv", env=env).stdout)))
+    row = next(csv.DictReader(io.StringIO(invoke("status", str(run_id), "--format", "csv", env=env).stdout)))
     assert (row["buffered"], row["claimed"], row["running"]) == ("5", "0", "0")
-    table = run_cli("status", str(run_id), env=env).stdout
+    table = invoke("status", str(run_id), env=env).stdout
     assert "0 running on a solver · 5 done, not yet written" in table
     assert "waiting in write buffers: w1@test 5" in table
     with serving(db_url, log_dir=tmp_path) as served:  # the dashboard's run page says the same

@@ -26,10 +26,11 @@ import redis
 from packsolve.db.session import get_engine, session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.queue.protocol import TASK_NAME
-from tests.support.cluster_audit import wait_until
 from tests.support.forged import publish_json
+from tests.support.inprocess import invoke
 from tests.support.programs import toml_for, write_programs
-from tests.support.services import free_port, rabbitmq_vhost, run_cli, wait_for_run
+from tests.support.services import free_port, rabbitmq_vhost, wait_for_run
+from tests.support.waiting import wait_until
 
 LEVELS = [{"kind": "coins", "notes": [9, 1, 6, 3], "target": t} for t in (10, 12, 15, 18, 19, 40)]
 # What the declared `correct` program (and the built-in solvers) make of LEVELS.
@@ -48,13 +49,13 @@ def write_pack(directory: Path) -> Path:
 
 
 def submit(env: dict[str, str], *args: str, cwd: Path | None = None) -> int:
-    res = run_cli("submit", *args, env=env, cwd=cwd)
+    res = invoke("submit", *args, env=env, cwd=cwd)
     assert res.returncode == 0, res.stderr
     return int(res.stdout.strip().splitlines()[-1])
 
 
 def statuses(env: dict[str, str], run_id: int) -> list[str]:
-    res = run_cli("export", str(run_id), env=env)
+    res = invoke("export", str(run_id), env=env)
     assert res.returncode == 0, res.stderr
     return sorted(json.loads(line)["status"] for line in res.stdout.splitlines())
 
@@ -251,13 +252,13 @@ def test_a_deleted_runs_leftover_tasks_never_solve_the_levels_of_a_run_made_afte
     pack = str(write_pack(tmp_path))
     old = submit(env, pack, "--solvers", str(toml), "--heuristic", "wrong", "--chunk-size", "1")
     for command in (("cancel", str(old)), ("runs", "delete", str(old), "--yes")):
-        res = run_cli(*command, env=env)
+        res = invoke(*command, env=env)
         assert res.returncode == 0, res.stderr
     new = submit(env, pack, "--heuristic", "dp", "--chunk-size", "1", "--time-limit", "10")
     assert new != old, "the deleted run's id was given to the new run"
     worker = start_worker(broker, sqlite_url, "w1@test", cwd=directory)
     wait_for_run(sqlite_url, new, timeout=90)
-    res = run_cli("export", str(new), env=env)
+    res = invoke("export", str(new), env=env)
     records = [json.loads(line) for line in res.stdout.splitlines()]
     assert sorted(r["status"] for r in records) == EXPECTED, records
     assert {r["heuristic"] for r in records} == {"dp"}
@@ -279,8 +280,8 @@ def test_while_the_key_rotates_tasks_signed_with_the_old_key_still_run_and_statu
     wait_for_run(sqlite_url, run_id, timeout=90)
     assert statuses(env, run_id) == EXPECTED
     assert "no PACKSOLVE_TASK_KEY" not in worker.log() and "refused" not in worker.log()
-    keyed = run_cli("status", str(run_id), env={**env, "PACKSOLVE_TASK_KEY": KEY})
-    keyless = run_cli("status", str(run_id), env={**env, "PACKSOLVE_TASK_KEY": ""})
+    keyed = invoke("status", str(run_id), env={**env, "PACKSOLVE_TASK_KEY": KEY})
+    keyless = invoke("status", str(run_id), env={**env, "PACKSOLVE_TASK_KEY": ""})
     assert keyed.returncode == keyless.returncode == 0
     assert "no PACKSOLVE_TASK_KEY" not in keyed.stderr
     assert "WARNING: no PACKSOLVE_TASK_KEY" in keyless.stderr
@@ -291,9 +292,10 @@ def test_admission_drops_what_no_worker_may_run_and_binds_a_program_to_the_worke
 ):
     """No deployment id or no task at all: dropped. A program declared otherwise: refused. Else bound."""
     from packsolve.execution import AttemptSpec, Limits
+    from packsolve.execution.spec import PendingAttempt
     from packsolve.external.declaration import ExternalSolver
     from packsolve.queue.admission import Admission, Refused
-    from packsolve.queue.protocol import PendingAttempt, TaskKeys, encode
+    from packsolve.queue.protocol import TaskKeys, encode
 
     monkeypatch.setenv("PACKSOLVE_DATABASE_URL", sqlite_url)
     with session_scope(get_engine(sqlite_url)) as session:
@@ -321,21 +323,18 @@ def test_admission_drops_what_no_worker_may_run_and_binds_a_program_to_the_worke
     assert not isinstance(task, Refused) and task.items[0].spec.program == mine
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_only_attempts_matching_the_databases_run_level_heuristic_and_limits_are_returned_to_run(
-    database, request
-):
+def test_only_attempts_matching_the_databases_run_level_heuristic_and_limits_are_returned_to_run(db_url):
     from dataclasses import replace
 
     from packsolve.db.runs import RunOptions, create_run
     from packsolve.execution import AttemptSpec, Limits
+    from packsolve.execution.spec import PendingAttempt
     from packsolve.levels import make_level
     from packsolve.planning import plan_levels
     from packsolve.queue.admission import Admission
-    from packsolve.queue.protocol import PendingAttempt, Task, TaskKeys
+    from packsolve.queue.protocol import Task, TaskKeys
 
-    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
-    engine = get_engine(url)
+    engine = get_engine(db_url)
     levels = [make_level(f"l{i}", lv) for i, lv in enumerate(LEVELS)]
     planned = plan_levels(levels, "dp").attempts
     with session_scope(engine) as s:
@@ -360,10 +359,7 @@ def test_only_attempts_matching_the_databases_run_level_heuristic_and_limits_are
     engine.dispose()
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_tasks_of_one_level_in_pack_order_are_checked_from_one_read_until_it_is_too_old(
-    database, request, monkeypatch
-):
+def test_tasks_of_one_level_in_pack_order_are_checked_from_one_read_until_it_is_too_old(db_url, monkeypatch):
     """The first one-level task reads the run's next attempts along; the next ones cost no statement,
     are refused alike when they do not match, and once the read is older than KEPT_S a deleted
     run's tasks are dropped again."""
@@ -374,13 +370,13 @@ def test_tasks_of_one_level_in_pack_order_are_checked_from_one_read_until_it_is_
     from packsolve.db import task_match
     from packsolve.db.runs import RunOptions, create_run
     from packsolve.execution import AttemptSpec, Limits
+    from packsolve.execution.spec import PendingAttempt
     from packsolve.levels import make_level
     from packsolve.planning import plan_levels
     from packsolve.queue.admission import Admission
-    from packsolve.queue.protocol import PendingAttempt, Task, TaskKeys
+    from packsolve.queue.protocol import Task, TaskKeys
 
-    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
-    engine = get_engine(url)
+    engine = get_engine(db_url)
     levels = [make_level(f"l{i}", lv) for i, lv in enumerate(LEVELS)]
     with session_scope(engine) as s:
         run_id = create_run(
@@ -403,7 +399,7 @@ def test_tasks_of_one_level_in_pack_order_are_checked_from_one_read_until_it_is_
     assert run(PendingAttempt(h1, replace(s1, limits=Limits(50.0)))) == []
     assert len(statements) == 1, statements
     for command in (("cancel", str(run_id)), ("runs", "delete", str(run_id), "--yes")):
-        res = run_cli(*command, env={"PACKSOLVE_DATABASE_URL": url})
+        res = invoke(*command, env={"PACKSOLVE_DATABASE_URL": db_url})
         assert res.returncode == 0, res.stderr
     monkeypatch.setattr(task_match, "KEPT_S", 0.0)
     assert run(good[2]) == []

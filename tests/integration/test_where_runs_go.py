@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from packsolve.settings import DEFAULT_BROKER_URL
-from tests.support.services import run_cli
+from tests.support.inprocess import invoke
 
 PACK = Path(__file__).resolve().parents[2] / "examples" / "packs" / "coins"
 
@@ -22,7 +22,7 @@ def test_submit_and_status_name_the_broker_and_database_and_say_when_the_default
     monkeypatch.delenv("PACKSOLVE_BROKER_URL", raising=False)
     monkeypatch.delenv("PACKSOLVE_DATABASE_URL", raising=False)
     try:
-        res = run_cli("submit", str(PACK), cwd=tmp_path)
+        res = invoke("submit", str(PACK), cwd=tmp_path)
     finally:  # the default broker is the shared Redis's database 0: leave nothing of ours in it
         queue = os.environ["PACKSOLVE_QUEUE"]
         redis.Redis.from_url(DEFAULT_BROKER_URL).delete(queue, f"_kombu.binding.{queue}")
@@ -30,9 +30,9 @@ def test_submit_and_status_name_the_broker_and_database_and_say_when_the_default
     assert f"broker {DEFAULT_BROKER_URL} (the default: PACKSOLVE_BROKER_URL is not set)" in res.stderr
     database = tmp_path / "packsolve.db"
     assert f"database {database} (the default: PACKSOLVE_DATABASE_URL is not set)" in res.stderr
-    res = run_cli("status", cwd=tmp_path)
+    res = invoke("status", cwd=tmp_path)
     assert f"database {database}" in res.stdout and f"broker {DEFAULT_BROKER_URL}" in res.stdout
-    p = json.loads(run_cli("status", "--format", "json", cwd=tmp_path).stdout)
+    p = json.loads(invoke("status", "--format", "json", cwd=tmp_path).stdout)
     assert (p["database"], p["broker"]) == (str(database), DEFAULT_BROKER_URL)
 
 
@@ -40,9 +40,9 @@ def test_submit_and_status_name_the_broker_and_database_and_say_when_the_default
 def test_a_broker_password_is_hidden_and_a_url_without_a_scheme_is_named_as_a_broker_url(tmp_path, broker):
     url = broker.replace("redis://", "redis://:s3cret@")
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
-    res = run_cli("submit", str(PACK), "--broker-url", url, env=env)
+    res = invoke("submit", str(PACK), "--broker-url", url, env=env)
     assert "s3cret" not in res.stdout + res.stderr
-    res = run_cli("submit", str(PACK), "--broker-url", "redis//localhost:6379/0", env=env)
+    res = invoke("submit", str(PACK), "--broker-url", "redis//localhost:6379/0", env=env)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "'redis//localhost:6379/0' is not a broker URL" in res.stderr and "redis://HOST" in res.stderr
     assert "database URL" not in res.stderr
@@ -55,7 +55,7 @@ def test_a_broker_scheme_typo_is_a_usage_error_of_one_line_and_creates_no_databa
         "PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}",
         "PACKSOLVE_BROKER_URL": "redsi://localhost",
     }
-    res = run_cli(*command, env=env, timeout=60)
+    res = invoke(*command, env=env)
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert "(redsi://): write redis://, rediss://, amqp:// or amqps://" in res.stderr
@@ -63,15 +63,15 @@ def test_a_broker_scheme_typo_is_a_usage_error_of_one_line_and_creates_no_databa
 
 
 def test_a_solve_refused_for_a_heuristic_typo_creates_no_database(tmp_path):
-    res = run_cli("solve", str(PACK), "--heuristic", "nope", cwd=tmp_path, env={"PACKSOLVE_DATABASE_URL": ""})
+    res = invoke("solve", str(PACK), "--heuristic", "nope", cwd=tmp_path, env={"PACKSOLVE_DATABASE_URL": ""})
     assert res.returncode == 2 and "no level in the pack has a heuristic 'nope'" in res.stderr
     assert list(tmp_path.iterdir()) == []
 
 
 def test_hardest_across_all_runs_of_an_empty_database_says_no_runs_yet(tmp_path):
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
-    run_cli("db", "upgrade", env=env)
-    res = run_cli("report", "hardest", "--all", env=env)
-    summary = run_cli("report", "summary", env=env)
+    invoke("db", "upgrade", env=env)
+    res = invoke("report", "hardest", "--all", env=env)
+    summary = invoke("report", "summary", env=env)
     assert "no runs yet" in summary.stderr + summary.stdout
     assert (res.returncode, "no runs yet" in res.stderr + res.stdout) == (summary.returncode, True)

@@ -32,11 +32,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine
 
-from tests.support.cluster_audit import install_audit, wait_until
+from tests.support.cluster_audit import install_audit
 from tests.support.cluster_servers import PG_BIN, PostgresServer, RabbitNode, RedisServer
 from tests.support.kinds import chaos_kind
 from tests.support.netns import Host, Network, network
 from tests.support.services import ROOT, child_env, unavailable
+from tests.support.waiting import wait_until
 
 BROKERS = ("redis", "rabbitmq")
 

@@ -18,7 +18,6 @@ their deadline plus the scheduler's grace. All of it reads through the observer'
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -364,13 +363,3 @@ def lease_bound(evts: list[Event], held: list[int], victim: str, since: float) -
 
 def epoch(dt: datetime | None) -> float | None:
     return None if dt is None else dt.timestamp()
-
-
-def wait_until(check: Any, timeout: float, every: float = 0.2) -> bool:
-    """Poll check() until true or timeout; return whether it became true."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(every)
-    return bool(check())

@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.support.cluster_audit import wait_until
 from tests.support.docker_engine import Engine, build_standins, docker_engine
 from tests.support.kinds import chaos_kind
 from tests.support.services import ROOT, free_port, run_cli
+from tests.support.waiting import wait_until
 
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 CI_OVERRIDE = ROOT / "tests" / "compose" / "ci.override.yml"
@@ -97,6 +97,20 @@ class Stack:
     @property
     def flower_url(self) -> str:
         return f"http://127.0.0.1:{self.variables['FLOWER_PORT']}"
+
+    @property
+    def prometheus_url(self) -> str:
+        return f"http://127.0.0.1:{self.variables['PROMETHEUS_PORT']}"
+
+    def prometheus(self, path: str) -> Any:
+        """Return the JSON `data` of a GET on Prometheus's HTTP API (path from /api/v1/ on)."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.prometheus_url}/api/v1/{path}", timeout=10) as response:
+            body = json.load(response)
+        assert body["status"] == "success", body
+        return body["data"]
 
     def client_env(self) -> dict[str, str]:
         """The environment of a packsolve command on the host, pointed at the published ports."""
@@ -200,13 +214,16 @@ def compose_stack(engine: Engine, workdir: Path, workers: int) -> Iterator[Stack
         "REDIS_PORT": str(free_port()),
         "POSTGRES_PORT": str(free_port()),
         "FLOWER_PORT": str(free_port()),
+        "PROMETHEUS_PORT": str(free_port()),
         "PACKS_DIR": str(packs),
         "PACKSOLVE_CONCURRENCY": "2",
     }
     stack = Stack(engine, f"psci{uuid.uuid4().hex[:8]}", variables, env_file, packs, timings)
     try:
         up = time.monotonic()
-        res = stack.compose("up", "-d", "--build", "--scale", f"worker={workers}", timeout=1200, check=False)
+        # With the monitoring profile: Prometheus scraping `packsolve metrics` comes up with the rest.
+        up_args = ("--profile", "monitoring", "up", "-d", "--build", "--scale", f"worker={workers}")
+        res = stack.compose(*up_args, timeout=1200, check=False)
         if res.returncode != 0:
             logs = stack.compose("logs", "--no-color", "--tail", "30", check=False).stdout
             raise AssertionError(
@@ -216,7 +233,18 @@ def compose_stack(engine: Engine, workdir: Path, workers: int) -> Iterator[Stack
         timings["compose build + up + ready"] = time.monotonic() - up
         yield stack
     finally:
-        stack.compose("--profile", "cli", "down", "-v", "--remove-orphans", "--timeout", "5", check=False)
+        stack.compose(
+            "--profile",
+            "cli",
+            "--profile",
+            "monitoring",
+            "down",
+            "-v",
+            "--remove-orphans",
+            "--timeout",
+            "5",
+            check=False,
+        )
 
 
 def flower_get(stack: Stack, path: str, auth: tuple[str, str] | None) -> int:

@@ -117,3 +117,22 @@ def serving(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+
+
+def handled(app: Any, handler: Any, path: str, query: bytes = b"", **params: str) -> Any:
+    """Return handler's response to a GET of path?query on app, in this process (no server, no HTTP).
+
+    params are the route's path parameters (run="3"); the app's state (engine, caches) is the handler's.
+    """
+    from starlette.requests import Request
+
+    scope = {
+        "type": "http",
+        "app": app,
+        "method": "GET",
+        "path": path,
+        "query_string": query,
+        "headers": [],
+        "path_params": params,
+    }
+    return handler(Request(scope))

@@ -126,7 +126,7 @@ def build_base(engine: Engine) -> str:
 def build_standins(engine: Engine) -> dict[str, str]:
     """Build (or reuse) the stand-in images; return the compose variables that select them."""
     base = build_base(engine)
-    extra = {"python": {"host-ca.crt": HOST_CA.read_bytes()}, "postgres": {}, "redis": {}}
+    extra = {"python": {"host-ca.crt": HOST_CA.read_bytes()}, "postgres": {}, "redis": {}, "prometheus": {}}
     if (STANDINS / "postgres-entrypoint.sh").exists():
         extra["postgres"]["postgres-entrypoint.sh"] = (STANDINS / "postgres-entrypoint.sh").read_bytes()
     images = {}
@@ -148,6 +148,7 @@ def build_standins(engine: Engine) -> dict[str, str]:
         "PYTHON_IMAGE": images["python"],
         "REDIS_IMAGE": images["redis"],
         "POSTGRES_IMAGE": images["postgres"],
+        "PROMETHEUS_IMAGE": images["prometheus"],
     }
 
 

@@ -18,13 +18,13 @@ from packsolve.db.runs import RunOptions, create_run, mark_sent
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import Level
 from packsolve.planning import plan_levels
+from tests.support.inprocess import invoke
 from tests.support.services import (
     amqp_depth,
     child_env,
     packsolve_cmd,
     purge_amqp_queue,
     rabbitmq_vhost,
-    run_cli,
 )
 
 
@@ -62,7 +62,7 @@ def any_broker(request) -> Iterator[Broker]:
 
 
 def submit(env: dict[str, str], *args: str) -> int:
-    res = run_cli("submit", *args, env=env)
+    res = invoke("submit", *args, env=env)
     assert res.returncode == 0, res.stderr
     return int(res.stdout.strip().splitlines()[-1])
 
@@ -99,11 +99,10 @@ def final_count(db: str, run_id: int) -> int:
     return sum(1 for a in attempts(db, run_id) if a.status not in ("queued", "running"))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def either_engine(request):
-    """An engine on the test's own SQLite file, then on its own PostgreSQL database (one test each)."""
-    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-    return get_engine(url)
+@pytest.fixture
+def either_engine(db_url: str):
+    """An engine on the test's own database (db_url: its SQLite file, then its own PostgreSQL database)."""
+    return get_engine(db_url)
 
 
 def sent_run_of(engine, levels: Sequence[Level], max_tries: int = 3) -> tuple[int, list[str]]:

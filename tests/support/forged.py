@@ -41,11 +41,12 @@ def sent_bodies(database: str, run_id: int, key: str | None = None) -> list[dict
     """
     from sqlalchemy import select
 
+    from packsolve.attempt import tries_cap
     from packsolve.db.models import Attempt, Run
     from packsolve.db.session import get_engine, session_scope
     from packsolve.db.workers import deployment_id
     from packsolve.planning import stored_pending
-    from packsolve.queue.protocol import DEFAULT_MAX_TRIES, encode
+    from packsolve.queue.protocol import encode
 
     with session_scope(get_engine(database)) as session:
         run = session.get(Run, run_id)
@@ -53,6 +54,6 @@ def sent_bodies(database: str, run_id: int, key: str | None = None) -> list[dict
         hashes = list(session.scalars(select(Attempt.level_hash).where(Attempt.run_id == run_id)))
         pending = stored_pending(session, run, hashes)  # in pack order
         deployment = deployment_id(session)
-        max_tries = run.max_tries or DEFAULT_MAX_TRIES
+        max_tries = tries_cap(run.max_tries)
     secret = key.encode() if key else None
     return [json.loads(json.dumps(encode(run_id, [p], max_tries, deployment, secret))) for p in pending]

@@ -366,6 +366,14 @@ class Network:
 
     def close(self) -> None:
         """Tear everything down (processes, namespaces, links, state) and stop the reaper."""
+        # Our own processes first, by their sessions: one still in `ip netns exec`, not yet in its
+        # namespace, is not among the namespace's pids, and would outlive the teardown below.
+        for host in self.hosts.values():
+            for proc in host.procs:
+                if proc.poll() is not None:
+                    continue  # reaped: its pid may be another's by now; what it left is in the namespace
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
         teardown(self.token)
         if self._reaper.poll() is None:
             self._reaper.kill()

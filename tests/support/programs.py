@@ -114,6 +114,48 @@ PROGRAMS = {
         print(json.dumps(solve(level)))
         """
     ),
+    # Sleeps while a grandchild (child of a child that waits for it) burns CPU without end; the
+    # grandchild's pid is written beside it first. Only its tree's CPU can stop it before a wall limit.
+    "tree_burner.py": PY
+    + textwrap.dedent(
+        """
+        here = os.path.dirname(os.path.abspath(__file__))
+        if os.fork() == 0:
+            if os.fork() == 0:
+                with open(os.path.join(here, "tree_burner.tmp"), "w") as f:
+                    f.write(str(os.getpid()))
+                os.rename(os.path.join(here, "tree_burner.tmp"), os.path.join(here, "tree_burner.pid"))
+                while True:
+                    pass
+            os.wait()
+            os._exit(0)
+        time.sleep(600)
+        """
+    ),
+    # On a level of odd target, burns CPU (as tree_burner.py, without its pid file); else sleeps.
+    "burn_or_sleep.py": PY
+    + textwrap.dedent(
+        """
+        if json.load(sys.stdin)["target"] % 2 and os.fork() == 0:
+            while True:
+                pass
+        time.sleep(600)
+        """
+    ),
+    # Sleeps while a grandchild touches memory without end (1 MB at a time, kept).
+    "grand_hog.py": PY
+    + textwrap.dedent(
+        """
+        if os.fork() == 0:
+            if os.fork() == 0:
+                kept = []
+                while True:
+                    kept.append(bytearray(2**20))
+            os.wait()
+            os._exit(0)
+        time.sleep(600)
+        """
+    ),
     # Touches 120 MB, then answers right: its peak memory is recorded.
     "big.py": PY + SOLVE + "blob = bytearray(120 * 2**20)\n" + ANSWER,
     # Touches 240 MB, then answers right: run before big.py, its peak must not become big.py's.

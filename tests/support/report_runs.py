@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from packsolve.db.attempts import Result, record
+from packsolve.attempt import Result
+from packsolve.db.attempts import record
 from packsolve.db.models import utcnow
 from packsolve.db.runs import PlannedAttempt, RunOptions, create_run
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import Level, make_level
 from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.runstate import RunMode
 
 
 def strip_level(n: int, name: str | None = None) -> Level:
@@ -46,15 +48,19 @@ def build_run(
     worker: str = "w1@hostA",
     concurrency: int = 2,
     parent: int | None = None,
+    mode: str = "local",
 ) -> int:
-    """Create a run of the attempts and record every one with a status; return the run id."""
+    """Create a run of the attempts and record every one with a status; return the run id.
+
+    A distributed one (mode) is left unsent, as a submit that stopped before sending leaves it.
+    """
     engine = get_engine(url)
     with session_scope(engine) as session:
         run_id = create_run(
             session,
             [PlannedAttempt(p.level, heuristic, i) for i, p in enumerate(attempts)],
             RunOptions(
-                mode="local",
+                mode=RunMode(mode),
                 heuristic=heuristic,
                 time_limit=time_limit,
                 concurrency=concurrency,

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import wait_until
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 REDIS_URL = os.environ.get("PACKSOLVE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 PG_ADMIN_URL = os.environ.get("PACKSOLVE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -74,10 +76,7 @@ def redis_server() -> Iterator[str]:
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        for _ in range(100):
-            if redis_ok(url):
-                break
-            time.sleep(0.05)
+        wait_until(lambda: redis_ok(url), 5, every=0.05)
         yield url
     finally:
         proc.terminate()
@@ -124,11 +123,8 @@ def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callabl
 
     def start() -> None:
         state["proc"] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if redis_ok(probe):
-                return
-            time.sleep(0.05)
-        raise RuntimeError("private redis-server did not start")
+        if not wait_until(lambda: redis_ok(probe), 10, every=0.05):
+            raise RuntimeError("private redis-server did not start")
 
     def restart() -> None:
         state["proc"].kill()  # SIGKILL: nothing is saved, everything queued is gone
@@ -216,14 +212,13 @@ class Worker:
         self.broker = broker
 
     def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited early:\n{self.log()}")
-            if " ready." in self.log():
-                return
-            time.sleep(0.2)
-        raise TimeoutError(f"worker {self.hostname} not ready after {timeout} s:\n{self.log()}")
+            return " ready." in self.log()
+
+        if not wait_until(ready, timeout):
+            raise TimeoutError(f"worker {self.hostname} not ready after {timeout} s:\n{self.log()}")
 
     def log(self) -> str:
         self._log.flush()
@@ -257,18 +252,19 @@ def wait_for_run(database: str, run_id: int, timeout: float = 120) -> None:
     from packsolve.outcome import PENDING
 
     engine = get_engine(database)
-    deadline = time.monotonic() + timeout
-    counts: dict[str, int] = {}
-    stamped = False
-    while time.monotonic() < deadline:
+    seen: dict[str, object] = {"counts": {}, "stamped": False}  # as last read: for the error
+
+    def finished() -> bool:
         with session_scope(engine) as session:
             counts = status_counts(session, run_id)
             run = session.get(Run, run_id)
             stamped = run is not None and run.finished_at is not None
-        if counts and not any(counts.get(s.value) for s in PENDING) and stamped:
-            return
-        time.sleep(0.25)
-    raise TimeoutError(f"run {run_id} not finished after {timeout} s: {counts}, stamped finished: {stamped}")
+        seen.update(counts=counts, stamped=stamped)
+        return bool(counts) and not any(counts.get(s.value) for s in PENDING) and stamped
+
+    if not wait_until(finished, timeout, every=0.25):
+        counts, stamped = seen["counts"], seen["stamped"]
+        raise TimeoutError(f"run {run_id} not finished after {timeout} s: {counts}, stamped: {stamped}")
 
 
 @contextmanager

@@ -7,7 +7,17 @@ import inspect
 
 import packsolve.api as api
 
-STABLE_NAMES = {"PuzzleKind", "solver", "solved", "no_solution", "Budget", "Outcome", "Status", "LevelError"}
+STABLE_NAMES = {
+    "Preparation",
+    "PuzzleKind",
+    "solver",
+    "solved",
+    "no_solution",
+    "Budget",
+    "Outcome",
+    "Status",
+    "LevelError",
+}
 
 
 def test_the_api_exports_exactly_the_names_a_kind_author_needs():
@@ -21,7 +31,15 @@ def test_puzzle_kind_keeps_its_fields_in_order_and_every_later_one_is_optional()
     names = [f.name for f in fields]
     required = ["name", "parse", "canonical", "solvers", "default", "verify", "render", "svg", "size"]
     assert names[: len(required)] == required
-    assert names[len(required) :] == ["length", "formats", "description", "generate", "examples", "size_help"]
+    assert names[len(required) :] == [
+        "length",
+        "formats",
+        "description",
+        "generate",
+        "examples",
+        "size_help",
+        "preparation",
+    ]
     for f in fields[len(required) :]:
         assert f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING, f.name
 
@@ -30,8 +48,13 @@ def test_the_helpers_keep_their_signatures():
     assert list(inspect.signature(api.solved).parameters) == ["solution", "message"]
     assert list(inspect.signature(api.no_solution).parameters) == ["reason"]
     assert list(inspect.signature(api.solver).parameters) == ["fn"]
-    assert list(inspect.signature(api.Budget).parameters) == ["time_limit", "node_limit"]
-    assert list(inspect.signature(api.Outcome).parameters) == ["status", "solution", "stats", "message"]
+    # A kind that makes a Budget of its own (a sub-search) passes these two first; cpu_limit came later.
+    assert list(inspect.signature(api.Budget).parameters) == ["time_limit", "node_limit", "cpu_limit"]
+    # A kind written against the first four keeps working: later fields come after them, with defaults.
+    outcome = inspect.signature(api.Outcome).parameters
+    assert list(outcome)[:4] == ["status", "solution", "stats", "message"]
+    assert list(outcome)[4:] == ["stdout", "stderr"]
+    assert all(p.default is not inspect.Parameter.empty for p in list(outcome.values())[4:])
     assert list(inspect.signature(api.LevelError).parameters) == ["message", "line", "column"]
     assert {s.value for s in api.Status} >= {"solved", "no_solution", "timeout", "memout", "error", "wrong"}
 

@@ -40,21 +40,6 @@ def test_no_function_in_src_is_over_the_complexity_bounds():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_the_execution_entry_points_take_no_callback_from_the_layers_above():
-    """A worker's task goes down the layers: execution yields when the claim is due, it calls nothing up."""
-    import inspect
-    import typing
-
-    import packsolve.execution as execution
-
-    for name in execution.__all__:
-        entry = getattr(execution, name)
-        if not inspect.isfunction(entry):
-            continue
-        for parameter, hint in typing.get_type_hints(entry).items():
-            assert "Callable" not in str(hint), f"{name}({parameter}: {hint}) takes a callback"
-
-
 def test_every_listed_kind_is_present():
     from packsolve.puzzles import _MODULES, KINDS
 

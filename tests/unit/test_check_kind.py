@@ -11,6 +11,7 @@ import pytest
 from packsolve.api import LevelError, solved, solver
 from packsolve.puzzles import _MODULES, get_kind
 from packsolve.testing import KindCheckFailed, check_kind, run_checks
+from tests.support.inprocess import invoke
 from tests.support.plugins import flip_distribution, make_distribution
 from tests.support.services import run_cli
 
@@ -124,7 +125,7 @@ def test_check_kind_raises_an_assertion_error_listing_every_failed_check():
 
 
 def test_check_kind_cli_passes_a_built_in_and_fails_a_broken_plugin_with_exit_1(tmp_path):
-    assert run_cli("check-kind", "coins").returncode == 0
+    assert invoke("check-kind", "coins").returncode == 0
     broken = (
         "import dataclasses\nfrom flip_kind import KIND as K\n"
         'KIND = dataclasses.replace(K, name="lazy", verify=lambda c, s: None)\n'
@@ -139,7 +140,7 @@ def test_check_kind_cli_passes_a_built_in_and_fails_a_broken_plugin_with_exit_1(
     assert not rows["verify rejects corrupted answers with a message"]["ok"]
     assert res.stderr.strip().splitlines()[-1] == "Error: kind 'lazy' fails 1 of 8 checks"
     assert run_cli("check-kind", "flip", env={"PYTHONPATH": str(root)}).returncode == 0
-    unknown = run_cli("check-kind", "nope")
+    unknown = invoke("check-kind", "nope")
     assert unknown.returncode == 2 and "unknown kind 'nope'" in unknown.stderr
 
 
@@ -152,13 +153,13 @@ def test_check_kind_cli_takes_levels_from_a_file(tmp_path):
     """
     levels = tmp_path / "levels.jsonl"
     levels.write_text('{"kind": "coins", "notes": [1, 2, 5], "target": 7}\n')
-    res = run_cli("check-kind", "coins", "--levels", str(levels))
+    res = invoke("check-kind", "coins", "--levels", str(levels))
     assert res.returncode == 0, res.stdout + res.stderr
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
-    res = run_cli("check-kind", "coins", "--levels", str(bad))
+    res = invoke("check-kind", "coins", "--levels", str(bad))
     assert res.returncode == 2 and "cannot read levels from" in res.stderr and "Traceback" not in res.stderr
-    res = run_cli("check-kind", "coins", "--levels", str(tmp_path / "none.json"))
+    res = invoke("check-kind", "coins", "--levels", str(tmp_path / "none.json"))
     assert res.returncode == 2 and "does not exist" in res.stderr
 
 
@@ -175,3 +176,33 @@ def test_the_flip_test_kind_is_itself_correct():
     check_kind(_flip_kind())
     with pytest.raises(LevelError):
         _flip_kind().parse({"coins": "HX"})
+
+
+PREPARATION_CHECK = "preparation gives a Preparation or None, ready once run, and runs again harmlessly"
+
+
+def test_a_kind_with_a_preparation_has_it_checked_and_one_without_is_not_asked_for_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("PACKSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    with_one = {c.name: c.ok for c in run_checks(get_kind("sliding"))}
+    without = {c.name: c.ok for c in run_checks(SUDOKU)}
+    assert with_one[PREPARATION_CHECK] is True and all(with_one.values())
+    assert PREPARATION_CHECK not in without and all(without.values())
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir() if p.suffix == ".bin")  # the tables it built
+
+
+def test_a_preparation_that_never_gets_ready_or_raises_fails_its_check():
+    from packsolve.api import Preparation
+
+    def never_ready(heuristic, level):
+        return Preparation("k", "the k tables", "no time", "nowhere", ready=lambda: False, run=lambda: None)
+
+    def broken(heuristic, level):
+        raise RuntimeError("no tables here")
+
+    out = failed(dataclasses.replace(SUDOKU, preparation=never_ready))
+    assert list(out) == [PREPARATION_CHECK]
+    assert "ready() is False after its first run, not True" in out[PREPARATION_CHECK]
+    out = failed(dataclasses.replace(SUDOKU, preparation=broken))
+    assert "preparation raised RuntimeError: no tables here" in out[PREPARATION_CHECK]
+    out = failed(dataclasses.replace(SUDOKU, preparation=lambda heuristic, level: "tables"))
+    assert "returned a str, not a Preparation or None" in out[PREPARATION_CHECK]

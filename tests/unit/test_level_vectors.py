@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from packsolve.db.level_vectors import Unmatched, cells, pack
+from packsolve.figures.level_vectors import Unmatched, cells, pack
 
 Row = tuple[str, str, str, float | None, float | None]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from packsolve.levels import DEFAULT_MAX_BYTES, read_levels
+from tests.support.inprocess import invoke
 from tests.support.malformed import write_corpus
-from tests.support.services import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +53,10 @@ def test_the_size_cap_is_configurable_and_a_file_read_under_it_is_still_judged(c
 def test_solve_over_the_whole_corpus_completes_and_records_each_level_invalid(corpus, tmp_path):
     directory, _ = corpus
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'bad.db'}"}
-    res = run_cli("solve", str(directory), "-q", "--format", "json", "--max-file-mb", "1", env=env)
+    res = invoke("solve", str(directory), "-q", "--format", "json", "--max-file-mb", "1", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Traceback" not in res.stderr
-    records = [json.loads(line) for line in run_cli("export", "latest", env=env).stdout.splitlines()]
+    records = [json.loads(line) for line in invoke("export", "latest", env=env).stdout.splitlines()]
     # Identical malformed files are one level (by content), attempted once per run.
     assert len(records) == len({lv.hash for lv in read_levels([directory], max_bytes=2**20)}) > 900
     assert {r["status"] for r in records} == {"invalid"}

@@ -11,12 +11,15 @@ import pytest
 
 from packsolve.bounds import INT32_MAX, INT64_MAX
 from packsolve.execution import AttemptSpec, Limits
-from packsolve.queue.protocol import PendingAttempt, decode, encode
+from packsolve.execution.spec import PendingAttempt
+from packsolve.queue.protocol import decode, encode
+from tests.support.inprocess import invoke
 from tests.support.services import run_cli
 
 HUGE = "99999999999999999999"
 INT32 = f"1 to {INT32_MAX}"
 NO_BROKER = "redis://127.0.0.1:1/0"  # the check comes before the broker is tried
+SERVICES = ("worker", "scheduler")  # commands that run until stopped once started
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +29,7 @@ def solved(tmp_path_factory):
     (where / "pack").mkdir()
     (where / "pack" / "a.json").write_text('{"kind": "coins", "notes": [1, 2], "target": 3}')
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{where / 'runs.db'}"}
-    res = run_cli("solve", "pack", "-q", "-j", "1", env=env, cwd=where)
+    res = invoke("solve", "pack", "-q", "-j", "1", env=env, cwd=where)
     assert res.returncode == 0, res.stderr
     return where, env
 
@@ -58,7 +61,11 @@ def test_a_number_past_what_the_database_stores_is_refused_in_one_line_giving_th
     solved, args, option, span
 ):
     where, env = solved
-    res = run_cli(*args, env=env, cwd=where, timeout=60)
+    # A service's refusal in a process of its own: one that wrongly started would serve until the timeout.
+    if args[0] in SERVICES:
+        res = run_cli(*args, env=env, cwd=where, timeout=60)
+    else:
+        res = invoke(*args, env=env, cwd=where)
     # One error line (click puts its usage hint above those it finds itself), no traceback.
     errors = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
     assert res.returncode == 2 and len(errors) == 1, (res.returncode, res.stderr[-2000:])
@@ -68,7 +75,7 @@ def test_a_number_past_what_the_database_stores_is_refused_in_one_line_giving_th
 def test_a_visibility_timeout_from_the_environment_past_the_range_is_refused_in_one_line(solved):
     where, env = solved
     env = {**env, "PACKSOLVE_VISIBILITY_TIMEOUT": "3000000000", "PACKSOLVE_BROKER_URL": NO_BROKER}
-    res = run_cli("submit", "pack", env=env, cwd=where, timeout=60)
+    res = invoke("submit", "pack", env=env, cwd=where)
     errors = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.returncode == 2 and len(errors) == 1, res.stderr[-2000:]
     assert "PACKSOLVE_VISIBILITY_TIMEOUT" in errors[0] and INT32 in errors[0], errors[0]

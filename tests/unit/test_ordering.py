@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 from packsolve.execution import AttemptSpec, Limits
+from packsolve.execution.spec import PendingAttempt
 from packsolve.planning import LPT_FLOOR_S, longest_first
-from packsolve.queue.protocol import PendingAttempt
 
 
 def spec(level_hash: str, kind: str) -> PendingAttempt:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from packsolve.execution import AttemptSpec, Limits
-from packsolve.queue.protocol import PendingAttempt, decode, encode
+from packsolve.execution.spec import PendingAttempt
+from packsolve.queue.protocol import decode, encode
 
 SPEC = AttemptSpec("coins", "dp", {"kind": "coins", "notes": [1, 2], "target": 3}, Limits(5.0))
 

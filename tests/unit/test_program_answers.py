@@ -7,9 +7,10 @@ import signal
 import pytest
 
 from packsolve.execution.answer import outcome_of
-from packsolve.execution.spawn import RawRun
+from packsolve.execution.output import of_bytes
+from packsolve.execution.spawn import Kill, RawRun
 from packsolve.execution.spec import Limits
-from packsolve.outcome import Status
+from packsolve.outcome import SearchStats, Status
 
 LIMITS = Limits(10.0, 100, 64)
 EXITED_0 = 0
@@ -21,9 +22,7 @@ def run(stdout=b"", status=EXITED_0, **kw):
         **{
             "status": status,
             "stdout": stdout,
-            "wall_s": 0.5,
-            "cpu_s": 0.4,
-            "peak_rss_mb": 10.0,
+            "stats": SearchStats(wall_s=0.5, cpu_s=0.4, peak_rss_mb=10.0),
             "exited": True,
             **kw,
         }
@@ -52,21 +51,23 @@ def run(stdout=b"", status=EXITED_0, **kw):
             "not one JSON object",
         ),
         (
-            run(b"", stderr=b"boom"),
+            run(b"", stderr=of_bytes(b"boom", 1024)),
             Status.ERROR,
             "printed nothing on standard output (expected one JSON object); stderr: 'boom'",
         ),
         (run(b'{"status": "solved", "solution": 1}', status=2 << 8), Status.ERROR, "exited with code 2"),
         (run(b"", status=signal.SIGABRT), Status.ERROR, "died from SIGABRT (aborted)"),
-        (run(stopped="timeout", exited=False), Status.TIMEOUT, "time limit 10 s reached"),
-        (run(stopped="memout"), Status.MEMOUT, "memory limit of 64 MB reached"),
+        (run(stopped=Kill.TIMEOUT, exited=False), Status.TIMEOUT, "time limit 10 s reached"),
+        (run(stopped=Kill.MEMOUT), Status.MEMOUT, "memory limit of 64 MB reached"),
         (
-            run(stopped="output", stdout=b"x" * 10),
+            run(stopped=Kill.OUTPUT, stdout=b"x" * 10),
             Status.ERROR,
             "more than 64 MB on standard output; stdout: 'xxxx",
         ),
         (
-            RawRun(status=0, stdout=b'{"status": "solved", "solution": 1}', peak_rss_mb=65.0),
+            RawRun(
+                status=0, stdout=b'{"status": "solved", "solution": 1}', stats=SearchStats(peak_rss_mb=65.0)
+            ),
             Status.MEMOUT,
             "64 MB",
         ),
@@ -77,7 +78,7 @@ def run(stdout=b"", status=EXITED_0, **kw):
 def test_each_way_a_program_can_end_reads_as_one_outcome(raw, status, message):
     out = outcome_of(raw, LIMITS)
     assert out.status is status and message in out.message
-    assert (out.stats.wall_s, out.stats.cpu_s) == (raw.wall_s, raw.cpu_s)
+    assert (out.stats.wall_s, out.stats.cpu_s) == (raw.stats.wall_s, raw.stats.cpu_s)
 
 
 def test_a_solved_answer_keeps_its_solution_and_nodes_for_verify():
@@ -85,3 +86,13 @@ def test_a_solved_answer_keeps_its_solution_and_nodes_for_verify():
         run(b'{"status": "solved", "solution": {"count": 1}, "nodes": 3, "message": "m"}'), LIMITS
     )
     assert (out.solution, out.nodes, out.message) == ({"count": 1}, 3, "m")
+
+
+def test_the_outcome_keeps_stderr_and_stdout_only_when_stdout_was_not_the_answer():
+    err = of_bytes(b"warning: slow\n", 1024)
+    solved = outcome_of(run(b'{"status": "solved", "solution": 1}', stderr=err), LIMITS)
+    assert (solved.stdout, solved.stderr) == ("", "warning: slow\n")
+    crashed = outcome_of(run(b"partial\n", status=1 << 8, stderr=of_bytes(b"Traceback\n", 1024)), LIMITS)
+    assert (crashed.status, crashed.stdout, crashed.stderr) == (Status.ERROR, "partial\n", "Traceback\n")
+    nothing = outcome_of(run(b"partial\n", status=1 << 8, stderr=of_bytes(b"Traceback\n", 0)), LIMITS, keep=0)
+    assert (nothing.stdout, nothing.stderr) == ("", "") and "Traceback" in nothing.message

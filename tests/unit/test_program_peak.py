@@ -18,9 +18,9 @@ SCRIPT = textwrap.dedent(
 
     spawn.POLL_YOUNG_S = spawn.POLL_FREE_S = spawn.POLL_LIMITED_S = 60.0
     program = "import time; time.sleep(0.3); blob = bytearray(200 * 2**20); print(len(blob))"
-    first = spawn.run([sys.executable, "-c", program], ".", {}, None, Limits(time_limit=30))
-    small = spawn.run([sys.executable, "-c", "print(1)"], ".", {}, None, Limits(time_limit=30))
-    print(json.dumps([first.peak_rss_mb, first.stdout.decode(), small.peak_rss_mb]))
+    first = spawn.run(spawn.Command([sys.executable, "-c", program], ".", {}), Limits(time_limit=30))
+    small = spawn.run(spawn.Command([sys.executable, "-c", "print(1)"], ".", {}), Limits(time_limit=30))
+    print(json.dumps([first.stats.peak_rss_mb, first.stdout.decode(), small.stats.peak_rss_mb]))
     """
 )
 

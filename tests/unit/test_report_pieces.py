@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from packsolve.figures.par2 import par2
 from packsolve.outcome import Status
 from packsolve.report.cactus import cactus_figure, save, scatter_figure, to_svg
 from packsolve.report.html import ENV
-from packsolve.report.metrics import host_of, median, par2
+from packsolve.report.metrics import host_of, median
 from packsolve.report.progress import PROGRESS_COLUMNS, progress_row
 
 

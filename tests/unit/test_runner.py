@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -114,6 +115,12 @@ def _ok(level, budget):
     return Outcome(Status.SOLVED, [1, 2, 3])
 
 
+def _chatty(level, budget):
+    # A built-in solver's log lines: a long log on stderr, a short one on stdout.
+    log = "".join(f"step {i}\n" for i in range(20_000))
+    return Outcome(Status.SOLVED, [1], stdout="done\n", stderr=log)
+
+
 # A test-only kind whose heuristics are the misbehaving solvers above, accepting any answer: it runs
 # them through the production entry point (registered by the probe fixture's PACKSOLVE_EXTRA_KINDS).
 KIND = PuzzleKind(
@@ -127,6 +134,7 @@ KIND = PuzzleKind(
         "ignore_budget": _ignore_budget,
         "segfault": _segfault,
         "ok": _ok,
+        "chatty": _chatty,
     },
     default="ok",
     verify=lambda level, solution: None,
@@ -188,3 +196,11 @@ def test_hard_time_grows_with_the_limit_but_stays_close():
     assert Limits().hard_time() is None
     assert 1 < Limits(time_limit=1).hard_time() <= 3
     assert 600 < Limits(time_limit=600).hard_time() <= 605
+
+
+def test_a_built_in_solvers_log_lines_are_kept_like_a_programs_within_the_cap(probe):
+    [out] = execute_attempts([AttemptSpec(KIND.name, "chatty", {}, Limits(time_limit=20))], 1000)
+    assert out.status is Status.SOLVED and out.stdout == "done\n"
+    head, cut, tail = re.split(r"\n\[… ([\d,]+) bytes cut …\]\n", out.stderr)
+    assert head.startswith("step 0\n") and tail.endswith("step 19999\n")
+    assert len(head) + len(tail) == 1000 - len("done\n") and int(cut.replace(",", "")) > 100_000

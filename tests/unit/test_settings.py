@@ -17,6 +17,7 @@ from packsolve.settings import (
     current,
     resolve,
 )
+from tests.support.inprocess import invoke
 from tests.support.services import run_cli
 
 BAD = [
@@ -114,7 +115,7 @@ def test_config_prints_each_setting_and_its_source_with_passwords_hidden(tmp_pat
         "PACKSOLVE_QUEUE": "",
     }
     url = "redis://:redis-s3cret@broker:6379/0"
-    res = run_cli("config", "--format", "json", "--broker-url", url, env=env, cwd=tmp_path)
+    res = invoke("config", "--format", "json", "--broker-url", url, env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     shown = json.loads(res.stdout)  # exactly one JSON document
     assert "s3cret" not in res.stdout + res.stderr
@@ -123,13 +124,13 @@ def test_config_prints_each_setting_and_its_source_with_passwords_hidden(tmp_pat
     assert shown["task_key"] == {"value": "***", "source": "environment"}
     assert shown["queue"] == {"value": "nightly", "source": "file"}
     assert shown["lease_ttl"] == {"value": 30.0, "source": "default"}
-    table = run_cli("config", env=env, cwd=tmp_path)
+    table = invoke("config", env=env, cwd=tmp_path)
     assert table.returncode == 0 and "s3cret" not in table.stdout
     assert "nightly" in table.stdout and "postgresql://alice:***@db/results" in table.stdout
 
 
 def test_config_refuses_a_bad_value_in_one_line_with_the_usage_exit_code(tmp_path):
-    res = run_cli("config", env={"PACKSOLVE_LEASE_TTL": "abc"}, cwd=tmp_path)
+    res = invoke("config", env={"PACKSOLVE_LEASE_TTL": "abc"}, cwd=tmp_path)
     errors = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.returncode == 2 and len(errors) == 1 and "Traceback" not in res.stderr
     assert "PACKSOLVE_LEASE_TTL='abc' must be a number of seconds above 0" in errors[0]
@@ -158,3 +159,59 @@ def test_remote_control_is_off_unless_the_environment_or_the_file_turns_it_on(tm
     off = resolve(environ={"PACKSOLVE_WORKER_REMOTE_CONTROL": "off"}, path=path)
     assert make_app(settings=off).conf.worker_enable_remote_control is False
     assert make_app(settings=on).conf.worker_enable_remote_control is True
+
+
+WAITS = {
+    "db_patience": 120.0,
+    "send_settle": 5.0,
+    "result_settle": 1.0,
+    "scheduler_patience": 10.0,
+    "unsent_patience": 30.0,
+    "refusal_patience": 5.0,
+}
+
+
+def test_every_wait_is_a_setting_with_its_old_default_its_variable_and_a_checked_value(tmp_path):
+    """The patience and settle times are settings (tests set them to a second): defaults as the constants
+    they were, each from PACKSOLVE_ + its name, shown by `packsolve config`, a bad one refused in a line."""
+    defaults = resolve(environ={}, path=no_file(tmp_path))
+    assert {name: getattr(defaults, name) for name in WAITS} == WAITS
+    short = resolve(environ={f"PACKSOLVE_{name.upper()}": "1" for name in WAITS}, path=no_file(tmp_path))
+    assert {(getattr(short, name), short.source(name)) for name in WAITS} == {(1.0, ENVIRONMENT)}
+    shown = defaults.shown()
+    assert {name: shown[name]["value"] for name in WAITS} == WAITS
+    with pytest.raises(SettingsError, match=r"PACKSOLVE_SEND_SETTLE='0' must be a number of seconds above 0"):
+        resolve(environ={"PACKSOLVE_SEND_SETTLE": "0"}, path=no_file(tmp_path))
+
+
+def test_a_cluster_carries_its_settings_to_its_celery_app_and_to_what_it_sends(tmp_path):
+    """Cluster.of(settings): the queue, visibility timeout and task key are the settings'; a task's Celery
+    hard limit leaves room for two of the db_patience waits; nothing rides in the app's configuration."""
+    from packsolve.execution import Limits
+    from packsolve.queue.app import Cluster
+    from packsolve.queue.protocol import CELERY_HARD_MARGIN_S, PREPARE_MARGIN_S, celery_limits
+
+    settings = resolve(
+        environ={
+            "PACKSOLVE_QUEUE": "nightly",
+            "PACKSOLVE_VISIBILITY_TIMEOUT": "600",
+            "PACKSOLVE_TASK_KEY": "k",
+            "PACKSOLVE_DB_PATIENCE": "2",
+        },
+        path=no_file(tmp_path),
+    )
+    cluster = Cluster.of(settings)
+    assert (cluster.queue, cluster.visibility_timeout, cluster.task_key) == ("nightly", 600, b"k")
+    assert cluster.app.conf.task_default_queue == "nightly"
+    assert cluster.app.conf.broker_transport_options == {"visibility_timeout": 600}
+    assert "packsolve_settings" not in cluster.app.conf
+    hard = Limits(10.0).hard_time()
+    assert hard is not None
+    assert celery_limits(Limits(10.0), 1, settings.db_patience) == (None, hard + CELERY_HARD_MARGIN_S + 4)
+    # A task whose heuristic may first build its tables on the worker (execution.preparing) gets room for it.
+    assert celery_limits(Limits(10.0), 1, settings.db_patience, prepares=True) == (
+        None,
+        hard + CELERY_HARD_MARGIN_S + PREPARE_MARGIN_S + 4,
+    )
+    moved = Cluster.of(settings, broker="redis://elsewhere:6379/3")
+    assert moved.settings.broker_url == "redis://elsewhere:6379/3" and moved.queue == "nightly"

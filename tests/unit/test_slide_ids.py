@@ -15,8 +15,8 @@ from packsolve.errors import PlanError
 from packsolve.levels import read_levels
 from packsolve.planning import check_paths
 from packsolve.puzzles import get_kind
+from tests.support.inprocess import invoke
 from tests.support.plugins import make_distribution
-from tests.support.services import run_cli
 
 SLIDING = get_kind("sliding")
 # A 3x3 board three moves from the goal (breadth-first search, the `plain` heuristic, agrees below).
@@ -81,10 +81,10 @@ def test_verify_rejects_an_answer_shorter_than_the_stated_optimum_and_accepts_a_
 def test_a_solved_pack_names_levels_by_id_and_stores_a_mismatched_optimum_as_wrong(tmp_path):
     path = _pack(tmp_path, f"k1 3 {THREE}\nk2 5 {THREE}\n")
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
-    res = run_cli("solve", str(path), "--heuristic", "idastar", "-q", env=env)
+    res = invoke("solve", str(path), "--heuristic", "idastar", "-q", env=env)
     assert res.returncode == 0, res.stderr
     records = {
-        r["level"]: r for r in map(json.loads, run_cli("export", "latest", env=env).stdout.splitlines())
+        r["level"]: r for r in map(json.loads, invoke("export", "latest", env=env).stdout.splitlines())
     }
     assert set(records) == {f"{path}:k1", f"{path}:k2"}
     assert (records[f"{path}:k1"]["status"], records[f"{path}:k1"]["length"]) == ("solved", 3)

@@ -1,6 +1,6 @@
 """The solver child is kept between batches (a fork per tiny attempt cost more than the attempt),
 and replaced whenever it cannot be trusted or reached: grown, dead, killed, or unable to take a job.
-execute_overlapped asks for the caller's claim while it solves (or never, past a quick ending)
+execute_overlapped asks the caller's claim gate once while it solves (or never, past a quick ending)
 and drops unwanted results."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import pytest
 
 from packsolve.api import PuzzleKind
 from packsolve.execution import (
-    CLAIM_DUE,
     AttemptSpec,
     Limits,
     execute_attempts,
@@ -139,17 +138,24 @@ def test_a_kill_at_the_hard_limit_costs_the_kept_child_and_the_next_job_gets_a_n
     assert pid_of("pid") != kept
 
 
+class Gate:
+    """A ClaimGate answering with claim(), counting how often it is asked."""
+
+    def __init__(self, claim):
+        self.answer = claim
+        self.asked = 0
+
+    def claim(self) -> bool:
+        self.asked += 1
+        return self.answer()
+
+
 def execute_claimed(spec, claim, claim_after=0.0):
-    """Drive execute_overlapped as a worker does: make the claim when it is due, send its answer."""
-    run = execute_overlapped(spec, claim_after)
-    try:
-        assert next(run) is CLAIM_DUE
-        run.send(claim())
-    except StopIteration as ended:
-        return ended.value
-    finally:
-        run.close()
-    raise AssertionError("a second claim was asked for")
+    """Run execute_overlapped as a worker does, its gate answering with claim(); it is asked once at most."""
+    gate = Gate(claim)
+    out = execute_overlapped(spec, gate, claim_after)
+    assert gate.asked <= 1, "the gate was asked more than once"
+    return out
 
 
 @pytest.mark.usefixtures("chaos_env")

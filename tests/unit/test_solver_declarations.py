@@ -7,7 +7,7 @@ import pytest
 from packsolve.errors import SolverFileError
 from packsolve.external.declaration import ExternalSolver, heuristic_of, load_solvers
 from packsolve.puzzles import get_kind
-from tests.support.services import run_cli
+from tests.support.inprocess import invoke
 
 
 def write(tmp_path, text, name="packsolve.toml"):
@@ -76,12 +76,12 @@ def test_each_mistake_in_a_declaration_file_is_one_line_naming_the_fix(tmp_path,
 def test_a_missing_solvers_file_is_a_usage_error_from_the_cli_without_a_traceback(tmp_path):
     pack = write(tmp_path, '{"kind": "coins", "notes": [1], "target": 1}', "level.json")
     env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
-    res = run_cli("solve", str(pack), "--solvers", str(tmp_path / "nope.toml"), env=env)
+    res = invoke("solve", str(pack), "--solvers", str(tmp_path / "nope.toml"), env=env)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     [line] = res.stderr.strip().splitlines()
     assert line.startswith(f"Error: --solvers {tmp_path / 'nope.toml'}: no such file (declare solvers")
     bad = write(tmp_path, "[solvers.a]\nkind = 3\n", "bad.toml")
-    res = run_cli("submit", str(pack), "--solvers", str(bad), env=env)
+    res = invoke("submit", str(pack), "--solvers", str(bad), env=env)
     assert res.returncode == 2 and "[solvers.a]: needs kind" in res.stderr and "Traceback" not in res.stderr
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from packsolve.execution import AttemptSpec, Limits
-from packsolve.queue.protocol import SIGNATURE, PendingAttempt, TaskKeys, encode, signature_problem, task_keys
+from packsolve.execution.spec import PendingAttempt
+from packsolve.queue.protocol import SIGNATURE, TaskKeys, encode, signature_problem, task_keys
 from packsolve.settings import current
 
 SPEC = AttemptSpec("coins", "dp", {"kind": "coins", "notes": [1, 2], "target": 3}, Limits(5.0))

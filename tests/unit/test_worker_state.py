@@ -1,4 +1,4 @@
-"""A worker process's state lives on its one WorkerProcess, and the environment is read in one place."""
+"""A worker process's state lives on its one WorkerProcess."""
 
 from __future__ import annotations
 
@@ -29,9 +29,3 @@ def test_the_queue_package_keeps_no_module_state_but_the_one_worker_process_slot
     # A module's logger is made by a call, and holds nothing of the process's work.
     state = {name: [n for n in names if n != "log"] for name, names in state.items()}
     assert {name: names for name, names in state.items() if names} == {"consumer.py": ["_process"]}
-
-
-def test_only_the_settings_module_reads_the_environment():
-    """And the child environment of external solver programs, which is made from it."""
-    readers = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "os.environ" in p.read_text())
-    assert readers == ["execution/programs.py", "settings.py"]

@@ -7,16 +7,16 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT
-from packsolve.cli.group import pass_settings
+from packsolve.cli.group import Invocation
 from packsolve.cli.options import (
-    database_option,
+    cpus_per_attempt_option,
     emit,
     format_option,
     run_options,
     run_request,
+    with_database,
     within,
 )
-from packsolve.settings import Settings
 
 
 @click.command()
@@ -25,12 +25,12 @@ from packsolve.settings import Settings
 @click.option(
     "--jobs", "-j", type=int, default=None, help="Processes solve would use [default: one per core]."
 )
+@cpus_per_attempt_option
 @click.option("--chunk-size", type=within(COUNT), default=0, help="Levels per task, as submit's (0: chosen).")
 @format_option
-@database_option
-@pass_settings
+@with_database("read")
 def check(
-    settings: Settings, paths: tuple[str, ...], jobs: int | None, chunk_size: int, fmt: str, **opts: Any
+    invocation: Invocation, paths: tuple[str, ...], jobs: int | None, chunk_size: int, fmt: str, **opts: Any
 ) -> None:
     """Read PATHS as solve and submit would and say what they would do; create nothing.
 
@@ -43,11 +43,15 @@ def check(
     from packsolve.db.migrate import current_revision
     from packsolve.db.session import get_engine
     from packsolve.errors import NoDatabase
+    from packsolve.request import check_jobs
 
     request = run_request(opts)
+    settings = invocation.settings
+    jobs = check_jobs(jobs, settings.cpus_per_attempt)
     engine: Any
     try:
-        # Past runs, if there is a database, size tasks as submit would; nothing is migrated or created.
+        # Past runs, if there is a database, size tasks as submit would; nothing is migrated or created
+        # (not the Invocation's engine: an old database is read as it is, and none is no error).
         engine = get_engine(settings.database_url, migrate=False, create=False)
         if current_revision(engine) is None:
             engine = None  # a database with no schema yet: no history either
@@ -111,6 +115,17 @@ def _problems(c: dict[str, Any]) -> list[Any]:
         if program["problem"]:
             out.append(Text(f"  {program['problem']}: every level it solves would be an error", style="red"))
     out += [Text(f"note: {note}", style="yellow") for note in c["notes"]]
+    for p in c.get("prepare", []):
+        if p["ready"]:
+            out.append(Text(f"{p['what']}: built on this machine ({p['where']})"))
+        else:
+            out.append(
+                Text(
+                    f"{p['what']}: not built on this machine yet: solve, or a worker, builds them once "
+                    f"before the attempts, outside their limits ({p['cost']}; kept in {p['where']})",
+                    style="yellow",
+                )
+            )
     if c["invalid"]:
         out.append(Text(f"{len(c['invalid'])} level(s) cannot be read and would be recorded as invalid:"))
         for bad in c["invalid"]:
@@ -127,6 +142,12 @@ def _plan_lines(c: dict[str, Any]) -> list[Any]:
 
     limits = c["limits"]
     parts = [f"{limits['time_limit']:g} s per level" if limits["time_limit"] else "no time limit"]
+    if limits.get("cpu_limit"):
+        parts.append(
+            f"{limits['cpu_limit']:g} s CPU per level (wall backstop {limits['wall_backstop']:g} s)"
+            if limits.get("wall_backstop")
+            else f"{limits['cpu_limit']:g} s CPU per level"
+        )
     if limits["node_limit"]:
         parts.append(f"{limits['node_limit']} nodes")
     if limits["memory_limit_mb"]:

@@ -6,17 +6,15 @@ import json
 
 import click
 
-from packsolve.cli.group import pass_settings
-from packsolve.cli.options import broker_option, database_option
-from packsolve.settings import Settings, env_name
+from packsolve.cli.group import Invocation
+from packsolve.cli.options import with_cluster
+from packsolve.settings import env_name
 
 
 @click.command("config")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@database_option
-@broker_option
-@pass_settings
-def config(settings: Settings, fmt: str) -> None:
+@with_cluster()
+def config(invocation: Invocation, fmt: str) -> None:
     """Print the effective settings and where each came from: flag, environment, file or default.
 
     A line per setting: its name, its value, then [source; environment variable].
@@ -26,7 +24,7 @@ def config(settings: Settings, fmt: str) -> None:
     else its default. Secrets (task keys, the dashboard's token) and passwords in URLs are
     hidden. A bad value is an error, one line per value (exit 2).
     """
-    shown = settings.shown()
+    shown = invocation.settings.shown()
     if fmt == "json":
         click.echo(json.dumps(shown, indent=2))
         return

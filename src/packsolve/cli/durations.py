@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import click
 
-from packsolve.bounds import Range
-
-WRITE = "write seconds (2.5) or 500ms, 2s, 1m, 1h"
-UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-# A sign and an exponent are read so that the range check, not the syntax, says what is wrong with -1, 1e300.
-_DURATION = re.compile(r"^\s*(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|s|m|h)?\s*$")
+from packsolve.bounds import DURATION_FORM as WRITE
+from packsolve.bounds import Range, duration_seconds
 
 
 class Duration(click.ParamType):
@@ -32,10 +27,8 @@ class Duration(click.ParamType):
         """Return value in seconds; fail with one line saying what a duration looks like."""
         if isinstance(value, int | float):
             seconds = float(value)
-        elif match := _DURATION.match(str(value)):
-            seconds = float(match.group(1)) * UNITS[match.group(2) or "s"]
         else:
-            number = _number(str(value))
+            number = duration_seconds(str(value))
             if number is None:
                 self.fail(f"{value!r} is not a duration: {WRITE}", param, ctx)
             seconds = number
@@ -48,14 +41,6 @@ class Duration(click.ParamType):
 
 
 DURATION = Duration()
-
-
-def _number(text: str) -> float | None:
-    """Return text as a float if Python reads it as one ('nan', 'inf': convert refuses them as not finite)."""
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def duration_within(span: Range, low: float | None = None) -> Duration:

@@ -1,32 +1,44 @@
-"""The packsolve group: one Settings per command line, and one line for every error a user can fix.
+"""The packsolve group: one Invocation per command line, and one line for every error a user can fix.
 
 Every command runs inside ``PacksolveGroup.invoke``. A ``PacksolveError`` leaves as ``Error: ...``
 on stderr with the exit code of its class (errors.py); a database that cannot be reached leaves
 as one line naming it. Anything else is a bug in packsolve and keeps its traceback.
 
-The settings of a command line are resolved once (settings_of): its flags that are settings
-(--database-url, --broker-url, ...: each noted by setting_flag), then the environment, the
-[settings] table of ./packsolve.toml and the defaults (packsolve.settings.resolve). The result
-is the root context's object; a command receives it with @pass_settings and hands what it
-needs down to the functions it calls. A bad value is a SettingsError: one line each, exit 2.
-It is resolved when the command starts, not in the group's callback: a subcommand's flags are
-parsed after that runs (and `packsolve status --help` needs no valid settings).
+A command line has one Invocation, the root context's object, made as the group starts: its
+settings, resolved once (its flags that are settings, --database-url, --broker-url, ...: each noted
+by setting_flag; then the environment, the [settings] table of ./packsolve.toml and the defaults:
+packsolve.settings.resolve), and what it opens of them on first use: the database's engine (as
+the command declared: read-only, an existing one, or created) and the cluster (queue.app.Cluster).
+A command receives it with @pass_invocation (click's make_pass_decorator), or with the options
+that bring their settings: @with_database, @with_cluster (cli/options.py). The settings are resolved
+when the command starts, not in the group's callback: a subcommand's flags are parsed after that runs
+(and `packsolve status --help` needs no valid settings). A bad value is a SettingsError: one line
+each, exit 2.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
 from packsolve.errors import PacksolveError
 from packsolve.settings import Settings, resolve
 
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from packsolve.queue.app import Cluster
+
 # Where the flags that are settings leave their values, by setting name (a flag not given is absent);
 # ctx.meta is shared by every context of one command line.
 FLAGS_KEY = "packsolve.settings_flags"
+
+# How a command opens its database: read-only (it must exist; nothing written, nothing created),
+# an existing one it changes, or created (and migrated) if need be.
+Access = Literal["read", "change", "create"]
 
 
 def setting_flag(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -39,26 +51,89 @@ def setting_flag(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
-def settings_of(ctx: click.Context) -> Settings:
-    """Return the command line's Settings, resolved on first use from its flags, the environment
-    and ./packsolve.toml, then kept as the root context's object (ctx.obj).
+class Invocation:
+    """One command line: its Settings, resolved when first asked, and, opened on first use, its
+    database's engine (as access says; with_database sets it) and its cluster."""
 
-    Raise SettingsError (one line per bad value) if any is bad.
-    """
+    def __init__(self, meta: MutableMapping[str, Any]) -> None:
+        self._meta = meta  # the command line's ctx.meta: its setting flags, noted as they are parsed
+        self.resolved: Settings | None = None
+        self.access: Access = "create"
+        self._engines: dict[Access, Engine] = {}
+        self._cluster: Cluster | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """Return the command line's Settings (resolved the first time; SettingsError if a value is bad)."""
+        if self.resolved is None:
+            self.resolved = resolve(self._meta.get(FLAGS_KEY, {}))
+        return self.resolved
+
+    @property
+    def engine(self) -> Engine:
+        """Return the engine of the command's database, opened as its command declared (self.access)."""
+        return self.open(self.access)
+
+    def open(self, access: Access) -> Engine:
+        """Return the engine of the database of the settings, opened for access (once per access).
+
+        read and change raise NoDatabase where there is none.
+        """
+        if access not in self._engines:
+            from packsolve.db.session import get_engine
+
+            url = self.settings.database_url
+            if access == "read":
+                self._engines[access] = get_engine(url, read_only=True)
+            else:
+                self._engines[access] = get_engine(url, create=access == "create")
+        return self._engines[access]
+
+    @property
+    def cluster(self) -> Cluster:
+        """Return the cluster of the settings (its Celery app made now; it connects when asked)."""
+        if self._cluster is None:
+            from packsolve.queue.app import Cluster
+
+            self._cluster = Cluster.of(self.settings)
+        return self._cluster
+
+
+def invocation_of(ctx: click.Context) -> Invocation:
+    """Return the command line's Invocation, the root context's object (made now if it has none)."""
     root = ctx.find_root()
-    if not isinstance(root.obj, Settings):
-        root.obj = resolve(ctx.meta.get(FLAGS_KEY, {}))
+    if not isinstance(root.obj, Invocation):
+        root.obj = Invocation(root.meta)
     return root.obj
 
 
-def pass_settings(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a command to receive the command line's Settings as its first argument (as click.pass_obj)."""
+_find_invocation = click.make_pass_decorator(Invocation)
+
+
+def pass_invocation(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a command to receive the command line's Invocation as its first argument, its settings
+    resolved as the command starts (a bad value: SettingsError before anything is done)."""
 
     @functools.wraps(fn)
-    def with_settings(*args: Any, **kwargs: Any) -> Any:
-        return fn(settings_of(click.get_current_context()), *args, **kwargs)
+    def resolved_first(invocation: Invocation, *args: Any, **kwargs: Any) -> Any:
+        invocation.settings  # noqa: B018 (resolved now: a bad value stops the command before it starts)
+        return fn(invocation, *args, **kwargs)
 
-    return with_settings
+    return _find_invocation(resolved_first)
+
+
+def accessing(access: Access) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a command that receives the Invocation to open its database for access."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def with_access(invocation: Invocation, *args: Any, **kwargs: Any) -> Any:
+            invocation.access = access
+            return fn(invocation, *args, **kwargs)
+
+        return with_access
+
+    return decorate
 
 
 class PacksolveGroup(click.Group):
@@ -67,6 +142,7 @@ class PacksolveGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         from sqlalchemy.exc import OperationalError
 
+        invocation_of(ctx)  # before any subcommand: each finds it (make_pass_decorator)
         try:
             return super().invoke(ctx)
         except PacksolveError as exc:
@@ -92,8 +168,9 @@ def _unreachable(ctx: click.Context, exc: Any) -> str:
     """Return the one line saying which database could not be used and what the driver said first."""
     from packsolve.db.session import database_url, shown_database
 
-    resolved = ctx.find_root().obj
-    given = resolved.database_url if isinstance(resolved, Settings) else _flag(ctx, "database_url")
+    invocation = ctx.find_root().obj
+    resolved = invocation.resolved if isinstance(invocation, Invocation) else None
+    given = resolved.database_url if resolved is not None else _flag(ctx, "database_url")
     where = shown_database(database_url(given))
     # The driver's message can run over several lines; its first says what happened.
     first = next((line for line in str(exc.orig).splitlines() if line.strip()), "")

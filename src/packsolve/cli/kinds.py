@@ -19,16 +19,36 @@ from packsolve.cli.options import emit, err_console, format_option, output_file,
     default=None,
     help="TOML file of external solver programs to list too [default: ./packsolve.toml if there is one].",
 )
+@click.option(
+    "--prepare",
+    nargs=2,
+    metavar="KIND HEURISTIC",
+    default=None,
+    help="Instead of listing: do now, on this machine, what HEURISTIC of KIND needs once "
+    "(sliding pdb, pdb-663, pdb-6666: build the pattern tables) for levels of --size.",
+)
+@click.option("--size", default=None, help="With --prepare: the size of the levels, as generate's --size.")
 @format_option
-def kinds(solvers_file: str | None, fmt: str) -> None:
+def kinds(solvers_file: str | None, prepare: tuple[str, str] | None, size: str | None, fmt: str) -> None:
     """List the puzzle kinds: heuristics, default, formats, and where each comes from.
 
     Plug-in kinds come from installed distributions (entry-point group packsolve.kinds);
     one that cannot be loaded is listed with the reason and leaves the others usable.
     External solver programs declared in TOML are listed as their kind's `programs`.
+
+    With --prepare KIND HEURISTIC --size SIZE, do instead what the heuristic needs once per
+    machine before it solves levels of that size (solve and workers do it themselves before
+    the first attempt that needs it, outside its limits; this does it ahead, e.g. on a worker
+    machine before it takes tasks). Exit 1 if it fails.
     """
     from packsolve.external.declaration import for_kind, load_solvers
     from packsolve.puzzles import KINDS
+
+    if prepare is not None:
+        _prepare(prepare[0], prepare[1], size)
+        return
+    if size is not None:
+        raise click.BadParameter("--size goes with --prepare KIND HEURISTIC", param_hint="--size")
 
     declared = load_solvers(solvers_file)
     rows = []
@@ -49,6 +69,46 @@ def kinds(solvers_file: str | None, fmt: str) -> None:
             }
         )
     emit(rows, fmt, _kinds_table)
+
+
+def _prepare(name: str, heuristic: str, size: str | None) -> None:
+    """Do what the heuristic of kind name needs once for levels of size; ClickException if it fails."""
+    from packsolve.errors import LevelError, UnknownHeuristic, UnknownKind
+    from packsolve.execution import AttemptSpec, preparing
+    from packsolve.puzzles import get_kind
+
+    try:
+        kind = get_kind(name)
+    except UnknownKind as exc:
+        raise click.BadParameter(str(exc), param_hint="--prepare") from None
+    try:
+        resolved, _ = kind.solver(heuristic)
+    except UnknownHeuristic as exc:
+        raise click.BadParameter(str(exc), param_hint="--prepare") from None
+    if kind.generate is None:
+        levels = [dict(e) for e in kind.examples]
+    elif size is None:
+        raise click.BadParameter(
+            f"give the size of the levels to prepare for ({name}: {_size_form(kind)})", param_hint="--size"
+        )
+    else:
+        try:
+            levels = kind.generate(size, 1, 0)
+        except (ValueError, LevelError) as exc:
+            raise click.BadParameter(f"{exc} ({name}: {_size_form(kind)})", param_hint="--size") from None
+    specs = [AttemptSpec(kind.name, resolved, level) for level in levels]
+    if not preparing.needed(specs):
+        _say(f"{name} {resolved}: nothing to prepare")
+        return
+    done = preparing.prepare(specs, _say)
+    if any(d.problem for d in done):
+        raise click.exceptions.Exit(1)  # its line is said
+    for d in done:
+        _say(f"{d.preparation.what}: ready ({d.preparation.where})")
+
+
+def _say(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def _kinds_table(rows: list[dict[str, Any]]) -> Any:
@@ -108,7 +168,8 @@ def check_kind(name: str, levels_file: str | None, time_limit: float, fmt: str) 
 
     On the kind's example levels: parse/canonical round trip and a stable hash, every
     heuristic's answer passes verify, verify rejects corrupted answers, bad input raises
-    LevelError with a message, render and svg produce output. The same checks as
+    LevelError with a message, render and svg produce output, and a kind's preparation (when it has
+    one) leaves its work done and runs again harmlessly. The same checks as
     packsolve.testing.check_kind(KIND) in a plug-in's own tests.
     """
     from packsolve.errors import UnknownKind

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from packsolve.bounds import Range, shown
 from packsolve.cli.durations import DURATION
-from packsolve.cli.group import setting_flag
+from packsolve.cli.group import Access, accessing, pass_invocation, setting_flag
 from packsolve.errors import OptionError
 from packsolve.levels import DEFAULT_MAX_BYTES
 from packsolve.settings import Settings
@@ -52,8 +52,8 @@ def within(span: Range, low: float | None = None) -> click.ParamType:
 
 
 # --database-url and --broker-url: the flags only, not passed to the command: they are settings, which
-# the command receives resolved (@pass_settings) with their environment variables and the [settings]
-# table of ./packsolve.toml (packsolve.settings is the one reader of every setting).
+# the command receives resolved in its Invocation (cli/group.py) with their environment variables and
+# the [settings] table of ./packsolve.toml (packsolve.settings is the one reader of every setting).
 def setting_option(*decls: str, **attrs: Any) -> Callable[[Callable], Callable]:
     """Return click.option for a flag that is a setting (named as the setting): noted, then resolved."""
     return click.option(*decls, default=None, expose_value=False, callback=setting_flag, **attrs)
@@ -72,6 +72,27 @@ def broker_option(fn: Callable) -> Callable:
         "--broker-url",
         help="Celery broker URL [default: redis://localhost:6379/0; env: PACKSOLVE_BROKER_URL].",
     )(fn)
+
+
+def with_database(access: Access = "read") -> Callable[[Callable], Callable]:
+    """Decorate a command to take --database-url and receive the Invocation first, its engine opened
+    for access when first used: read (read-only: commands that only read write nothing, create
+    nothing; NoDatabase says where they looked), change (a database that must exist already), or
+    create (created and migrated if need be)."""
+
+    def decorate(fn: Callable) -> Callable:
+        return database_option(pass_invocation(accessing(access)(fn)))
+
+    return decorate
+
+
+def with_cluster(access: Access = "change") -> Callable[[Callable], Callable]:
+    """As with_database, and --broker-url: for a command that sends to the cluster (Invocation.cluster)."""
+
+    def decorate(fn: Callable) -> Callable:
+        return database_option(broker_option(pass_invocation(accessing(access)(fn))))
+
+    return decorate
 
 
 def destinations(settings: Settings) -> list[str]:
@@ -97,6 +118,18 @@ def destinations(settings: Settings) -> list[str]:
             else ""
         ),
     ]
+
+
+def cpus_per_attempt_option(fn: Callable) -> Callable:
+    """The --cpus-per-attempt flag (the setting cpus_per_attempt) of every command that runs attempts."""
+    from packsolve.bounds import COUNT
+
+    return setting_option(
+        "--cpus-per-attempt",
+        type=within(COUNT),
+        help="Pin each attempt to this many CPUs of its own, whole cores, none shared; the processes "
+        "follow (0: not pinned) [env: PACKSOLVE_CPUS_PER_ATTEMPT].",
+    )(fn)
 
 
 def format_option(fn: Callable) -> Callable:
@@ -142,10 +175,16 @@ def run_options(fn: Callable) -> Callable:
         click.option(
             "--time-limit",
             type=DURATION,
-            default=DEFAULT_TIME_LIMIT,
-            show_default=True,
+            default=None,
             help="Wall time per level: seconds, or 500ms, 2s, 1m, 1h (0: no limit); the solver is stopped, "
-            "then killed soon after.",
+            f"then killed soon after [default: {DEFAULT_TIME_LIMIT:g}s, none when --cpu-limit is given].",
+        ),
+        click.option(
+            "--cpu-limit",
+            type=DURATION,
+            default=None,
+            help="CPU time per level of the solver and every process it starts, as --time-limit takes "
+            "it (0: none); alone, a wall backstop of 10x it + 5s still holds.",
         ),
         click.option("--node-limit", type=int, default=None, help="Expanded nodes per level (at least 1)."),
         click.option(
@@ -189,23 +228,10 @@ def run_request(opts: dict[str, Any], max_tries: int | None = None) -> Any:
 
     # run_options gives every field but max_tries, which only submit and rerun have.
     given = {f.name: opts[f.name] for f in fields(GivenOptions) if f.name != "max_tries"}
+    if given["time_limit"] is None and given["cpu_limit"] is None:
+        given["time_limit"] = DEFAULT_TIME_LIMIT  # a CPU limit alone means no wall limit (but its backstop)
     request = request_from_options(GivenOptions(**given, max_tries=max_tries))
     return replace(request, solvers=load_solvers(opts["solvers_file"]), follow_links=opts["follow_links"])
-
-
-def read_engine(database_url: str | None) -> Any:
-    """Return a read-only engine of a database that must exist already: commands that only read write
-    nothing, create nothing (NoDatabase says where they looked)."""
-    from packsolve.db.session import get_engine
-
-    return get_engine(database_url, read_only=True)
-
-
-def found_engine(database_url: str | None) -> Any:
-    """Return the engine of a database that must exist already, for a command that changes a run there."""
-    from packsolve.db.session import get_engine
-
-    return get_engine(database_url, create=False)
 
 
 def output_file(path: str, option: str = "--output") -> str:

@@ -5,24 +5,34 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packsolve.cli.options import err_console
+
+if TYPE_CHECKING:
+    from packsolve.settings import Settings
 
 # Seconds between two progress lines when stderr is not a terminal (`solve ... 2> log; tail -f log`).
 DEFAULT_EVERY_S = 5.0
 
 
-def solve_showing_progress(engine: Any, run: Any, jobs: int, quiet: bool, every: float) -> None:
+def solve_showing_progress(
+    engine: Any, run: Any, jobs: int, settings: Settings, quiet: bool, every: float
+) -> None:
     """Solve a local run: a bar on a terminal, a line every `every` seconds otherwise, none if quiet."""
     from packsolve import runs
 
+    runs.prepare_local(engine, run, _say)
     if quiet or not run.pending:
-        runs.solve_local(engine, run, jobs)
+        runs.solve_local(engine, run, jobs, settings)
     elif err_console.is_terminal:
-        _with_bar(engine, run, jobs)
+        _with_bar(engine, run, jobs, settings)
     else:
-        _with_lines(engine, run, jobs, every)
+        _with_lines(engine, run, jobs, settings, every)
+
+
+def _say(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 class _Tally:
@@ -54,7 +64,7 @@ class _Tally:
         return progress_line(self.run_id, done, self.total, counts, rate, eta)
 
 
-def _with_lines(engine: Any, run: Any, jobs: int, every: float) -> None:
+def _with_lines(engine: Any, run: Any, jobs: int, settings: Settings, every: float) -> None:
     """Solve, printing one progress line every `every` seconds and one at the end."""
     from packsolve import runs
 
@@ -68,14 +78,14 @@ def _with_lines(engine: Any, run: Any, jobs: int, every: float) -> None:
     thread = threading.Thread(target=printer, name="progress-lines", daemon=True)
     thread.start()
     try:
-        runs.solve_local(engine, run, jobs, lambda _h, outcome: tally.add(outcome.status.value))
+        runs.solve_local(engine, run, jobs, settings, lambda _h, outcome: tally.add(outcome.status.value))
     finally:
         stop.set()
         thread.join()
         err_console.print(tally.line(), highlight=False, soft_wrap=True)
 
 
-def _with_bar(engine: Any, run: Any, jobs: int) -> None:
+def _with_bar(engine: Any, run: Any, jobs: int, settings: Settings) -> None:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -109,4 +119,4 @@ def _with_bar(engine: Any, run: Any, jobs: int) -> None:
             counts[outcome.status.value] += 1
             progress.update(task, advance=1, description=describe())
 
-        runs.solve_local(engine, run, jobs, on_result)
+        runs.solve_local(engine, run, jobs, settings, on_result)

@@ -7,20 +7,18 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT
-from packsolve.cli.group import pass_settings
+from packsolve.cli.group import Invocation
 from packsolve.cli.options import (
-    database_option,
     emit,
     err_console,
     format_option,
     out_console,
     output_file,
     print_summary,
-    read_engine,
+    with_database,
     within,
 )
 from packsolve.errors import OptionError, ReportError
-from packsolve.settings import Settings
 
 
 @click.group()
@@ -36,14 +34,13 @@ def report() -> None:
     help="Merge RUN with its reruns: each level's best result across them, and which run got it.",
 )
 @format_option
-@database_option
-@pass_settings
-def report_summary(settings: Settings, run: str | None, with_reruns: bool, fmt: str):
+@with_database("read")
+def report_summary(invocation: Invocation, run: str | None, with_reruns: bool, fmt: str):
     """Solved X of Y, counts per status (with a message), CPU and wall time of RUN (default: latest)."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
 
-    engine = read_engine(settings.database_url)
+    engine = invocation.engine
     with session_scope(engine) as session:
         target = resolve_run(session, run)
         if with_reruns:
@@ -62,15 +59,14 @@ def report_summary(settings: Settings, run: str | None, with_reruns: bool, fmt: 
 @click.argument("run", required=False)
 @click.option("--examples", type=within(COUNT), default=3, show_default=True, help="Levels named per group.")
 @format_option
-@database_option
-@pass_settings
-def report_failures(settings: Settings, run: str | None, examples: int, fmt: str):
+@with_database("read")
+def report_failures(invocation: Invocation, run: str | None, examples: int, fmt: str):
     """Why RUN's levels failed: grouped by status and message, with counts, examples and a rerun command."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.failures import failure_groups, flat_groups, render_failures
 
-    with session_scope(read_engine(settings.database_url)) as session:
+    with session_scope(invocation.engine) as session:
         data = failure_groups(session, resolve_run(session, run), examples)
     if fmt == "csv":
         emit(flat_groups(data), fmt, lambda d: d)
@@ -95,10 +91,9 @@ def _runs(session: Any, refs: tuple[str, ...]) -> list[Any]:
 @click.option("--by", type=click.Choice(["par2", "time", "nodes"]), default="par2", show_default=True)
 @click.option("--top", type=within(COUNT, low=1), default=20, show_default=True)
 @format_option
-@database_option
-@pass_settings
+@with_database("read")
 def report_hardest(
-    settings: Settings,
+    invocation: Invocation,
     run_ref: str | None,
     all_runs: bool,
     kind: str | None,
@@ -114,7 +109,7 @@ def report_hardest(
     if all_runs and run_ref:
         raise click.UsageError("give --run or --all, not both")
     rows: HardestRows
-    with session_scope(read_engine(settings.database_url)) as session:
+    with session_scope(invocation.engine) as session:
         if all_runs:
             resolve_run(session, "latest")  # no run at all: say so, as every report does
             rows, title = hardest_overall(session, by, top, kind), "hardest levels across all runs"
@@ -137,10 +132,9 @@ def report_hardest(
 )
 @click.option("--kind", default=None, help="Only levels of this kind.")
 @format_option
-@database_option
-@pass_settings
+@with_database("read")
 def report_compare(
-    settings: Settings,
+    invocation: Invocation,
     runs: tuple[str, ...],
     differs: bool,
     with_missing: bool,
@@ -159,7 +153,7 @@ def report_compare(
 
     if len(runs) < 2:
         raise click.UsageError("compare needs at least two runs")
-    with session_scope(read_engine(settings.database_url)) as session:
+    with session_scope(invocation.engine) as session:
         selected = _runs(session, runs)
         only = resolve_run(session, only_solved_by) if only_solved_by else None
         data = compare_runs(session, selected, differs, only, kind, with_missing)
@@ -188,10 +182,9 @@ def report_compare(
     help="Also plot two runs' per-level times against each other to this .png/.svg.",
 )
 @format_option
-@database_option
-@pass_settings
+@with_database("read")
 def report_cactus(
-    settings: Settings, runs: tuple[str, ...], output: str | None, scatter: str | None, fmt: str
+    invocation: Invocation, runs: tuple[str, ...], output: str | None, scatter: str | None, fmt: str
 ):
     """Cactus of RUNS (default: latest): levels decided within a time, one line per run; -o plots it."""
     from packsolve.db.session import session_scope
@@ -200,7 +193,7 @@ def report_cactus(
     for path, option in ((output, "--output"), (scatter, "--scatter")):
         if path:
             _plot_file(path, option)
-    with session_scope(read_engine(settings.database_url)) as session:
+    with session_scope(invocation.engine) as session:
         selected = _runs(session, runs)
         if scatter and len(selected) != 2:
             raise click.UsageError("--scatter needs exactly two runs")
@@ -248,9 +241,8 @@ def report_cactus(
     help="Also plot it, per kind, to this .png, .svg or .pdf.",
 )
 @format_option
-@database_option
-@pass_settings
-def report_curve(settings: Settings, run: str | None, kind: str | None, output: str | None, fmt: str):
+@with_database("read")
+def report_curve(invocation: Invocation, run: str | None, kind: str | None, output: str | None, fmt: str):
     """Time and nodes against level size, per kind, for RUN (default: latest): the difficulty curve."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
@@ -259,7 +251,7 @@ def report_curve(settings: Settings, run: str | None, kind: str | None, output: 
 
     if output:
         _plot_file(output, "--output")
-    with session_scope(read_engine(settings.database_url)) as session:
+    with session_scope(invocation.engine) as session:
         curve = size_curve(session, resolve_run(session, run), kind)
     if output:
         save(curve_figure(curve), output)
@@ -335,9 +327,8 @@ def _curve_table(curve: Any) -> Any:
     show_default=True,
     help="Levels pictured (SVG with the best solution), the hardest first.",
 )
-@database_option
-@pass_settings
-def report_html(settings: Settings, runs: tuple[str, ...], output: str, top: int, max_pictures: int):
+@with_database("read")
+def report_html(invocation: Invocation, runs: tuple[str, ...], output: str, top: int, max_pictures: int):
     """One self-contained HTML file for RUNS (default: latest): summary, plots, hardest, every level."""
     from pathlib import Path
 
@@ -347,7 +338,7 @@ def report_html(settings: Settings, runs: tuple[str, ...], output: str, top: int
     output_file(output)
     if not output.lower().endswith((".html", ".htm")):
         raise OptionError("--output", f"{output}: the report is an HTML page; name it .html")
-    with session_scope(read_engine(settings.database_url)) as session:
+    with session_scope(invocation.engine) as session:
         page = html_report(session, _runs(session, runs), top, max_pictures)
     Path(output).write_text(page, encoding="utf-8")
     err_console.print(f"report written to {output} ({len(page) / 1024:.0f} KiB)")

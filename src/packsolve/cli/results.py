@@ -12,9 +12,8 @@ import click
 
 from packsolve.bounds import TIME_LIMIT_S
 from packsolve.cli.durations import duration_within
-from packsolve.cli.group import pass_settings
+from packsolve.cli.group import Invocation
 from packsolve.cli.options import (
-    database_option,
     emit,
     err_console,
     follow_links_option,
@@ -22,10 +21,10 @@ from packsolve.cli.options import (
     format_option,
     out_console,
     output_file,
-    read_engine,
     warn_without_task_key,
+    with_database,
 )
-from packsolve.cli.verdict import exit_code, wait_fail_on_option, wait_for_end
+from packsolve.cli.verdict import exit_code, wait_fail_on_option, wait_for_end, warning_of
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
 
@@ -46,10 +45,9 @@ if TYPE_CHECKING:  # the report modules load when a command runs, not for every 
 @click.option("--interval", type=duration_within(TIME_LIMIT_S, low=0.1), default=2.0, show_default=True)
 @wait_fail_on_option
 @format_option
-@database_option
-@pass_settings
+@with_database("read")
 def status(
-    settings: Settings,
+    invocation: Invocation,
     run: str | None,
     watch: bool,
     wait: bool,
@@ -64,12 +62,12 @@ def status(
     returns once the run is over (exit 1 if a level ended in a --fail-on status: error, wrong or
     lost unless told otherwise; --fail-on none exits 0 whatever the outcomes).
     """
-    engine = read_engine(settings.database_url)
+    settings, engine = invocation.settings, invocation.engine
     if not wait:
         _status(settings, engine, run, watch, interval, fmt)
         return
     run_id = int(_progress(engine, run)["run"])  # the latest now, even if another starts meanwhile
-    wait_for_end(engine, run_id, interval)
+    wait_for_end(engine, run_id, interval, say=warning_of(run_id))
     _status(settings, engine, str(run_id), False, interval, fmt)  # the status of a run that is over, once
     code = exit_code(engine, run_id, fail_on)
     if code:
@@ -164,17 +162,15 @@ EXPORT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv
     default="-",
     help="File; .jsonl, .json or .csv picks the format [default: stdout].",
 )
-@database_option
-@pass_settings
-def export(settings: Settings, run: str, fmt: str | None, output: str):
+@with_database("read")
+def export(invocation: Invocation, run: str, fmt: str | None, output: str):
     """Write one record per attempt of RUN ('latest' by default) as JSON lines, a JSON array or CSV."""
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.report.export import WRITERS, export_records
 
     fmt = format_of(output_file(output), fmt, EXPORT_SUFFIXES, "jsonl")
-    engine = read_engine(settings.database_url)
-    with session_scope(engine) as session:
+    with session_scope(invocation.engine) as session:
         run_id = resolve_run(session, run).id
         records = export_records(session, run_id)
         with click.open_file(output, "w", encoding="utf-8") as out:
@@ -187,9 +183,8 @@ def export(settings: Settings, run: str, fmt: str | None, output: str):
 @click.argument("level")
 @format_option
 @follow_links_option
-@database_option
-@pass_settings
-def show(settings: Settings, level: str, fmt: str, follow_links: bool):
+@with_database("read")
+def show(invocation: Invocation, level: str, fmt: str, follow_links: bool):
     """Show LEVEL (a level file, PATH:LINE, a name from a report, or a hash or its prefix).
 
     Draws it with its best known solution and lists every attempt at it across runs.
@@ -197,7 +192,7 @@ def show(settings: Settings, level: str, fmt: str, follow_links: bool):
     from packsolve.db.session import session_scope
     from packsolve.report.show import level_report, render_level
 
-    with session_scope(read_engine(settings.database_url)) as session:
+    with session_scope(invocation.engine) as session:
         rep = level_report(session, level, follow_links)
     if fmt == "csv":
         emit(rep["history"], fmt, lambda r: r)

@@ -13,8 +13,9 @@ from packsolve.cli.reports import report
 from packsolve.cli.results import export, show, status
 from packsolve.cli.run import cancel, rerun, resume, solve, submit
 from packsolve.cli.runs import runs
-from packsolve.cli.serve import serve
+from packsolve.cli.serve import metrics, serve
 from packsolve.cli.service import db, scheduler, worker
+from packsolve.cli.workers import workers
 
 
 @click.group(
@@ -27,8 +28,8 @@ def cli() -> None:
 
 COMMANDS = (
     *(check, solve, submit, rerun, resume, cancel, runs),  # runs
-    *(worker, scheduler, db, config),  # the distributed services and their settings
-    *(status, report, export, show, serve),  # results
+    *(worker, workers, scheduler, db, config),  # the distributed services and their settings
+    *(status, report, export, show, serve, metrics),  # results
     *(kinds, check_kind, generate),  # puzzle kinds
 )
 for command in COMMANDS:

@@ -9,27 +9,26 @@ import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S
 from packsolve.cli.durations import DURATION, duration_within
-from packsolve.cli.group import pass_settings
+from packsolve.cli.group import Invocation
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.notify import notify, notify_options
 from packsolve.cli.options import (
-    broker_option,
-    database_option,
+    cpus_per_attempt_option,
     destinations,
     emit,
     err_console,
     format_option,
-    found_engine,
     print_summary,
     run_options,
     run_request,
     solvers_option,
+    with_cluster,
+    with_database,
     within,
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
-from packsolve.cli.verdict import exit_code, fail_on_option, wait_fail_on_option, wait_for_end
+from packsolve.cli.verdict import exit_code, fail_on_option, wait_fail_on_option, wait_for_end, warning_of
 from packsolve.runstate import RunMode
-from packsolve.settings import Settings
 
 
 def progress_options(fn: Any) -> Any:
@@ -50,6 +49,7 @@ def progress_options(fn: Any) -> Any:
 @click.option(
     "--jobs", "-j", type=int, default=None, help="Worker processes, at least 1 [default: one per core]."
 )
+@cpus_per_attempt_option
 @click.option(
     "--skip-solved",
     is_flag=True,
@@ -59,10 +59,9 @@ def progress_options(fn: Any) -> Any:
 @fail_on_option
 @notify_options
 @format_option
-@database_option
-@pass_settings
+@with_database("create")
 def solve(
-    settings: Settings,
+    invocation: Invocation,
     paths: tuple[str, ...],
     jobs: int | None,
     skip_solved: bool,
@@ -80,47 +79,53 @@ def solve(
     results so far are kept and `packsolve resume RUN` runs the rest.
     """
     from packsolve import runs
-    from packsolve.db.session import get_engine
     from packsolve.planning import check_paths, plan_request
-    from packsolve.request import check_jobs
+    from packsolve.request import LocalPool
 
     request = run_request(opts)
-    check_jobs(jobs)  # before the database is touched: a typo costs nothing
+    # Before the database is touched: a typo costs nothing.
+    pool = LocalPool.checked(jobs, invocation.settings.cpus_per_attempt)
     check_paths(paths)
     plan = plan_request(paths, request)  # a heuristic typo is refused before a database is made
-    engine = get_engine(settings.database_url)
+    engine = invocation.engine
+    jobs = pool.processes
     try:
-        run, jobs = runs.start_local(engine, plan, request, jobs, sys.argv[1:], skip_solved)
+        run = runs.start_local(engine, plan, request, pool, sys.argv[1:], skip_solved)
     except runs.NothingToRun as exc:
         err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
         return
     print_plan_notes(run)
     to_run = len(run.pending)
     err_console.print(f"run {run.id}: {to_run} level(s) to run, {jobs} process(es)", highlight=False)
-    _solve_and_summarise(engine, run, jobs, quiet, fmt, progress_every, fail_on, (notify_command, notify_url))
+    _solve_and_summarise(
+        engine, run, jobs, invocation, quiet, fmt, progress_every, fail_on, (notify_command, notify_url)
+    )
 
 
 def _solve_and_summarise(
     engine: Any,
     run: Any,
     jobs: int,
+    invocation: Invocation,
     quiet: bool,
     fmt: str,
     every: float,
     fail_on: tuple[str, ...] = (),
     notify_to: tuple[str | None, str | None] = (None, None),
 ) -> None:
-    """Solve a local run, then print its summary; exit 130 after Ctrl-C, 1 after `packsolve cancel`.
+    """Solve a local run (its results written as the invocation's settings say), then print its summary;
+    exit 130 after Ctrl-C, 1 after `packsolve cancel`.
 
     Once it is over, notify_to (command, URL) get its summary, and the exit is 1
     if a level ended in a status of fail_on (verdict.exit_code).
     """
     from packsolve import runs
+    from packsolve.attempt import StopReason
 
     try:
-        solve_showing_progress(engine, run, jobs, quiet, every)
+        solve_showing_progress(engine, run, jobs, invocation.settings, quiet, every)
     except runs.Interrupted as exc:
-        what = "interrupted" if exc.reason == "interrupted" else "cancelled by `packsolve cancel`"
+        what = exc.reason.value if exc.reason is StopReason.INTERRUPTED else "cancelled by `packsolve cancel`"
         err_console.print(
             f"[yellow]run {exc.run_id} {what}: {exc.cancelled} level(s) have no result (marked cancelled); "
             f"`packsolve resume {exc.run_id}` runs them into the same run[/]",
@@ -129,7 +134,7 @@ def _solve_and_summarise(
         )
         print_summary(engine, run.id, fmt)
         notify(engine, run.id, *notify_to)
-        sys.exit(130 if exc.reason == "interrupted" else 1)
+        sys.exit(130 if exc.reason is StopReason.INTERRUPTED else 1)
     print_summary(engine, run.id, fmt)
     notify(engine, run.id, *notify_to)
     code = exit_code(engine, run.id, fail_on)
@@ -157,11 +162,9 @@ def _solve_and_summarise(
 )
 @wait_fail_on_option
 @notify_options
-@database_option
-@broker_option
-@pass_settings
+@with_cluster("create")
 def submit(
-    settings: Settings,
+    invocation: Invocation,
     paths: tuple[str, ...],
     max_tries: int | None,
     chunk_size: int,
@@ -173,24 +176,22 @@ def submit(
 ):
     """Create a run for the levels under PATHS and enqueue them in tasks of one or more; print the run id."""
     from packsolve import runs
-    from packsolve.db.session import get_engine
     from packsolve.planning import check_paths
-    from packsolve.queue.app import make_app
 
     request = run_request(opts, max_tries)
     check_paths(paths)
-    app = make_app(settings=settings)
+    cluster = invocation.cluster
     run, sent = runs.start_distributed(
-        lambda: get_engine(settings.database_url), app, paths, request, chunk_size, sys.argv[1:]
+        lambda: invocation.engine, cluster, paths, request, chunk_size, sys.argv[1:]
     )
-    engine = get_engine(settings.database_url)  # the one start_distributed opened (one per process)
+    engine = invocation.engine  # the one start_distributed opened
     print_plan_notes(run)
     err_console.print(
         f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
         f"{sent.seconds:.2f} s, {run.invalid} invalid",
         highlight=False,
     )
-    for line in destinations(settings):
+    for line in destinations(invocation.settings):
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     click.echo(run.id)
     if wait or notify_command or notify_url:
@@ -205,7 +206,7 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
     """Wait until the workers finished run_id, then send its summary to notify_to (command, URL)."""
     if any(notify_to):
         err_console.print(f"waiting for run {run_id} to end, to notify", highlight=False)
-    wait_for_end(engine, run_id)
+    wait_for_end(engine, run_id, say=warning_of(run_id))
     notify(engine, run_id, *notify_to)
 
 
@@ -237,6 +238,12 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
     default=None,
     help="Wall time per level (seconds, or 500ms, 2s, 1m, 1h), 0: none [default: parent's].",
 )
+@click.option(
+    "--cpu-limit",
+    type=DURATION,
+    default=None,
+    help="CPU time per level of the solver's process tree, as --time-limit, 0: none [default: parent's].",
+)
 @click.option("--node-limit", type=int, default=None, help="Expanded nodes per level [default: parent's].")
 @click.option("--memory-limit", type=int, default=None, help="MB per level [default: parent's].")
 @click.option("--label", default=None, help="A name for the child run (unique, not all digits).")
@@ -244,16 +251,15 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 @click.option("--local", "local", flag_value=True, default=None, help="Run on a local process pool.")
 @click.option("--distributed", "local", flag_value=False, help="Enqueue for Celery workers.")
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: one per core].")
+@cpus_per_attempt_option
 @click.option("--max-tries", type=int, default=None, help="Deliveries before lost [default: 5].")
 @progress_options
 @solvers_option
 @format_option
 @notify_options
-@database_option
-@broker_option
-@pass_settings
+@with_cluster("change")
 def rerun(
-    settings: Settings,
+    invocation: Invocation,
     run: str,
     statuses: str | None,
     local: bool | None,
@@ -274,7 +280,6 @@ def rerun(
     """
     from packsolve import runs
     from packsolve.external.declaration import load_solvers
-    from packsolve.queue.app import make_app
     from packsolve.request import RerunRequest
 
     request = RerunRequest(
@@ -283,32 +288,36 @@ def rerun(
         kind=opts["kind"],
         heuristic=opts["heuristic"],
         time_limit=opts["time_limit"],
+        cpu_limit=opts["cpu_limit"],
         node_limit=opts["node_limit"],
         memory_limit=opts["memory_limit"],
         label=opts["label"],
         max_tries=max_tries,
         local=local,
         jobs=jobs,
+        cpus_per_attempt=invocation.settings.cpus_per_attempt,
         message=opts["message"],
         group=opts["group"],
         move_label=opts["move_label"],
         solvers=load_solvers(opts["solvers_file"]),
     )
     request.check()  # before the database is touched: a typo costs nothing
-    engine = found_engine(settings.database_url)
-    app = make_app(settings=settings)  # connects only if the child is distributed
-    child, processes = runs.start_rerun(engine, request, sys.argv[1:], app)
+    engine = invocation.engine
+    cluster = invocation.cluster  # connects only if the child is distributed
+    child, processes = runs.start_rerun(engine, request, sys.argv[1:], cluster)
     print_plan_notes(child)
     notify_to = (notify_command, notify_url)
     if processes is not None:
         err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
         # Progress goes to stderr whatever the format, as solve's does: stdout keeps its one document.
-        _solve_and_summarise(engine, child, processes, quiet, fmt, progress_every, notify_to=notify_to)
+        _solve_and_summarise(
+            engine, child, processes, invocation, quiet, fmt, progress_every, notify_to=notify_to
+        )
         if fmt != "table":
             return  # the summary printed is the one document on stdout; it names the run
         click.echo(child.id)
         return
-    sent = runs.send(engine, app, child)
+    sent = runs.send(engine, cluster, child)
     err_console.print(
         f"run {child.id}: rerun of {run}, {child.total} level(s), {sent.tasks} task(s) enqueued"
     )
@@ -324,16 +333,15 @@ def rerun(
 @click.command()
 @click.argument("run")
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: the run's].")
+@cpus_per_attempt_option
 @progress_options
 @solvers_option
 @fail_on_option
 @format_option
 @notify_options
-@database_option
-@broker_option
-@pass_settings
+@with_cluster("change")
 def resume(
-    settings: Settings,
+    invocation: Invocation,
     run: str,
     jobs: int | None,
     quiet: bool,
@@ -357,25 +365,34 @@ def resume(
     from packsolve.db.runs import resolve_run
     from packsolve.db.session import session_scope
     from packsolve.external.declaration import load_solvers
+    from packsolve.report.provenance import cpus_per_attempt
     from packsolve.request import check_jobs
 
-    if jobs is not None:
-        check_jobs(jobs)
+    pinned = invocation.settings.cpus_per_attempt
+    if jobs is not None or pinned is not None:
+        jobs = check_jobs(jobs, pinned)  # pinned: the processes follow, whatever the run had
     solvers = load_solvers(solvers_file)
-    engine = found_engine(settings.database_url)
+    notify_to = (notify_command, notify_url)
+    engine = invocation.engine
     with session_scope(engine) as session:
-        mode = resolve_run(session, run).mode
+        found = resolve_run(session, run)
+        mode, recorded = found.mode, cpus_per_attempt(found)
+    if mode == RunMode.LOCAL and recorded is not None and recorded != pinned:
+        # Its summary says how it was pinned at its creation: a resume that runs otherwise says so.
+        err_console.print(
+            f"[yellow]run {run} was made with each attempt pinned to {recorded} CPU(s) of its own; "
+            f"this resume {'does not pin' if pinned is None else f'pins {pinned}'} "
+            f"(give --cpus-per-attempt {recorded} to keep it)[/]"
+        )
     if mode == RunMode.DISTRIBUTED:
-        from packsolve.queue.app import make_app
-
-        sent = resumption.resume_distributed(engine, make_app(settings=settings), run, solvers=solvers)
+        sent = resumption.resume_distributed(engine, invocation.cluster, run, solvers=solvers)
         err_console.print(
             f"run {run}: sent {sent.tasks} task(s) of its queued levels; the workers take it from here"
         )
         if notify_command or notify_url:
             with session_scope(engine) as session:
                 run_id = resolve_run(session, run).id
-            _await_and_notify(engine, run_id, (notify_command, notify_url))
+            _await_and_notify(engine, run_id, notify_to)
         return
     try:
         resumed, processes = resumption.resume_local(engine, run, jobs, sys.argv[1:], solvers)
@@ -387,15 +404,14 @@ def resume(
         f"{processes} process(es)"
     )
     _solve_and_summarise(
-        engine, resumed, processes, quiet, fmt, progress_every, fail_on, (notify_command, notify_url)
+        engine, resumed, processes, invocation, quiet, fmt, progress_every, fail_on, notify_to
     )
 
 
 @click.command()
 @click.argument("run")
-@database_option
-@pass_settings
-def cancel(settings: Settings, run: str):
+@with_database("change")
+def cancel(invocation: Invocation, run: str):
     """Cancel RUN: its queued attempts become cancelled; workers skip them, a local solve stops.
 
     A local `packsolve solve` of RUN stops within a second and keeps every
@@ -403,7 +419,7 @@ def cancel(settings: Settings, run: str):
     """
     from packsolve import runs
 
-    done = runs.cancel(found_engine(settings.database_url), run)
+    done = runs.cancel(invocation.engine, run)
     if done.finished_before:
         click.echo(f"run {done.run_id} is finished already: nothing to cancel")
     elif done.mode == RunMode.LOCAL:

@@ -7,18 +7,9 @@ import sys
 import click
 
 from packsolve.bounds import COUNT
-from packsolve.cli.group import pass_settings, settings_of
-from packsolve.cli.options import (
-    database_option,
-    emit,
-    err_console,
-    format_option,
-    found_engine,
-    read_engine,
-    within,
-)
+from packsolve.cli.group import Invocation, invocation_of
+from packsolve.cli.options import database_option, emit, err_console, format_option, with_database, within
 from packsolve.errors import PlanError
-from packsolve.settings import Settings
 
 
 @click.group(invoke_without_command=True)
@@ -37,8 +28,9 @@ def runs(ctx: click.Context, limit: int, all_runs: bool, fmt: str) -> None:
     from packsolve.db.session import session_scope, shown_database
     from packsolve.report.runs_list import render_runs, run_rows
 
-    # Resolved here, not by @pass_settings: with a subcommand, its own flags are noted after this runs.
-    engine = read_engine(settings_of(ctx).database_url)
+    # Not @with_database (which resolves the settings as the command starts): with a subcommand, its
+    # own flags are noted after this runs.
+    engine = invocation_of(ctx).open("read")
     with session_scope(engine) as session:
         rows = run_rows(session, None if all_runs else limit)
     emit(rows, fmt, lambda r: render_runs(r, shown_database(engine.url)))
@@ -48,9 +40,8 @@ def runs(ctx: click.Context, limit: int, all_runs: bool, fmt: str) -> None:
 @click.argument("run")
 @click.argument("label")
 @click.option("--move-label", is_flag=True, help="If another run has LABEL, take it from that run.")
-@database_option
-@pass_settings
-def runs_label(settings: Settings, run: str, label: str, move_label: bool) -> None:
+@with_database("change")
+def runs_label(invocation: Invocation, run: str, label: str, move_label: bool) -> None:
     """Name RUN LABEL (unique, not all digits); '-' removes its label."""
     from packsolve.db.catalog import relabel
     from packsolve.db.runs import resolve_run
@@ -58,7 +49,7 @@ def runs_label(settings: Settings, run: str, label: str, move_label: bool) -> No
     from packsolve.request import check_label
 
     new = None if label == "-" else check_label(label)
-    with session_scope(found_engine(settings.database_url)) as session:
+    with session_scope(invocation.engine) as session:
         run_id = resolve_run(session, run).id
         taken_from = relabel(session, run_id, new, move_label)
     moved = f" (taken from run {taken_from})" if taken_from is not None else ""
@@ -68,9 +59,8 @@ def runs_label(settings: Settings, run: str, label: str, move_label: bool) -> No
 @runs.command("delete")
 @click.argument("run")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-@database_option
-@pass_settings
-def runs_delete(settings: Settings, run: str, yes: bool) -> None:
+@with_database("change")
+def runs_delete(invocation: Invocation, run: str, yes: bool) -> None:
     """Delete RUN and its attempts (asks first; --yes does not).
 
     Levels stay, and so does their history in every other run; reruns of RUN
@@ -80,7 +70,7 @@ def runs_delete(settings: Settings, run: str, yes: bool) -> None:
     from packsolve.db.runs import resolve_run, status_counts
     from packsolve.db.session import session_scope
 
-    engine = found_engine(settings.database_url)
+    engine = invocation.engine
     with session_scope(engine) as session:
         target = resolve_run(session, run)
         run_id, label, finished = target.id, target.label, target.finished_at is not None

@@ -12,14 +12,15 @@ import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S, WHOLE_SECONDS
 from packsolve.cli.durations import duration_within
-from packsolve.cli.group import pass_settings
+from packsolve.cli.group import Invocation
 from packsolve.cli.options import (
-    broker_option,
-    database_option,
+    cpus_per_attempt_option,
     err_console,
     setting_option,
     solvers_option,
     warn_without_task_key,
+    with_cluster,
+    with_database,
     within,
 )
 from packsolve.errors import BrokerError
@@ -33,6 +34,7 @@ from packsolve.settings import Settings
     type=within(COUNT),
     help="Processes (0 or unset: the number of cores) [env: PACKSOLVE_CONCURRENCY].",
 )
+@cpus_per_attempt_option
 @click.option(
     "--hostname", "-n", default=None, help="Worker name, recorded on every attempt [default: celery@HOST]."
 )
@@ -44,10 +46,8 @@ from packsolve.settings import Settings
     "submitters must see the same value.",
 )
 @solvers_option
-@database_option
-@broker_option
-@pass_settings
-def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file: str | None):
+@with_cluster("create")
+def worker(invocation: Invocation, hostname: str | None, loglevel: str, solvers_file: str | None):
     """Start a Celery worker that runs packsolve attempts.
 
     It runs the installed kinds' heuristics and only the solver programs declared
@@ -56,15 +56,25 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
     tasks signed with it (or with a key of PACKSOLVE_TASK_KEYS_OLD).
     """
     from packsolve.db.session import database_url as resolve_db
-    from packsolve.db.session import get_engine
+    from packsolve.execution import cores
     from packsolve.external.declaration import load_solvers
     from packsolve.masking import mask_url
+    from packsolve.request import check_jobs
     from packsolve.settings import DEFAULT
     from packsolve.worker import start_worker
 
     # Every pool process uses this very database, whichever source named it.
-    database = resolve_db(settings.database_url)
-    settings = replace(settings, database_url=database)
+    database = resolve_db(invocation.settings.database_url)
+    settings = replace(invocation.settings, database_url=database)
+    per = settings.cpus_per_attempt
+    if per is not None:
+        # Pinned, the processes follow the CPUs each gets, unless given (and then they must fit).
+        concurrency = check_jobs(settings.concurrency or None, per, "--concurrency")
+        settings = replace(settings, concurrency=concurrency)
+        sets = cores.cpu_sets(per, concurrency, cores.physical_cores(cores.usable_cpus()))
+        err_console.print(
+            f"{concurrency} pool process(es), each pinned to CPUs of its own: {cores.shown(sets)}"
+        )
     if settings.source("database_url") == DEFAULT:
         # The usual mistake on a second machine: its tasks come from another database. Such tasks
         # are refused (deployment id), but the user should not have to find that in the log.
@@ -92,7 +102,7 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
             "[yellow]remote control is on (PACKSOLVE_WORKER_REMOTE_CONTROL): anyone who can write to the "
             "broker can list this worker's tasks, kill them and stop it[/]"
         )
-    get_engine(settings.database_url)  # fail early, and migrate, before taking tasks
+    invocation.engine  # noqa: B018 (opened now: fail early, and migrate, before taking tasks)
     start_worker(settings, hostname, loglevel, declared)
 
 
@@ -113,10 +123,8 @@ def worker(settings: Settings, hostname: str | None, loglevel: str, solvers_file
     help="Seconds past its deadline (claim + hard limit) before a running attempt is taken back "
     "whoever holds it; also the longest wait before an empty queue counts as lost tasks.",
 )
-@database_option
-@broker_option
-@pass_settings
-def scheduler(settings: Settings, once: bool, interval: float, grace: float):
+@with_cluster()
+def scheduler(invocation: Invocation, once: bool, interval: float, grace: float):
     """Reconcile distributed runs: requeue attempts whose worker or task was lost, finish runs.
 
     Every worker process keeps a lease (PACKSOLVE_LEASE_TTL seconds, default
@@ -135,18 +143,18 @@ def scheduler(settings: Settings, once: bool, interval: float, grace: float):
     tasks, it refuses to start (exit 2): they would refuse all it sends.
     """
     from packsolve.masking import mask_text
-    from packsolve.queue.app import make_app
     from packsolve.scheduler import Passes, engine_when_reachable, run_scheduler
 
     if grace < 0 or interval <= 0:
         raise click.BadParameter("--grace must be >= 0 and --interval > 0")
-    app = make_app(settings=settings)
+    settings, cluster = invocation.settings, invocation.cluster
     if not once:  # a loop prints only when it repairs something: say at once that it is up, and where
         _say_started(settings, interval, grace)
     passes = Passes(interval, once, functools.partial(_report_pass, once=once), _report_failure)
     try:
+        # Its own engine, not the Invocation's: a scheduler waits for a database down at its start.
         engine = engine_when_reachable(settings.database_url, passes)
-        result = run_scheduler(engine, app, settings.broker_url, grace, passes)
+        result = run_scheduler(engine, cluster, grace, passes)
     except KeyboardInterrupt:
         sys.exit(130)
     if once and result.broker_error:
@@ -178,9 +186,10 @@ def _report_pass(r: Any, once: bool) -> None:
         err_console.print(
             f"[yellow]{stamp} broker not asked ({r.broker_error}); queued attempts left alone[/]"
         )
-    if r.requeued or r.lost or r.cancelled or r.finished or r.forgotten or r.given_up or once:
+    if r.requeued or r.lost or r.cancelled or r.finished or r.forgotten or r.given_up or r.lapsed or once:
         extra = (
             (f", cancelled {r.cancelled}" if r.cancelled else "")
+            + (f", worker processes lost {r.lapsed} (`packsolve workers`)" if r.lapsed else "")
             + (f", unacked cleared {r.forgotten}" if r.forgotten else "")
             + (f", given up (refused by every worker) {r.given_up}" if r.given_up else "")
         )
@@ -202,17 +211,16 @@ def db() -> None:
 
 
 @db.command("upgrade")
-@database_option
-@pass_settings
-def db_upgrade(settings: Settings) -> None:
+@with_database("create")
+def db_upgrade(invocation: Invocation) -> None:
     """Apply the Alembic migrations up to the newest revision."""
     from packsolve.db.migrate import current_revision, upgrade
     from packsolve.db.session import database_url as resolve_db
     from packsolve.db.session import make_engine
     from packsolve.masking import mask_url
 
-    url = resolve_db(settings.database_url)
-    engine = make_engine(url)
+    url = resolve_db(invocation.settings.database_url)
+    engine = make_engine(url)  # not the Invocation's: upgrading is what this command is for
     applied = upgrade(engine)
     state = "upgraded to" if applied else "already at"
     click.echo(f"{mask_url(url)}: {state} revision {current_revision(engine)}")

@@ -82,17 +82,44 @@ def exit_code(engine: Any, run_id: int, fail_on: tuple[str, ...]) -> int:
     return SOME_FAILED
 
 
-def wait_for_end(engine: Any, run_id: int, interval: float = 2.0) -> None:
-    """Return once run_id is over: finished, cancelled, or a local run whose solve process is gone."""
+def wait_for_end(
+    engine: Any, run_id: int, interval: float = 2.0, say: Callable[[str], None] | None = None
+) -> None:
+    """Return once run_id is over: finished, cancelled, or a local run whose solve process is gone.
+
+    Meanwhile say (if given) is told each new warning about who serves the run: its tasks refused
+    and why, no live worker, a kind nobody offers (report.progress.serving_warnings). A warning is
+    new when it differs from every one told before by more than its numbers.
+    """
+    import re
     import time
 
     from packsolve.db.local_runs import solver_alive
     from packsolve.db.models import Run
     from packsolve.db.session import session_scope
+    from packsolve.report.progress import run_progress, serving_warnings
 
+    told: set[str] = set()
     while True:
         with session_scope(engine) as session:
             run = session.get(Run, run_id)
             if run is None or run.finished_at is not None or solver_alive(run) is False:
                 return
+            if say is not None:
+                for line in serving_warnings(run_progress(session, run)):
+                    shape = re.sub(r"\d+", "N", line)
+                    if shape not in told:
+                        told.add(shape)
+                        say(line)
         time.sleep(interval)
+
+
+def warning_of(run_id: int) -> Callable[[str], None]:
+    """Return a `say` for wait_for_end: each warning one yellow line on stderr, naming the run."""
+    from packsolve.cli.options import err_console
+
+    def say(line: str) -> None:
+        text = f"run {run_id}: {line}"
+        err_console.print(text, style="yellow", highlight=False, markup=False, soft_wrap=True)
+
+    return say

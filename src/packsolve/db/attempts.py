@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -26,12 +26,13 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import BindParameter
 
-from packsolve.db.figures import fold
+from packsolve.attempt import ClaimVerdict, Result
 from packsolve.db.models import Run, utcnow
+from packsolve.db.run_counts import fold
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
 from packsolve.db.workers import WORKERS
-from packsolve.outcome import Outcome, Status
+from packsolve.outcome import Status
 from packsolve.runstate import RunState
 
 # The claim and the record run once per attempt, tiny ones included: their statements are built
@@ -159,14 +160,14 @@ class ClaimBy:
 
 @dataclass(frozen=True)
 class Claimed:
-    """What a claim answered: a verdict per level hash ('run', 'skip', 'cancelled', 'lost'), and the
-    fencing token of each attempt claimed (its result must carry it)."""
+    """What a claim answered: a verdict per level hash, and the fencing token of each attempt
+    claimed (its result must carry it)."""
 
-    verdicts: dict[str, str] = field(default_factory=dict)
+    verdicts: dict[str, ClaimVerdict] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
 
     def runs(self, level_hash: str) -> bool:
-        return self.verdicts.get(level_hash) == "run"
+        return self.verdicts.get(level_hash) is ClaimVerdict.RUN
 
 
 def claim_many(
@@ -178,9 +179,9 @@ def claim_many(
 ) -> Claimed:
     """Claim attempts that will run one after the other, in order; return the verdicts and tokens.
 
-    A verdict is 'run' (now running for this worker), 'skip' (final, or held
-    by another worker whose lease is alive), 'cancelled' (its run was
-    cancelled: the attempt is now too) or 'lost'. by.holder names the worker
+    A verdict is a ClaimVerdict: run (now running for this worker), skip (final, or held
+    by another worker whose lease is alive), cancelled (its run was
+    cancelled: the attempt is now too) or lost. by.holder names the worker
     process (its lease); each claimed hash gets a fencing token, which its
     result must carry (Result.token). A claim this holder
     already has (a retry whose first answer was lost) is read back, with its
@@ -195,7 +196,7 @@ def claim_many(
     takes a queued-up one for a dead worker's. Times are the database server's.
     """
     hashes = list(dict.fromkeys(level_hashes))
-    verdicts = dict.fromkeys(hashes, "skip")
+    verdicts = dict.fromkeys(hashes, ClaimVerdict.SKIP)
     worker, max_tries, hard_s, holder = by.worker, by.max_tries, by.hard_s, by.holder
     st = _statements(connection.dialect.name == "postgresql")
     now = utcnow()
@@ -230,12 +231,12 @@ def claim_many(
             mine, settled = _the_rest(connection, st, run_id, rest, by, now)
             claimed.update(mine)
             verdicts.update(settled)
-    verdicts.update(dict.fromkeys(claimed, "run"))
+    verdicts.update(dict.fromkeys(claimed, ClaimVerdict.RUN))
     first = next((h for h in hashes if h in claimed), None)
     if start_first and first is not None and first not in started:
         # The first of a group starts now: its try counts.
         start(connection, [(run_id, first, claimed[first])])
-    if {"lost", "cancelled"} & set(verdicts.values()):
+    if {ClaimVerdict.LOST, ClaimVerdict.CANCELLED} & set(verdicts.values()):
         finish_run_if_done(connection, run_id)
     return Claimed(verdicts, claimed)
 
@@ -265,14 +266,14 @@ def start(db: Session | Connection, starts: Sequence[tuple[int, str, int]]) -> N
 
 def _the_rest(
     connection: Connection, st: _Statements, run_id: int, rest: list[str], by: ClaimBy, now: datetime
-) -> tuple[dict[str, int], dict[str, str]]:
+) -> tuple[dict[str, int], dict[str, ClaimVerdict]]:
     """Settle the hashes a claim did not take: cancel those of a cancelled run, read back those this
     holder already has, mark lost those past the cap. Return (tokens of those read back, verdicts of
     those cancelled or lost)."""
     holder, max_tries = by.holder, by.max_tries
     params: dict[str, Any] = {"c_run": run_id, "c_hashes": rest, "c_now": now, "c_holder": holder}
     cancelled = connection.scalars(st.cancel, params).all()
-    verdicts = dict.fromkeys(cancelled, "cancelled")
+    verdicts = dict.fromkeys(cancelled, ClaimVerdict.CANCELLED)
     mine: dict[str, int] = {}
     if holder is not None:
         rows = connection.execute(
@@ -293,27 +294,24 @@ def _the_rest(
         lost = connection.scalars(
             st.lose, {**params, "c_hashes": left, "c_message": message, "c_max": max_tries}
         )
-        verdicts.update(dict.fromkeys(lost.all(), "lost"))
+        verdicts.update(dict.fromkeys(lost.all(), ClaimVerdict.LOST))
     return mine, verdicts
 
 
-@dataclass(frozen=True)
-class Result:
-    """One finished attempt to record."""
-
-    run_id: int
-    level_hash: str
-    outcome: Outcome
-    length: int | None
-    worker: str | None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None  # default: when it is recorded
-    # False: never claimed (a tiny attempt that ended before its claim was due); writing the
-    # result counts its try, as the claim would have, and lands only while the attempt is queued.
-    claimed: bool = True
-    # The fencing token of the claim (claim_many's tokens): the result lands only while the
-    # attempt is running under that very claim. None: the local pool, whose run is its own.
-    token: int | None = None
+def result_columns(r: Result, now: datetime) -> dict[str, Any]:
+    """Return the attempt row's columns a result writes (worker and start aside); unstamped: finished now."""
+    o = r.outcome
+    return {
+        "status": o.status.value,
+        "solution": None if o.solution is None else json.dumps(o.solution, separators=(",", ":")),
+        "length": r.length,
+        # Every measured figure, in the attempts column of its SearchStats field's name.
+        **asdict(o.stats),
+        "finished_at": r.finished_at or now,
+        "message": o.message or None,
+        "stdout": o.stdout or None,
+        "stderr": o.stderr or None,
+    }
 
 
 # A result's claim: None (local pool), 0 (never claimed), else the claim's fencing token.
@@ -358,20 +356,11 @@ def record(db: Session | Connection, results: Iterable[Result], finish: bool = T
     rows: list[dict[str, Any]] = []
     results = list(results)
     for r in results:
-        o = r.outcome
         rows.append(
             {
                 "b_run": r.run_id,
                 "b_level": r.level_hash,
-                "status": o.status.value,
-                "solution": None if o.solution is None else json.dumps(o.solution, separators=(",", ":")),
-                "length": r.length,
-                "nodes": o.stats.nodes,
-                "wall_s": o.stats.wall_s,
-                "cpu_s": o.stats.cpu_s,
-                "peak_rss_mb": o.stats.peak_rss_mb,
-                "finished_at": r.finished_at or now,
-                "message": o.message or None,
+                **result_columns(r, now),
                 "b_worker": r.worker,
                 "b_started": r.started_at,
                 "b_tries": 0 if r.claimed else 1,

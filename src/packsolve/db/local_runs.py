@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from collections.abc import Sequence
@@ -14,11 +13,14 @@ from typing import Any
 from sqlalchemy import and_, func, select, update
 from sqlalchemy.orm import Session
 
+from packsolve.attempt import Result
+from packsolve.db.attempts import result_columns
 from packsolve.db.models import Attempt, LevelRow, Run, utcnow
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import BATCH, PENDING_VALUES, rowcount
 from packsolve.outcome import Status
-from packsolve.runstate import RunMode, RunState
+from packsolve.pids import pid_alive
+from packsolve.runstate import RunMode, RunState, ShownState, shown
 
 
 @dataclass(frozen=True)
@@ -54,32 +56,20 @@ def mark_running(session: Session, run_id: int, starts: Sequence[tuple[str, str,
     return marked
 
 
-def record_over_cancel(session: Session, results: Sequence[Any]) -> int:
+def record_over_cancel(session: Session, results: Sequence[Result]) -> int:
     """Write local results over attempts that a cancel marked cancelled before their result arrived.
 
     Only an attempt that is cancelled and holds no result is written: a result
     already written is never overwritten. Return rows written (0 if none).
     """
     written = 0
+    now = utcnow()
     for r in results:
-        o = r.outcome
         res = session.execute(
             update(Attempt)
             .where(Attempt.run_id == r.run_id, Attempt.level_hash == r.level_hash)
             .where(Attempt.status == Status.CANCELLED, Attempt.wall_s.is_(None))
-            .values(
-                status=o.status.value,
-                solution=None if o.solution is None else json.dumps(o.solution, separators=(",", ":")),
-                length=r.length,
-                nodes=o.stats.nodes,
-                wall_s=o.stats.wall_s,
-                cpu_s=o.stats.cpu_s,
-                peak_rss_mb=o.stats.peak_rss_mb,
-                worker=r.worker,
-                started_at=r.started_at,
-                finished_at=r.finished_at or utcnow(),
-                message=o.message or None,
-            )
+            .values(**result_columns(r, now), worker=r.worker, started_at=r.started_at)
         )
         written += rowcount(res)
     return written
@@ -150,20 +140,13 @@ def reopen(session: Session, run_id: int, level_hashes: Sequence[str], resume: R
     run.state, run.finished_at = RunState.RUNNING, None
 
 
-def shown_state(run: Run) -> str:
-    """Return the state a run is shown in (`runs`, `report summary`), as a user should read it.
+def shown_state(run: Run) -> ShownState:
+    """Return the state a run is shown in (`status`, `runs`, `report summary`, the dashboard).
 
-    A distributed run not sent in full is `unsent` (its submit failed: resume or
-    delete it) or `sending` (its submit is at work, or was killed). A local run
-    whose solve process on this machine is gone (killed, crashed) is `interrupted`.
+    The one place every reader gets it from: runstate.shown, told whether the run's local
+    solve process lives.
     """
-    if run.finished_at is not None and run.state != RunState.CANCELLED:
-        return RunState.FINISHED
-    if run.finished_at is None and solver_alive(run) is False:
-        return "interrupted"
-    if run.mode == RunMode.DISTRIBUTED and run.sent_at is None and run.state == RunState.RUNNING:
-        return "unsent" if run.send_error else "sending"
-    return str(run.state)
+    return shown(run, solver_alive(run))
 
 
 def solver_alive(run: Run) -> bool | None:
@@ -178,12 +161,8 @@ def solver_alive(run: Run) -> bool | None:
         return None
     if pid == os.getpid():
         return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        return True
     try:
         return b"packsolve" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:

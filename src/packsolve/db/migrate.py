@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from alembic import command
+from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, text
+
+from packsolve.db.models import UNMODELLED, Base, dialect_of
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 # Any constant works; it only has to be the same for every packsolve process.
@@ -57,6 +61,35 @@ def upgrade(engine: Engine) -> bool:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
     return True
+
+
+def include_object(dialect: str) -> Callable[..., bool]:
+    """Return Alembic's include_object for a database of dialect: what the models say is there.
+
+    It leaves out the tables the models deliberately do not declare (models.UNMODELLED) and the
+    indexes declared for another dialect (models.only_on), which Alembic's compare would otherwise
+    report as drift.
+    """
+    unmodelled = {u.name for u in UNMODELLED if u.dialect == dialect and u.type == "table"}
+
+    def include(item: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+        if type_ == "table" and name in unmodelled:
+            return False
+        if reflected:  # what the database holds is always compared
+            return True
+        declared = dialect_of(item)
+        return declared is None or declared == dialect
+
+    return include
+
+
+def drift(engine: Engine) -> list[Any]:
+    """Return Alembic's differences between the models and engine's database: [] when they agree."""
+    with engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"include_object": include_object(conn.dialect.name), "compare_type": True}
+        )
+        return compare_metadata(context, Base.metadata)  # type: ignore[no-any-return]
 
 
 @contextmanager

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import (
     JSON,
@@ -30,6 +31,17 @@ from sqlalchemy.types import TypeDecorator
 
 from packsolve.outcome import Status
 from packsolve.runstate import RunMode, RunState
+
+
+@overload
+def as_utc(value: datetime) -> datetime: ...
+@overload
+def as_utc(value: None) -> None: ...
+def as_utc(value: datetime | None) -> datetime | None:
+    """Return a timestamp read back from a column as an aware UTC datetime (SQLite gives it naive)."""
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def utcnow() -> datetime:
@@ -86,6 +98,54 @@ class StoredEnum(TypeDecorator[StrEnum]):
 JsonDocument = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
 
+def only_on(dialect: str, index: Index) -> Index:
+    """Return index declared for one dialect only: created there alone, and compared there alone.
+
+    metadata.create_all honours ddl_if; Alembic's compare does not, so db.migrate.include_object
+    reads the dialect from the index's info.
+    """
+    index.info["dialect"] = dialect
+    return index.ddl_if(dialect=dialect)
+
+
+def dialect_of(item: Any) -> str | None:
+    """Return the one dialect a schema item was declared for (only_on), None for an item of every dialect."""
+    info = getattr(item, "info", None)
+    return info.get("dialect") if info is not None else None
+
+
+@dataclass(frozen=True)
+class Unmodelled:
+    """A database object the migrations make and the models deliberately do not declare."""
+
+    name: str
+    type: str  # "table", "trigger", "function" or "extension", as the database's catalogue names it
+    dialect: str
+    why: str
+
+
+_FTS = "the FTS5 trigram index of attempts' names and messages (migration 0014), kept by triggers"
+_FIGURES = "keeps run_figures as attempts change (migration 0014)"
+# Everything the migrations make that the models do not declare, by dialect: Alembic's compare skips
+# these tables (db.migrate.include_object), and a test checks this list against the database.
+UNMODELLED: tuple[Unmodelled, ...] = (
+    Unmodelled("attempts_text", "table", "sqlite", _FTS),
+    # FTS5's shadow tables, made and kept by SQLite itself for attempts_text.
+    *(
+        Unmodelled(f"attempts_text_{s}", "table", "sqlite", _FTS)
+        for s in ("data", "idx", "docsize", "config")
+    ),
+    *(Unmodelled(f"attempts_text_{op}", "trigger", "sqlite", _FTS) for op in ("insert", "delete", "update")),
+    *(
+        Unmodelled(f"run_figures_{op}", "trigger", d, _FIGURES)
+        for d in ("sqlite", "postgresql")
+        for op in ("insert", "delete", "update")
+    ),
+    Unmodelled("run_figures_delta", "function", "postgresql", _FIGURES),
+    Unmodelled("pg_trgm", "extension", "postgresql", "the trigram indexes' operators (migration 0013)"),
+)
+
+
 class Base(DeclarativeBase):
     """The declarative base: its metadata is the schema the migrations build."""
 
@@ -120,6 +180,7 @@ class Run(Base):
     time_limit: Mapped[float | None] = mapped_column(Float)
     node_limit: Mapped[int | None] = mapped_column(BigInteger)
     memory_limit_mb: Mapped[int | None] = mapped_column(Integer)
+    cpu_limit: Mapped[float | None] = mapped_column(Float)  # CPU seconds of an attempt's process tree
     concurrency: Mapped[int | None] = mapped_column(Integer)
     max_tries: Mapped[int | None] = mapped_column(Integer)  # deliveries before an attempt is lost
     total: Mapped[int] = mapped_column(Integer, default=0)
@@ -142,6 +203,10 @@ class Run(Base):
     send_error: Mapped[str | None] = mapped_column(Text)
 
 
+# The condition of an attempt that kept some of its solver's output (the partial index on it, migration 0022).
+OUTPUT_KEPT = "stderr IS NOT NULL OR stdout IS NOT NULL"
+
+
 class Attempt(Base):
     """One level in one run: exists from submit on, updated in place until final."""
 
@@ -153,11 +218,13 @@ class Attempt(Base):
         Index("ix_attempts_run_seq", "run_id", "seq", "id"),
         Index("ix_attempts_status_deadline", "status", "deadline"),
         Index("ix_attempts_holder", "holder"),
-        # The dashboard's text search in names and messages, on PostgreSQL with pg_trgm (migration 0013).
+        # The dashboard's text search in names and messages, on PostgreSQL with pg_trgm (migration 0013);
+        # SQLite's is the FTS5 table attempts_text (UNMODELLED).
         *(
-            Index(
-                f"ix_attempts_{c}_trgm", c, postgresql_using="gin", postgresql_ops={c: "gin_trgm_ops"}
-            ).ddl_if(dialect="postgresql")
+            only_on(
+                "postgresql",
+                Index(f"ix_attempts_{c}_trgm", c, postgresql_using="gin", postgresql_ops={c: "gin_trgm_ops"}),
+            )
             for c in ("name", "message")
         ),
         # The dashboard's sorted pages of a run (migration 0011).
@@ -182,6 +249,13 @@ class Attempt(Base):
         Index("ix_attempts_kind_wall", "run_id", "kind", "wall_s"),
         Index("ix_attempts_kind_cpu", "run_id", "kind", "cpu_s"),
         Index("ix_attempts_run_started", "run_id", "started_at"),
+        # The attempts of a run that kept their solver's output, which the text search reads (0022).
+        Index(
+            "ix_attempts_run_output",
+            "run_id",
+            sqlite_where=text(OUTPUT_KEPT),
+            postgresql_where=text(OUTPUT_KEPT),
+        ),
         Index(
             "ix_attempts_run_said",
             "run_id",
@@ -221,6 +295,11 @@ class Attempt(Base):
     # Claims made so far: each claim's fencing token (a result lands only under the claim it was run
     # for). tries counts only the claims whose attempt started.
     claims: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # What the solver printed beyond its answer (an external program's stdout when it was not the
+    # answer, its stderr; a built-in solver's log lines), head and tail within the output_keep setting,
+    # a cut marker between (migration 0022). Deferred: a run's listing never reads them.
+    stdout: Mapped[str | None] = mapped_column(Text, deferred=True)
+    stderr: Mapped[str | None] = mapped_column(Text, deferred=True)
 
 
 class Worker(Base):
@@ -238,6 +317,46 @@ class Worker(Base):
     buffered: Mapped[str | None] = mapped_column(Text)
     # Whether it runs only signed tasks (it has PACKSOLVE_TASK_KEY): senders without the key are told.
     signs: Mapped[bool | None] = mapped_column(Boolean)
+    # Its Celery worker's pool size, and the external programs it was declared (JSON: name -> kind,
+    # command, the declaration's digest, the executable's SHA-256 on its machine), as it started.
+    concurrency: Mapped[int | None] = mapped_column(Integer)
+    programs: Mapped[str | None] = mapped_column(Text)
+    # How it measures and limits its attempts (execution.cgroups.mode): cgroup-v1, or rusage.
+    measurement: Mapped[str | None] = mapped_column(String(16))
+    # How its lease ended: stopped_at, a clean exit (db.workers.retire); lapsed_at, seen lapsed by
+    # the scheduler (or found dead by a sibling) with no clean exit: the process was lost. A renewal
+    # after a lapse clears lapsed_at (the process was frozen or cut off, and is back).
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lapsed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class WorkerEventKind(StrEnum):
+    """What happened to a worker process, as its history (worker_events) records it."""
+
+    STARTED = "started"
+    LEASE_LAPSED = "lease lapsed"
+    TAKEN_BACK = "claims taken back"
+    BACK = "lease renewed after lapsing"
+    STOPPED = "stopped"
+
+
+class WorkerEvent(Base):
+    """One moment of a worker process's history: started, lease lapsed, claims taken back, stopped.
+
+    Written where each happens (db.workers, the scheduler), kept as long as the process's row
+    (db.workers.KEEP_FOR), so a process lost mid-run stays shown with what was taken back from it.
+    detail: JSON, e.g. the attempts taken back ({"attempts": [{"run", "level", "as"}, ...]}).
+    """
+
+    __tablename__ = "worker_events"
+    __table_args__ = (Index("ix_worker_events_worker_at", "worker", "at"), Index("ix_worker_events_at", "at"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    worker: Mapped[str] = mapped_column(String(255))  # workers.name: hostname/pid
+    host: Mapped[str] = mapped_column(String(255))  # the Celery hostname
+    kind: Mapped[WorkerEventKind] = mapped_column(StoredEnum(WorkerEventKind, 32))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JsonDocument)
 
 
 class Refusal(Base):
@@ -313,7 +432,10 @@ class LevelStatsRun(Base):
 
 # A run's attempts counted per (kind, heuristic, status) with the sums `report summary` needs, kept by
 # triggers on attempts (migration 0014). On PostgreSQL a group may have several signed rows (each
-# statement's change, until folded): read it through packsolve.db.figures, which adds them up.
+# statement's change, until folded): read it through packsolve.figures.run_figures, which adds them up.
+# One row per group on SQLite, kept by the triggers' upsert (which needs the unique index); on PostgreSQL
+# a group has as many signed rows as changes not folded yet.
+RUN_FIGURES_KEY = ("run_id", "kind", "heuristic", "status")
 RUN_FIGURES = Table(
     "run_figures",
     Base.metadata,
@@ -327,79 +449,35 @@ RUN_FIGURES = Table(
     Column("cpu_n", Integer, nullable=False),  # attempts with a CPU time
     Column("cpu_sum", Float, nullable=False),
     Column("nodes_sum", BigInteger, nullable=False),
+    only_on("sqlite", Index("ix_run_figures_key", *RUN_FIGURES_KEY, unique=True)),
+    only_on("postgresql", Index("ix_run_figures_key", *RUN_FIGURES_KEY)),
 )
 
 
-class RunFinal(Base):
-    """A finished run's figures read over all its attempts, kept when it was stamped finished.
+class RunSnapshot(Base):
+    """What the read model (packsolve.figures) kept of a finished run, under one staleness rule.
 
-    Its medians (kind "" for the whole run, else a kind; heuristic "") and the largest peak RSS of
-    each (kind, heuristic).
+    name says what it is (its medians and peaks, its failure groups, its level vector, its compare
+    with another run); payload is JSON, data the bytes of the arrays of a level vector. stamp is
+    the run's finished_at when it was made: it holds while the run's finished_at equals it (a run
+    resumed and finished again has it made again).
     """
 
-    __tablename__ = "run_final"
+    __tablename__ = "run_snapshots"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(64), primary_key=True)
-    heuristic: Mapped[str] = mapped_column(String(64), primary_key=True)
-    wall_median: Mapped[float | None] = mapped_column(Float)
-    cpu_median: Mapped[float | None] = mapped_column(Float)
-    peak_rss_mb: Mapped[float | None] = mapped_column(Float)
-    # The run's finished_at then: a run resumed and finished again has them read again.
-    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    stamp: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    payload: Mapped[Any] = mapped_column(JSON, nullable=False)
+    data: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
-class CompareFigures(Base):
-    """Two finished runs' compare footer, per kind, read once over their attempts (db.compare_figures).
+class Counter(Base):
+    """A count of events no other row keeps (db.counters): one (name, label) row, added to as they happen."""
 
-    figures is a JSON object of the aggregate's named counts and sums; the runs' finished_at then
-    tell whether it still holds (a run resumed and finished again has it read again).
-    """
+    __tablename__ = "counters"
 
-    __tablename__ = "compare_figures"
-
-    run_a: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    run_b: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(64), primary_key=True)
-    a_finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    b_finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    figures: Mapped[str] = mapped_column(Text)
-
-
-class RunFailures(Base):
-    """A finished run's failed attempts grouped as `report failures` shows them, kept when it finished.
-
-    groups is a JSON list of the groups (db.failures.Group), each with at most `examples` of its
-    levels; the run's finished_at then tells whether it still holds (a run resumed and finished again
-    has them grouped again).
-    """
-
-    __tablename__ = "run_failures"
-
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    examples: Mapped[int] = mapped_column(Integer)
-    groups: Mapped[str] = mapped_column(Text)
-    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-
-
-class RunVector(Base):
-    """A finished run's attempts as arrays sorted by level hash, kept when it finished (db.level_vectors).
-
-    Each array holds one value per attempt in the order of `keys` (the first 8 bytes of the level hash
-    as a big-endian integer, unique in the run; `checks` the next 8): the kind's and status's index in
-    `legend` (a JSON object of both lists), wall_s (NULL as 0) and peak_rss_mb (NULL as NaN), as
-    little-endian bytes. The run's finished_at then tells whether they still hold.
-    """
-
-    __tablename__ = "run_vectors"
-
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    attempts: Mapped[int] = mapped_column(Integer)
-    legend: Mapped[str] = mapped_column(Text)
-    keys: Mapped[bytes] = mapped_column(LargeBinary)
-    checks: Mapped[bytes] = mapped_column(LargeBinary)
-    kinds: Mapped[bytes] = mapped_column(LargeBinary)
-    statuses: Mapped[bytes] = mapped_column(LargeBinary)
-    walls: Mapped[bytes] = mapped_column(LargeBinary)
-    peaks: Mapped[bytes] = mapped_column(LargeBinary)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    label: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

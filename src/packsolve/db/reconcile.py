@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import and_, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, LevelRow, Run
+from packsolve.attempt import tries_cap
+from packsolve.db.models import Attempt, LevelRow, Run, as_utc
 from packsolve.db.refusals import FRESH as REFUSED_FRESH
 from packsolve.db.refusals import refused_lately
 from packsolve.db.runs import finish_run_if_done
@@ -34,6 +35,8 @@ class StaleAttempt:
     worker: str | None
     max_tries: int | None
     run_state: str
+    holder: str | None = None
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,13 @@ class Taken:
     level_hash: str
     lost: bool
     cancelled: bool = False
+    holder: str | None = None  # the worker process whose claim or hold it was (workers.name), if any
+    name: str = ""  # the level's name
+
+    @property
+    def outcome(self) -> str:
+        """Return what became of it: requeued, lost or cancelled."""
+        return "cancelled" if self.cancelled else "lost" if self.lost else "requeued"
 
 
 _COLUMNS = (
@@ -57,6 +67,8 @@ _COLUMNS = (
     Attempt.worker,
     Run.max_tries,
     Run.state,
+    Attempt.holder,
+    Attempt.name,
 )
 
 
@@ -137,7 +149,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
     now = now_sql(session)
     taken: list[Taken] = []
     for c in candidates:
-        cap = c.max_tries or default_max_tries
+        cap = tries_cap(c.max_tries, default_max_tries)
         cancelled = c.run_state == RunState.CANCELLED
         lost = not cancelled and c.tries >= cap
         values: dict[str, Any]
@@ -171,7 +183,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
             .values(**values)
         )
         if rowcount(res):
-            taken.append(Taken(c.run_id, c.level_hash, lost, cancelled))
+            taken.append(Taken(c.run_id, c.level_hash, lost, cancelled, c.holder, c.name))
     for run_id in {t.run_id for t in taken if t.lost or t.cancelled}:
         finish_run_if_done(session, run_id)
     return taken
@@ -231,8 +243,7 @@ def settled_messages(session: Session, messages: Sequence[Any]) -> list[str]:
             return True
         if queued_at is None or delivered is None:
             return False  # never sent again: the task delivered is its only one
-        queued = queued_at if queued_at.tzinfo is not None else queued_at.replace(tzinfo=UTC)
-        return queued.timestamp() > delivered
+        return as_utc(queued_at).timestamp() > delivered
 
     return [m.tag for m in messages if m.attempts and all(settled(a, m.delivered) for a in m.attempts)]
 
@@ -247,7 +258,6 @@ def overtaken_before(session: Session) -> datetime | None:
     the database's clock, as queued_at is: one clock.
     """
     started = exists().where(Attempt.run_id == Run.id, Attempt.started_at.is_not(None))
-    value = session.scalar(select(func.max(Run.sent_at)).where(Run.mode == RunMode.DISTRIBUTED, started))
-    if value is None:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return as_utc(
+        session.scalar(select(func.max(Run.sent_at)).where(Run.mode == RunMode.DISTRIBUTED, started))
+    )

@@ -7,18 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, exists, insert, select, update
+from sqlalchemy import Connection, and_, case, exists, func, insert, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from packsolve import __version__
 from packsolve.bounds import RUN_ID
-from packsolve.db import figures
-from packsolve.db.compare_figures import keep_rerun_pairs
-from packsolve.db.failures import store_groups
-from packsolve.db.figures import fold, store_final
-from packsolve.db.models import Attempt, LevelRow, Run
-from packsolve.db.run_vectors import store_vector
+from packsolve.db.models import RUN_FIGURES, Attempt, LevelRow, Run
+from packsolve.db.run_hooks import after_run_finished
 from packsolve.db.session import shown_database
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
 from packsolve.db.workers import db_now, now_sql
@@ -55,6 +51,7 @@ class RunOptions:
     time_limit: float | None = None
     node_limit: int | None = None
     memory_limit_mb: int | None = None
+    cpu_limit: float | None = None
     concurrency: int | None = None
     label: str | None = None
     parent_id: int | None = None
@@ -93,6 +90,7 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
         time_limit=options.time_limit,
         node_limit=options.node_limit,
         memory_limit_mb=options.memory_limit_mb,
+        cpu_limit=options.cpu_limit,
         concurrency=options.concurrency,
         max_tries=options.max_tries,
         total=len(planned),
@@ -284,8 +282,18 @@ def resolve_run(session: Session, ref: str | int | None) -> Run:
 
 
 def status_counts(session: Session, run_id: int) -> dict[str, int]:
-    """Return {status: number of the run's attempts in it}; empty for a run with none (or no such run)."""
-    return figures.status_counts(session, run_id)
+    """Return {status: number of the run's attempts in it}; empty for a run with none (or no such run).
+
+    One indexed read of a few rows of run_figures, the counts the triggers keep (migration 0014).
+    """
+    f = RUN_FIGURES.c
+    rows = session.execute(
+        select(f.status, func.sum(f.attempts))
+        .where(f.run_id == run_id)
+        .group_by(f.status)
+        .having(func.sum(f.attempts) > 0)
+    )
+    return {status: int(n) for status, n in rows}
 
 
 def pending_of(session: Session, run_id: int) -> list[tuple[Attempt, LevelRow]]:
@@ -340,7 +348,9 @@ def cancel_pending(session: Session, run_id: int, message: str = "cancelled") ->
 def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
     """Stamp the run finished once no attempt is pending; return True if this call did it, else False.
 
-    db is an ORM session (CLI, scheduler) or a Core connection (the worker's writes).
+    db is an ORM session (CLI, scheduler) or a Core connection (the worker's writes). It only stamps
+    the run and calls the run-finished hooks (db.run_hooks), which are cheap: what readers keep of a
+    finished run is made later, off this transaction (packsolve.figures.snapshots).
     """
     pending = exists().where(Attempt.run_id == run_id, Attempt.status.in_(PENDING_VALUES))
     res = db.execute(
@@ -353,19 +363,5 @@ def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
     )
     if not rowcount(res):
         return False
-    build_finished(db, run_id)
+    after_run_finished(db, run_id)
     return True
-
-
-def build_finished(db: Session | Connection, run_id: int) -> None:
-    """Build what readers of a finished run use: what finish_run_if_done builds once it stamps one.
-
-    A finished run's attempts no longer change: its medians, peaks, failure groups and level
-    vector (for compares) are made once, now, and its compare against its parent (and its
-    reruns' against it), the compare its page links to, from the vectors.
-    """
-    fold(db, run_id)
-    store_final(db, run_id)
-    store_groups(db, run_id)
-    store_vector(db, run_id)
-    keep_rerun_pairs(db, run_id)

@@ -21,7 +21,7 @@ from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES
 from packsolve.runstate import RunMode
 
 RUNS = cast(Table, Run.__table__)
-TaskLimits = tuple[float | None, int | None, int | None]  # time, nodes, memory MB
+TaskLimits = tuple[float | None, int | None, int | None, float | None]  # time, nodes, memory MB, CPU
 # What a task says of each of its levels: {level hash: (kind, heuristic)}.
 TaskAttempts = Mapping[str, tuple[str, str]]
 # What a check reads of the run (mode, time, nodes, memory, max tries), or None if the
@@ -40,6 +40,8 @@ class Verdict:
     wrong: dict[str, str] = field(default_factory=dict)
     final: dict[str, str] = field(default_factory=dict)  # {level hash: its final status}
     max_tries: int | None = None
+    # How /metrics counts a task refused as a whole (db.counters.REFUSAL_REASONS).
+    refused_as: str = "mismatch"
 
 
 # Tasks of one level each come in pack order: a check that reads the attempts following its
@@ -84,6 +86,7 @@ def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Fac
             RUNS.c.time_limit,
             RUNS.c.node_limit,
             RUNS.c.memory_limit_mb,
+            RUNS.c.cpu_limit,
             RUNS.c.max_tries,
             ATTEMPTS.c.level_hash,
             ATTEMPTS.c.kind,
@@ -96,7 +99,7 @@ def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Fac
     if not rows:
         return None
     found.update({r.level_hash: (r.kind, r.heuristic, r.status) for r in rows if r.level_hash is not None})
-    return tuple(rows[0][:5])
+    return tuple(rows[0][:6])
 
 
 def _verdict(
@@ -107,11 +110,16 @@ def _verdict(
     limits: TaskLimits,
 ) -> Verdict:
     if facts is None:
-        return Verdict(f"run {run_id} is not in this database (deleted, or never made here): nothing run")
-    mode, time_limit, node_limit, memory_mb, max_tries = facts
+        return Verdict(
+            f"run {run_id} is not in this database (deleted, or never made here): nothing run",
+            refused_as="unknown_run",
+        )
+    mode, time_limit, node_limit, memory_mb, cpu_limit, max_tries = facts
     if mode != RunMode.DISTRIBUTED:
-        return Verdict(f"run {run_id} is a {mode} run, not one sent to workers: nothing run")
-    stored = (time_limit, node_limit, memory_mb)
+        return Verdict(
+            f"run {run_id} is a {mode} run, not one sent to workers: nothing run", refused_as="unknown_run"
+        )
+    stored = (time_limit, node_limit, memory_mb, cpu_limit)
     if stored != tuple(limits):
         return Verdict(
             f"run {run_id}'s task carries limits {_shown(limits)}, the database's run has "
@@ -194,4 +202,4 @@ def _window(run_id: int, level_hash: str) -> Any:
 
 
 def _shown(limits: tuple[Any, ...]) -> str:
-    return "time {}, nodes {}, memory {} MB".format(*limits)
+    return "time {}, nodes {}, memory {} MB, CPU {}".format(*limits)

@@ -15,19 +15,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, and_, delete, exists, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, Deployment, Worker, utcnow
+from packsolve.db.models import Attempt, Deployment, Worker, WorkerEvent, WorkerEventKind, as_utc, utcnow
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES, rowcount
 from packsolve.outcome import Status
 
 WORKERS = cast(Table, Worker.__table__)
-# A lease lapsed this long ago whose holder holds nothing pending is forgotten.
-FORGET_AFTER = timedelta(days=1)
+EVENTS = cast(Table, WorkerEvent.__table__)
+# A worker process whose lease ended (stopped, or lost) this long ago and that holds nothing pending
+# is forgotten with its history: a week, so a process lost on Friday night is still shown on Monday
+# with what was taken back from it. A live process's history is kept as long as it lives.
+KEEP_FOR = timedelta(days=7)
 # The holder of attempts a live worker process gave back (it does not run them: its task failed,
 # or its claim's answer was lost and another delivery ran them): no lease has this name, so the
 # scheduler takes them back on its next pass, as a lapsed holder's.
@@ -65,6 +69,48 @@ class Doing:
     buffered: dict[int, list[str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What a worker process says of itself as it starts: the kinds it offers, its Celery worker's pool
+    size, and the external programs it was declared (name -> kind, command, digest of the
+    declaration, SHA-256 of the executable on its machine; None where it cannot be found there)."""
+
+    offers: dict[str, Any] = field(default_factory=dict)
+    concurrency: int | None = None
+    programs: dict[str, Any] = field(default_factory=dict)
+    measurement: str | None = None  # how it measures its attempts (execution.cgroups.mode)
+
+
+def start(connection: Connection, name: str, host: str, facts: Facts) -> None:
+    """Make name's row new as its process starts (whatever an earlier process of the same name, a pid
+    reused, left in it), with facts; its history says it started. The lease is renew's to extend."""
+    now = now_sql(connection)
+    values: dict[str, Any] = {
+        "host": host,
+        "started_at": now,
+        "renewed_at": now,
+        "lease_until": now,
+        "offers": json.dumps(facts.offers, sort_keys=True),
+        "concurrency": facts.concurrency,
+        "programs": json.dumps(facts.programs, sort_keys=True),
+        "measurement": facts.measurement,
+        "stopped_at": None,
+        "lapsed_at": None,
+        "signs": None,
+        "buffered": None,
+    }
+    res = connection.execute(
+        update(WORKERS).where(WORKERS.c.name == name).values(**values).returning(WORKERS.c.started_at)
+    )
+    stamp = res.scalar()
+    if stamp is None:
+        stamp = connection.execute(
+            insert(WORKERS).values(name=name, **values).returning(WORKERS.c.started_at)
+        ).scalar_one()
+    detail = {"concurrency": facts.concurrency} if facts.concurrency else None
+    record_event(connection, name, host, WorkerEventKind.STARTED, detail, at=stamp)
+
+
 def renew(
     connection: Connection,
     name: str,
@@ -75,6 +121,7 @@ def renew(
 ) -> datetime:
     """Extend name's lease to ttl_s from now, creating it the first time; return the server's time.
 
+    A renewal clears lapsed_at: a process seen lapsed that renews is back.
     With doing (what the process works on now): the attempts the database says
     name holds that are not among doing.runs are given back (holder RELEASED),
     for the scheduler to take back on its next pass, and doing.buffered is
@@ -89,7 +136,7 @@ def renew(
     else:
         now = utcnow()
         until = now + timedelta(seconds=ttl_s)
-    values: dict[str, Any] = {"renewed_at": now, "lease_until": until}
+    values: dict[str, Any] = {"renewed_at": now, "lease_until": until, "lapsed_at": None}
     if doing is not None:
         values["buffered"] = json.dumps({str(r): hashes for r, hashes in sorted(doing.buffered.items())})
     res = connection.execute(
@@ -105,7 +152,7 @@ def renew(
         stamp = res.scalar_one()
     if doing is not None:
         _release_unrun(connection, name, doing.runs)
-    return _aware(stamp)
+    return as_utc(stamp)
 
 
 def _release_unrun(connection: Connection, name: str, running: set[tuple[int, str]]) -> int:
@@ -129,9 +176,68 @@ def _release_unrun(connection: Connection, name: str, running: set[tuple[int, st
     return released
 
 
-def retire(connection: Connection, name: str) -> None:
-    """End name's lease now (a clean exit): what it still holds is taken back on the next pass."""
-    connection.execute(update(WORKERS).where(WORKERS.c.name == name).values(lease_until=db_now(connection)))
+def record_event(
+    connection: Session | Connection,
+    name: str,
+    host: str,
+    kind: WorkerEventKind,
+    detail: dict[str, Any] | None = None,
+    at: datetime | None = None,
+) -> None:
+    """Add a moment to name's history (worker_events), at the database's now unless told."""
+    connection.execute(
+        insert(EVENTS).values(
+            worker=name, host=host, kind=kind, at=now_sql(connection) if at is None else at, detail=detail
+        )
+    )
+
+
+def retire(connection: Connection, name: str, detail: dict[str, Any] | None = None) -> None:
+    """End name's lease now (a clean exit), saying so in its history: what it still holds is taken
+    back on the next pass."""
+    now = db_now(connection)
+    res = connection.execute(
+        update(WORKERS)
+        .where(WORKERS.c.name == name)
+        .values(lease_until=now, stopped_at=now, lapsed_at=None)
+        .returning(WORKERS.c.host)
+    )
+    host = res.scalar()
+    if host is not None:
+        record_event(connection, name, str(host), WorkerEventKind.STOPPED, detail, at=now)
+
+
+def end_dead(connection: Connection, name: str, why: str) -> None:
+    """End the lease of name, a process found dead (no clean exit): it is lost, its history says why."""
+    now = db_now(connection)
+    res = connection.execute(
+        update(WORKERS)
+        .where(WORKERS.c.name == name, WORKERS.c.stopped_at.is_(None))
+        .values(lease_until=now, lapsed_at=now)
+        .returning(WORKERS.c.host)
+    )
+    host = res.scalar()
+    if host is not None:
+        record_event(connection, name, str(host), WorkerEventKind.LEASE_LAPSED, {"why": why}, at=now)
+
+
+def note_lapsed(session: Session, now: datetime) -> list[str]:
+    """Mark lost the processes whose lease lapsed before now with no clean exit; return their names.
+
+    Each is marked once per lapse (lapsed_at, cleared by a renewal): of two schedulers at once only
+    one marks it (the guarded update), and its history gets one `lease lapsed`.
+    """
+    res = session.execute(
+        update(WORKERS)
+        .where(WORKERS.c.lease_until < now, WORKERS.c.lapsed_at.is_(None), WORKERS.c.stopped_at.is_(None))
+        .values(lapsed_at=now)
+        .returning(WORKERS.c.name, WORKERS.c.host, WORKERS.c.lease_until)
+    )
+    marked = res.all()
+    for name, host, until in marked:
+        detail = {"lease_until": as_utc(until).isoformat()}
+        record_event(session, str(name), str(host), WorkerEventKind.LEASE_LAPSED, detail, at=now)
+    return sorted(str(name) for name, _, _ in marked)
 
 
 def killed_on_request(connection: Connection, name: str) -> int:
@@ -149,7 +255,7 @@ def killed_on_request(connection: Connection, name: str) -> int:
         .where(ATTEMPTS.c.started_at.is_not(None), ATTEMPTS.c.tries > 0)
         .values(tries=ATTEMPTS.c.tries - 1, started_at=None)
     )
-    retire(connection, name)
+    retire(connection, name, {"why": "killed on request (revoked with terminate)"})
     return rowcount(given)
 
 
@@ -164,6 +270,27 @@ def holders_of(connection: Connection, run_id: int, level_hashes: list[str]) -> 
         .distinct()
     )
     return [str(h) for (h,) in rows]
+
+
+class WorkerState(StrEnum):
+    """How a worker process stands: its lease ahead (live), ended by a clean exit (stopped), or
+    ended without one (lost: killed, frozen or cut off past its lease)."""
+
+    LIVE = "live"
+    LOST = "lost"
+    STOPPED = "stopped"
+
+
+def state_of(lease_until: datetime | None, stopped_at: datetime | None, now: datetime) -> WorkerState:
+    """Return a process's WorkerState from its row (lost_rows is its SQL twin for LOST)."""
+    if lease_until is not None and as_utc(lease_until) >= now:
+        return WorkerState.LIVE
+    return WorkerState.STOPPED if stopped_at is not None else WorkerState.LOST
+
+
+def lost_rows(now: datetime) -> Any:
+    """Return the SQL condition on workers rows of state_of's LOST: the lease ended, no clean stop."""
+    return and_(WORKERS.c.lease_until < now, WORKERS.c.stopped_at.is_(None))
 
 
 def lapsed_holders(now: datetime) -> Any:
@@ -189,7 +316,7 @@ def live_workers(session: Session, now: datetime | None = None) -> list[LiveWork
         .where(WORKERS.c.lease_until >= now)
         .order_by(WORKERS.c.name)
     )
-    return [LiveWorker(n, h, _aware(r), json.loads(o or "{}")) for n, h, r, o in rows]
+    return [LiveWorker(n, h, as_utc(r), json.loads(o or "{}")) for n, h, r, o in rows]
 
 
 def held_by_lapsed(session: Session, run_id: int, now: datetime | None = None) -> int:
@@ -262,15 +389,16 @@ def buffered_in(session: Session, run_id: int, now: datetime | None = None) -> B
 
 
 def forget_old(session: Session, now: datetime) -> int:
-    """Delete leases lapsed over FORGET_AFTER ago whose holder holds nothing pending; return how many."""
+    """Forget the processes whose lease ended over KEEP_FOR ago and that hold nothing pending, with
+    their history; return how many.
+
+    A history older than KEEP_FOR of a process no longer in workers goes too.
+    """
     holds = exists().where(Attempt.holder == WORKERS.c.name, Attempt.status.in_(PENDING_VALUES))
-    res = session.execute(delete(WORKERS).where(WORKERS.c.lease_until < now - FORGET_AFTER, ~holds))
+    res = session.execute(delete(WORKERS).where(WORKERS.c.lease_until < now - KEEP_FOR, ~holds))
+    known = exists().where(WORKERS.c.name == EVENTS.c.worker)
+    session.execute(delete(EVENTS).where(EVENTS.c.at < now - KEEP_FOR, ~known))
     return rowcount(res)
-
-
-def _aware(value: datetime) -> datetime:
-    """Return value with UTC attached if the database gave it naive (SQLite)."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def deployment_id(db: Session | Connection) -> str:

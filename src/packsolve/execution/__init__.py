@@ -8,20 +8,21 @@ after (``attempts``):
 
 - ``execute_attempts(specs)``: a batch, one Outcome per spec in order (the local pool's
   chunks, a worker's claimed groups);
-- ``execute_overlapped(spec, claim_after)``: one attempt that yields ``CLAIM_DUE`` for the
-  caller to make its claim while it runs (and send back the answer), or never if it ends first
-  (a worker's lone tiny attempt).
+- ``execute_overlapped(spec, gate, claim_after)``: one attempt that asks the caller's
+  ``ClaimGate`` once, while it runs, whether it may proceed, or never if it ends first (a
+  worker's lone tiny attempt, claimed in its database while it solves).
 
 Modules: ``spec`` (Limits, AttemptSpec: the attempt as it travels), ``attempts`` (the entry
 points, parse and verify), ``supervisor`` (the parent following a child job by job),
 ``processes`` (forking, the kept child, hand-over), ``wire`` (the pipes' format),
-``child`` (what runs in the forked child), ``rlimits`` (its limits and memory readings).
+``child`` (what runs in the forked child), ``rlimits`` (its limits and memory readings),
+``preparing`` (what a heuristic needs once per machine, done before its attempts, outside their limits).
 """
 
 from __future__ import annotations
 
 from packsolve.execution.attempts import execute_attempts, execute_overlapped, solution_length
 from packsolve.execution.spec import AttemptSpec, Limits
-from packsolve.execution.supervisor import CLAIM_DUE
+from packsolve.execution.supervisor import ClaimGate
 
-__all__ = ["CLAIM_DUE", "AttemptSpec", "Limits", "execute_attempts", "execute_overlapped", "solution_length"]
+__all__ = ["AttemptSpec", "ClaimGate", "Limits", "execute_attempts", "execute_overlapped", "solution_length"]

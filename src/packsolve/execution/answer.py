@@ -5,8 +5,12 @@ A program prints one JSON object on standard output: ``{"status": "solved", "sol
 with an optional integer ``"nodes"``. Anything else (no output, not JSON, an unknown status,
 output over the cap) is ``error`` with the start of its stdout and stderr in the message; a
 non-zero exit is ``error`` naming the code or the signal. Limits come first: a program stopped
-at the time limit is ``timeout``, one whose memory passed the limit ``memout``, one that
-reports more nodes than the node limit ``timeout``, as a built-in solver would have stopped.
+at the wall time limit, or whose process tree's CPU time passed the CPU limit, is ``timeout``,
+one whose memory passed the limit ``memout``, one that reports more nodes than the node limit
+``timeout``, as a built-in solver would have stopped.
+
+Whatever the ending, the Outcome keeps the program's own output within the attempt's cap
+(output.py): its standard error, and its standard output unless that was the answer taken.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+from dataclasses import dataclass, replace
 from typing import Any
 
-from packsolve.execution.spawn import STDOUT_CAP, RawRun
+from packsolve.execution.output import DEFAULT_OUTPUT_KEEP, kept_texts, of_bytes
+from packsolve.execution.spawn import STDOUT_CAP, Kill, RawRun
 from packsolve.execution.spec import Limits
 from packsolve.outcome import Outcome, SearchStats, Status
 
@@ -24,26 +30,66 @@ from packsolve.outcome import Outcome, SearchStats, Status
 QUOTE_CHARS = 300
 
 
-def outcome_of(run: RawRun, limits: Limits) -> Outcome:
-    """Return the Outcome of a program's run under limits (a claimed solution not yet verified)."""
-    stats = SearchStats(0, run.wall_s, run.cpu_s, run.peak_rss_mb)
+def outcome_of(run: RawRun, limits: Limits, keep: int = DEFAULT_OUTPUT_KEEP) -> Outcome:
+    """Return the Outcome of a program's run under limits (a claimed solution not yet verified), with
+    at most keep bytes of its output: stderr, and stdout when it was not the answer."""
+    judged = _judged(run, limits)
+    outcome, stdout = (
+        (judged.outcome, None) if isinstance(judged, _Answered) else (judged, of_bytes(run.stdout, keep))
+    )
+    kept_out, kept_err = kept_texts(stdout, run.stderr, keep)
+    return replace(outcome, stdout=kept_out, stderr=kept_err)
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """The Outcome of a program whose standard output was its answer (nothing of it is kept beyond)."""
+
+    outcome: Outcome
+
+
+def _judged(run: RawRun, limits: Limits) -> Outcome | _Answered:
+    """Return the Outcome of a program's run under limits, without its output."""
+    stats = run.stats
     memory = limits.memory_limit_mb
-    if run.stopped == "memout" or (memory is not None and run.peak_rss_mb > memory):
+    if run.group_oom_kills and memory is not None:
+        # The kernel killed a process of the tree at the memory limit of the attempt's cgroup.
+        return Outcome(
+            Status.MEMOUT,
+            stats=stats,
+            message=f"memory limit of {memory} MB reached: its cgroup's limit killed a process of the "
+            f"program's tree{_quotes(run)}",
+        )
+    if run.stopped == Kill.MEMOUT or (memory is not None and stats.peak_rss_mb > memory):
         return Outcome(
             Status.MEMOUT, stats=stats, message=f"memory limit of {memory} MB reached{_quotes(run)}"
         )
-    if run.stopped == "timeout":
+    cpu_limit = limits.cpu_limit
+    if run.stopped == Kill.CPU or (cpu_limit is not None and stats.cpu_s > cpu_limit):
+        # Past the limit between two readings, the program may have answered first: it still did not
+        # answer within the limit (as BenchExec counts it).
         return Outcome(
             Status.TIMEOUT,
             stats=stats,
-            message=f"time limit {limits.time_limit:g} s reached: the program and its processes were killed",
+            message=f"CPU time limit {cpu_limit:g} s reached: the program and its processes were killed "
+            f"({stats.cpu_s:.2f} s CPU of its process tree)",
+        )
+    if run.stopped == Kill.TIMEOUT:
+        if limits.wall_is_backstop():
+            reached = (
+                f"wall time backstop {limits.wall_limit():g} s of the CPU time limit {cpu_limit:g} s reached"
+            )
+        else:
+            reached = f"wall time limit {limits.time_limit:g} s reached"
+        return Outcome(
+            Status.TIMEOUT, stats=stats, message=f"{reached}: the program and its processes were killed"
         )
     if run.oom_kills and os.WIFSIGNALED(run.status) and os.WTERMSIG(run.status) == signal.SIGKILL:
         # Nobody here sent that SIGKILL: the kernel ran out of memory and chose the program.
         return Outcome(
             Status.MEMOUT, stats=stats, message=f"killed by the kernel's out-of-memory killer{_quotes(run)}"
         )
-    if run.stopped == "output":
+    if run.stopped == Kill.OUTPUT:
         return _error(
             run, stats, f"the program printed more than {STDOUT_CAP // 2**20} MB on standard output"
         )
@@ -54,17 +100,19 @@ def outcome_of(run: RawRun, limits: Limits) -> Outcome:
     if problem:
         return _error(run, stats, problem)
     nodes = answer.get("nodes", 0)
-    stats = SearchStats(nodes, run.wall_s, run.cpu_s, run.peak_rss_mb)
+    stats = replace(stats, nodes=nodes)
     if limits.node_limit is not None and nodes > limits.node_limit:
-        return Outcome(
-            Status.TIMEOUT,
-            stats=stats,
-            message=f"node limit {limits.node_limit} passed: the program reported {nodes}",
+        return _Answered(
+            Outcome(
+                Status.TIMEOUT,
+                stats=stats,
+                message=f"node limit {limits.node_limit} passed: the program reported {nodes}",
+            )
         )
     message = answer.get("message", "")
-    if answer["status"] == "solved":
-        return Outcome(Status.SOLVED, answer["solution"], stats, message)
-    return Outcome(Status.NO_SOLUTION, None, stats, message or "the program found no solution")
+    if answer["status"] == Status.SOLVED:
+        return _Answered(Outcome(Status.SOLVED, answer["solution"], stats, message))
+    return _Answered(Outcome(Status.NO_SOLUTION, None, stats, message or "the program found no solution"))
 
 
 def _answer(stdout: bytes) -> tuple[dict[str, Any], str]:
@@ -78,9 +126,9 @@ def _answer(stdout: bytes) -> tuple[dict[str, Any], str]:
     if not isinstance(answer, dict):
         return {}, f"the program printed a JSON {type(answer).__name__}, not an object"
     status = answer.get("status")
-    if status not in ("solved", "no_solution"):
+    if status not in (Status.SOLVED, Status.NO_SOLUTION):
         return {}, f'unknown status {status!r} (a program answers "solved" or "no_solution")'
-    if status == "solved" and "solution" not in answer:
+    if status == Status.SOLVED and "solution" not in answer:
         return {}, 'the program answered "solved" without a "solution"'
     nodes = answer.get("nodes", 0)
     if type(nodes) is not int or nodes < 0:
@@ -113,7 +161,7 @@ def _error(run: RawRun, stats: SearchStats, problem: str) -> Outcome:
 def _quotes(run: RawRun) -> str:
     """Return '; stdout: ...; stderr: ...' with the start of each (empty ones left out)."""
     parts = []
-    for name, data in (("stdout", run.stdout), ("stderr", run.stderr)):
+    for name, data in (("stdout", run.stdout), ("stderr", run.stderr.start())):
         text = data[: QUOTE_CHARS * 4].decode("utf-8", "replace").strip()
         if text:
             short = text[:QUOTE_CHARS] + (

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Generator, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from packsolve.errors import LevelError, UnknownHeuristic, UnknownKind
+from packsolve.execution import preparing
+from packsolve.execution.output import DEFAULT_OUTPUT_KEEP, kept_log
 from packsolve.execution.programs import ProgramJob
 from packsolve.execution.spec import AttemptSpec, Work
-from packsolve.execution.supervisor import CLAIM_DUE, Abandoned, ClaimDue, JobResult, run_batch
+from packsolve.execution.supervisor import ClaimGate, JobResult, run_batch
 from packsolve.external.declaration import ProgramRef
 from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.levels import canonical_json
-from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.outcome import Outcome, Status
 from packsolve.puzzles import PuzzleKind, get_kind
 
 
-def execute_attempts(specs: Sequence[AttemptSpec]) -> Generator[Outcome, None, None]:
+def execute_attempts(
+    specs: Sequence[AttemptSpec], keep: int = DEFAULT_OUTPUT_KEEP
+) -> Generator[Outcome, None, None]:
     """Yield one Outcome per spec, in order; never raise for anything a level or its solver does.
 
     For a batch whose results the caller records as they come (the local pool's
@@ -27,52 +32,43 @@ def execute_attempts(specs: Sequence[AttemptSpec]) -> Generator[Outcome, None, N
     CPU and peak RSS; a child that dies or is killed costs only the attempt it
     was running, and a fresh child takes the rest. A bad level is ``invalid``, an
     unknown kind or heuristic and a crash ``error``, a kill at the hard limit
-    ``timeout``, an answer that the kind's ``verify`` rejects ``wrong``.
+    ``timeout``, an answer that the kind's ``verify`` rejects ``wrong``. Each Outcome keeps at
+    most keep bytes of its solver's own output (stdout beyond the answer, stderr: output.py).
     """
-    prepared = [_prepare(spec) for spec in specs]
+    prepared = [_prepare(spec, keep) for spec in specs]
     results = run_batch(
         [(p.work, spec.limits) for p, spec in zip(prepared, specs, strict=True) if isinstance(p, _Prepared)]
     )
     try:
         for p in prepared:
-            yield _finish(p, _result(next(results))) if isinstance(p, _Prepared) else p
+            yield _finish(p, next(results), keep) if isinstance(p, _Prepared) else p
     finally:
         results.close()  # a consumer that stops early must leave no child behind
 
 
-Overlapped = Generator[ClaimDue, bool, Outcome | None]
-
-
-def execute_overlapped(spec: AttemptSpec, claim_after: float = 0.0) -> Overlapped:
-    """Run one attempt, yielding CLAIM_DUE when the caller's claim is due; return its Outcome, or None.
+def execute_overlapped(
+    spec: AttemptSpec, gate: ClaimGate, claim_after: float = 0.0, keep: int = DEFAULT_OUTPUT_KEEP
+) -> Outcome | None:
+    """Run one attempt, asking gate once whether it may proceed; return its Outcome, or None if not.
 
     For a worker's lone (likely tiny) attempt, whose claim in the database should cost it
-    no time: CLAIM_DUE comes once the solver child has the attempt, so the caller's
-    bookkeeping overlaps the solving instead of preceding it, and the caller sends back
-    whether it still wants the result (its claim's answer). With claim_after > 0 it comes
-    only if the attempt has not ended within that many seconds: an attempt that ends sooner
-    is returned unclaimed, and the caller does the claim's bookkeeping with its result. When
-    the caller sends False, None is returned: a child that finishes within ABANDON_GRACE_S is
-    kept, a busier one killed. Closing the generator (the claim failed) kills the child.
-    Outcomes are as execute_attempts gives them.
+    no time: the gate is asked once the solver child has the attempt, so the caller's
+    bookkeeping overlaps the solving instead of preceding it. With claim_after > 0 it is
+    asked only if the attempt has not ended within that many seconds: an attempt that ends
+    sooner is returned with the gate never asked, and the caller does the claim's
+    bookkeeping with its result. When the gate says no, None is returned: a child that
+    finishes within ABANDON_GRACE_S is kept, a busier one killed. When the gate raises, the
+    child is killed and the error propagates. Outcomes are as execute_attempts gives them.
     """
-    prepared = _prepare(spec)
+    prepared = _prepare(spec, keep)
     if isinstance(prepared, Outcome):
-        if claim_after > 0:
-            return prepared
-        return prepared if (yield CLAIM_DUE) else None
-    results = run_batch([(prepared.work, spec.limits)], claim_after)
+        return prepared if claim_after > 0 or gate.claim() else None
+    results = run_batch([(prepared.work, spec.limits)], gate, claim_after)
     try:
-        answer = None
-        while True:
-            item = results.send(answer)
-            if isinstance(item, JobResult):
-                return _finish(prepared, item)
-            answer = yield item
-    except Abandoned:
-        return None
+        result = next(results, None)
     finally:
         results.close()
+    return None if result is None else _finish(prepared, result, keep)
 
 
 def solution_length(kind: str, outcome: Outcome) -> int | None:
@@ -93,7 +89,7 @@ class _Prepared(NamedTuple):
     work: Work
 
 
-def _prepare(spec: AttemptSpec) -> _Prepared | Outcome:
+def _prepare(spec: AttemptSpec, keep: int) -> _Prepared | Outcome:
     """Return the spec ready to solve, or the Outcome it ends with at once (unknown name, bad level).
 
     An external solver's program is resolved here, on the machine that runs it; one that
@@ -116,24 +112,41 @@ def _prepare(spec: AttemptSpec) -> _Prepared | Outcome:
         return Outcome(Status.INVALID, message=str(exc))
     except Exception as exc:  # a parser bug must not take the worker down
         return Outcome(Status.INVALID, message=f"level could not be parsed: {type(exc).__name__}: {exc}")
+    if spec.program is None and kind.preparation is not None:
+        failed = _failed_preparation(spec, kind, level)
+        if failed is not None:
+            return Outcome(Status.ERROR, message=failed)
     if spec.program is not None:
-        return _Prepared(kind, level, ProgramJob(program, canonical_json(dict(spec.level)), spec.limits))
+        return _Prepared(
+            kind, level, ProgramJob(program, canonical_json(dict(spec.level)), spec.limits, keep)
+        )
     return _Prepared(kind, level, functools.partial(solve, level))
 
 
-def _result(item: JobResult | ClaimDue) -> JobResult:
-    """Return a batch's next item as the result it is (a batch run without claim_after asks no claim)."""
-    assert isinstance(item, JobResult), item
-    return item
+def _failed_preparation(spec: AttemptSpec, kind: PuzzleKind, level: Any) -> str | None:
+    """Return why the work the attempt's heuristic needs once could not be done here, or None."""
+    if not preparing.failures():
+        return None
+    try:
+        name, _ = kind.solver(spec.heuristic)
+        assert kind.preparation is not None
+        needs = kind.preparation(name, level)
+    except Exception:
+        return None
+    return preparing.failure(needs.key) if needs is not None else None
 
 
-def _finish(prepared: _Prepared, result: JobResult) -> Outcome:
+def _finish(prepared: _Prepared, result: JobResult, keep: int = DEFAULT_OUTPUT_KEEP) -> Outcome:
     """Turn what the child reported into the attempt's Outcome; a solution verify rejects is ``wrong``."""
     payload, stats, forced = result
+    output = {s: payload.get(s) or "" for s in ("stdout", "stderr")}
+    if not isinstance(prepared.work, ProgramJob):
+        # A program's output was kept within keep by its reader; a built-in solver's log lines are cut here.
+        output["stdout"], output["stderr"] = kept_log(output["stdout"], output["stderr"], keep)
     if forced is not None:
-        return Outcome(forced[0], stats=stats, message=forced[1])
+        return Outcome(forced[0], stats=stats, message=forced[1], **output)
     status = Status(payload["status"])
-    stats = SearchStats(int(payload.get("nodes", 0)), stats.wall_s, stats.cpu_s, stats.peak_rss_mb)
+    stats = replace(stats, nodes=int(payload.get("nodes", 0)))
     solution = payload.get("solution")
     message = payload.get("message", "")
     if status is Status.SOLVED:
@@ -142,5 +155,7 @@ def _finish(prepared: _Prepared, result: JobResult) -> Outcome:
         except Exception as exc:
             problem = f"verify failed on this solution: {type(exc).__name__}: {exc}"
         if problem:
-            return Outcome(Status.WRONG, solution, stats, f"verify rejected the solution: {problem}")
-    return Outcome(status, solution if status is Status.SOLVED else None, stats, message)
+            return Outcome(
+                Status.WRONG, solution, stats, f"verify rejected the solution: {problem}", **output
+            )
+    return Outcome(status, solution if status is Status.SOLVED else None, stats, message, **output)

@@ -10,10 +10,11 @@ import signal
 import time
 import traceback
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any, NoReturn
 
 from packsolve.budget import Budget
-from packsolve.execution import wire
+from packsolve.execution import cgroups, wire
 from packsolve.execution.rlimits import (
     current_rss_mb,
     lift_rlimits,
@@ -21,13 +22,19 @@ from packsolve.execution.rlimits import (
     reset_peak_rss,
     set_rlimits,
     start_cpu_clock,
+    usage,
 )
 from packsolve.execution.spec import Job, Limits, Work
+from packsolve.outcome import Status
 
 # A solver child is kept after its batch for the next one: forking a process the size of a
 # worker costs milliseconds, far more than a tiny attempt. It leaves instead when its memory
 # grew by this much, so one big attempt's heap does not inflate every later attempt's peak RSS.
 RETIRE_GROWTH_MB = 128
+# A job's cgroup holds a built-in solver's new memory to this multiple of the memory limit plus this
+# much: RLIMIT_AS (address space, which exceeds what is resident) should stop it first, gracefully.
+GROUP_MEMORY_FACTOR = 1.25
+GROUP_MEMORY_SLACK_MB = 64
 
 
 def serve(jobs: Sequence[Job], recv_fd: int, send_fd: int, parent: int) -> NoReturn:
@@ -58,7 +65,7 @@ def _serve(jobs: Sequence[Job], recv_fd: int, send_fd: int, parent: int) -> None
     while True:
         for i, (work, limits) in enumerate(jobs):
             payload = run_job(work, limits)
-            leaving = payload["status"] == "memout"  # after a MemoryError the heap is suspect
+            leaving = payload["status"] == Status.MEMOUT  # after a MemoryError the heap is suspect
             if recv_fd >= 0 and i == len(jobs) - 1 and not leaving:
                 leaving = payload["_retire"] = current_rss_mb() > baseline + RETIRE_GROWTH_MB
             wire.write_all(send_fd, encode(payload, limits) + b"\n")
@@ -78,12 +85,31 @@ def _serve(jobs: Sequence[Job], recv_fd: int, send_fd: int, parent: int) -> None
 
 
 def run_job(work: Work, limits: Limits) -> dict[str, Any]:
+    """Run one job under its limits, in a cgroup of its own where the machine allows it (cgroups.py);
+    return its payload with its own usage (an exception becomes one)."""
+    with cgroups.job_group(_group_memory_mb(limits)) as group:
+        payload = _run_job(work, limits)
+        if group is not None and payload["_usage"]["wall_s"] > 0 and not payload.pop("_own_tree", False):
+            # The kernel's account of the job's CPU (a built-in solver's: this process while in the group).
+            payload["_usage"]["cpu_s"] = group.cpu_s()
+    return payload
+
+
+def _group_memory_mb(limits: Limits) -> float | None:
+    """Return the memory limit of a job's cgroup: a backstop above the memory limit a built-in solver
+    meets first as a MemoryError (RLIMIT_AS); an external program's is set exactly when it starts."""
+    if limits.memory_limit_mb is None:
+        return None
+    return limits.memory_limit_mb * GROUP_MEMORY_FACTOR + GROUP_MEMORY_SLACK_MB
+
+
+def _run_job(work: Work, limits: Limits) -> dict[str, Any]:
     """Run one job under its limits; return its payload with its own usage (an exception becomes one)."""
     set_rlimits(limits)
     reset_peak_rss()
     started = time.monotonic()
     before = resource.getrusage(resource.RUSAGE_SELF)
-    budget = Budget(limits.time_limit, limits.node_limit)
+    budget = Budget(limits.time_limit, limits.node_limit, limits.cpu_limit)
     measured = None
     try:
         out = work(budget)
@@ -93,20 +119,25 @@ def run_job(work: Work, limits: Limits) -> dict[str, Any]:
             "nodes": out.stats.nodes or budget.nodes,
             "message": out.message,
         }
+        # The solver's own output, as kept (only when there is some: most lines carry none).
+        for stream in ("stdout", "stderr"):
+            if getattr(out, stream):
+                payload[stream] = getattr(out, stream)
         # An external program's job measures the program's own tree (this child only watched it).
         measured = out.stats if out.stats.wall_s > 0 else None
     except MemoryError:
-        payload = {"status": "memout", "message": _memout_message(limits)}
+        payload = {"status": Status.MEMOUT.value, "message": _memout_message(limits)}
     except RecursionError as exc:
-        payload = {"status": "error", "message": f"RecursionError: {exc} (search went too deep)"}
+        payload = {"status": Status.ERROR.value, "message": f"RecursionError: {exc} (search went too deep)"}
     except Exception as exc:
-        payload = {"status": "error", "message": _describe(exc)}
+        payload = {"status": Status.ERROR.value, "message": _describe(exc)}
     after = resource.getrusage(resource.RUSAGE_SELF)
     end = time.monotonic()
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    payload["_usage"] = {"wall": end - started, "cpu": cpu, "rss": peak_rss_mb(after)}
+    stats = usage(before, after, end - started, peak_rss_mb(after)) if measured is None else measured
     if measured is not None:
-        payload["_usage"] = {"wall": measured.wall_s, "cpu": measured.cpu_s, "rss": measured.peak_rss_mb}
+        payload["_own_tree"] = True  # measured by the program's run (spawn.py), its group's if it had one
+    # Every field of the stats, read back as SearchStats(**...) by the parent; nodes go in the payload.
+    payload["_usage"] = {**asdict(stats), "nodes": 0}
     return payload
 
 
@@ -116,10 +147,12 @@ def encode(payload: dict[str, Any], limits: Limits) -> bytes:
     try:
         return json.dumps(payload).encode()
     except MemoryError:
-        return json.dumps({"status": "memout", "message": _memout_message(limits), "_usage": usage}).encode()
+        return json.dumps(
+            {"status": Status.MEMOUT.value, "message": _memout_message(limits), "_usage": usage}
+        ).encode()
     except (TypeError, ValueError) as exc:
         return json.dumps(
-            {"status": "error", "message": f"solution is not JSON: {exc}", "_usage": usage}
+            {"status": Status.ERROR.value, "message": f"solution is not JSON: {exc}", "_usage": usage}
         ).encode()
 
 

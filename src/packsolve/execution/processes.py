@@ -12,21 +12,22 @@ import os
 import signal
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from packsolve.execution import programs, tree, wire
+from packsolve.execution import cgroups, programs, tree, wire
 from packsolve.execution.child import serve
 from packsolve.execution.spec import Job
+from packsolve.outcome import SearchStats
 
 
 @dataclass
 class Child:
-    """A forked solver child: its pid, the pipes to it and from it, and the CPU its jobs reported."""
+    """A forked solver child: its pid, the pipes to it and from it, and the usage its jobs reported."""
 
     pid: int
     to_child: int  # -1: the child got its jobs at fork and leaves after them
     from_child: int
-    reported_cpu: float = 0.0
+    reported: SearchStats = field(default_factory=SearchStats)  # summed over its jobs
 
     def close(self) -> None:
         """Close the parent's ends of the pipes (the child sees end of file and leaves if idle)."""
@@ -87,6 +88,7 @@ def fork(jobs: Sequence[Job], keep: bool) -> Child:
     killed it, say), what that job started is adopted here and ended by clean_up_after.
     """
     tree.become_subreaper()
+    cgroups.mode()  # decided here, once: the child inherits the answer (and remove_groups_of relies on it)
     down_r, down_w = os.pipe() if keep else (-1, -1)
     up_r, up_w = os.pipe()
     parent = os.getpid()
@@ -106,6 +108,7 @@ def clean_up_after(pid: int, job_began: float) -> None:
     directories are named by its pid.
     """
     tree.kill_adopted(tree.boot_ticks(job_began) - 1)
+    cgroups.remove_groups_of(pid)
     programs.remove_level_dirs(pid)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from packsolve.budget import Budget
 from packsolve.execution import answer, spawn
+from packsolve.execution.output import DEFAULT_OUTPUT_KEEP
 from packsolve.execution.spec import Limits
 from packsolve.external.declaration import LEVEL_PLACEHOLDER
 from packsolve.external.resolution import Resolved
@@ -52,11 +53,15 @@ def remove_level_dirs(pid: int) -> None:
 
 @dataclass(frozen=True)
 class ProgramJob:
-    """One attempt of an external solver, as a solver child runs it: called with the attempt's Budget."""
+    """One attempt of an external solver, as a solver child runs it: called with the attempt's Budget.
+
+    keep: bytes of the program's own output (stdout beyond the answer, stderr) the Outcome keeps.
+    """
 
     program: Resolved
     level_json: str
     limits: Limits
+    keep: int = DEFAULT_OUTPUT_KEEP
 
     def __call__(self, budget: Budget) -> Outcome:
         """Run the program on the level under the limits; return its Outcome (unverified), never raise."""
@@ -72,10 +77,11 @@ class ProgramJob:
             try:
                 # Told to die mid-program (its worker was killed), the solver child removes the folder itself.
                 remove = functools.partial(shutil.rmtree, folder, ignore_errors=True)
-                raw = spawn.run(argv, self.program.cwd, env, stdin, self.limits, remove)
+                command = spawn.Command(argv, self.program.cwd, env, stdin, self.keep)
+                raw = spawn.run(command, self.limits, remove)
             except OSError as exc:  # exec refused it: no interpreter line, a directory, no permission
                 return Outcome(Status.ERROR, message=f"cannot start {argv[0]}: {exc.strerror or exc}")
-            return answer.outcome_of(raw, self.limits)
+            return answer.outcome_of(raw, self.limits, self.keep)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -88,6 +94,7 @@ class ProgramJob:
             ("PACKSOLVE_TIME_LIMIT", self.limits.time_limit),
             ("PACKSOLVE_NODE_LIMIT", self.limits.node_limit),
             ("PACKSOLVE_MEMORY_LIMIT_MB", self.limits.memory_limit_mb),
+            ("PACKSOLVE_CPU_LIMIT", self.limits.cpu_limit),
         ):
             if value is not None:
                 env[name] = f"{value:g}" if isinstance(value, float) else str(value)

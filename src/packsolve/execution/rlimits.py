@@ -7,9 +7,11 @@ import math
 import os
 import resource
 import signal
+from dataclasses import asdict
 from typing import Any
 
 from packsolve.execution.spec import Limits
+from packsolve.outcome import SearchStats
 
 
 def set_rlimits(limits: Limits) -> None:
@@ -25,15 +27,28 @@ def set_rlimits(limits: Limits) -> None:
         resource.setrlimit(
             resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
         )
-    hard_time = limits.hard_time()
-    if hard_time is not None:
-        # CPU seconds as a backstop should the parent itself be stalled: SIGXCPU ends the child.
+    allowed = cpu_backstop_s(limits)
+    if allowed is not None:
         # Counted from the CPU the kernel says this child used, in the clock RLIMIT_CPU is checked in.
-        cpu = math.ceil(kernel_cpu_s() + hard_time) + 2
+        cpu = math.ceil(kernel_cpu_s() + allowed)
         _, hard = resource.getrlimit(resource.RLIMIT_CPU)
         resource.setrlimit(
             resource.RLIMIT_CPU, (cpu if hard == resource.RLIM_INFINITY else min(cpu, hard), hard)
         )
+
+
+def cpu_backstop_s(limits: Limits) -> float | None:
+    """Return the CPU seconds after which the kernel ends a job (SIGXCPU); None without a time or CPU limit.
+
+    Under a CPU limit it is the limit plus a grace: what stops a native search (C), which does
+    not read the CPU clock, and a solver ignoring its budget. Under a wall limit alone it is a
+    backstop should the parent itself be stalled: the hard limit plus 2 s.
+    """
+    candidates = [] if limits.time_limit is None else [limits.time_limit + limits.grace() + 2]
+    hard_cpu = limits.hard_cpu()
+    if hard_cpu is not None:
+        candidates.append(hard_cpu)
+    return min(candidates) if candidates else None
 
 
 # The CPU clock's starting value: years of CPU, so it never runs out (SIGPROF would end the child).
@@ -72,6 +87,38 @@ def reset_peak_rss() -> None:
     """Reset the kernel's peak-RSS mark (VmHWM) so the next reading is this job's own peak."""
     with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
         f.write("5")
+
+
+def _counted(reading: Any) -> dict[str, Any]:
+    """Return the figures one rusage reading counts up (CPU so far), by their SearchStats field names.
+
+    The one place that reads a cumulative figure out of rusage: a new one is one more entry here
+    (and its SearchStats field); the solver child, a program's run and a dead child's last job
+    all measure through usage() and unreported().
+    """
+    return {"cpu_s": reading.ru_utime + reading.ru_stime}
+
+
+def usage(before: Any, after: Any, wall_s: float, peak_rss_mb: float) -> SearchStats:
+    """Return what was used between two rusage readings, with the wall time and peak measured otherwise."""
+    start, end = _counted(before), _counted(after)
+    return SearchStats(
+        **{name: end[name] - start[name] for name in end}, wall_s=wall_s, peak_rss_mb=peak_rss_mb
+    )
+
+
+def unreported(total: Any, reported: SearchStats, wall_s: float, peak_rss_mb: float) -> SearchStats:
+    """Return what a process's total rusage holds beyond what its jobs reported (never below 0)."""
+    return SearchStats(
+        **{name: max(0, value - getattr(reported, name)) for name, value in _counted(total).items()},
+        wall_s=wall_s,
+        peak_rss_mb=peak_rss_mb,
+    )
+
+
+def added(a: SearchStats, b: SearchStats) -> SearchStats:
+    """Return a and b summed field by field (a running total of jobs' usage)."""
+    return SearchStats(**{name: value + getattr(b, name) for name, value in asdict(a).items()})
 
 
 def peak_rss_mb(usage: Any) -> float:

@@ -10,22 +10,59 @@ from packsolve.budget import Budget
 from packsolve.external.declaration import ExternalSolver, ProgramRef
 from packsolve.outcome import Outcome
 
+# A job with a CPU limit and no wall limit is still stopped at this many times its CPU limit of
+# wall time (plus WALL_BACKSTOP_EXTRA_S): a solver that sleeps or waits forever uses no CPU, and
+# must not hold a night. Generous: under a load of 8 a solver gets about 1/4 of a core.
+WALL_BACKSTOP_FACTOR = 10.0
+WALL_BACKSTOP_EXTRA_S = 5.0
+
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-attempt limits: wall seconds, expanded nodes, and MB of memory beyond the worker's own."""
+    """Per-attempt limits: wall seconds, expanded nodes, MB of memory beyond the worker's own, and
+    CPU seconds of the attempt's whole process tree (the solver child's job and what it starts)."""
 
     time_limit: float | None = None
     node_limit: int | None = None
     memory_limit_mb: int | None = None
+    cpu_limit: float | None = None
+
+    @classmethod
+    def of_run(cls, run: Any) -> Limits:
+        """Return the limits a stored run (a row with the runs table's limit columns) was given."""
+        return cls(run.time_limit, run.node_limit, run.memory_limit_mb, getattr(run, "cpu_limit", None))
+
+    def wall_limit(self) -> float | None:
+        """Return the wall seconds the attempt may take: the wall limit, else the CPU limit's backstop."""
+        if self.time_limit is not None:
+            return self.time_limit
+        if self.cpu_limit is not None:
+            return WALL_BACKSTOP_FACTOR * self.cpu_limit + WALL_BACKSTOP_EXTRA_S
+        return None
+
+    def wall_is_backstop(self) -> bool:
+        """Return whether the wall time the attempt may take is the CPU limit's backstop, not one given."""
+        return self.time_limit is None and self.cpu_limit is not None
 
     def hard_time(self) -> float | None:
-        """Return wall seconds after which the child is killed: the budget's limit plus a grace."""
-        if self.time_limit is None:
+        """Return wall seconds after which the child is killed: the wall limit (or backstop) plus a grace."""
+        wall = self.wall_limit()
+        if wall is None:
             return None
         # The cooperative budget normally stops the search on time; the grace only
         # has to cover a solver stuck in one long step (or one ignoring its budget).
-        return self.time_limit + min(5.0, 1.0 + 0.05 * self.time_limit)
+        return wall + self.grace(wall)
+
+    def hard_cpu(self) -> float | None:
+        """Return CPU seconds after which the tree is killed: the CPU limit plus a grace; None without one."""
+        if self.cpu_limit is None:
+            return None
+        return self.cpu_limit + self.grace(self.cpu_limit)
+
+    def grace(self, limit: float | None = None) -> float:
+        """Return how long past a cooperative limit (default: the wall limit) the hard one is."""
+        base = self.time_limit if limit is None else limit
+        return min(5.0, 1.0 + 0.05 * (base or 0.0))
 
 
 @dataclass(frozen=True)
@@ -51,6 +88,8 @@ class AttemptSpec:
             "node_limit": self.limits.node_limit,
             "memory_limit_mb": self.limits.memory_limit_mb,
         }
+        if self.limits.cpu_limit is not None:  # only when given: a worker of an older version reads the rest
+            data["cpu_limit"] = self.limits.cpu_limit
         if isinstance(self.program, ExternalSolver):
             data["program"] = self.program.ref().to_json()
         elif self.program is not None:
@@ -60,7 +99,9 @@ class AttemptSpec:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AttemptSpec:
         """Return the spec to_json wrote (its program a ProgramRef); raise KeyError if a field is wrong."""
-        limits = Limits(data.get("time_limit"), data.get("node_limit"), data.get("memory_limit_mb"))
+        limits = Limits(
+            data.get("time_limit"), data.get("node_limit"), data.get("memory_limit_mb"), data.get("cpu_limit")
+        )
         program = data.get("program")
         try:
             named = None if program is None else ProgramRef.from_json(program)
@@ -73,3 +114,16 @@ class AttemptSpec:
 # called with the attempt's Budget, under the attempt's limits.
 Work = Callable[[Budget], Outcome]
 Job = tuple[Work, Limits]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAttempt:
+    """One attempt to make: its level (by hash), its spec, and the name the run lists the level under.
+
+    What a plan hands to the local pool or the queue, and what a task carries. A task carries the
+    level hash and the spec only: an attempt decoded from one has no name (None).
+    """
+
+    level_hash: str
+    spec: AttemptSpec
+    name: str | None = None

@@ -6,10 +6,10 @@ fresh child is forked with the jobs in its memory. The parent waits for each job
 up to the job's hard limit, kills the child there, and turns a death into the ending of
 the job that was running; a fresh child takes the jobs after it.
 
-A caller that wants to make its claim while the first job runs (a worker's lone tiny
-attempt) asks run_batch for a CLAIM_DUE: run_batch yields it once the child has the jobs
-(or once the first job has outlasted a delay) and the caller sends back whether it still
-wants the results. The caller makes the claim itself, in its own layer: nothing here calls up.
+A caller that makes its claim while the first job runs (a worker's lone tiny attempt) hands
+run_batch a ClaimGate: it is asked once, when the child has the jobs (or once the first job
+has outlasted a delay), whether the results are still wanted. The gate is the caller's, in
+its own layer (a worker claims in its database); here it is only a question with a yes or no.
 """
 
 from __future__ import annotations
@@ -19,24 +19,23 @@ import os
 import signal
 import time
 from collections.abc import Generator, Sequence
-from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from packsolve.execution import processes, wire
+from packsolve.execution.rlimits import added, cpu_backstop_s, unreported
 from packsolve.execution.spec import Job, Limits
 from packsolve.outcome import SearchStats, Status
 
-# A child whose results were declined (False sent for CLAIM_DUE) is kept if it finishes within this.
+# A child whose results the gate declined is kept if it finishes within this (else killed).
 ABANDON_GRACE_S = 0.1
 
 
-class ClaimDue(Enum):
-    """What run_batch yields when the caller's claim is due; the caller sends back whether it is wanted."""
+class ClaimGate(Protocol):
+    """The caller's claim on an attempt, made once while the attempt runs in its solver child."""
 
-    CLAIM_DUE = "claim due"
-
-
-CLAIM_DUE = ClaimDue.CLAIM_DUE
+    def claim(self) -> bool:
+        """Return whether the attempt may proceed (its result is wanted); raise if no answer can be had."""
+        ...
 
 
 class JobResult(NamedTuple):
@@ -47,31 +46,35 @@ class JobResult(NamedTuple):
     forced: tuple[Status, str] | None  # (status, message) when the solver's own answer does not stand
 
 
-class Abandoned(Exception):
-    """The caller declined the results of the jobs it handed over (see run_batch)."""
+class _Ran(NamedTuple):
+    """What one child did with its jobs: how many results it gave, whether the gate declined them."""
+
+    results: int
+    declined: bool
 
 
-Batch = Generator[JobResult | ClaimDue, bool | None, int]
-
-
-def run_batch(jobs: Sequence[Job], claim_after: float | None = None) -> Batch:
+def run_batch(
+    jobs: Sequence[Job], gate: ClaimGate | None = None, claim_after: float = 0.0
+) -> Generator[JobResult, None, None]:
     """Yield each job's result, in order, running the jobs after a child's death in a fresh one.
 
-    With claim_after given, CLAIM_DUE is yielded once the first child has the jobs and the
-    first job has run claim_after seconds (0: at once; never if it ended sooner), and the
-    caller sends back whether it wants the results. On False nothing more is yielded,
-    Abandoned is raised, and the child is kept only if it finishes within ABANDON_GRACE_S
-    (else killed). Closing the generator at CLAIM_DUE (the caller's claim failed) kills the
-    child. Return how many results were yielded.
+    With a gate, gate.claim() is called once, when the first child has the jobs and the first
+    job has run claim_after seconds (0: at once); never if that job ended sooner. If it returns
+    False nothing more is yielded and the child is kept only if it finishes within
+    ABANDON_GRACE_S (else killed). If it raises, the child is killed and the error propagates.
     """
     done = 0
     while done < len(jobs):
-        done += yield from _run_child(jobs[done:], claim_after)
-        claim_after = None
-    return done
+        ran = yield from _run_child(jobs[done:], gate, claim_after)
+        if ran.declined:
+            return
+        done += ran.results
+        gate = None
 
 
-def _run_child(jobs: Sequence[Job], claim_after: float | None) -> Batch:
+def _run_child(
+    jobs: Sequence[Job], gate: ClaimGate | None, claim_after: float
+) -> Generator[JobResult, None, _Ran]:
     """Run jobs in one solver child; yield each job's result as it arrives, stopping after a death or kill.
 
     The kept child takes the jobs through its pipe if it can; otherwise (none kept,
@@ -80,7 +83,7 @@ def _run_child(jobs: Sequence[Job], claim_after: float | None) -> Batch:
     """
     with processes.kept_child_turn() as own:
         child = processes.hand_over(jobs) if own else None
-        watch = _Watch(child or processes.fork(jobs, keep=own), jobs, own, claim_after)
+        watch = _Watch(child or processes.fork(jobs, keep=own), jobs, own, gate, claim_after)
         return (yield from watch.results())
 
 
@@ -92,35 +95,35 @@ class _Watch:
         child: processes.Child,
         jobs: Sequence[Job],
         keep: bool,
-        claim_after: float | None,
+        gate: ClaimGate | None,
+        claim_after: float,  # the gate is asked once the first job has run this long
     ) -> None:
         self.child = child
         self.jobs = jobs
         self.keep = keep  # whether the child may become the kept one when it ends the batch healthy
         self.lines = wire.Lines(child.from_child)
         self.mark = time.monotonic()  # when the job now running started (as far as the parent knows)
-        # When the caller's claim is due; None once answered, or once it can no longer be due.
-        self.claim_by = None if claim_after is None else self.mark + claim_after
-        self.abandon_by: float | None = None  # set once the caller declined the results
+        self.gate = gate
+        # When the gate is asked; None once it was, or once it can no longer be.
+        self.claim_by = None if gate is None else self.mark + claim_after
+        self.abandon_by: float | None = None  # set once the gate declined the results
         self.done = 0  # jobs whose line has been read
         self.killed = False
         self.reaped: tuple[int, int, Any] | None = None  # os.wait4's (pid, status, rusage)
         self.current: processes.Child | None = child  # None once handed back as the kept child
 
-    def results(self) -> Batch:
+    def results(self) -> Generator[JobResult, None, _Ran]:
         """Yield each job's result; after a death or kill, the ending of the job it cost, then stop.
 
-        Yield CLAIM_DUE when the claim is due (see run_batch); raise Abandoned (yielding no
-        result) if the caller declined the results. Never leaves a child behind: one not handed
-        back as the kept child is reaped, or killed and reaped if this is interrupted (Celery
-        soft limit, Ctrl-C, the caller's claim failing, consumer gone). Return how many results.
+        Ask the gate when it is due (see run_batch); if it declines, yield nothing. Never leaves
+        a child behind: one not handed back as the kept child is reaped, or killed and reaped if
+        this is interrupted (Celery soft limit, Ctrl-C, the gate raising, consumer gone).
         """
         yielded = 0
         try:
             while self.done < len(self.jobs):
-                # Inside the try: if the caller's claim fails (its database is gone), it closes
-                # this generator at the yield, and the child must not be left.
-                yield from self._claim_if_due()
+                # Inside the try: if the gate raises (its database is gone), the child must not be left.
+                self._claim_if_due()
                 line = self.lines.next(self._wait())
                 if line is False:
                     if self._only_the_claim_was_due():
@@ -142,19 +145,19 @@ class _Watch:
         finally:
             self._release()
         if self.abandon_by is not None:
-            raise Abandoned
+            return _Ran(0, declined=True)
         if self.done < len(self.jobs):
             ending = self._ending_of_death()
             if ending is not None:
                 yielded += 1
                 yield ending
-        return yielded
+        return _Ran(yielded, declined=False)
 
-    def _claim_if_due(self) -> Generator[ClaimDue, bool | None, None]:
-        """Yield CLAIM_DUE once its time has come; if the caller declines the results, grant the grace."""
-        if self.claim_by is not None and time.monotonic() >= self.claim_by:
+    def _claim_if_due(self) -> None:
+        """Ask the gate once its time has come; if it declines the results, grant the grace."""
+        if self.gate is not None and self.claim_by is not None and time.monotonic() >= self.claim_by:
             self.claim_by = None
-            if not (yield CLAIM_DUE):
+            if not self.gate.claim():
                 self.abandon_by = time.monotonic() + ABANDON_GRACE_S
 
     def _hard_deadline(self) -> float | None:
@@ -163,8 +166,8 @@ class _Watch:
         return None if hard is None else self.mark + hard
 
     def _wait(self) -> float | None:
-        """Return how long to wait for the next line: until the hard limit, the grace, or the claim is due."""
-        now = time.monotonic()  # after the claim, which may have waited on its database
+        """Return how long to wait for the next line: until the hard limit, the grace, or the gate is due."""
+        now = time.monotonic()  # after the gate, which may have waited on its database
         deadline = self.abandon_by if self.abandon_by is not None else self._hard_deadline()
         wait = None if deadline is None else max(0.0, deadline - now)
         if self.claim_by is not None:
@@ -172,7 +175,7 @@ class _Watch:
         return wait
 
     def _only_the_claim_was_due(self) -> bool:
-        """Return True if the wait ended for the claim's time only, not at the hard limit."""
+        """Return True if the wait ended for the gate's time only, not at the hard limit."""
         deadline = self._hard_deadline()
         return self.claim_by is not None and (deadline is None or time.monotonic() < deadline)
 
@@ -191,12 +194,12 @@ class _Watch:
     def _record(self, line: bytes) -> tuple[JobResult, bool]:
         """Return the result of the job this line reports, and whether the child leaves after it."""
         result = _decode(line)
-        self.claim_by = None  # the first job ended before the claim was due: it never is
+        self.claim_by = None  # the first job ended before the gate was due: it is never asked
         # The next job's clock starts when the parent reads this line, not when the child
         # wrote it: a child blocked on a full pipe (parent busy writing results) has not
         # started the next job yet. Lenient by the parent's delay; RLIMIT_CPU still holds.
         self.mark = time.monotonic()
-        self.child.reported_cpu += result.stats.cpu_s
+        self.child.reported = added(self.child.reported, result.stats)
         self.done += 1
         leaving = bool(result.payload.pop("_retire", False)) or (
             result.forced is not None and result.forced[0] is Status.MEMOUT
@@ -235,11 +238,10 @@ class _Watch:
         _, wstatus, usage = self.reaped
         wall = time.monotonic() - self.mark
         # The child's usage covers every job it ran; the one that ended it gets what the others did not use.
-        cpu = max(0.0, usage.ru_utime + usage.ru_stime - self.child.reported_cpu)
-        stats = SearchStats(0, wall, cpu, usage.ru_maxrss / 1024.0)
+        stats = unreported(usage, self.child.reported, wall, usage.ru_maxrss / 1024.0)
         limits = self.jobs[self.done][1]
         if self.killed:
-            return JobResult({}, stats, (Status.TIMEOUT, f"killed at the hard limit after {wall:.1f} s"))
+            return JobResult({}, stats, (Status.TIMEOUT, _killed_message(limits, wall)))
         if os.WIFSIGNALED(wstatus):
             return JobResult({}, stats, _signal_ending(os.WTERMSIG(wstatus), stats, limits))
         if not (os.WIFEXITED(wstatus) and os.WEXITSTATUS(wstatus) == 0 and self.done > 0):
@@ -255,13 +257,21 @@ def _decode(line: bytes) -> JobResult:
         payload = json.loads(line)
     except ValueError:
         return JobResult({}, SearchStats(), (Status.ERROR, "solver process wrote an unreadable result"))
-    measured = payload.pop("_usage")
-    stats = SearchStats(0, measured["wall"], measured["cpu"], measured["rss"])
-    if payload.get("status") == "memout":
+    stats = SearchStats(**payload.pop("_usage"))
+    if payload.get("status") == Status.MEMOUT:
         return JobResult(payload, stats, (Status.MEMOUT, payload.get("message", "out of memory")))
-    if payload.get("status") == "error":
+    if payload.get("status") == Status.ERROR:
         return JobResult(payload, stats, (Status.ERROR, payload.get("message", "solver failed")))
     return JobResult(payload, stats, None)
+
+
+def _killed_message(limits: Limits, wall: float) -> str:
+    """Return the message of a job killed at its hard wall limit, or at the CPU limit's wall backstop."""
+    if limits.wall_is_backstop():
+        cpu = f"the CPU time limit {limits.cpu_limit:g} s"
+        backstop = f"wall time backstop {limits.wall_limit():g} s of {cpu}"
+        return f"{backstop} reached: killed after {wall:.1f} s"
+    return f"wall time limit {limits.time_limit:g} s reached: killed at the hard limit after {wall:.1f} s"
 
 
 def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Status, str]:
@@ -271,9 +281,20 @@ def _signal_ending(signum: int, stats: SearchStats, limits: Limits) -> tuple[Sta
     except ValueError:
         name = str(signum)
     if signum == signal.SIGXCPU:
-        hard = limits.hard_time()
-        backstop = "" if hard is None else f", backstop {hard + 2:.1f} s"
-        return Status.TIMEOUT, f"CPU time limit reached ({stats.cpu_s:.1f} s CPU{backstop})"
+        allowed = cpu_backstop_s(limits)
+        backstop = "" if allowed is None else f", backstop {allowed:.1f} s"
+        if limits.cpu_limit is not None:
+            # The kernel kept the CPU limit (a native search or a step that does not read the budget).
+            return (
+                Status.TIMEOUT,
+                f"CPU time limit {limits.cpu_limit:g} s reached ({stats.cpu_s:.1f} s CPU{backstop})",
+            )
+        if limits.time_limit is not None:  # the parent was stalled: the kernel kept the wall limit's backstop
+            return Status.TIMEOUT, (
+                f"wall time limit {limits.time_limit:g} s reached: ended by its CPU backstop "
+                f"({stats.cpu_s:.1f} s CPU{backstop})"
+            )
+        return Status.TIMEOUT, f"the worker's own CPU rlimit reached ({stats.cpu_s:.1f} s CPU)"
     if signum == signal.SIGKILL and limits.memory_limit_mb is not None:
         return Status.MEMOUT, f"solver process killed (SIGKILL) at {stats.peak_rss_mb:.0f} MB peak RSS"
     return Status.ERROR, f"solver process died from signal {name}"

@@ -183,6 +183,25 @@ def memory_mb(pids: Iterable[int]) -> tuple[float, float]:
     return total / 1024.0, peak / 1024.0
 
 
+def cpu_s(pids: Iterable[int]) -> float:
+    """Return the CPU seconds pids used, each with the children it reaped (user + system, /proc ticks).
+
+    A process's own CPU and its reaped children's (utime, stime, cutime, cstime): what its
+    subtree spent, except processes still alive below it, which are in pids themselves, and
+    orphans this process adopted and reaped, which its caller reads from RUSAGE_CHILDREN. A
+    process that has just ended counts 0.
+    """
+    ticks = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime (fields 14-17)
+        except (OSError, ValueError, IndexError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def oom_kills() -> int:
     """Return how many processes the kernel's out-of-memory killer has killed since boot (0 if unknown)."""
     try:

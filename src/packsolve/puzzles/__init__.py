@@ -15,6 +15,7 @@ import importlib
 import importlib.metadata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from packsolve import __version__
@@ -37,6 +38,14 @@ _MODULES = {
 }
 
 
+class KindOrigin(StrEnum):
+    """Where a kind comes from (a run records it with the kind's version)."""
+
+    BUILT_IN = "built-in"
+    PLUG_IN = "plug-in"
+    EXTRA = "PACKSOLVE_EXTRA_KINDS"  # named by the PACKSOLVE_EXTRA_KINDS setting (e.g. test-only kinds)
+
+
 @dataclass(frozen=True)
 class KindSource:
     """Where a kind comes from: built in, a plug-in distribution, or PACKSOLVE_EXTRA_KINDS.
@@ -46,7 +55,7 @@ class KindSource:
     """
 
     name: str
-    origin: str  # "built-in" | "plug-in" | "PACKSOLVE_EXTRA_KINDS"
+    origin: KindOrigin
     target: str
     distribution: str
     version: str
@@ -54,15 +63,15 @@ class KindSource:
 
     def describe(self) -> str:
         """Return one line for people: "built-in", "packsolve-lightsout 0.2.0", ..."""
-        if self.origin == "built-in":
-            return "built-in"
-        if self.origin == "plug-in":
+        if self.origin is KindOrigin.BUILT_IN:
+            return KindOrigin.BUILT_IN.value
+        if self.origin is KindOrigin.PLUG_IN:
             return f"{self.distribution} {self.version}"
         return f"PACKSOLVE_EXTRA_KINDS ({self.target})"
 
     def provenance(self) -> dict[str, str]:
         """Return the JSON a run records for the kind: source (distribution) and version."""
-        return {"source": self.distribution, "version": self.version, "origin": self.origin}
+        return {"source": self.distribution, "version": self.version, "origin": self.origin.value}
 
 
 def _extra_modules() -> dict[str, str]:
@@ -105,7 +114,7 @@ class _Registry(Mapping[str, PuzzleKind]):
         if self._plugins is None:
             plugins: dict[str, KindSource] = {}
             for name, value, dist, version in _entry_points():
-                source = KindSource(name, "plug-in", value, dist, version)
+                source = KindSource(name, KindOrigin.PLUG_IN, value, dist, version)
                 if name in _MODULES:
                     why = f"{dist} {version} declares kind {name!r}, a built-in name that cannot be replaced"
                     self._rejected.append(replace(source, error=why + ": rename its entry point"))
@@ -123,7 +132,7 @@ class _Registry(Mapping[str, PuzzleKind]):
     def sources(self) -> list[KindSource]:
         """Return every kind found, built-in first, each loaded once to learn whether it works."""
         out = [
-            KindSource(name, "built-in", module, "packsolve", __version__)
+            KindSource(name, KindOrigin.BUILT_IN, module, "packsolve", __version__)
             for name, module in _MODULES.items()
         ]
         plugins = self._plugin_sources()
@@ -134,21 +143,19 @@ class _Registry(Mapping[str, PuzzleKind]):
         for name, module in _extra_modules().items():
             if name not in _MODULES and name not in plugins:
                 self._load(name)
-                source = KindSource(name, "PACKSOLVE_EXTRA_KINDS", module, module, __version__)
+                source = KindSource(name, KindOrigin.EXTRA, module, module, __version__)
                 out.append(replace(source, error=self._broken.get(name)))
         return out
 
     def source(self, name: str) -> KindSource | None:
         """Return where the kind called name comes from; None if no source declares it."""
         if name in _MODULES:
-            return KindSource(name, "built-in", _MODULES[name], "packsolve", __version__)
+            return KindSource(name, KindOrigin.BUILT_IN, _MODULES[name], "packsolve", __version__)
         plugin = self._plugin_sources().get(name)
         if plugin is not None:
             return plugin
         module = _extra_modules().get(name)
-        return (
-            None if module is None else KindSource(name, "PACKSOLVE_EXTRA_KINDS", module, module, __version__)
-        )
+        return None if module is None else KindSource(name, KindOrigin.EXTRA, module, module, __version__)
 
     def _load(self, name: str) -> PuzzleKind | None:
         """Return the kind called name, importing it once; None if it is not there or broken."""

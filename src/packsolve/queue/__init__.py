@@ -1,1 +1,1 @@
-"""How attempts travel: the task format (protocol), the Celery app, sending (producer) and consuming."""
+"""How attempts travel: the task format (protocol), the cluster and its sending (app), and consuming."""

@@ -14,12 +14,15 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import threading
 import time
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
+from packsolve.attempt import tries_cap
+from packsolve.db import counters
 from packsolve.db.retry import Transactional, in_transaction
 from packsolve.db.task_match import KnownAttempts
 from packsolve.db.workers import deployment_id
@@ -30,13 +33,13 @@ from packsolve.levels import level_hash
 from packsolve.masking import mask_url
 from packsolve.puzzles import get_kind
 from packsolve.queue.protocol import (
-    DB_PATIENCE_S,
-    DEFAULT_MAX_TRIES,
+    SIGNATURE,
     Task,
     TaskKeys,
     decode,
     signature_problem,
 )
+from packsolve.settings import DEFAULT_DB_PATIENCE_S
 
 log = logging.getLogger("packsolve.worker")
 
@@ -64,9 +67,17 @@ class Refused(Exception):
     (db.refusals). ours: the task is of this worker's database (its refusal can be recorded there).
     """
 
-    def __init__(self, reason: str, requeue: bool, authentic: bool = False, ours: bool = True) -> None:
+    def __init__(
+        self,
+        reason: str,
+        requeue: bool,
+        authentic: bool = False,
+        ours: bool = True,
+        counted: str = "malformed",
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.counted = counted  # the reason /metrics counts it under (db.counters.REFUSAL_REASONS)
         self.requeue = requeue
         self.authentic = authentic
         self.ours = ours
@@ -75,22 +86,28 @@ class Refused(Exception):
 class Admission:
     """What one worker process admits: its declared programs, its task keys, its database and its id.
 
-    The database's deployment id is read once, by the first task that asks.
+    The database's deployment id is read once, by the first task that asks; each database call is
+    retried for up to patience_s on a dropped connection (the db_patience setting).
     """
 
-    def __init__(self, declared: Solvers, keys: TaskKeys, engine: Engine) -> None:
+    def __init__(
+        self, declared: Solvers, keys: TaskKeys, engine: Engine, patience_s: float = DEFAULT_DB_PATIENCE_S
+    ) -> None:
         self.declared = declared
         self.keys = keys
         self.engine = engine
+        self.patience_s = patience_s
         self._deployment: str | None = None
         self.refusals = Refusals()
+        # Tasks refused and not recorded with a refusal row: counted at the lease's next renewal.
+        self.tally = Tally()
         # Recent reads of runs and attempts: a task of one level costs no round trip of its own.
         self.known = KnownAttempts()
 
     def deployment(self) -> str:
         """Return the id of this worker's database (read once per process: every task asks)."""
         if self._deployment is None:
-            self._deployment = in_transaction(self.engine, deployment_id, DB_PATIENCE_S)
+            self._deployment = in_transaction(self.engine, deployment_id, self.patience_s)
         return self._deployment
 
     def admit(self, payload: Any) -> Task:
@@ -103,7 +120,10 @@ class Admission:
         """
         problem = signature_problem(payload, self.keys)
         if problem is not None:
-            raise Refused(problem, requeue=True, authentic=False)
+            signed = isinstance(payload, dict) and isinstance(payload.get(SIGNATURE), str)
+            raise Refused(
+                problem, requeue=True, authentic=False, counted="bad_signature" if signed else "unsigned"
+            )
         try:
             task = decode(payload)
         except ValueError as exc:
@@ -116,10 +136,10 @@ class Admission:
             )
         other = self._other_database(task)
         if other is not None:
-            raise Refused(other, requeue=True, authentic=False, ours=False)
-        reason = refusal(task, self.declared)
-        if reason is not None:
-            raise Refused(reason, requeue=True, authentic=True)
+            raise Refused(other, requeue=True, authentic=False, ours=False, counted="wrong_deployment")
+        found = _refusal(task, self.declared)
+        if found is not None:
+            raise Refused(found[0], requeue=True, authentic=True, counted=found[1])
         return bind(task, self.declared)
 
     def _other_database(self, task: Task) -> str | None:
@@ -152,16 +172,18 @@ class Admission:
         limits = items[0].spec.limits
         if any(item.spec.limits != limits for item in items):
             self.refusals.drop(f"run {task.run_id}'s task carries attempts of different limits")
+            self.tally.add("mismatch")
             return replace(task, items=())
         check = functools.partial(
             self.known.mismatches,
             run_id=task.run_id,
             attempts={item.level_hash: (item.spec.kind, item.spec.heuristic) for item in items},
-            limits=(limits.time_limit, limits.node_limit, limits.memory_limit_mb),
+            limits=(limits.time_limit, limits.node_limit, limits.memory_limit_mb, limits.cpu_limit),
         )
-        verdict = in_transaction(claims, check, DB_PATIENCE_S)
+        verdict = in_transaction(claims, check, self.patience_s)
         if verdict.whole is not None:
             self.refusals.drop(verdict.whole)
+            self.tally.add(verdict.refused_as)
             return replace(task, items=())
         wrong = dict(verdict.wrong)
         for item in items:
@@ -170,12 +192,14 @@ class Admission:
                 wrong[h] = f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
         for reason in sorted(set(wrong.values())):
             self.refusals.drop(reason)
+        if wrong:  # a task some of whose levels are not the database's: counted once
+            self.tally.add("mismatch")
         for h, status in verdict.final.items():  # a duplicate, a replay, a cancelled run's leftover
             log.info("run %s level %s: skip (already %s)", task.run_id, h[:12], status)
         runnable = tuple(
             item for item in items if item.level_hash not in wrong and item.level_hash not in verdict.final
         )
-        return replace(task, items=runnable, max_tries=verdict.max_tries or DEFAULT_MAX_TRIES)
+        return replace(task, items=runnable, max_tries=tries_cap(verdict.max_tries))
 
 
 def refusal(task: Task, declared: Solvers) -> str | None:
@@ -184,6 +208,12 @@ def refusal(task: Task, declared: Solvers) -> str | None:
     It cannot if it lacks a kind or a heuristic, or a program the task names is not
     declared here with the same declaration digest, or not found on this machine.
     """
+    found = _refusal(task, declared)
+    return None if found is None else found[0]
+
+
+def _refusal(task: Task, declared: Solvers) -> tuple[str, str] | None:
+    """Return (why, as what it is counted: missing_kind or undeclared_program) for refusal, or None."""
     programs: dict[str, ExternalSolver] = {}
     for spec in (item.spec for item in task.items):
         if spec.program is None:
@@ -194,9 +224,16 @@ def refusal(task: Task, declared: Solvers) -> str | None:
                 raise ValueError(f"program {name!r} does not name the heuristic {spec.heuristic!r}")
             program = declared_as(declared, spec.program)
         except ValueError as exc:
-            return f"this worker cannot run run {task.run_id}'s {spec.kind} levels: {exc}"
+            return (
+                f"this worker cannot run run {task.run_id}'s {spec.kind} levels: {exc}",
+                "undeclared_program",
+            )
         programs[program.name] = program
-    return _missing_kind(task, programs) or _missing_program(task, programs)
+    kind = _missing_kind(task, programs)
+    if kind is not None:
+        return kind, "missing_kind"
+    unfound = _missing_program(task, programs)
+    return None if unfound is None else (unfound, "undeclared_program")
 
 
 def _missing_kind(task: Task, programs: dict[str, ExternalSolver]) -> str | None:
@@ -240,6 +277,44 @@ def comes_back_in(refusals: int) -> float:
     """
     wait = min(REFUSE_MAX_S, REFUSE_FIRST_S * 2 ** min(refusals - 1, 16))
     return float(wait * random.uniform(0.5, 1.0))
+
+
+class Tally:
+    """Tasks this process refused, by reason (db.counters.REFUSAL_REASONS), not yet written to the database.
+
+    A refusal costs no statement of its own: the lease's next renewal writes the tally (Lease.renew,
+    one statement), so /metrics shows it within a renewal; a process killed loses what it had not
+    written.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, reason: str) -> None:
+        with self._lock:
+            self._counts[reason] = self._counts.get(reason, 0) + 1
+
+    def pending(self) -> dict[str, int]:
+        """Return what is not written yet (written, it is taken off with written())."""
+        with self._lock:
+            return dict(self._counts)
+
+    def written(self, counts: dict[str, int]) -> None:
+        """Take counts (a pending() that was written) off the tally; what was added since stays."""
+        with self._lock:
+            for reason, n in counts.items():
+                left = self._counts.get(reason, 0) - n
+                if left > 0:
+                    self._counts[reason] = left
+                else:
+                    self._counts.pop(reason, None)
+
+    def write(self, connection: Connection) -> dict[str, int]:
+        """Write what is pending (one statement) and return it: the caller calls written() once committed."""
+        counts = self.pending()
+        counters.add_many(connection, counters.TASKS_REFUSED, {r: float(n) for r, n in counts.items()})
+        return counts
 
 
 class Refusals:

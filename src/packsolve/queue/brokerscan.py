@@ -1,9 +1,9 @@
-"""What the reconcile asks a broker: how many tasks wait (a hint), and Redis's unacknowledged leftovers.
+"""What the reconcile reads of a Redis broker beyond its queue's depth (queue.app.Cluster.depth):
+its unacknowledged leftovers.
 
 The database decides what was sent and who holds it (db.reconcile); from the
 broker the scheduler only needs to know whether any task still waits in the
-queue. That is one passive queue declaration, the same for Redis and RabbitMQ,
-and costs the same with ten tasks queued or a million.
+queue (Cluster.depth), and which of Redis's unacknowledged tasks it may delete.
 
 Kombu's Redis transport keeps delivered-but-unacknowledged messages in the
 ``unacked`` hash, stamped in the ``unacked_index`` sorted set, and puts them
@@ -14,12 +14,10 @@ were sent again, the scheduler deletes them (forget_unacked).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from packsolve.errors import BrokerError
 from packsolve.queue.protocol import Task, decode_message
@@ -34,30 +32,6 @@ _PAGE = 1000
 
 class BrokerUnreadable(BrokerError):
     """The broker cannot be asked (unreachable, or refused the question); nothing can be presumed lost."""
-
-
-def queue_depth(app: Any) -> int:
-    """Return how many tasks wait in the app's queue (0 if the broker has no such queue yet)."""
-    from amqp.exceptions import NotFound
-    from kombu.exceptions import ChannelError
-
-    queue = app.conf.task_default_queue
-    try:
-        with app.connection_for_read() as conn:
-            conn.ensure_connection(max_retries=2, interval_start=0.2, interval_step=0.5)
-            channel = conn.channel()
-            try:
-                return int(channel.queue_declare(queue=queue, passive=True).message_count)
-            except (NotFound, ChannelError):
-                return 0  # never declared, or Redis keeps no key for an empty queue
-            finally:
-                # A channel the broker closed on NotFound is gone already.
-                with contextlib.suppress(Exception):
-                    channel.close()
-    except BrokerError:
-        raise
-    except Exception as exc:
-        raise BrokerUnreadable(f"cannot ask the broker how many tasks wait: {exc}") from exc
 
 
 @dataclass(frozen=True)

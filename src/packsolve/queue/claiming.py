@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine
 
+from packsolve.attempt import ClaimVerdict
 from packsolve.db.attempts import ClaimBy, Claimed, claim_many, hold, start
 from packsolve.queue.lease import retire_dead_siblings
 
@@ -66,7 +67,7 @@ class Claimant:
         redelivered task whose attempts a dead pool process of this worker holds takes them over.
         """
         claimed = self._claim(connection, hashes, hard_s)
-        skipped = [h for h in hashes if claimed.verdicts[h] == "skip"]
+        skipped = [h for h in hashes if claimed.verdicts[h] is ClaimVerdict.SKIP]
         if self.redelivered and skipped and retire_dead_siblings(connection, self.run_id, skipped, self.host):
             # Redelivered because a pool process of this worker died: its lease would only
             # lapse in a while, and its claims are this worker's to take over now.

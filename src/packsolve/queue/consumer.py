@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,31 +19,29 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
-from packsolve.db.attempts import Result
+from packsolve.attempt import Result, began
+from packsolve.db.counters import TASKS_REFUSED, add
 from packsolve.db.models import utcnow
 from packsolve.db.refusals import record_refusal
 from packsolve.db.retry import in_transaction
 from packsolve.db.session import get_engine
-from packsolve.db.workers import mark_signing
-from packsolve.execution import AttemptSpec, execute_attempts, execute_overlapped, solution_length
+from packsolve.db.workers import Facts, mark_signing
+from packsolve.execution import AttemptSpec, cgroups, execute_attempts, execute_overlapped, solution_length
+from packsolve.execution.preparing import prepare
+from packsolve.execution.spec import PendingAttempt
 from packsolve.external.declaration import Solvers
 from packsolve.external.provenance import Noted, note_programs_run
+from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.outcome import Outcome, Status
 from packsolve.queue.admission import REFUSE_UNRECORDED, Admission, Refused, comes_back_in
 from packsolve.queue.claiming import Claimant, ClaimConnection, Claimed
 from packsolve.queue.lease import Lease
-from packsolve.queue.protocol import DB_PATIENCE_S, PendingAttempt, Task, decode, task_keys
-from packsolve.queue.results import FLUSH_EVERY_S, ResultBuffer
+from packsolve.queue.protocol import Task, decode, task_keys
+from packsolve.queue.results import worker_sink
 from packsolve.settings import Settings
 
-# A database write that fails on a dropped connection (server restart, pg_terminate_backend,
-# SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
-DB_RETRY_S = DB_PATIENCE_S
-# Recording a refusal is retried this long only: the message waits meanwhile, and the task comes
-# back all the same if it is not recorded.
-RECORD_REFUSAL_S = 5.0
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
 # A lone attempt of a kind and heuristic whose last attempt here took under this long is tiny:
@@ -82,8 +81,12 @@ class WorkerProcess:
         self.hostname = hostname
         self.engine: Engine = get_engine(settings.database_url, migrate=False, pre_ping=False)
         self.claims = ClaimConnection(self.engine)
-        self.results = ResultBuffer(self.engine, settings.result_flush)
-        self.admission = Admission(dict(declared or {}), task_keys(settings), self.engine)
+        # A database call that fails on a dropped connection (server restart, pg_terminate_backend,
+        # SQLite busy) is retried this long before the task gives up; the scheduler covers the rest.
+        self.patience_s = settings.db_patience
+        self.results = worker_sink(self.engine, settings)
+        self.declared: Solvers = dict(declared or {})
+        self.admission = Admission(dict(self.declared), task_keys(settings), self.engine, self.patience_s)
         self.pace: dict[
             tuple[str, str], float
         ] = {}  # the wall time of the last attempt of each (kind, heuristic)
@@ -98,11 +101,22 @@ class WorkerProcess:
         with self._lease_lock:
             if self._lease is None:
                 lease = Lease(
-                    ClaimConnection(self.engine), self.hostname, self.settings.lease_ttl, self.results
+                    ClaimConnection(self.engine),
+                    self.hostname,
+                    self.settings.lease_ttl,
+                    self.results,
+                    Facts(
+                        concurrency=self.settings.concurrency or os.cpu_count() or 1,
+                        programs=declared_programs(self.declared),
+                        measurement=cgroups.mode(),
+                    ),
+                    self.admission.tally,
                 )
                 lease.start()
-                if self.admission.keys.accepted:  # senders without the key are told (producer.check_signing)
-                    in_transaction(self.claims, functools.partial(mark_signing, name=lease.name), DB_RETRY_S)
+                if self.admission.keys.accepted:  # senders without the key are told (Cluster.check_signing)
+                    in_transaction(
+                        self.claims, functools.partial(mark_signing, name=lease.name), self.patience_s
+                    )
                 self._lease = lease
             return self._lease
 
@@ -135,6 +149,7 @@ class WorkerProcess:
         except Refused as refused:
             if not refused.requeue:
                 self.admission.refusals.drop(refused.reason)
+                self.admission.tally.add(refused.counted)
             raise
 
     def refuse(self, payload: Any, refused: Refused, before: int) -> float | None:
@@ -148,6 +163,8 @@ class WorkerProcess:
         """
         times = before + 1
         waiting = self._record_refusal(payload, refused) if refused.ours else None
+        if waiting is None:  # not recorded with its count (another database's, or no task at all)
+            self.admission.tally.add(refused.counted)
         if waiting == 0 or (not refused.authentic and times >= REFUSE_UNRECORDED):
             back_in = None
         else:
@@ -162,29 +179,36 @@ class WorkerProcess:
         except ValueError:
             return None
         kinds = {item.level_hash: (item.spec.kind, item.spec.heuristic) for item in task.items}
-        record = functools.partial(
-            record_refusal,
-            run_id=task.run_id,
-            kinds=kinds,
-            host=self.hostname,
-            refusal=(refused.reason, refused.authentic),
-        )
+
+        def record(connection: Connection) -> int:
+            # Counted in the refusal's transaction: /metrics agrees with the refusals table.
+            add(connection, TASKS_REFUSED, refused.counted)
+            return record_refusal(
+                connection, task.run_id, kinds, self.hostname, (refused.reason, refused.authentic)
+            )
+
         try:
-            return in_transaction(self.claims, record, RECORD_REFUSAL_S)
+            # Retried only this long: the message waits meanwhile, and comes back all the same. On the
+            # engine, not the autocommit claim connection: the row and its count land together.
+            return in_transaction(self.engine, record, self.settings.refusal_patience)
         except Exception as exc:  # the database away: the task comes back later all the same
             log.warning("could not record a refusal (the task comes back later): %s", exc)
             return None
 
     def run_task(self, task: Task, redelivered: bool = False) -> None:
-        """Run every attempt of a task's chunk: claim, run, record; skip final or cancelled ones.
+        """Run every attempt of a task's chunk: prepare, claim, run, record; skip final or cancelled ones.
+
+        What the chunk's heuristics need once per machine (execution.preparing: pattern tables to
+        build) is done first, in this process, outside every attempt's limits and before any claim;
+        this process remembers it. One it could not do ends its attempts as errors saying why.
 
         Attempts are claimed in groups of about GROUP_S of work (the first alone, to
         learn the chunk's pace) and run in one solver child per group. A claim is one
         statement, committed on its own; a lone tiny attempt (TINY_S) is claimed only
-        if it outlasts TINY_S. Results go to this process's ResultBuffer, written in
-        batches within FLUSH_EVERY_S: a task of one tiny level costs no round trip of
+        if it outlasts TINY_S. Results go to this process's ResultSink, written in
+        batches within its policy's every_s: a task of one tiny level costs no round trip of
         its own to the database. A worker killed loses at most the attempt it was
-        running plus under FLUSH_EVERY_S of results; claimed (or held) attempts are
+        running plus under its policy's every_s of results; claimed (or held) attempts are
         requeued by the scheduler once this process's lease lapses, unclaimed ones
         once the broker's queue is empty.
         """
@@ -199,7 +223,9 @@ class WorkerProcess:
         lease.own(task.run_id, [item.level_hash for item in items])
         try:
             specs = [item.spec for item in items]
-            note_programs_run(self.engine, task.run_id, self.hostname, specs, self.noted, DB_RETRY_S)
+            note_programs_run(self.engine, task.run_id, self.hostname, specs, self.noted, self.patience_s)
+            # Before any claim, so no claim's clock runs meanwhile; the lease thread keeps renewing.
+            prepare(specs, log.info)
             claimant = Claimant(
                 task.run_id, self.hostname, lease.name, lease.host, task.max_tries, redelivered
             )
@@ -237,21 +263,20 @@ class WorkerProcess:
         )
         if len(group) == 1 and not waiting and self._tiny(group[0].spec):
             claim_after = 0.0 if claimant.redelivered else TINY_S
-            return self._record(
-                claimant, lease, _run_overlapped(claimant.run_id, group[0], self._claim(claim), claim_after)
-            )
-        claimed = in_transaction(self.claims, claim, DB_RETRY_S)
+            gate = DatabaseClaim(self.claims, claim, group[0].level_hash, self.patience_s)
+            done = _run_overlapped(claimant.run_id, group[0], gate, claim_after, self.settings.output_keep)
+            return self._record(claimant, lease, done)
+        claimed = in_transaction(self.claims, claim, self.patience_s)
         runnable = [item for item in group if claimed.runs(item.level_hash)]
         for h in (item.level_hash for item in group):
             if not claimed.runs(h):
                 log.info("run %s level %s: %s", claimant.run_id, h[:12], claimed.verdicts[h])
-        return self._record(claimant, lease, _run_claimed(runnable, claimed), _successors(runnable))
+        return self._record(
+            claimant, lease, _run_claimed(runnable, claimed, self.settings.output_keep), _successors(runnable)
+        )
 
     def _tiny(self, spec: AttemptSpec) -> bool:
         return self.pace.get((spec.kind, spec.heuristic), 1e9) < TINY_S
-
-    def _claim(self, claim: Callable[..., Claimed]) -> Callable[[], Claimed]:
-        return functools.partial(in_transaction, self.claims, claim, DB_RETRY_S)
 
     def _record(
         self, claimant: Claimant, lease: Lease, done: Iterable[Done], successor: dict[str, str] | None = None
@@ -263,15 +288,15 @@ class WorkerProcess:
             count += 1
             now = time.monotonic()
             h, spec = each.item.level_hash, each.item.spec
-            outcome = _without_freezes(lease, spec, each.outcome, since, now)
+            outcome = _without_freezes(lease, spec, each.outcome, (since, now), self.settings.output_keep)
             since = time.monotonic()
             self.pace[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
             after = (successor or {}).get(h)
             if after is not None and each.claimed is not None:
                 start = functools.partial(claimant.start, level_hash=after, claimed=each.claimed)
-                in_transaction(self.claims, start, DB_RETRY_S)
+                in_transaction(self.claims, start, self.patience_s)
             self.results.add(self._result(claimant.run_id, h, spec, outcome, each.claimed, lease.offset_s))
-            if outcome.stats.wall_s >= FLUSH_EVERY_S:
+            if outcome.stats.wall_s >= self.results.policy.every_s:
                 self.results.flush()  # batching pays for tiny attempts only; a long one's result goes now
         return count
 
@@ -286,10 +311,29 @@ class WorkerProcess:
     ) -> Result:
         """Return the result to write of an attempt that ended now, stamped in the server's clock."""
         finished = utcnow() + timedelta(seconds=offset_s)
-        began = finished - timedelta(seconds=outcome.stats.wall_s)
         token = claimed.tokens.get(h) if claimed is not None else None
         length = solution_length(spec.kind, outcome)
-        return Result(run_id, h, outcome, length, self.hostname, began, finished, claimed is not None, token)
+        start = began(outcome, finished)
+        return Result(run_id, h, outcome, length, self.hostname, start, finished, claimed is not None, token)
+
+
+def declared_programs(declared: Solvers) -> dict[str, Any]:
+    """Return what a worker process records of the programs it was declared (db.workers.Facts):
+    per name, its kind, command, the digest of its declaration (what tasks name) and the SHA-256 of
+    its executable as found on this machine (None: not found here; its tasks are refused)."""
+    shown: dict[str, Any] = {}
+    for name, solver in sorted(declared.items()):
+        try:
+            sha256: str | None = resolve(solver).sha256
+        except ProgramMissing:
+            sha256 = None
+        shown[name] = {
+            "kind": solver.kind,
+            "command": solver.shown(),
+            "digest": solver.digest(),
+            "sha256": sha256,
+        }
+    return shown
 
 
 def _group_size(pace_s: float) -> int:
@@ -308,47 +352,67 @@ def _successors(runnable: Sequence[PendingAttempt]) -> dict[str, str]:
     return {a.level_hash: b.level_hash for a, b in zip(runnable, runnable[1:], strict=False)}
 
 
-def _run_claimed(runnable: list[PendingAttempt], claimed: Claimed) -> Iterator[Done]:
+def _run_claimed(runnable: list[PendingAttempt], claimed: Claimed, keep: int) -> Iterator[Done]:
     """Run the claimed attempts in one solver child, yielding each as it ends (lazily: each result
-    reaches the buffer, and the database, while the group goes on)."""
-    outcomes = execute_attempts([item.spec for item in runnable])
+    reaches the buffer, and the database, while the group goes on); each keeps at most keep bytes
+    of its solver's own output."""
+    outcomes = execute_attempts([item.spec for item in runnable], keep)
     for item, outcome in zip(runnable, outcomes, strict=True):
         yield Done(item, outcome, claimed)
 
 
+class DatabaseClaim:
+    """The ClaimGate of a worker's lone attempt: its claim in the database, made once while it runs.
+
+    claim: the claim's statement (Claimant.claim with its attempt), run on this process's claim
+    connection, retried on a dropped connection for patience_s (the worker's db_patience).
+    claimed keeps its answer.
+    """
+
+    def __init__(
+        self,
+        claims: ClaimConnection,
+        claim: Callable[[Connection], Claimed],
+        level_hash: str,
+        patience_s: float,
+    ):
+        self.claims = claims
+        self.patience_s = patience_s
+        self.statement = claim
+        self.level_hash = level_hash
+        self.claimed: Claimed | None = None  # None until claim() was asked
+
+    def claim(self) -> bool:
+        """Claim the attempt; return whether it runs here (False: final, cancelled, another's, lost)."""
+        self.claimed = in_transaction(self.claims, self.statement, self.patience_s)
+        return self.claimed.runs(self.level_hash)
+
+
 def _run_overlapped(
-    run_id: int, item: PendingAttempt, claim: Callable[[], Claimed], claim_after: float
+    run_id: int, item: PendingAttempt, gate: DatabaseClaim, claim_after: float, keep: int
 ) -> list[Done]:
-    """Run one attempt and make its claim here when the attempt says it is due (see execute_overlapped).
+    """Run one attempt, its claim made by the gate while it runs (see execute_overlapped).
 
     Return [Done], or [] if the claim declined it; its claim is None if it ended before claim_after.
     """
-    level_hash = item.level_hash
-    run = execute_overlapped(item.spec, claim_after)
-    answer: Claimed | None = None
-    try:
-        next(run)  # CLAIM_DUE: the attempt is in its solver child (it asks at most once)
-        answer = claim()
-        run.send(answer.runs(level_hash))
-        raise AssertionError("execute_overlapped asked for a second claim")
-    except StopIteration as ended:
-        outcome: Outcome | None = ended.value
-    finally:
-        run.close()  # the claim failed: its solver child is killed, not left solving
+    outcome = execute_overlapped(item.spec, gate, claim_after, keep)
     if outcome is None:
-        assert answer is not None
-        log.info("run %s level %s: %s", run_id, level_hash[:12], answer.verdicts[level_hash])
+        assert gate.claimed is not None
+        log.info("run %s level %s: %s", run_id, item.level_hash[:12], gate.claimed.verdicts[item.level_hash])
         return []
-    return [Done(item, outcome, answer)]
+    return [Done(item, outcome, gate.claimed)]
 
 
-def _without_freezes(lease: Lease, spec: AttemptSpec, outcome: Outcome, start: float, end: float) -> Outcome:
-    """Return the outcome with the time this process spent frozen while it ran taken out.
+def _without_freezes(
+    lease: Lease, spec: AttemptSpec, outcome: Outcome, ran: tuple[float, float], keep: int
+) -> Outcome:
+    """Return the outcome with the time this process spent frozen while it ran (ran: start, end) taken out.
 
     A timeout that a freeze overlapped is run again (up to FROZEN_RERUNS times):
     the solver did not have its time. Any other outcome keeps its verdict, and its
     wall time loses the frozen stretch.
     """
+    start, end = ran
     for _ in range(FROZEN_RERUNS):
         frozen = lease.frozen_during(start, end)
         if frozen <= 0:
@@ -358,7 +422,7 @@ def _without_freezes(lease: Lease, spec: AttemptSpec, outcome: Outcome, start: f
             return replace(outcome, stats=replace(outcome.stats, wall_s=wall))
         log.warning("%s attempt timed out after this process was frozen %.1f s: run again", spec.kind, frozen)
         start = time.monotonic()
-        outcome = next(iter(execute_attempts([spec])))
+        outcome = next(iter(execute_attempts([spec], keep)))
         end = time.monotonic()
     return outcome
 

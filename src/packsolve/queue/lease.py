@@ -14,17 +14,21 @@ ran over it is measured without it (frozen_during).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection
 
 from packsolve.db import workers
 from packsolve.db.retry import Transactional, in_transaction
-from packsolve.queue.results import ResultBuffer
+from packsolve.db.sink import ResultSink
+from packsolve.pids import pid_alive
+from packsolve.queue.admission import Tally
 from packsolve.settings import DEFAULT_LEASE_TTL_S
 
 # Renewals per time to live: three may fail or crawl before the lease lapses.
@@ -41,7 +45,7 @@ class Lease:
     """This process's lease: its name is the holder of every claim the process makes.
 
     connection: its own (a ClaimConnection), renewals retried on it as long as the lease lasts;
-    results: the process's ResultBuffer, whose claimed results not yet written it still runs.
+    results: the process's ResultSink, whose claimed results not yet written it still runs.
     """
 
     def __init__(
@@ -49,7 +53,9 @@ class Lease:
         connection: Transactional | None,
         host: str,
         ttl_s: float = DEFAULT_LEASE_TTL_S,
-        results: ResultBuffer | None = None,
+        results: ResultSink | None = None,
+        facts: workers.Facts | None = None,
+        tally: Tally | None = None,
     ) -> None:
         # Its own autocommit connection (queue.claiming.ClaimConnection): the thread renews while the
         # process claims, and a renewal is one UPDATE with no BEGIN or pool checkout around it.
@@ -68,8 +74,11 @@ class Lease:
         self._running: set[tuple[int, str]] = set()
         self._runs_lock = threading.Lock()
         self._results = results
+        self._tally = tally  # tasks refused, written with each renewal (admission.Tally)
         self._release = threading.Event()  # a task ended: give back what it left at the next tick
         self.offset_s = 0.0  # the database server's clock minus this machine's, as of the last renewal
+        # What the first renewal records of the process (it starts its history); None once recorded.
+        self._starting: workers.Facts | None = facts or workers.Facts()
 
     def start(self) -> None:
         """Take the lease now (before the first claim), then keep it alive from a thread."""
@@ -102,24 +111,48 @@ class Lease:
         began = time.monotonic()
         from packsolve.db.models import utcnow
 
-        def work(connection: Connection) -> None:
+        def work(connection: Connection) -> dict[str, int]:
             asked = utcnow()
+            if self._starting is not None:
+                workers.start(connection, self.name, self.host, replace(self._starting, offers=self._offers))
             server = workers.renew(connection, self.name, self.host, self.ttl_s, self._offers, self._doing())
             self.offset_s = (
                 (server - asked).total_seconds() if connection.dialect.name == "postgresql" else 0.0
             )
+            # Last, in one statement: a retry after it failed writes the same counts once.
+            return self._tally.write(connection) if self._tally is not None else {}
 
         assert self._conn is not None, "a lease without a connection only keeps time"
         with self._runs_lock:
-            in_transaction(self._conn, work, self.ttl_s)
+            counted = in_transaction(self._conn, work, self.ttl_s)
+        self._starting = None
+        if self._tally is not None:
+            self._tally.written(counted)
         if self._renewed is not None and began - self._renewed > self.ttl_s:
+            lapsed_s = began - self._renewed - self.ttl_s
             log.warning(
                 "lease of %s had lapsed for %.1f s (frozen or cut off): its claims may have been taken "
                 "back; results of stale claims will be refused",
                 self.name,
-                began - self._renewed - self.ttl_s,
+                lapsed_s,
             )
+            back = functools.partial(
+                workers.record_event,
+                name=self.name,
+                host=self.host,
+                kind=workers.WorkerEventKind.BACK,
+                detail={"lapsed_s": round(lapsed_s, 1)},
+            )
+            try:
+                in_transaction(self._conn, back, self.ttl_s)
+            except Exception as exc:  # its history misses a line; the lease itself is renewed
+                log.warning("recording that the lease of %s is back failed: %s", self.name, exc)
         self._renewed = began
+
+    def _retire(self, connection: Connection) -> dict[str, int]:
+        """End the lease now and write the tasks refused not written yet; return those written."""
+        workers.retire(connection, self.name)
+        return self._tally.write(connection) if self._tally is not None else {}
 
     def _loop(self) -> None:
         last = time.monotonic()
@@ -155,7 +188,9 @@ class Lease:
             self._thread.join(self.ttl_s)  # its connection is the thread's until it stops
         try:
             assert self._conn is not None, "a lease without a connection was never taken"
-            in_transaction(self._conn, lambda connection: workers.retire(connection, self.name), 5.0)
+            counted = in_transaction(self._conn, self._retire, 5.0)
+            if self._tally is not None:
+                self._tally.written(counted)
         except Exception as exc:
             log.warning("ending the lease of %s failed (it lapses by itself): %s", self.name, exc)
 
@@ -175,16 +210,11 @@ def retire_dead_siblings(connection: Any, run_id: int, level_hashes: list[str], 
         if holder.rpartition("/")[0] == host and not _alive(holder.rpartition("/")[2])
     ]
     for holder in dead:
-        workers.retire(connection, holder)
+        workers.end_dead(connection, holder, f"its process was found dead by a sibling on {host}")
         log.warning("pool process %s died holding run %s attempts: taking them over", holder, run_id)
     return bool(dead)
 
 
 def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Return whether the process of a holder's pid part lives (a pid that is no number: no)."""
+    return pid.isdigit() and pid_alive(int(pid))

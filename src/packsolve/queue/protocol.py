@@ -21,22 +21,22 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from packsolve import bounds
+from packsolve.attempt import DEFAULT_MAX_TRIES
 from packsolve.execution import AttemptSpec, Limits
+from packsolve.execution.spec import PendingAttempt
 from packsolve.levels import canonical_json
-from packsolve.settings import Settings
+from packsolve.settings import DEFAULT_DB_PATIENCE_S, Settings
 
 TASK_NAME = "packsolve.attempt"
-# How many times an attempt may be started (worker deaths, redeliveries) before it is lost.
-# Five, not three: a worker killed while holding a claimed group charges a try to every attempt
-# in it, run or not, so an innocent level can meet two or three kills in a bad night.
-DEFAULT_MAX_TRIES = 5
 # Celery's hard limit sits above our hard kill of the solver child, so it only fires if that fails
 # (a pool process stuck outside any solver). It also leaves room for the worker's two waits on the
-# database (its claim and its result write, each retried for up to DB_PATIENCE_S): waiting for
-# the database is not solving. Celery's soft limit is not used: raised inside a database retry
+# database (its claim and its result write, each retried for up to the db_patience setting): waiting
+# for the database is not solving. Celery's soft limit is not used: raised inside a database retry
 # or a result write, it cut them short and lost finished results.
 CELERY_HARD_MARGIN_S = 60
-DB_PATIENCE_S = 120.0
+# And, for a task whose heuristic needs work once per machine (execution.preparing: pattern tables, which
+# for sliding pdb-6666 take minutes), room for the worker's pool process to do it before the attempts.
+PREPARE_MARGIN_S = 1800
 
 
 @dataclass(frozen=True)
@@ -93,28 +93,20 @@ def broker_tls(url: str) -> tuple[str, dict[str, Any] | None]:
     return urlunsplit(parts._replace(query=urlencode(rest))), options
 
 
-def celery_limits(limits: Limits, attempts: int = 1) -> tuple[float | None, float | None]:
-    """Return Celery's (soft, hard) time limits for a task of this many attempts under limits.
+def celery_limits(
+    limits: Limits, attempts: int = 1, db_patience_s: float = DEFAULT_DB_PATIENCE_S, prepares: bool = False
+) -> tuple[float | None, float | None]:
+    """Return Celery's (soft, hard) time limits for a task of this many attempts under limits, on
+    workers that wait db_patience_s for their database (and, if prepares, may first prepare what
+    its heuristic needs once: PREPARE_MARGIN_S).
 
     soft is always None (see CELERY_HARD_MARGIN_S); hard is None without a time limit.
     """
     hard = limits.hard_time()
     if hard is None:
         return None, None
-    return None, hard * attempts + CELERY_HARD_MARGIN_S + 2 * DB_PATIENCE_S
-
-
-@dataclass(frozen=True, slots=True)
-class PendingAttempt:
-    """One attempt to make: its level (by hash), its spec, and the name the run lists the level under.
-
-    What a plan hands to the local pool or the queue, and what a task carries. A task carries the
-    level hash and the spec only: an attempt decoded from one has no name (None).
-    """
-
-    level_hash: str
-    spec: AttemptSpec
-    name: str | None = None
+    margin = CELERY_HARD_MARGIN_S + (PREPARE_MARGIN_S if prepares else 0)
+    return None, hard * attempts + margin + 2 * db_patience_s
 
 
 @dataclass(frozen=True)
@@ -208,6 +200,7 @@ def decode(payload: Any) -> Task:
 
 _LIMIT_RANGES = (
     ("time_limit", bounds.TIME_LIMIT_S),
+    ("cpu_limit", bounds.TIME_LIMIT_S),
     ("node_limit", bounds.NODE_LIMIT),
     ("memory_limit_mb", bounds.MEMORY_LIMIT_MB),
 )

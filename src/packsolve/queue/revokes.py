@@ -10,7 +10,6 @@ arrives from a broker the deployment trusts.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from typing import Any
@@ -20,7 +19,8 @@ from celery.worker.request import Request
 from packsolve.db.retry import in_transaction
 from packsolve.db.session import get_engine
 from packsolve.db.workers import killed_on_request
-from packsolve.queue.protocol import DB_PATIENCE_S
+from packsolve.pids import pid_alive
+from packsolve.settings import DEFAULT_DB_PATIENCE_S
 
 log = logging.getLogger("packsolve.worker")
 
@@ -29,8 +29,11 @@ log = logging.getLogger("packsolve.worker")
 GONE_WITHIN_S = 10.0
 
 
-def request_class(database_url: str | None, hostname: str) -> type[Request]:
-    """Return the Celery request class of packsolve's task on a worker of this database and node name."""
+def request_class(
+    database_url: str | None, hostname: str, patience_s: float = DEFAULT_DB_PATIENCE_S
+) -> type[Request]:
+    """Return the Celery request class of packsolve's task on a worker of this database and node name
+    (patience_s: how long its database calls are retried, the db_patience setting)."""
 
     class AttemptRequest(Request):
         """Celery's request, which also gives back the tries of a pool process killed on request."""
@@ -41,13 +44,18 @@ def request_class(database_url: str | None, hostname: str) -> type[Request]:
             if pid is not None:
                 holder = f"{hostname}/{pid}"  # its lease's name (queue.lease.Lease)
                 threading.Thread(
-                    target=forgive, args=(database_url, holder, pid), name="packsolve-revoked", daemon=True
+                    target=forgive,
+                    args=(database_url, holder, pid, patience_s),
+                    name="packsolve-revoked",
+                    daemon=True,
                 ).start()
 
     return AttemptRequest
 
 
-def forgive(database_url: str | None, holder: str, pid: int) -> None:
+def forgive(
+    database_url: str | None, holder: str, pid: int, patience_s: float = DEFAULT_DB_PATIENCE_S
+) -> None:
     """Once pool process pid is gone, give back the tries of what it held (see the module)."""
     deadline = time.monotonic() + GONE_WITHIN_S
     while not gone(pid):
@@ -57,7 +65,7 @@ def forgive(database_url: str | None, holder: str, pid: int) -> None:
         time.sleep(0.05)
     try:
         engine = get_engine(database_url, migrate=False)
-        given = in_transaction(engine, lambda c: killed_on_request(c, holder), DB_PATIENCE_S)
+        given = in_transaction(engine, lambda c: killed_on_request(c, holder), patience_s)
     except Exception as exc:  # the worker's main loop must not die of it; the lease lapses anyway
         log.error("pool process %s was killed on request; giving back its tries failed: %s", holder, exc)
         return
@@ -78,10 +86,4 @@ def gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     except (OSError, IndexError):  # no /proc: ask the kernel whether the pid exists
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        return not pid_alive(pid)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Integer, func, or_, select, text
+from sqlalchemy import Integer, and_, func, or_, select, text
 from sqlalchemy import column as sql_column
 from sqlalchemy.orm import Session
 
@@ -43,7 +43,7 @@ class AttemptQuery:
     status: str | None = None
     heuristic: str | None = None
     worker: str | None = None
-    text: str | None = None  # held in the level name or the message
+    text: str | None = None  # held in the level name, the message or the kept output
     sort: str = "seq"
     descending: bool = False
     page: int = 1
@@ -79,18 +79,37 @@ def _where(session: Session, run_id: int, q: AttemptQuery) -> list[Any]:
         if value:
             where.append(column == value)
     if q.text:
-        # LIKE's wildcards in the user's text are matched as themselves.
-        pattern = "%" + q.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where.append(or_(Attempt.name.like(pattern, escape="\\"), Attempt.message.like(pattern, escape="\\")))
-        if len(q.text) >= TRIGRAM and session.get_bind().dialect.name == "sqlite":
-            # The index narrows the run to the attempts holding the text's trigrams (ignoring case as
-            # LIKE does); LIKE above keeps its exact meaning.
-            phrase = '"' + q.text.replace('"', '""') + '"'
-            held = text("SELECT rowid FROM attempts_text WHERE attempts_text MATCH :phrase").bindparams(
-                phrase=phrase
-            )
-            where.append(Attempt.id.in_(held.columns(sql_column("rowid", Integer))))
+        where.append(_holding(session, run_id, q.text))
     return where
+
+
+def _holding(session: Session, run_id: int, needle: str) -> Any:
+    """Return the condition of an attempt holding needle in its level name, its message or its kept output.
+
+    Names and messages are found by their trigram indexes; output, which no text index covers (it
+    would weigh several times the output), is read in the run's attempts that kept some
+    (ix_attempts_run_output).
+    """
+    # LIKE's wildcards in the user's text are matched as themselves.
+    pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    said = or_(Attempt.name.like(pattern, escape="\\"), Attempt.message.like(pattern, escape="\\"))
+    kept = or_(Attempt.stderr.is_not(None), Attempt.stdout.is_not(None))  # as ix_attempts_run_output's
+    printed = and_(
+        kept,
+        or_(Attempt.stderr.like(pattern, escape="\\"), Attempt.stdout.like(pattern, escape="\\")),
+    )
+    if len(needle) < TRIGRAM or session.get_bind().dialect.name != "sqlite":
+        return or_(said, printed)
+    # SQLite: the FTS index narrows the run to the attempts whose name or message holds the text's
+    # trigrams (ignoring case as LIKE does), the partial index to those that kept output; LIKE keeps
+    # its exact meaning.
+    phrase = '"' + needle.replace('"', '""') + '"'
+    held = text("SELECT rowid FROM attempts_text WHERE attempts_text MATCH :phrase").bindparams(phrase=phrase)
+    with_output = select(Attempt.id).where(Attempt.run_id == run_id, kept)
+    return or_(
+        and_(said, Attempt.id.in_(held.columns(sql_column("rowid", Integer)))),
+        and_(printed, Attempt.id.in_(with_output)),
+    )
 
 
 def count_matching(session: Session, run_id: int, q: AttemptQuery) -> int:
@@ -118,7 +137,9 @@ def count_matching(session: Session, run_id: int, q: AttemptQuery) -> int:
 def attempts_page(
     session: Session, run_id: int, q: AttemptQuery, matching: int | None = None
 ) -> dict[str, Any]:
-    """Return {rows, matching, page, pages} of the run's attempts; ReportError for a page past the last.
+    """Return {rows, matching, page, pages, asked} of the run's attempts: a page past the last gives
+    the last page, asked then the page asked for (else None). A link to page 2 made while a run had
+    100 queued attempts outlives them: the list shrank, the link still answers.
 
     Only the page's rows leave the database: sorting, filtering and counting
     happen there, on the run's indexes. matching, if known (a finished run's
@@ -129,8 +150,9 @@ def attempts_page(
     if matching is None:
         matching = count_matching(session, run_id, q)
     pages = max(1, -(-matching // q.per_page))
+    asked = None
     if q.page > pages:
-        raise ReportError(f"page {q.page} is past the last one ({pages}) of these {matching} attempt(s)")
+        asked, q = q.page, replace(q, page=pages)
     column = COLUMNS[q.sort]
     # Each database's own place for NULLs (first going up in SQLite, last in PostgreSQL), so the
     # order is its index's, read forwards or backwards; ties in the order the attempts were made.
@@ -169,4 +191,4 @@ def attempts_page(
         row["peak_rss_mb"] = rounded(row["peak_rss_mb"], 1)
         row["finished_at"] = iso(row["finished_at"])
         rows.append(row)
-    return {"rows": rows, "matching": matching, "page": q.page, "pages": pages}
+    return {"rows": rows, "matching": matching, "page": q.page, "pages": pages, "asked": asked}

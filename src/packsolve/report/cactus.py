@@ -11,8 +11,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
 from packsolve.db.models import Attempt, Run
+from packsolve.figures.par2 import par2, par2_limit
 from packsolve.outcome import SUCCESS_VALUES
-from packsolve.report.metrics import par2
 
 FORMATS = (".png", ".svg", ".pdf")
 # Times below this are drawn at it: a log axis has no zero, and a level solved in no
@@ -83,7 +83,7 @@ def scatter_data(session: Session, a: Run, b: Run, limit: int | None = None) -> 
     )
     points: list[ScatterPoint] = []
     for h, name, sa, wa, sb, wb in session.execute(q):
-        pa, pb = par2(sa, wa, a.time_limit), par2(sb, wb, b.time_limit)
+        pa, pb = par2(sa, wa, par2_limit(a)), par2(sb, wb, par2_limit(b))
         if pa is not None and pb is not None:  # rounded as metrics.rounded does
             points.append(
                 ScatterPoint(

@@ -9,11 +9,13 @@ from typing import Any, TypedDict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from packsolve.db.compare_figures import SHOWN, Figures, combined, compare_figures, compare_rows
 from packsolve.db.models import Attempt, Run
 from packsolve.errors import ReportError
+from packsolve.figures.compare_pairs import SHOWN, Figures, combined, compare_figures, compare_rows
+from packsolve.figures.par2 import par2, par2_limit
 from packsolve.outcome import SUCCESS_VALUES, Status
-from packsolve.report.metrics import host_of, par2, rounded
+from packsolve.report.columns import name_cell
+from packsolve.report.metrics import host_of, rounded
 from packsolve.report.provenance import comparison_warnings
 from packsolve.report.summary import run_workers
 from packsolve.report.text import short_message, short_name
@@ -50,6 +52,7 @@ class ComparedRun(TypedDict):
     label: str | None
     heuristic: str
     time_limit: float | None
+    cpu_limit: float | None
 
 
 class Footer(TypedDict):
@@ -67,7 +70,7 @@ class Footer(TypedDict):
     speedup_why_not: str | None
     par2_speedup: float | None
     common_levels: int
-    common_par2_s: float
+    common_par2_s: float | None  # None when no level was run by every run
     common_speedup: float | None
 
 
@@ -81,7 +84,16 @@ class Comparison(TypedDict):
 
 
 # Provenance that makes two runs' times incomparable when it differs.
-PROVENANCE = ("host", "version", "time_limit", "node_limit", "memory_limit_mb", "concurrency", "mode")
+PROVENANCE = (
+    "host",
+    "version",
+    "time_limit",
+    "cpu_limit",
+    "node_limit",
+    "memory_limit_mb",
+    "concurrency",
+    "mode",
+)
 
 
 def _cell(row: Any, time_limit: float | None) -> Result:
@@ -159,7 +171,7 @@ def compare_runs(
                 row = table[found.level_hash] = ComparedRow(
                     level=found.name, level_hash=found.level_hash, kind=found.kind, results=[None] * len(runs)
                 )
-            row["results"][col] = _cell(found, run.time_limit)
+            row["results"][col] = _cell(found, par2_limit(run))
     rows = list(table.values())
     footer = footers(runs, combined(compare_figures(session, runs), kind))
     if differs:
@@ -240,7 +252,7 @@ def page_of(
                 level_hash=r["level_hash"],
                 kind=r["kind"],
                 results=[
-                    None if r[f"status{j}"] is None else _cell(_Stored(r, j), run.time_limit)
+                    None if r[f"status{j}"] is None else _cell(_Stored(r, j), par2_limit(run))
                     for j, run in enumerate(runs)
                 ],
             )
@@ -263,7 +275,14 @@ class _Stored:
 
 def _named(runs: list[Run]) -> list[ComparedRun]:
     return [
-        {"run": r.id, "label": r.label, "heuristic": r.heuristic, "time_limit": r.time_limit} for r in runs
+        {
+            "run": r.id,
+            "label": r.label,
+            "heuristic": r.heuristic,
+            "time_limit": r.time_limit,
+            "cpu_limit": r.cpu_limit,
+        }
+        for r in runs
     ]
 
 
@@ -274,6 +293,7 @@ def _decided(cell: Cell) -> bool:
 # The limits under which two runs' times compare: under others, a level's time means another thing.
 LIMITS = (
     ("time_limit", "time limit", " s"),
+    ("cpu_limit", "CPU limit", " s"),
     ("node_limit", "node limit", ""),
     ("memory_limit_mb", "memory limit", " MB"),
 )
@@ -328,7 +348,7 @@ def _ratio(base: float, this: float, n: float, comparable: bool) -> float | None
 
 
 def footers(runs: Sequence[Any], f: Figures) -> list[Footer]:
-    """Return each run's footer from the runs' figures (db.compare_figures): the one place they are rounded.
+    """Return each run's footer from the runs' figures (figures.compare_pairs): the one place rounding them.
 
     Solved counts and PAR-2 over its own levels, its speedup over the first run (see speedup_of),
     PAR-2 over the levels both ran and over the levels every run ran (common); PAR-2 ratios are
@@ -343,6 +363,8 @@ def footers(runs: Sequence[Any], f: Figures) -> list[Footer]:
             f.get(f"both_base_wall{j}", 0.0),
             f.get(f"both_wall{j}", 0.0),
         )
+        if j and not f.get(f"shared{j}", 0):
+            s = Speedup(None, 0, no_level_in_common(runs[0], run))
         comparable = limits_differ(runs[0], run) is None
         common = f.get("common", 0.0)
         common_this = f.get(f"common_par2{j}", 0.0)
@@ -366,11 +388,18 @@ def footers(runs: Sequence[Any], f: Figures) -> list[Footer]:
                     comparable,
                 ),
                 common_levels=int(common),
-                common_par2_s=round(common_this, 3),
+                common_par2_s=round(common_this, 3) if common else None,
                 common_speedup=_ratio(f.get(f"common_base_par2{j}", 0.0), common_this, common, comparable),
             )
         )
     return out
+
+
+def no_level_in_common(base: Any, other: Any) -> str:
+    """Return why two runs that share no scored level show no speedup: that first, then any other reason."""
+    why = f"no level in common: none has a result in both run {base.id} and run {other.id}"
+    differ = limits_differ(base, other)
+    return f"{why}; also {differ}" if differ else why
 
 
 def speedup_text(foot: Footer, base_id: int) -> str:
@@ -413,13 +442,15 @@ def render_compare(data: Comparison, width: int = 100) -> Any:
     )
     # Level names shortened to what a quarter of the terminal holds; the column as wide as they need
     # while each run keeps RUN_WIDTH (the table wider than the terminal would be cropped).
-    names = [short_name(r["level"], max(20, width // 4)) for r in data["rows"]]
+    most = max(20, width // 4)
+    names = [short_name(r["level"], most) for r in data["rows"]]
     kind_width = max([4] + [len(r["kind"]) for r in data["rows"]])
     # Each column also takes 3 columns of rules and padding; the edges 2.
     free = width - (kind_width + 3) - len(data["runs"]) * (RUN_WIDTH + 3) - 5
     longest = max(map(len, names), default=5)
     level_width = max(8, min(longest, free))
-    t.add_column("level", overflow="fold", ratio=1, min_width=level_width)
+    # A name never wraps: each cell shortens it from the left to the width its column gets.
+    t.add_column("level", min_width=level_width, max_width=max(level_width, most))
     t.add_column("kind", no_wrap=True)
     # Each run's column at most its share of what is left: rich would otherwise give the runs their
     # whole cells and crop the table's right edge, cutting the last column's figures.
@@ -446,7 +477,7 @@ def render_compare(data: Comparison, width: int = 100) -> Any:
             if c["message"] and c["status"] not in SUCCESS_VALUES:
                 cell.append("\n" + short_message(c["message"], r["level"], message_width), style="dim")
             cells.append(cell)
-        t.add_row(Text(names[len(t.rows)]), r["kind"], *cells)
+        t.add_row(name_cell(r["level"]), r["kind"], *cells)
     _add_footer(t, data)
     base = data["runs"][0]["run"] if data["runs"] else 0
     # Under the table, whole: a reason cut in a footer cell would mislead as much as a wrong figure.
@@ -467,9 +498,18 @@ def _add_footer(t: Any, data: Comparison) -> None:
     feet = data["footer"]
     rows = [
         ("solved (decided) of N", [f"{f['solved']:,} ({f['decided']:,}) of {f['levels']:,}" for f in feet]),
-        (f"PAR-2 s on the {common:,} levels all ran", [f"{f['common_par2_s']:,.2f}" for f in feet]),
+        (f"PAR-2 s on the {common:,} levels all ran", [_figure(f["common_par2_s"]) for f in feet]),
         ("peak memory", ["—" if f["peak_rss_mb"] is None else f"{f['peak_rss_mb']:,.0f} MB" for f in feet]),
     ]
     t.add_section()  # a rule between the levels and the footer
     for label, values in rows:
         t.add_row(label, "", *values, style="bold")
+    # A footer value is one figure ("147 (153) of 300"): its run's column holds it on one line.
+    for j, column in enumerate(t.columns[2:]):
+        need = max(len(values[j]) for _, values in rows)
+        column.min_width = max(column.min_width or 0, need)
+        column.max_width = max(column.max_width or 0, need)
+
+
+def _figure(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.2f}"

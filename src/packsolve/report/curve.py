@@ -16,7 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, Run
-from packsolve.report.metrics import NOT_RUN_VALUES, SUCCESS_VALUES, rounded
+from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
+from packsolve.report.metrics import rounded
 
 # Attempts whose wall time is under this are drawn at it: a log axis has no zero.
 FLOOR_S = 1e-4

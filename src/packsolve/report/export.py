@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import IO, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt
+from packsolve.db.models import Attempt, as_utc
+from packsolve.figures.measures import MEASURED, measured
 
 FIELDS = [
     "run",
@@ -22,10 +23,7 @@ FIELDS = [
     "status",
     "solution",
     "length",
-    "nodes",
-    "wall_s",
-    "cpu_s",
-    "peak_rss_mb",
+    *MEASURED,
     "worker",
     "tries",
     "started_at",
@@ -47,10 +45,7 @@ def export_records(session: Session, run_id: int) -> Iterator[dict[str, Any]]:
             "status": a.status,
             "solution": json.loads(a.solution) if a.solution is not None else None,
             "length": a.length,
-            "nodes": a.nodes,
-            "wall_s": a.wall_s,
-            "cpu_s": a.cpu_s,
-            "peak_rss_mb": a.peak_rss_mb,
+            **measured(a),
             "worker": a.worker,
             "tries": a.tries,
             "started_at": iso(a.started_at),
@@ -61,9 +56,7 @@ def export_records(session: Session, run_id: int) -> Iterator[dict[str, Any]]:
 
 def iso(dt: datetime | None) -> str | None:
     """Return dt in ISO 8601 with its UTC offset (SQLite hands back naive UTC datetimes)."""
-    if dt is None:
-        return None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).isoformat()
+    return None if dt is None else as_utc(dt).isoformat()
 
 
 def write_jsonl(records: Iterator[dict[str, Any]], out: IO[str]) -> int:

@@ -9,8 +9,8 @@ from typing import Any, TypedDict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from packsolve.db.failures import Group, failure_groups_of
 from packsolve.db.models import Run
+from packsolve.figures.failures import Group, failure_groups_of
 from packsolve.outcome import Status
 from packsolve.report.text import short_message, short_name
 from packsolve.runstate import RunMode
@@ -41,13 +41,32 @@ def failure_groups(session: Session, run: Run, examples: int = EXAMPLES) -> Fail
     Each group: status, count, its first message as written, the pattern, counts
     per kind, a few example levels, and a command that reruns that group (or
     what to do instead, for levels that cannot be read). A finished run's groups
-    were made when it finished (db.failures); a run going has them made now.
+    were made when it finished (figures.failures); a run going has them made now.
     """
     found = failure_groups_of(session.connection(), run, examples)
     ordered: list[FailureGroup] = [{**g, "rerun": _next_step(run, g)} for g in found]
     attempts = session.scalar(select(Run.total).where(Run.id == run.id))
     failed = sum(g["count"] for g in found)
     return {"run": run.id, "label": run.label, "failed": failed, "total": attempts, "groups": ordered}
+
+
+def stopped_by_cpu(group: Group) -> bool:
+    """Return whether the group's attempts were stopped by the CPU time limit (not the wall clock)."""
+    return group["status"] == Status.TIMEOUT and group["pattern"].startswith("CPU time limit")
+
+
+def suggested_time_limit(run: Run, group: Group) -> float | None:
+    """Return the wall limit suggested to rerun the group (twice the run's, for wall timeouts), else None."""
+    if group["status"] == Status.TIMEOUT and run.time_limit and not stopped_by_cpu(group):
+        return 2 * run.time_limit
+    return None
+
+
+def suggested_cpu_limit(run: Run, group: Group) -> float | None:
+    """Return the CPU limit suggested to rerun the group (twice the run's, for CPU timeouts), else None."""
+    if run.cpu_limit and stopped_by_cpu(group):
+        return 2 * run.cpu_limit
+    return None
 
 
 def _next_step(run: Run, group: Group) -> str:
@@ -59,8 +78,12 @@ def _next_step(run: Run, group: Group) -> str:
         return f"packsolve resume {run.id}"
     # The group's key, not a piece of its message: a piece can match other groups' messages too.
     words = ["packsolve", "rerun", str(run.id), "--group", group["key"]]
-    if status == Status.TIMEOUT and run.time_limit:
-        words += ["--time-limit", f"{2 * run.time_limit:g}"]
+    time_limit = suggested_time_limit(run, group)
+    if time_limit is not None:
+        words += ["--time-limit", f"{time_limit:g}"]
+    cpu_limit = suggested_cpu_limit(run, group)
+    if cpu_limit is not None:
+        words += ["--cpu-limit", f"{cpu_limit:g}"]
     if status == Status.MEMOUT and run.memory_limit_mb:
         words += ["--memory-limit", str(2 * run.memory_limit_mb)]
     return " ".join(shlex.quote(w) for w in words)
@@ -78,7 +101,9 @@ def render_failures(data: Failures) -> Any:
     for g in data["groups"]:
         kinds = ", ".join(f"{k} {n}" for k, n in g["kinds"].items())
         head = Text("\n")
-        head.append(f"{g['status']} × {g['count']}", style="red" if g["status"] != "cancelled" else "yellow")
+        head.append(
+            f"{g['status']} × {g['count']}", style="red" if g["status"] != Status.CANCELLED else "yellow"
+        )
         head.append(f"  ({kinds})", style="dim")
         out.append(head)
         out.append(Text("  " + (short_message(g["message"], g["examples"][0], 76) or "(no message)")))

@@ -8,11 +8,13 @@ from typing import Any, TypedDict
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
-from packsolve.db import level_stats
 from packsolve.db.models import Attempt, LevelRow, LevelStats, Run
+from packsolve.figures import level_stats
+from packsolve.figures.par2 import par2_limit_sql, par2_sql
 from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
+from packsolve.report.columns import name_cell
 from packsolve.report.metrics import rounded
-from packsolve.report.text import short_message, short_name
+from packsolve.report.text import short_message
 
 BY = ("par2", "time", "nodes")
 
@@ -63,7 +65,7 @@ def hardest_in_run(
     Ties (all timeouts have the same PAR-2) go to the attempt that spent more CPU time: seconds mean
     the same thing in every kind, where a node of one kind is not a node of another.
     """
-    par2 = level_stats.par2_expr()
+    par2 = par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run))
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
     key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
     cols = (
@@ -203,7 +205,7 @@ def render_hardest(rows: Sequence[Mapping[str, Any]], title: str = "hardest leve
         cols = ["rank", "level", "kind", "heuristic", "status", "wall_s", "nodes", "par2_s"]
     for c in cols:
         if c == "level":
-            t.add_column("level / why it failed" if "status" in cols else "level", ratio=1, overflow="fold")
+            t.add_column("level / why it failed" if "status" in cols else "level", ratio=1)
         else:
             left = c in ("kind", "heuristic", "status")
             t.add_column(HEADERS.get(c, c), justify="left" if left else "right", no_wrap=True)
@@ -213,9 +215,10 @@ def render_hardest(rows: Sequence[Mapping[str, Any]], title: str = "hardest leve
     name_width = max(12, width - others - 2 * (len(cols) - 1) - 1)
     for r, s in zip(rows, shown, strict=True):
         # Text, not markup: a level name is whatever the pack's author wrote.
-        name = Text(short_name(r["level"], name_width))
+        why = None
         if r.get("message") and r.get("status") not in SUCCESS_VALUES:
-            name.append("\n" + short_message(r["message"], r["level"], 2 * name_width), style="dim")
+            why = Text(short_message(r["message"], r["level"], 2 * name_width), style="dim")
+        name = name_cell(r["level"], why)  # on one line, shortened from the left to its column
         t.add_row(*[name if c == "level" else Text(s[c]) for c in cols])
     return t
 

@@ -65,6 +65,7 @@ SUMMARY_FIELDS = [
     ("wall_s_max", "wall max (s)"),
     ("makespan_s", "makespan (s)"),
     ("time_limit", "time limit (s)"),
+    ("cpu_limit", "CPU limit (s)"),
     ("node_limit", "node limit"),
     ("memory_limit_mb", "memory limit (MB)"),
     ("concurrency", "concurrency"),
@@ -175,8 +176,11 @@ def _footer(footer: list[Footer], runs: list[Run]) -> list[str]:
     for f in footer:
         line = f"run {f['run']}: {f['solved']} solved, {f['decided']} decided of {f['levels']}"
         if len(runs) > 1:
+            common = f["common_par2_s"]
             line += (
-                f"; PAR-2 {f['common_par2_s']:.3f} s on the {f['common_levels']} levels every run attempted"
+                "; PAR-2 —: no level every run attempted"
+                if common is None
+                else f"; PAR-2 {common:.3f} s on the {f['common_levels']} levels every run attempted"
             )
             if f["run"] != runs[0].id:
                 line += f"; {speedup_text(f, runs[0].id)}"

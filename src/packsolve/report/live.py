@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, Worker
+from packsolve.db.models import Attempt, Worker, as_utc
 from packsolve.db.workers import db_now
 from packsolve.outcome import Status
 from packsolve.report.export import iso
 
 # Points of the progress line: enough for a smooth curve, few enough to draw at once.
 POINTS = 120
-
-
-def _aware(dt: datetime) -> datetime:
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def run_workers(session: Session, run_id: int) -> list[dict[str, Any]]:
@@ -39,7 +34,7 @@ def run_workers(session: Session, run_id: int) -> list[dict[str, Any]]:
         key = holder or worker or "?"
         w = workers.setdefault(key, {"worker": key, "lease": None, "lease_until": iso(until), "running": []})
         if until is not None:
-            w["lease"] = "live" if _aware(until) >= now else "lapsed"
+            w["lease"] = "live" if as_utc(until) >= now else "lapsed"
         w["running"].append(name)
     return list(workers.values())
 
@@ -65,5 +60,5 @@ def final_over_time(session: Session, run_id: int) -> list[tuple[float, int]]:
         .where((numbered.c.n % step == 0) | (numbered.c.n == 1) | (numbered.c.n == done))
         .order_by(numbered.c.n)
     ).all()
-    first = _aware(rows[0][0])
-    return [(0.0, 0)] + [(round((_aware(at) - first).total_seconds(), 3), int(n)) for at, n in rows]
+    first = as_utc(rows[0][0])
+    return [(0.0, 0)] + [(round((as_utc(at) - first).total_seconds(), 3), int(n)) for at, n in rows]

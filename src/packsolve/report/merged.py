@@ -9,11 +9,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
-from packsolve.outcome import SUCCESS, SUCCESS_VALUES, Status
-from packsolve.report.metrics import par2, rounded
-from packsolve.report.text import short_message, short_name
+from packsolve.figures.par2 import par2, par2_limit
+from packsolve.outcome import PENDING, SUCCESS, SUCCESS_VALUES, Status
+from packsolve.report.columns import name_cell
+from packsolve.report.metrics import rounded
+from packsolve.report.text import short_message
 
-_NOT_FINAL = ("queued", "running")
+_NOT_FINAL = PENDING
 
 
 def reruns_of(session: Session, run: Run) -> list[Run]:
@@ -60,6 +62,7 @@ class FamilyRun(TypedDict):
     label: str | None
     heuristic: str
     time_limit: float | None
+    cpu_limit: float | None
     parent: int | None
     best_for: int
 
@@ -69,6 +72,7 @@ class Alone(TypedDict):
 
     solved: int
     decided: int
+    par2_s: float  # over the run's own results, at its own time limit
 
 
 class Merged(TypedDict):
@@ -95,8 +99,9 @@ def merged_view(session: Session, run: Run) -> Merged:
     with the run that produced it; figures are over those merged results.
     """
     family = [run, *reruns_of(session, run)]
-    limits = {r.id: r.time_limit for r in family}
+    limits = {r.id: par2_limit(r) for r in family}
     levels: dict[str, MergedLevel] = {}
+    own_par2 = 0.0  # the run's own results' PAR-2, before its reruns
     order = (Attempt.run_id, Attempt.seq)
     cols = (
         Attempt.run_id,
@@ -124,6 +129,8 @@ def merged_view(session: Session, run: Run) -> Merged:
             "par2_s": rounded(par2(status, wall, limits[run_id])),
             "tries": 1,
         }
+        if run_id == run.id:
+            own_par2 += cell["par2_s"] or 0.0
         old = levels.get(h)
         if old is None:
             if run_id == run.id:  # a rerun's levels are the run's own; anything else is not merged
@@ -147,6 +154,7 @@ def merged_view(session: Session, run: Run) -> Merged:
                 "label": r.label,
                 "heuristic": r.heuristic,
                 "time_limit": r.time_limit,
+                "cpu_limit": r.cpu_limit,
                 "parent": r.parent_id,
                 "best_for": best_for.get(r.id, 0),
             }
@@ -160,6 +168,7 @@ def merged_view(session: Session, run: Run) -> Merged:
         "before": {
             "solved": alone.get(Status.SOLVED, 0),
             "decided": sum(alone.get(s, 0) for s in SUCCESS),
+            "par2_s": round(own_par2, 3),
         },
         "levels": rows,
     }
@@ -181,7 +190,9 @@ def render_merged(m: Merged, width: int = 100) -> Any:
     t.add_row("decided", f"{m['decided']} of {m['total']} (run {m['run']} alone: {m['before']['decided']})")
     for status, n in m["counts"].items():
         t.add_row(f"  {status}", str(n))
-    t.add_row("PAR-2", f"{m['par2_s']:.2f} s")
+    # Beside it too: an undecided level takes the latest run's result at its own limit, so the
+    # merged PAR-2 may exceed the run's own while more levels are solved.
+    t.add_row("PAR-2", f"{m['par2_s']:.2f} s (run {m['run']} alone: {m['before']['par2_s']:.2f} s)")
     for r in m["runs"]:
         who = f"run {r['run']}" + (f" {r['label']}" if r["label"] else "")
         made = "the run" if r["parent"] is None else f"rerun of {r['parent']}"
@@ -203,7 +214,7 @@ def render_merged(m: Merged, width: int = 100) -> Any:
         if lv["message"] and lv["status"] not in SUCCESS_VALUES:
             result.append("\n" + short_message(lv["message"], lv["level"], 40), style="dim")
         c.add_row(
-            Text(short_name(lv["level"], max(20, width // 3))),
+            name_cell(lv["level"]),
             lv["kind"],
             result,
             f"{lv['run']} ({lv['heuristic']})",

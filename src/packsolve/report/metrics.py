@@ -1,25 +1,9 @@
-"""The figures every report shares: PAR-2, medians, hosts from worker names (pure, no database)."""
+"""The figures every report shares: medians, hosts from worker names (pure; PAR-2 is figures.par2)."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
-
-from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
-
-
-def par2(status: str, wall_s: float | None, time_limit: float | None) -> float | None:
-    """Return the PAR-2 score of one attempt, or None if it never ran a solver.
-
-    A decided attempt (solved, or no_solution proved) scores its wall time; any
-    other final one scores twice the run's time limit, or twice its own wall time
-    when the run had no time limit (the SAT competition's penalised runtime).
-    """
-    if status in NOT_RUN_VALUES:
-        return None
-    if status in SUCCESS_VALUES:
-        return wall_s or 0.0
-    return 2.0 * (time_limit if time_limit else (wall_s or 0.0))
 
 
 def median(values: Iterable[float | None]) -> float | None:

@@ -3,31 +3,27 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from packsolve.db.local_runs import solver_alive
-from packsolve.db.models import Attempt, Run
+from packsolve.db.local_runs import shown_state
+from packsolve.db.models import Attempt, Run, as_utc
 from packsolve.db.refusals import Waiting, waiting_refused
 from packsolve.db.runs import status_counts
 from packsolve.db.workers import Buffered, buffered_in, db_now, held_by_lapsed, live_workers
 from packsolve.outcome import PENDING, Status
 from packsolve.report.metrics import median, rounded
 from packsolve.report.provenance import kinds_no_worker_offers
-from packsolve.runstate import RunMode, RunState
+from packsolve.runstate import RunMode, ShownState
 
 # The median is taken over at most this many recent attempts: enough to be stable, cheap on huge runs.
 MEDIAN_SAMPLE = 2000
 # The ETA's rate: attempts finished over this many recent seconds, once at least MIN_RECENT did.
 RATE_WINDOW_S = 120.0
 MIN_RECENT = 10
-
-
-def _aware(dt: datetime | None) -> datetime | None:
-    return None if dt is None else (dt if dt.tzinfo else dt.replace(tzinfo=UTC))
 
 
 class Serving(TypedDict):
@@ -80,7 +76,7 @@ class Progress(Serving, Working):
 
     run: int
     label: str | None
-    state: str
+    state: ShownState
     solver_gone: bool
     total: int
     done: int
@@ -114,10 +110,10 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> Pro
     remaining = queued + running
     queued, running, working = _working(session, run, now, queued, running)
     to_run = remaining - (working["buffered"] or 0)
-    first_start = _aware(
+    first_start = as_utc(
         session.scalar(select(func.min(Attempt.started_at)).where(Attempt.run_id == run.id))
-    ) or _aware(run.created_at)
-    end = _aware(run.finished_at) or now
+    ) or as_utc(run.created_at)
+    end = as_utc(run.finished_at) or now
     elapsed = max(0.0, (end - first_start).total_seconds()) if first_start else 0.0
     walls = session.scalars(
         select(Attempt.wall_s)
@@ -149,13 +145,14 @@ def run_progress(session: Session, run: Run, now: datetime | None = None) -> Pro
         eta, method = None, "unknown"
     # A local run whose solve process is gone (killed, crashed) stays unfinished until resumed: say so,
     # and promise no end time.
-    gone = run.finished_at is None and solver_alive(run) is False
+    state = shown_state(run)
+    gone = state is ShownState.INTERRUPTED
     if gone:
-        eta, method = None, "interrupted"
+        eta, method = None, ShownState.INTERRUPTED.value
     return {
         "run": run.id,
         "label": run.label,
-        "state": "interrupted" if gone else run.state,
+        "state": state,
         "solver_gone": gone,
         "total": total,
         "done": done,
@@ -295,7 +292,7 @@ def render_progress(p: Progress) -> Any:
     t.add_column("levels", justify="right")
     for status_name, n in sorted(p["counts"].items()):
         t.add_row(status_name, str(n))
-    state = p["state"] if p["state"] == RunState.CANCELLED or not p["finished"] else RunState.FINISHED
+    state: str = p["state"]
     if p.get("eta_method") == "no worker":
         state = "waiting"  # not "running": no live worker runs its levels
     refused = p.get("refused_levels") or 0
@@ -341,6 +338,11 @@ def _serving_lines(p: Progress) -> list[Any]:
     """Return the warnings about who serves a distributed run (see _serving), as yellow lines."""
     from rich.text import Text
 
+    return [Text(line, style="yellow") for line in serving_warnings(p)]
+
+
+def serving_warnings(p: Progress) -> list[str]:
+    """Return what keeps a distributed run from being served, a line each (see _serving); [] if nothing."""
     run = p["run"]
     out: list[str] = []
     if p.get("unsent"):
@@ -361,7 +363,7 @@ def _serving_lines(p: Progress) -> list[Any]:
     if p.get("kinds_unserved"):
         out.append(f"no live worker offers {p['kinds_unserved']}: those levels wait for one that does")
     out.extend(p.get("refused") or [])
-    return [Text(line, style="yellow") for line in out]
+    return out
 
 
 PROGRESS_COLUMNS = [

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NotRequired, TypedDict
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from packsolve.db.local_runs import shown_state
-from packsolve.db.models import RUN_FIGURES, Run
+from packsolve.db.models import RUN_FIGURES, Run, as_utc
 from packsolve.db.tables import PENDING_VALUES
 from packsolve.db.workers import db_now
-from packsolve.outcome import SUCCESS_VALUES
+from packsolve.outcome import SUCCESS_VALUES, Status
 from packsolve.report.export import iso
 from packsolve.report.progress import duration
 from packsolve.report.text import short_name
-
-
-def _aware(dt: datetime | None) -> datetime | None:
-    return None if dt is None else (dt if dt.tzinfo else dt.replace(tzinfo=UTC))
+from packsolve.runstate import ShownState
 
 
 class RunRow(TypedDict):
@@ -28,7 +25,7 @@ class RunRow(TypedDict):
 
     run: int
     label: str | None
-    state: str
+    state: ShownState
     mode: str
     parent: int | None
     packs: list[str]
@@ -73,13 +70,13 @@ def run_rows(
         )
         for run_id, status, heuristic, n in session.execute(grouped):
             counts[run_id][status] = counts[run_id].get(status, 0) + int(n)
-            if status != "invalid":
+            if status != Status.INVALID:
                 heuristics[run_id].add(heuristic)
     rows: list[RunRow] = []
     for run in runs:
         c = counts[run.id]
         total = sum(c.values())
-        created, finished = _aware(run.created_at), _aware(run.finished_at)
+        created, finished = as_utc(run.created_at), as_utc(run.finished_at)
         took = ((finished or now) - created).total_seconds() if created else None
         rows.append(
             {
@@ -91,7 +88,7 @@ def run_rows(
                 "packs": _packs(run),
                 "heuristic": run.heuristic,
                 "heuristics": sorted(heuristics[run.id]),
-                "solved": c.get("solved", 0),
+                "solved": c.get(Status.SOLVED, 0),
                 "decided": sum(c.get(s, 0) for s in SUCCESS_VALUES),
                 "done": total - sum(c.get(s, 0) for s in PENDING_VALUES),
                 "total": total,
@@ -154,7 +151,7 @@ def render_runs(rows: list[RunRow], where: str) -> Any:
             created,
             took,
         )
-    gone = [r["run"] for r in rows if r["state"] == "interrupted"]
+    gone = [r["run"] for r in rows if r["state"] == ShownState.INTERRUPTED]
     notes = [
         Text(
             f"run {n} is interrupted (its solve process is gone): `packsolve resume {n}` runs the rest",
@@ -166,9 +163,9 @@ def render_runs(rows: list[RunRow], where: str) -> Any:
 
 
 _STYLES = {
-    "finished": "green",
-    "cancelled": "yellow",
-    "unsent": "red",
-    "sending": "yellow",
-    "interrupted": "red",
+    ShownState.FINISHED: "green",
+    ShownState.CANCELLED: "yellow",
+    ShownState.UNSENT: "red",
+    ShownState.SENDING: "yellow",
+    ShownState.INTERRUPTED: "red",
 }

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, undefer
 
 from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.errors import LevelNotFound
+from packsolve.figures.measures import measured_shown
 from packsolve.outcome import Status
 from packsolve.report.export import iso
-from packsolve.report.metrics import rounded
-from packsolve.report.text import short_message, visible
+from packsolve.report.text import short_message, visible, visible_output
 
 _HEX = re.compile(r"[0-9a-f]{4,64}")
 
@@ -77,14 +77,19 @@ class Attempted(TypedDict):
     heuristic: str
     status: str
     length: int | None
+    # The measured figures (figures.measures.MEASURED; a later one is in the row without being named here).
+    nodes: int | None
     wall_s: float | None
     cpu_s: float | None
-    nodes: int | None
     peak_rss_mb: float | None
     worker: str | None
     time_limit: float | None
+    cpu_limit: float | None
     finished_at: str | None
     message: str | None
+    # What the solver printed beyond its answer, as kept (head, cut marker, tail); null if nothing.
+    stdout: str | None
+    stderr: str | None
 
 
 class Best(TypedDict):
@@ -120,6 +125,7 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> Leve
             .join(Run, Run.id == Attempt.run_id)
             .where(Attempt.level_hash == row.hash)
             .order_by(Attempt.run_id)
+            .options(undefer(Attempt.stdout), undefer(Attempt.stderr))
         )
         for a, run in session.execute(q):
             history.append(
@@ -130,14 +136,14 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> Leve
                     "heuristic": a.heuristic,
                     "status": a.status,
                     "length": a.length,
-                    "wall_s": rounded(a.wall_s),
-                    "cpu_s": rounded(a.cpu_s),
-                    "nodes": a.nodes,
-                    "peak_rss_mb": rounded(a.peak_rss_mb, 1),
+                    **measured_shown(a),
                     "worker": a.worker,
                     "time_limit": run.time_limit,
+                    "cpu_limit": run.cpu_limit,
                     "finished_at": iso(a.finished_at),
                     "message": a.message,
+                    "stdout": a.stdout,
+                    "stderr": a.stderr,
                     "solution": json.loads(a.solution) if a.solution is not None else None,
                 }
             )
@@ -213,4 +219,20 @@ def render_level(rep: LevelReport) -> Any:
             why.append(Text(f"run {h['run']} {h['status']}: {short_message(h['message'], h['level'], 200)}"))
     if not rep["history"]:
         return Group(panel, Text("never attempted in this database"))
-    return Group(panel, t, *why)
+    return Group(panel, t, *why, *_outputs(rep["history"]))
+
+
+def _outputs(history: list[Attempted]) -> list[Any]:
+    """Return a panel per attempt and stream with kept output: what the solver printed, as kept."""
+    from rich.panel import Panel
+    from rich.text import Text
+
+    panels = []
+    for h in history:
+        for stream in ("stdout", "stderr"):
+            kept = h[stream]  # type: ignore[literal-required]
+            if kept:
+                title = Text(f"run {h['run']} {h['heuristic']} {h['status']}: {stream}")
+                # Text, never markup: a program's output shown as printed, its control characters visible.
+                panels.append(Panel(Text(visible_output(kept)), title=title, title_align="left"))
+    return panels

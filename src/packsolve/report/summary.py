@@ -4,20 +4,30 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypedDict
 
 from sqlalchemy import Connection, func, select, text
 from sqlalchemy.orm import Session
 
-from packsolve.db.figures import WHOLE, Final, Group, groups, kept_final, measured_of, medians, peak_memory
 from packsolve.db.local_runs import shown_state
-from packsolve.db.models import Attempt, Run
+from packsolve.db.models import Attempt, Run, as_utc
+from packsolve.figures.par2 import par2_limit, par2_sum
+from packsolve.figures.run_figures import (
+    WHOLE,
+    Final,
+    Group,
+    finished_final,
+    groups,
+    measured_of,
+    medians,
+    peak_memory,
+)
 from packsolve.outcome import NOT_RUN_VALUES, PENDING, SUCCESS_VALUES, Status
 from packsolve.report.columns import keep_figures_whole
 from packsolve.report.export import iso
 from packsolve.report.metrics import host_of, rounded
-from packsolve.report.provenance import RunProvenance, provenance_rows, run_provenance
+from packsolve.report.provenance import RunProvenance, cpus_per_attempt, provenance_rows, run_provenance
 from packsolve.report.text import short_message
 
 PENDING_VALUES = frozenset(s.value for s in PENDING)
@@ -74,9 +84,11 @@ class Summary(Figures):
     heuristics: list[str]
     kind: str | None
     time_limit: float | None
+    cpu_limit: float | None
     node_limit: int | None
     memory_limit_mb: int | None
     concurrency: int | None
+    cpus_per_attempt: int | None
     host: str | None
     version: str | None
     hosts: list[str]
@@ -91,9 +103,9 @@ class Summary(Figures):
 def _figures(
     groups: list[Group], medians: dict[str, float | None], wall_max: float | None, time_limit: float | None
 ) -> Figures:
-    """Return counts and time figures from groups of attempts (packsolve.db.figures.Group)."""
+    """Return counts and time figures from groups of attempts (packsolve.figures.run_figures.Group)."""
     counts: Counter[str] = Counter()
-    wall = cpu = par2_sum = 0.0
+    wall = cpu = par2_total = 0.0
     nodes = scored = 0
     for g in groups:
         n = g.attempts
@@ -104,11 +116,7 @@ def _figures(
         if g.status in NOT_RUN_VALUES:
             continue
         scored += n
-        if g.status in SUCCESS_VALUES:
-            par2_sum += g.wall_sum
-        else:
-            # Same rule as metrics.par2: twice the limit, or twice its own time without a limit.
-            par2_sum += 2.0 * (time_limit * n if time_limit else g.wall_sum)
+        par2_total += par2_sum(g.status, n, g.wall_sum, time_limit) or 0.0
     total = sum(counts.values())
     return {
         "total": total,
@@ -122,15 +130,10 @@ def _figures(
         "wall_s_median": rounded(medians.get("wall")),
         "wall_s_max": rounded(wall_max),
         "nodes_total": nodes,
-        "par2_s": round(par2_sum, 3),
-        "par2_mean_s": rounded(par2_sum / scored if scored else None),
+        "par2_s": round(par2_total, 3),
+        "par2_mean_s": rounded(par2_total / scored if scored else None),
         "scored": scored,
     }
-
-
-def _aware(dt: datetime) -> datetime:
-    # SQLite hands back naive UTC datetimes, PostgreSQL aware ones.
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> float | None:
@@ -148,7 +151,7 @@ def _span(conn: Connection, run_id: int) -> tuple[datetime | None, datetime | No
         .order_by(Attempt.finished_at.desc())
         .limit(1)
     ).scalar()
-    return (None if first is None else _aware(first)), (None if last is None else _aware(last))
+    return (None if first is None else as_utc(first)), (None if last is None else as_utc(last))
 
 
 def run_workers(conn: Connection, run_id: int) -> list[str]:
@@ -180,7 +183,8 @@ def run_summary(
     """Return the summary of run as a JSON-ready dict (fields documented in docs/reports.md).
 
     Counts and sums come from run_figures (kept as attempts change), a finished run's medians and
-    peaks from run_final (kept when it finished); the rest from the run's indexes, a few rows each.
+    peaks from its snapshot (figures.run_figures: kept once it finished, by its first reader if
+    nobody made it before); the rest from the run's indexes, a few rows each.
     A run going has its medians and peaks read over its attempts: reuse, if given, is handed that
     read and returns its value or one it kept (the dashboard keeps it a few seconds per run).
     """
@@ -189,7 +193,7 @@ def run_summary(
     by_kind: dict[str, list[Group]] = defaultdict(list)
     for g in found:
         by_kind[g.kind].append(g)
-    final = kept_final(conn, run.id) if run.finished_at is not None else None
+    final = finished_final(conn, run.id) if run.finished_at is not None else None
     if final is None:
 
         def read() -> Final:
@@ -198,7 +202,7 @@ def run_summary(
         final = read() if reuse is None else reuse(read)
     wall_max = {kind: _wall_max(conn, run.id, kind) for kind in by_kind}
     longest = max((m for m in wall_max.values() if m is not None), default=None)
-    everything = _figures(found, final.medians.get(WHOLE, {}), longest, run.time_limit)
+    everything = _figures(found, final.medians.get(WHOLE, {}), longest, par2_limit(run))
     workers = run_workers(conn, run.id)
     makespan = _seconds(*_span(conn, run.id))
     # One message per failing status, as an example (any one: an ordered pick would sort every
@@ -230,16 +234,18 @@ def run_summary(
         "heuristics": sorted({g.heuristic for g in found}),
         "kind": run.kind,
         "time_limit": run.time_limit,
+        "cpu_limit": run.cpu_limit,
         "node_limit": run.node_limit,
         "memory_limit_mb": run.memory_limit_mb,
         "concurrency": run.concurrency,
+        "cpus_per_attempt": cpus_per_attempt(run),
         "host": run.host,
         "version": run.version,
         "hosts": sorted({h for h in map(host_of, workers) if h}),
         "workers": len(workers),
         "worker_names": workers[:MAX_WORKER_NAMES],
         "kinds": {
-            kind: _figures(g, final.medians.get(kind, {}), wall_max[kind], run.time_limit)
+            kind: _figures(g, final.medians.get(kind, {}), wall_max[kind], par2_limit(run))
             for kind, g in sorted(by_kind.items())
         },
         "messages": messages,
@@ -263,6 +269,8 @@ def _limits_text(s: Summary) -> str:
     limits = []
     if s["time_limit"] is not None:
         limits.append(f"{s['time_limit']:g} s")
+    if s.get("cpu_limit") is not None:
+        limits.append(f"{s['cpu_limit']:g} s CPU")
     if s["node_limit"] is not None:
         limits.append(f"{s['node_limit']} nodes")
     if s["memory_limit_mb"] is not None:
@@ -319,6 +327,8 @@ def render_summary(s: Summary) -> Any:
     t.add_row("host, version", f"{s['host']}, packsolve {s['version']}")
     conc = f"concurrency {s['concurrency']}" if s["concurrency"] else s["mode"]
     t.add_row("workers", f"{s['workers']} seen on {', '.join(s['hosts']) or '—'} ({conc})")
+    if s["cpus_per_attempt"]:
+        t.add_row("pinned", f"each attempt to {s['cpus_per_attempt']} CPU(s) of its own")
     for label, value in provenance_rows(s["provenance"]):
         t.add_row(label, value)
     for warning in s["provenance"]["warnings"]:

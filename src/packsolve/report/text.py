@@ -8,9 +8,12 @@ import re
 # Width a message gets in a terminal table; JSON, CSV and HTML always carry it whole.
 MESSAGE_WIDTH = 60
 _SEPARATOR = re.compile(r"(?<=/)")
+_LINE = re.compile(r":\d+$")
 # C0 and C1 controls and DEL (ESC starts a terminal's escape sequences: clear the screen, recolour,
 # set the window title), and the bidirectional overrides, which reorder what a reader sees.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# The same but for line feeds and tabs, which a solver's output keeps.
+_OUTPUT_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
@@ -19,17 +22,23 @@ def visible(text: str) -> str:
     return _CONTROL.sub(_escaped, text)
 
 
+def visible_output(text: str) -> str:
+    """Return a solver's output with its lines and tabs kept and every other control character written
+    out, as visible() does: what a program printed cannot move a terminal's cursor or recolour it."""
+    return _OUTPUT_CONTROL.sub(_escaped, text)
+
+
 def _escaped(match: re.Match[str]) -> str:
     code = ord(match.group(0))
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def short_name(name: str | None, width: int = 40) -> str:
-    """Return a level name (a path, maybe with :LINE) that fits width, shortened from the left.
+    """Return a level name (a path, maybe with :LINE) that fits width on one line, shortened from the left.
 
-    Whole leading directories are dropped and replaced by '…/'; the file name
-    itself is never cut, so a name whose last part alone is too long comes back
-    as that part.
+    Whole leading directories are dropped and replaced by '…/'; a file name that alone is too long
+    loses its start to '…', so its end and its :LINE always stay whole (width is then at least
+    what they take, and an ellipsis and one character).
     """
     if name is None:
         return "—"
@@ -41,7 +50,9 @@ def short_name(name: str | None, width: int = 40) -> str:
         rest = "".join(parts[i:])
         if len(rest) + 2 <= width:
             return "…/" + rest
-    return "…/" + parts[-1] if len(parts) > 1 else name
+    line = _LINE.search(name)
+    keep = max(width - 1, len(line.group(0)) + 1 if line else 1)
+    return "…" + name[-keep:]
 
 
 def short_message(message: str | None, name: str | None = None, width: int = MESSAGE_WIDTH) -> str:

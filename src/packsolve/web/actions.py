@@ -1,14 +1,15 @@
 """The actions: rerun, resume, cancel, label, delete (each POST with a CSRF token), and the login form.
 
-Each does what its CLI command does by the same code: rerun and resume run the
-command itself in a process of their own (a local pool outlives the request),
-handed the run's id as read from the database (never the URL's text, which could
-pass for an option) and every form value as --option=VALUE; cancel, label and
-delete call the functions their commands call.
+Each does what its CLI command does by calling the functions the command calls,
+in this process: rerun and resume through the application's Starter (planning in
+its thread pool; only a local run's solving is detached, as `packsolve resume
+RUN`), cancel, label and delete directly. Their errors are the CLI's one-line
+errors, shown as a page.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -18,11 +19,12 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from packsolve import runs
+from packsolve.bounds import DURATION_FORM, duration_seconds
 from packsolve.db.catalog import delete_run, relabel
 from packsolve.db.runs import resolve_run, status_counts
-from packsolve.errors import PlanError, ReportError
-from packsolve.request import check_label
-from packsolve.web.commands import run_command
+from packsolve.errors import OptionError, PlanError, ReportError
+from packsolve.external.declaration import load_solvers
+from packsolve.request import RerunRequest, check_label
 from packsolve.web.pages import db
 from packsolve.web.render import page
 from packsolve.web.security import COOKIE, safe_next
@@ -47,8 +49,45 @@ def _resolve(request: Request, ref: str) -> int:
 
 
 async def _run_id(request: Request) -> int:
-    """Return the id of the URL's run: the command is handed a number, never the URL's text."""
+    """Return the id of the URL's run (RunNotFound if there is none)."""
     return await run_in_threadpool(_resolve, request, request.path_params["run"])
+
+
+def _seconds(text: str | None, option: str = "--time-limit") -> float | None:
+    """Return a form's limit in seconds (None: the parent's); OptionError as the option would say it."""
+    if not text or not text.strip():
+        return None
+    seconds = duration_seconds(text)
+    if seconds is None:
+        raise OptionError(option, f"{text!r} is not a duration: {DURATION_FORM}")
+    if not math.isfinite(seconds):
+        raise OptionError(option, f"{text!r} is not a finite duration: {DURATION_FORM}")
+    return seconds
+
+
+def rerun_request(run_id: int, fields: dict[str, str]) -> tuple[RerunRequest, list[str]]:
+    """Return the rerun a failure group's form asks for, and the `packsolve rerun` command it stands for.
+
+    The command is recorded with the run (where it came from), never run.
+    """
+    status = fields.get("status") or "timeout"
+    request = RerunRequest(
+        parent=str(run_id),
+        statuses=tuple(status.split(",")),
+        kind=fields.get("kind") or None,
+        heuristic=fields.get("heuristic") or None,
+        time_limit=_seconds(fields.get("time_limit")),
+        cpu_limit=_seconds(fields.get("cpu_limit"), "--cpu-limit"),
+        label=fields.get("label") or None,
+        message=fields.get("message") or None,
+        group=fields.get("group") or None,
+        solvers=load_solvers(None),
+    )
+    argv = ["rerun", str(run_id), f"--status={status}"]
+    for option in ("group", "kind", "message", "heuristic", "time_limit", "cpu_limit", "label"):
+        if fields.get(option):
+            argv.append(f"--{option.replace('_', '-')}={fields[option]}")
+    return request, argv
 
 
 async def login(request: Request) -> Response:
@@ -69,23 +108,19 @@ async def login(request: Request) -> Response:
 
 
 async def rerun(request: Request) -> Response:
-    """Start `packsolve rerun` of a failure group with the heuristic chosen; go to the new run's page."""
+    """Rerun a failure group with the heuristic chosen as `packsolve rerun` does; go to the new run's page."""
     fields = await form(request)
     run_id = await _run_id(request)
-    args = ["rerun", str(run_id), f"--status={fields.get('status') or 'timeout'}", "--quiet", "--format=json"]
-    for option in ("group", "kind", "message", "heuristic", "time_limit", "label"):
-        if fields.get(option):
-            # --name=VALUE: a value starting with "-" stays the option's value, never an option.
-            args.append(f"--{option.replace('_', '-')}={fields[option]}")
-    child = await run_command(request.app.state, args, r"run (\d+): rerun of")
+    asked, argv = await run_in_threadpool(rerun_request, run_id, fields)
+    child = await request.app.state.starter.rerun(asked, argv)
     return _to_run(child)
 
 
 async def resume(request: Request) -> Response:
-    """Start `packsolve resume RUN`; back to its page."""
+    """Resume the run as `packsolve resume RUN` does; back to its page."""
     await form(request)
     run_id = await _run_id(request)
-    await run_command(request.app.state, ["resume", str(run_id), "--quiet"], r"^run (\S+): (?:resuming|sent)")
+    await request.app.state.starter.resume(str(run_id))
     return _to_run(run_id)
 
 

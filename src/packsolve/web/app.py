@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -18,11 +20,17 @@ from starlette.responses import FileResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from packsolve.errors import LevelNotFound, PacksolveError, RunNotFound
+from packsolve.db.session import get_engine
+from packsolve.errors import LevelNotFound, PacksolveError, RunNotFound, ServiceError
+from packsolve.queue.app import Cluster
 from packsolve.report.html import SORT_JS
+from packsolve.settings import Settings
 from packsolve.web import actions, pages, plots
-from packsolve.web.render import page
+from packsolve.web.cache import Caches
+from packsolve.web.metrics import metrics, metrics_registry
+from packsolve.web.render import page, templates
 from packsolve.web.security import COOKIE, HEADER, Guard, same_origin
+from packsolve.web.starter import Starter
 
 log = logging.getLogger("packsolve.web")
 STATIC = Path(__file__).parent / "static"
@@ -33,6 +41,14 @@ CSP = (
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 OPEN_PATHS = ("/login", "/static/", "/favicon.ico")
+# Answered to programs, not browsers: a missing token is a 401 line, never the login page.
+MACHINE_PATHS = ("/metrics",)
+
+
+def _bearer(authorization: str | None) -> str | None:
+    """Return the token of an `Authorization: Bearer TOKEN` header (how Prometheus sends one), or None."""
+    scheme, _, token = (authorization or "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
 
 
 class _Gate(BaseHTTPMiddleware):
@@ -52,10 +68,16 @@ class _Gate(BaseHTTPMiddleware):
             return PlainTextResponse(
                 "this form came from another site: send it from the dashboard's own page", status_code=403
             )
+        header = request.headers.get(HEADER) or _bearer(request.headers.get("authorization"))
         if not request.url.path.startswith(OPEN_PATHS) and not guard.admits(
-            request.cookies.get(COOKIE), request.headers.get(HEADER)
+            request.cookies.get(COOKIE), header
         ):
-            if request.method == "GET" and HEADER not in request.headers:
+            if request.url.path in MACHINE_PATHS or getattr(request.app.state, "machine_only", False):
+                return PlainTextResponse(
+                    "this server needs its access token: send it as `Authorization: Bearer TOKEN`\n",
+                    status_code=401,
+                )
+            if request.method == "GET" and HEADER not in request.headers and header is None:
                 asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 return RedirectResponse(f"/login?{urlencode({'next': asked})}", status_code=303)
             return page(request, "error.html", 401, message="this dashboard needs its access token")
@@ -68,7 +90,14 @@ class _Gate(BaseHTTPMiddleware):
 
 
 def _usage(request: Request, exc: Exception) -> Response:
-    """A request that cannot be answered as asked: 404 for what does not exist, else 400; one line."""
+    """A request that cannot be answered as asked: 404 for what does not exist, else 400; one line.
+
+    A service an action needs (the broker, the database) that cannot be reached: 503, one line.
+    """
+    if isinstance(exc, ServiceError):
+        log.warning("%s: %s", request.url.path, exc)
+        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        return page(request, "error.html", 503, message=message)
     status = 404 if isinstance(exc, RunNotFound | LevelNotFound) else 400
     return page(request, "error.html", status, message=str(exc))
 
@@ -102,9 +131,29 @@ def _favicon(request: Request) -> Response:
 
 
 def create_app(
-    engine: Engine, guard: Guard, read_only: bool = False, broker_url: str | None = None
+    settings: Settings,
+    guard: Guard | None = None,
+    read_only: bool = False,
+    engine: Engine | None = None,
+    cluster: Cluster | None = None,
 ) -> Starlette:
-    """Return the dashboard over engine; read_only serves no action (no POST route at all)."""
+    """Return the dashboard of settings' database; read_only serves no action (no POST route at all).
+
+    Its state is its own (app.state): the engine (engine, else one opened on settings.database_url,
+    never creating a database), the guard (None: no token, any host), the caches, the templates, the
+    Starter of its actions (its thread pool stops with the application), and the registry of /metrics
+    (its queue depth of cluster, else of settings' broker).
+    """
+    engine = engine or get_engine(settings.database_url, create=False, read_only=read_only)
+    starter = Starter(settings, engine)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            starter.close()
+
     routes: list[Any] = [
         Route("/", pages.runs_page),
         Route("/live/runs", pages.runs_live),
@@ -115,8 +164,10 @@ def create_app(
         Route("/hardest", pages.hardest_page),
         Route("/compare", pages.compare_page),
         Route("/plots", plots.plots_page),
+        Route("/workers", pages.workers_page),
         Route("/levels/{hash}", pages.level_page),
         Route("/levels/{hash}/picture.svg", pages.level_picture),
+        Route("/metrics", metrics),
         Route("/login", actions.login, methods=["GET", "POST"]),
         Route("/favicon.ico", _favicon),
         Route("/static/sort.js", _sort_js),  # the report's own table sorter: one script for both
@@ -126,6 +177,7 @@ def create_app(
         routes += actions.ROUTES
     app = Starlette(
         routes=routes,
+        lifespan=lifespan,
         middleware=[Middleware(_Gate)],
         exception_handlers={
             PacksolveError: _usage,
@@ -134,8 +186,39 @@ def create_app(
             Exception: _bug,
         },
     )
+    app.state.settings = settings
     app.state.engine = engine
-    app.state.guard = guard
+    app.state.guard = guard or Guard()
     app.state.read_only = read_only
-    app.state.broker_url = broker_url
+    app.state.caches = Caches()
+    app.state.templates = templates()
+    app.state.starter = starter
+    app.state.metrics = metrics_registry(engine, cluster or Cluster.of(settings))
     return app
+
+
+def metrics_app(
+    settings: Settings, engine: Engine, cluster: Cluster, guard: Guard | None = None
+) -> Starlette:
+    """Return a server of /metrics alone (`packsolve metrics`), under the dashboard's access rule."""
+    app = Starlette(
+        routes=[Route("/metrics", metrics)],
+        middleware=[Middleware(_Gate)],
+        exception_handlers={HTTPException: _plain_http, Exception: _plain_bug},
+    )
+    app.state.settings = settings
+    app.state.guard = guard or Guard()
+    app.state.metrics = metrics_registry(engine, cluster)
+    app.state.machine_only = True  # no page, no login: every refusal is a line of text
+    return app
+
+
+def _plain_http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    text = {404: "no such page: this server answers /metrics only"}.get(exc.status_code, str(exc.detail))
+    return PlainTextResponse(text + "\n", status_code=exc.status_code)
+
+
+def _plain_bug(request: Request, exc: Exception) -> Response:
+    log.exception("error serving %s", request.url.path, exc_info=exc)
+    return PlainTextResponse("internal error: the server's log has the details\n", status_code=500)

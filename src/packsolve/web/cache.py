@@ -1,7 +1,9 @@
-"""Figures of finished runs kept between requests: once a run is finished its attempts no longer change.
+"""Figures kept between requests, on the application (app.state.caches): one set per dashboard.
 
-A run's key holds its finish time, label and state, so a resume (which reopens
-it), a relabel or a cancel makes new figures; a run still going is never cached.
+Finished runs' figures are kept: once a run is finished its attempts no longer
+change. A run's key holds its finish time, label and state, so a resume (which
+reopens it), a relabel or a cancel makes new figures; a run still going is never
+kept there, only read at most every few seconds (Recent).
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 # Entries kept (summaries, counts, failure groups: a few kilobytes each).
 SIZE = 512
+# Live figures slow to compute (rate, ETA, workers) are read at most this often, however many pages poll.
+RECENT_TTL_S = 5.0
 
 
 class Recent:
@@ -69,3 +74,11 @@ class FinishedRuns:
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
         return value
+
+
+@dataclass(frozen=True)
+class Caches:
+    """What one dashboard keeps between requests: finished runs' figures, and live figures a few seconds."""
+
+    finished: FinishedRuns = field(default_factory=FinishedRuns)
+    recent: Recent = field(default_factory=lambda: Recent(RECENT_TTL_S))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,31 +15,28 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import Response
 
-from packsolve.db.compare_figures import Figures, compare_figures
 from packsolve.db.models import Run
 from packsolve.db.runs import resolve_run, status_counts
 from packsolve.db.session import session_scope
 from packsolve.errors import LevelNotFound, ReportError, RunNotFound
+from packsolve.figures.compare_pairs import Figures, compare_figures
+from packsolve.outcome import Status
 from packsolve.report.attempts_page import COLUMNS, AttemptQuery, attempts_page, count_matching
 from packsolve.report.compare import Slice, page_of
-from packsolve.report.failures import failure_groups
+from packsolve.report.failures import failure_groups, suggested_cpu_limit, suggested_time_limit
 from packsolve.report.hardest import BY, HardestRows, hardest_in_run, hardest_overall
 from packsolve.report.live import run_workers
 from packsolve.report.progress import Progress, run_progress
 from packsolve.report.runs_list import RunRow, run_rows
 from packsolve.report.show import LevelReport, level_report, picture
 from packsolve.report.summary import Summary, run_summary
-from packsolve.web.cache import FinishedRuns, Recent
+from packsolve.web.cache import Caches
 from packsolve.web.choices import heuristic_choices
 from packsolve.web.render import page
 
 # Runs listed on the first page; ?all=1 lists every one.
 RUNS_SHOWN = 50
-GOING = ("running", "sending", "unsent")
 _HASH = re.compile(r"[0-9a-f]{64}")
-KEPT = FinishedRuns()
-# Live figures slow to compute (rate, ETA, workers) are read at most this often, however many pages poll.
-RECENT = Recent(ttl=5.0)
 
 
 @contextmanager
@@ -48,6 +44,12 @@ def db(request: Request) -> Iterator[Session]:
     """Yield a session on the dashboard's database for one request."""
     with session_scope(request.app.state.engine) as session:
         yield session
+
+
+def caches(request: Request) -> Caches:
+    """Return the figures this dashboard keeps between requests (its own: never another app's)."""
+    kept: Caches = request.app.state.caches
+    return kept
 
 
 COMPARE_ROWS_MAX = 1000
@@ -63,7 +65,7 @@ def whole(request: Request, name: str, default: int, low: int = 1, high: int = 1
     return int(raw)
 
 
-def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
+def _runs_context(kept: Caches, session: Session, everything: bool) -> dict[str, Any]:
     """Return the runs list: finished runs' rows kept, going runs' read again (rate and ETA: every few s)."""
     query = select(Run.id, Run.label, Run.state, Run.finished_at).order_by(Run.id.desc())
     marks = session.execute(query if everything else query.limit(RUNS_SHOWN)).all()
@@ -73,10 +75,10 @@ def _runs_context(session: Session, everything: bool) -> dict[str, Any]:
     for m in marks:
         if m.finished_at is None:
             r = _with_cancelled(session, fresh[m.id])
-            p = RECENT.get(("progress", m.id), partial(_progress_of, session, m.id))
+            p = kept.recent.get(("progress", m.id), partial(_progress_of, session, m.id))
             r["rate_per_s"], r["eta_s"] = p["rate_per_s"], p["eta_s"]
         else:
-            r = KEPT.keep(("row", *m), partial(_row_of, session, m.id))
+            r = kept.finished.keep(("row", *m), partial(_row_of, session, m.id))
         rows.append(r)
     children: dict[int, list[int]] = {}
     for r in rows:
@@ -98,21 +100,21 @@ def _row_of(session: Session, run_id: int) -> dict[str, Any]:
 
 def _with_cancelled(session: Session, row: RunRow) -> dict[str, Any]:
     """Return the runs list's row with its cancelled attempts: final, never ran, not in the bar's share."""
-    return {**row, "cancelled": status_counts(session, row["run"]).get("cancelled", 0)}
+    return {**row, "cancelled": status_counts(session, row["run"]).get(Status.CANCELLED, 0)}
 
 
 def runs_page(request: Request) -> Response:
     """Every run, newest first, with progress; live while one is going."""
     everything = request.query_params.get("all") == "1"
     with db(request) as session:
-        context = _runs_context(session, everything)
+        context = _runs_context(caches(request), session, everything)
     return page(request, "runs.html", everything=everything, **context)
 
 
 def runs_live(request: Request) -> Response:
     """The runs table alone, for the page's live updates."""
     with db(request) as session:
-        context = _runs_context(session, request.query_params.get("all") == "1")
+        context = _runs_context(caches(request), session, request.query_params.get("all") == "1")
     return page(request, "_runs_table.html", **context)
 
 
@@ -132,7 +134,7 @@ def attempt_query(request: Request) -> AttemptQuery:
     ).check()
 
 
-def _live_context(session: Session, run: Run, summary: Summary | None = None) -> dict[str, Any]:
+def _live_context(kept: Caches, session: Session, run: Run, summary: Summary | None = None) -> dict[str, Any]:
     """Return the live part of a run's page: progress and workers (a finished run's: from its counts).
 
     Counts are read each time (one indexed query); rate, ETA and workers at most every few seconds.
@@ -140,16 +142,18 @@ def _live_context(session: Session, run: Run, summary: Summary | None = None) ->
     if run.finished_at is not None:  # nothing is pending in a finished run
         counts = summary["counts"] if summary is not None else status_counts(session, run.id)
         total = sum(counts.values())
-        finished = {"total": total, "done": total, "cancelled": counts.get("cancelled", 0)}
+        finished = {"total": total, "done": total, "cancelled": counts.get(Status.CANCELLED, 0)}
         return {"progress": finished, "workers": [], "done": True}
     counts = status_counts(session, run.id)
-    slow = RECENT.get(("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id)))
-    pending = counts.get("queued", 0) + counts.get("running", 0)
+    slow = kept.recent.get(
+        ("live", run.id), lambda: (run_progress(session, run), run_workers(session, run.id))
+    )
+    pending = counts.get(Status.QUEUED, 0) + counts.get(Status.RUNNING, 0)
     progress: dict[str, Any] = {**slow[0], "total": sum(counts.values()), "chart_at": slow[0]["done"]}
     progress["done"] = progress["total"] - pending
-    progress["cancelled"] = counts.get("cancelled", 0)
+    progress["cancelled"] = counts.get(Status.CANCELLED, 0)
     if slow[0]["buffered"] is None:  # a local run: what runs is what the database says
-        progress["queued"], progress["running"] = counts.get("queued", 0), counts.get("running", 0)
+        progress["queued"], progress["running"] = counts.get(Status.QUEUED, 0), counts.get(Status.RUNNING, 0)
     # A distributed run keeps run_progress's split of the pending attempts (as `status` shows it):
     # running on a solver, claimed and not started, done but waiting in a worker's write buffer.
     return {"progress": progress, "workers": slow[1], "done": run.finished_at is not None}
@@ -158,16 +162,19 @@ def _live_context(session: Session, run: Run, summary: Summary | None = None) ->
 def run_page(request: Request) -> Response:
     """A run: its summary and kinds, workers, progress, and its attempts a page at a time."""
     query = attempt_query(request)
+    kept = caches(request)
     with db(request) as session:
         run = resolve_run(session, request.path_params["run"])
-        # A run going reads its medians over all its attempts: at most once per RECENT's ttl.
-        kept = partial(RECENT.get, ("final", run.id))
-        summary = KEPT.get(run, "summary", lambda: run_summary(session, run, reuse=kept))
+        # A run going reads its medians over all its attempts: at most once per the recent cache's ttl.
+        final = partial(kept.recent.get, ("final", run.id))
+        summary = kept.finished.get(run, "summary", lambda: run_summary(session, run, reuse=final))
         filters = replace(query, sort="seq", descending=False, page=1)
-        matching = KEPT.get(run, ("count", filters), lambda: count_matching(session, run.id, filters))
+        matching = kept.finished.get(
+            run, ("count", filters), lambda: count_matching(session, run.id, filters)
+        )
         table = attempts_page(session, run.id, query, matching)
         children = list(session.scalars(select(Run.id).where(Run.parent_id == run.id).order_by(Run.id)))
-        live = _live_context(session, run, summary)
+        live = _live_context(kept, session, run, summary)
     choices = {
         "kind": list(summary["kinds"]),
         "status": list(summary["counts"]),
@@ -183,7 +190,7 @@ def run_page(request: Request) -> Response:
         columns=list(COLUMNS),
         choices=choices,
         children=children,
-        medians_every=RECENT.ttl,
+        medians_every=kept.recent.ttl,
         **live,
     )
 
@@ -192,7 +199,7 @@ def run_live(request: Request) -> Response:
     """The run's progress and workers alone, for the page's live updates."""
     with db(request) as session:
         run = resolve_run(session, request.path_params["run"])
-        live = _live_context(session, run)
+        live = _live_context(caches(request), session, run)
     return page(request, "_run_live.html", run={"run": run.id}, **live)
 
 
@@ -201,26 +208,34 @@ def failures_page(request: Request) -> Response:
     with db(request) as session:
         run = resolve_run(session, request.path_params["run"])
         examples = whole(request, "examples", 20, high=1000)
-        data = KEPT.get(run, ("failures", examples), lambda: _failures(session, run, examples))
+        data = caches(request).finished.get(
+            run, ("failures", examples), lambda: _failures(session, run, examples)
+        )
         choices = heuristic_choices(run, {k for g in data["groups"] for k in g["kinds"]})
         mode = run.mode
     return page(request, "failures.html", data=data, choices=choices, mode=mode)
 
 
 def _failures(session: Session, run: Run, examples: int) -> dict[str, Any]:
-    """Return `report failures`' groups, each with the --time-limit its command suggests."""
+    """Return `report failures`' groups, each with the --time-limit and --cpu-limit its command suggests
+    ('' if none)."""
     data = failure_groups(session, run, examples)
-    return {**data, "groups": [{**g, **_suggested(g["rerun"])} for g in data["groups"]]}
 
+    def shown(seconds: float | None) -> str:
+        return "" if seconds is None else f"{seconds:g}"
 
-def _suggested(command: str) -> dict[str, str]:
-    """Return the --time-limit of the rerun command `report failures` suggests ('' if none)."""
-    words = shlex.split(command) if command.startswith("packsolve rerun") else []
-
-    def value(option: str) -> str:
-        return words[words.index(option) + 1] if option in words[:-1] else ""
-
-    return {"suggested_time_limit": value("--time-limit")}
+    return {
+        **data,
+        "groups": [
+            {
+                **g,
+                "suggested_time_limit": shown(suggested_time_limit(run, g)),
+                "suggested_cpu_limit": shown(suggested_cpu_limit(run, g)),
+            }
+            for g in data["groups"]
+        ],
+        "cpu_limited": run.cpu_limit is not None,
+    }
 
 
 def hardest_page(request: Request) -> Response:
@@ -235,7 +250,7 @@ def hardest_page(request: Request) -> Response:
     with db(request) as session:
         if p.get("run"):
             run = resolve_run(session, p["run"])
-            rows = KEPT.get(
+            rows = caches(request).finished.get(
                 run, ("hardest", by, top, kind), partial(hardest_in_run, session, run, by, top, kind)
             )
             title = f"hardest levels of run {run.id}"
@@ -265,7 +280,7 @@ def compare_page(request: Request) -> Response:
         shown = whole(request, "rows", 500, high=COMPARE_ROWS_MAX)
         offset = whole(request, "offset", 0, low=0)
         # Paged in SQL, the footer kept: two 1,000,000-attempt runs compare at once.
-        figures, age = _compare_figures(session, runs)
+        figures, age = _compare_figures(caches(request), session, runs)
         data = page_of(session, runs, figures, Slice(p.get("differs") == "1", kind, offset, shown), age)
     return page(
         request,
@@ -279,16 +294,18 @@ def compare_page(request: Request) -> Response:
     )
 
 
-def _compare_figures(session: Session, runs: list[Run]) -> tuple[dict[str, Figures], float | None]:
+def _compare_figures(
+    kept: Caches, session: Session, runs: list[Run]
+) -> tuple[dict[str, Figures], float | None]:
     """Return the runs' compare figures and their age in seconds (None: exact, every run finished).
 
     Finished runs never change: their figures are kept (a pair's in the database too). With a run
-    still going they are read at most every RECENT's few seconds: the aggregate over two
+    still going they are read at most every few seconds (kept.recent): the aggregate over two
     1,000,000-attempt runs takes seconds, and a page polled or paged must not start one each time.
     """
     if all(r.finished_at is not None for r in runs):
-        return KEPT.get(runs, "compare", lambda: compare_figures(session, runs)), None
-    read_at, figures = RECENT.get(
+        return kept.finished.get(runs, "compare", lambda: compare_figures(session, runs)), None
+    read_at, figures = kept.recent.get(
         ("compare", tuple(r.id for r in runs)), lambda: (time.monotonic(), compare_figures(session, runs))
     )
     return figures, time.monotonic() - read_at
@@ -318,3 +335,27 @@ def level_picture(request: Request) -> Response:
     # Shown through <img>, an SVG never runs scripts; opened on its own, the sandbox stops them too.
     headers = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox"}
     return Response(svg, media_type="image/svg+xml", headers=headers)
+
+
+def _cluster(request: Request) -> Any:
+    """Return the dashboard's cluster (its settings' broker and queue), made on first use."""
+    state = request.app.state
+    if getattr(state, "cluster", None) is None:
+        from packsolve.queue.app import Cluster
+
+        state.cluster = Cluster.of(state.settings)
+    return state.cluster
+
+
+def workers_page(request: Request) -> Response:
+    """Every worker and process on record, live, lost or stopped, with its history; and the queues."""
+    from packsolve.report.workers import event_text, process_rows, queue_rows, worker_rows
+
+    cluster = _cluster(request)
+    with db(request) as session:
+        processes = process_rows(session)
+        # The broker is asked at most every few seconds, whoever reloads.
+        queues = caches(request).recent.get(
+            ("queues",), lambda: queue_rows(session, cluster.queue, cluster.depth_of)
+        )
+    return page(request, "workers.html", workers=worker_rows(processes), queues=queues, event_text=event_text)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from jinja2 import Environment
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from packsolve.report.jinja import environment
 from packsolve.report.progress import duration
+from packsolve.runstate import ShownState
 
 
 def _secs(value: float | None, digits: int = 3) -> str:
@@ -30,15 +32,18 @@ def _query(request: Request, **changes: Any) -> str:
     return "?" + urlencode(params)
 
 
-ENV = environment("packsolve.web")
-ENV.filters.update(secs=_secs, count=_count, duration=duration)
-ENV.globals.update(url_with=_query, zip=zip)
+def templates() -> Environment:
+    """Return the dashboard's template environment (one per application: app.state.templates)."""
+    env = environment("packsolve.web")
+    env.filters.update(secs=_secs, count=_count, duration=duration)
+    env.globals.update(url_with=_query, zip=zip, ShownState=ShownState)
+    return env
 
 
 def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
     """Return the template rendered for request (its guard's CSRF token and read-only flag included)."""
     state = request.app.state
-    html = ENV.get_template(template).render(
+    html = state.templates.get_template(template).render(
         request=request, csrf=state.guard.csrf, read_only=state.read_only, **context
     )
     return HTMLResponse(html, status_code=status)

@@ -5,8 +5,8 @@ Every text is escaped; the charts carry no script, so they may sit inline in a p
 
 from __future__ import annotations
 
-import itertools
 import math
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -17,7 +17,6 @@ COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f
 WIDTH, HEIGHT = 640, 360
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 48
 PAD = 0.04  # of an axis's range, beyond its data
-_CLIPS = itertools.count()  # each inline chart's clip path needs an id of its own
 
 
 def colour(i: int) -> str:
@@ -133,7 +132,7 @@ class Chart:
 
     def svg(self) -> str:
         """Return the chart as an SVG element: axes, ticks, names, then what was drawn (clipped)."""
-        clip = f"plot{next(_CLIPS)}"
+        clip = f"plot-{secrets.token_hex(6)}"  # each inline chart's clip path needs an id of its own
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="chart" '
             f'role="img" font-family="system-ui, sans-serif" aria-label="{escape(self.title)}">',

@@ -51,6 +51,15 @@ def mark(level: dict[str, int], budget: Budget) -> Outcome:
 
 
 @solver
+def cpus(level: dict[str, int], budget: Budget) -> Outcome:
+    """Burn the level's ms of CPU, then say which CPUs this process could run on (its affinity)."""
+    end = time.process_time() + level["ms"] / 1000
+    while time.process_time() < end:
+        budget.charge()
+    return solved([level["ms"]], message="cpus " + ",".join(str(c) for c in sorted(os.sched_getaffinity(0))))
+
+
+@solver
 def hog(level: dict[str, int], budget: Budget) -> Outcome:
     hoard = []
     while True:
@@ -89,7 +98,15 @@ KIND = PuzzleKind(
     name="chaos",
     parse=parse,
     canonical=lambda level: dict(level),
-    solvers={"sleep": sleep, "hog": hog, "deep": deep, "deaf": deaf, "segv": segv, "mark": mark},
+    solvers={
+        "sleep": sleep,
+        "hog": hog,
+        "deep": deep,
+        "deaf": deaf,
+        "segv": segv,
+        "mark": mark,
+        "cpus": cpus,
+    },
     default="sleep",
     verify=verify,
     render=lambda level, solution=None: f"chaos {level}",

@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import Connection, create_engine
 
+from packsolve.db.migrate import include_object
 from packsolve.db.models import Base
 
 config = context.config
 target_metadata = Base.metadata
 
 
+def _configure(conn: Connection) -> None:
+    """Configure the context on conn, comparing (alembic check) only what the models say is there."""
+    context.configure(
+        connection=conn,
+        target_metadata=target_metadata,
+        render_as_batch=True,
+        include_object=include_object(conn.dialect.name),
+    )
+
+
 def run() -> None:
     """Run the migrations on the connection packsolve handed over, else on the configured URL."""
     conn = config.attributes.get("connection")
     if conn is not None:
-        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)
+        _configure(conn)
         with context.begin_transaction():
             context.run_migrations()
         return
@@ -24,7 +35,7 @@ def run() -> None:
         raise RuntimeError("no database URL: run migrations through `packsolve db upgrade`")
     engine = create_engine(url)
     with engine.begin() as conn:
-        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)
+        _configure(conn)
         with context.begin_transaction():
             context.run_migrations()
 

@@ -52,9 +52,7 @@ def cpsat_search(p: HamiltonProblem, budget: Budget, workers: int = 1) -> list[i
     if status == cp_model.INFEASIBLE:
         return None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise BudgetExhausted(
-            f"time limit {budget.time_limit:g} s reached (CP-SAT {solver.status_name(status)})"
-        )
+        raise BudgetExhausted(f"{budget.wall_message()} (CP-SAT {solver.status_name(status)})")
     nxt = {u: v for (u, v), lit in succ.items() if solver.boolean_value(lit)}
     path = [p.start]
     while len(path) < n:

@@ -403,7 +403,7 @@ class _Runner:
         if status == 2 and not capped:
             raise BudgetExhausted(f"node limit {budget.node_limit} reached")
         if status == 3:
-            raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
+            raise BudgetExhausted(budget.wall_message())
         return status, path
 
     def _probed_root(self, q: HamiltonProblem) -> Run:

@@ -96,7 +96,7 @@ def ida_star(
         return None
     budget.charge(nodes)
     if status == _TIME_LIMIT:
-        raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
+        raise BudgetExhausted(budget.wall_message())
     if status == _DEPTH:
         raise BudgetExhausted("search depth limit reached")
     if node_cap is not None:

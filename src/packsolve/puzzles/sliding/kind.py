@@ -12,6 +12,7 @@ from packsolve.api import (
     Budget,
     LevelError,
     Outcome,
+    Preparation,
     PuzzleKind,
     Status,
     field_of,
@@ -178,6 +179,51 @@ def generate(size_spec: str, count: int, seed: int) -> list[dict[str, Any]]:
     return [{"kind": "sliding", "tiles": random_board(n, rng).rows()} for _ in range(count)]
 
 
+# The heuristics that read pattern tables: (strong, ranked) as pdb.load takes them, and what building
+# them costs (docs/benchmarks.md, "Sliding tiles").
+_TABLES = {"pdb": (False, False), "pdb-663": (True, False), "pdb-6666": (False, True)}
+_COST = {
+    ("pdb", 4): "about a second",
+    ("pdb-663", 4): "about 10 s",
+    ("pdb-6666", 5): "minutes, about 1.3 GB of memory while building, 255 MB on disk",
+}
+
+
+def preparation(heuristic: str, board: Board) -> Preparation | None:
+    """Return the pattern tables a heuristic reads for this board's size, or None if it reads none."""
+    mode = "pdb" if heuristic == "weighted" and board.n >= 4 else heuristic
+    if mode not in _TABLES:
+        return None
+    from packsolve.puzzles.sliding import pdb
+
+    strong, ranked = _TABLES[mode]
+    if board.n not in pdb.PARTITIONS:
+        return None
+    # pdb-663 and pdb-6666 fall back to pdb's tables on sizes they have no split of: build those.
+    strong = strong and board.n in pdb.STRONG_PARTITIONS
+    ranked = ranked and board.n in pdb.RANKED_PARTITIONS
+    name = "pdb-663" if strong else "pdb-6666" if ranked else "pdb"
+    n = board.n
+    return Preparation(
+        key=f"sliding {name} {n}x{n}",
+        what=f"the {name} pattern tables for {n}x{n}",
+        cost=_COST.get((name, n), "under a second"),
+        where=str(pdb.cache_dir()),
+        ready=lambda: pdb.cached(n, strong, ranked),
+        run=lambda: _load(n, strong, ranked),
+        size=str(n),
+    )
+
+
+def _load(n: int, strong: bool, ranked: bool) -> None:
+    """Build the tables missing from the cache (whatever this process loaded before), then load them."""
+    from packsolve.puzzles.sliding import pdb
+
+    for group in pdb.groups_of(n, strong, ranked):
+        pdb.ensure_table(n, group, ranked)
+    pdb.load(n, strong, ranked)
+
+
 KIND = PuzzleKind(
     name="sliding",
     parse=parse,
@@ -206,4 +252,5 @@ KIND = PuzzleKind(
         {"tiles": [[3, 0, 2], [4, 1, 7], [6, 8, 5]]},
         {"tiles": [[2, 1, 0], [3, 4, 5], [6, 7, 8]]},
     ),
+    preparation=preparation,
 )

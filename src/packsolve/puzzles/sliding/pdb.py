@@ -5,9 +5,10 @@ fewest moves *of those tiles* that bring them home (other tiles move for
 free), so the tables of disjoint groups add up to an admissible heuristic.
 Tables are indexed by sum(pos_i * (N*N)**i): sparse, but a move updates the
 index with one multiply-add.  They are built once by breadth-first search in
-C, written atomically to the user's cache directory under a lock (two
-processes racing build it once), and memory-mapped read-only, so forked
-workers share one copy through the page cache.
+C (before the attempts that need them, by the kind's preparation: never under
+an attempt's limits unless no one prepared them), written atomically to the
+user's cache directory under a lock (two processes racing build it once), and
+memory-mapped read-only, so forked workers share one copy through the page cache.
 """
 
 from __future__ import annotations
@@ -214,8 +215,30 @@ def load(n: int, strong: bool = False, ranked: bool = False) -> PatternDatabase:
     return _LOADED[key]
 
 
+def groups_of(n: int, strong: bool = False, ranked: bool = False) -> tuple[tuple[int, ...], ...]:
+    """Return the groups whose tables load(n, strong, ranked) reads (a turned group's source once)."""
+    if ranked and n in RANKED_PARTITIONS:
+        return tuple(dict.fromkeys(TURNED.get(g, (g, 0))[0] for g in RANKED_PARTITIONS[n]))
+    return STRONG_PARTITIONS[n] if strong and n in STRONG_PARTITIONS else PARTITIONS[n]
+
+
+def cached(n: int, strong: bool = False, ranked: bool = False) -> bool:
+    """Return whether every table load(n, strong, ranked) reads is in the cache, whole."""
+    ranked = ranked and n in RANKED_PARTITIONS
+    for group in groups_of(n, strong, ranked):
+        try:
+            if table_path(n, group, ranked).stat().st_size != table_size(n, group, ranked):
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Build (or check) cached tables: `python -m packsolve.puzzles.sliding.pdb [--strong|--6666] [N...]`."""
+    """Build (or check) cached tables: `python -m packsolve.puzzles.sliding.pdb [--strong|--6666] [N...]`.
+
+    `packsolve kinds --prepare sliding HEURISTIC --size N` does the same through the kind's preparation.
+    """
     import sys
 
     args = sys.argv[1:] if argv is None else argv

@@ -231,4 +231,4 @@ def native_search(
         return Count(count, first)
     budget.charge(nodes)
     budget.check_clock()
-    raise BudgetExhausted(f"time limit {budget.time_limit:g} s reached")
+    raise BudgetExhausted(budget.wall_message())

@@ -14,7 +14,8 @@ cancel, delete):
 run_final keeps a finished run's medians and peak memory (a median cannot be kept up as attempts
 change, nor a maximum taken back), written when the run is stamped finished.
 
-Both are filled here for the runs already in the database.
+run_figures is filled here for the runs already in the database; run_final was filled here too,
+until 0021 replaced it by run_snapshots, made lazily (an old migration calls no live code).
 
 On SQLite, attempts_text (an FTS5 trigram index of names and messages, kept by triggers) finds the
 attempts holding a text, as PostgreSQL's pg_trgm indexes do since 0013.
@@ -175,7 +176,6 @@ def upgrade() -> None:
     op.execute(_backfill())
     for statement in _pg_statements() if postgresql else _sqlite_triggers():
         op.execute(statement)
-    _store_final()
     if not postgresql:
         for statement in FTS:
             op.execute(statement)
@@ -188,19 +188,6 @@ def _backfill() -> str:
     key = ", ".join(KEY)
     into = f"INSERT INTO run_figures ({key}, {', '.join(FIGURES)})"
     return f"{into} SELECT {key}, {figures} FROM attempts GROUP BY {key}"
-
-
-def _store_final() -> None:
-    """Read and keep the medians and peaks of every finished run (what stamping a run finished now does)."""
-    from sqlalchemy.orm import Session
-
-    from packsolve.db.figures import store_final
-
-    session = Session(bind=op.get_bind())
-    finished = session.execute(sa.text("SELECT id FROM runs WHERE finished_at IS NOT NULL")).scalars()
-    for run_id in list(finished):
-        store_final(session, run_id)
-    session.flush()
 
 
 def downgrade() -> None:

@@ -2,7 +2,8 @@
 
 Grouping a run's failed attempts by message pattern reads every one of them in Python (2 to 4 s for
 a run of a million attempts); a finished run's never change, so db.runs.finish_run_if_done groups
-them then and keeps them here with its finished_at. Filled here for the runs already finished.
+them then and keeps them here with its finished_at.
+Not filled here: 0021 replaced it by run_snapshots, made lazily (an old migration calls no live code).
 
 Revision ID: 0017
 Revises: 0016
@@ -28,17 +29,6 @@ def upgrade() -> None:
         sa.Column("groups", sa.Text(), nullable=False),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=False),
     )
-    _store_groups()
-
-
-def _store_groups() -> None:
-    """Group and keep the failures of every finished run (what stamping a run finished now does)."""
-    from packsolve.db.failures import store_groups
-
-    bind = op.get_bind()
-    finished = bind.execute(sa.text("SELECT id FROM runs WHERE finished_at IS NOT NULL ORDER BY id"))
-    for run_id in list(finished.scalars()):
-        store_groups(bind, run_id)
 
 
 def downgrade() -> None:

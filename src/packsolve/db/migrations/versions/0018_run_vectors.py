@@ -2,7 +2,8 @@
 
 The first compare of two finished runs joined their attempts in SQL: 26 s on SQLite, 59 s on
 PostgreSQL for two runs of a million attempts. Each run's attempts packed as arrays sorted by level
-hash, the same groups come from the two vectors in memory. Filled here for the runs already finished.
+hash, the same groups come from the two vectors in memory.
+Not filled here: 0021 replaced it by run_snapshots, made lazily (an old migration calls no live code).
 
 Revision ID: 0018
 Revises: 0017
@@ -19,6 +20,9 @@ down_revision = "0017"
 branch_labels = None
 depends_on = None
 
+# The arrays, one column each, as this revision made them.
+ARRAYS = ("keys", "checks", "kinds", "statuses", "walls", "peaks")
+
 
 def upgrade() -> None:
     op.create_table(
@@ -27,22 +31,8 @@ def upgrade() -> None:
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("legend", sa.Text(), nullable=False),
-        *(sa.Column(c, sa.LargeBinary(), nullable=False) for c in _ARRAYS),
+        *(sa.Column(c, sa.LargeBinary(), nullable=False) for c in ARRAYS),
     )
-    _store_vectors()
-
-
-_ARRAYS = ("keys", "checks", "kinds", "statuses", "walls", "peaks")
-
-
-def _store_vectors() -> None:
-    """Pack and keep the vector of every finished run (what stamping a run finished now does)."""
-    from packsolve.db.run_vectors import store_vector
-
-    bind = op.get_bind()
-    finished = bind.execute(sa.text("SELECT id FROM runs WHERE finished_at IS NOT NULL ORDER BY id"))
-    for run_id in list(finished.scalars()):
-        store_vector(bind, run_id)
 
 
 def downgrade() -> None:

@@ -4,25 +4,25 @@ Runs are joined level by level on (run_id, level_hash), the attempts' unique ind
 first run, then those of each next run at levels no earlier run had (a full outer join of any number
 of runs, without sorting them all). The aggregate groups the joined cells by kind and status per run
 (a few hundred groups), and the figures are added up from those groups. Finished runs with level
-vectors (db.run_vectors) have the same groups computed from those, in memory. Two finished runs never
-change: their figures are kept in compare_figures with both runs' finished_at, and read again only
-when one of those changes; a rerun's pair with its parent is kept when it is stamped finished.
+vectors (figures.run_vectors) have the same groups computed from those, in memory. Two finished runs
+never change: their figures are kept as a snapshot of the second run (figures.snapshots) named after
+the first and its finished_at, so it holds while neither run changed; a rerun's pair with its parent
+is kept once it finished, off the finishing transaction (figures.finished).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, literal, select, text
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import Connection, select, text
+from sqlalchemy.orm import Session
 
-from packsolve.db.models import CompareFigures, Run
-from packsolve.db.run_vectors import vector_cells
-from packsolve.db.session import read_only
-from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES, Status
+from packsolve.db.models import Run, RunSnapshot
+from packsolve.figures import snapshots
+from packsolve.figures.par2 import par2_limit, par2_sum
+from packsolve.figures.run_vectors import make_missing, vector_cells
+from packsolve.outcome import SUCCESS_VALUES, Status
 
 Figures = dict[str, float]
 # The row columns a page shows of each run, as attempts names them.
@@ -73,18 +73,6 @@ def _cells(runs: Sequence[Any]) -> str:
     return f"SELECT kind, {statuses}, COUNT(*) AS n, {sums} FROM ({parts}) joined GROUP BY kind, {statuses}"
 
 
-def _par2_sum(status: str | None, count: float, wall: float, time_limit: float | None) -> float | None:
-    """Return the PAR-2 summed over count cells of one status and wall sum, as metrics.par2 has it.
-
-    None where no solver ran (no cell, or a status that never ran): those cells have no PAR-2.
-    """
-    if status is None or status in NOT_RUN_VALUES:
-        return None
-    if status in SUCCESS_VALUES:
-        return wall
-    return 2.0 * time_limit * count if time_limit else 2.0 * wall
-
-
 def _add(out: Figures, name: str, value: float) -> None:
     out[name] = out.get(name, 0.0) + value
 
@@ -95,7 +83,7 @@ def _fold(runs: Sequence[Any], out: Figures, row: Any) -> None:
     status = [row[f"status{j}"] for j in range(n)]
     count = float(row["n"])
     wall = [float(row[f"w{j}"]) for j in range(n)]
-    par2 = [_par2_sum(status[j], count, wall[j], runs[j].time_limit) for j in range(n)]
+    par2 = [par2_sum(status[j], count, wall[j], par2_limit(runs[j])) for j in range(n)]
     decided = [s in SUCCESS_VALUES for s in status]
     common = all(p is not None for p in par2)
     _add(out, "rows", count)
@@ -125,7 +113,7 @@ def _fold(runs: Sequence[Any], out: Figures, row: Any) -> None:
 def read_figures(db: Session | Connection, runs: Sequence[Any]) -> dict[str, Figures]:
     """Return {kind: {figure: value}} over the runs' attempts: their grouped cells, then a fold.
 
-    The cells come from the runs' level vectors when every run is finished with one (db.run_vectors),
+    The cells come from the runs' level vectors when every run is finished with one (figures.run_vectors),
     else from one aggregate query over their attempts: the same groups either way.
 
     Per kind: rows, differs (levels every run has, statuses not all equal), common (levels every
@@ -157,30 +145,20 @@ def combined(by_kind: dict[str, Figures], kind: str | None) -> Figures:
     return out
 
 
-def _kept(db: Session | Connection, a: int, b: int) -> dict[str, Figures] | None:
+def pair_name(a: Any) -> str:
+    """Return the name of the snapshot of a pair (a, b) kept with run b: run a and its finished_at then."""
+    return f"compare/{a.id}@{a.finished_at.isoformat()}"
+
+
+def _kept(db: Session | Connection, a: Any, b: Any) -> dict[str, Figures] | None:
     """Return the pair's kept figures if both runs are still finished as they were then, else None."""
-    ra, rb = aliased(Run), aliased(Run)
-    rows = db.execute(
-        select(CompareFigures.kind, CompareFigures.figures)
-        .join(ra, and_(ra.id == CompareFigures.run_a, ra.finished_at == CompareFigures.a_finished_at))
-        .join(rb, and_(rb.id == CompareFigures.run_b, rb.finished_at == CompareFigures.b_finished_at))
-        .where(CompareFigures.run_a == a, CompareFigures.run_b == b)
-    ).all()
-    return {kind: json.loads(figures) for kind, figures in rows} if rows else None
+    return snapshots.kept(db, b.id, pair_name(a))  # type: ignore[no-any-return]
 
 
-def _keep(db: Session | Connection, a: int, b: int, by_kind: dict[str, Figures]) -> None:
-    """Replace the pair's kept figures, stamped with both runs' finished_at as they are now."""
-    db.execute(delete(CompareFigures).where(CompareFigures.run_a == a, CompareFigures.run_b == b))
-    stamps = [select(Run.finished_at).where(Run.id == r).scalar_subquery() for r in (a, b)]
-    for kind, figures in by_kind.items():
-        values = (literal(a), literal(b), literal(kind), literal(json.dumps(figures)))
-        db.execute(
-            insert(CompareFigures).from_select(
-                ["run_a", "run_b", "kind", "figures", "a_finished_at", "b_finished_at"],
-                select(*values, *stamps),
-            )
-        )
+def _keep(db: Session | Connection, a: Any, b: Any, by_kind: dict[str, Figures]) -> None:
+    """Keep the pair's figures with run b, replacing any kept with an earlier finish of run a."""
+    earlier = RunSnapshot.name.startswith(f"compare/{a.id}@", autoescape=True)
+    snapshots.keep(db, b.id, pair_name(a), by_kind, replaces=earlier)
 
 
 def compare_figures(db: Session | Connection, runs: Sequence[Any]) -> dict[str, Figures]:
@@ -190,32 +168,26 @@ def compare_figures(db: Session | Connection, runs: Sequence[Any]) -> dict[str, 
     """
     pair = len(runs) == 2 and all(r.finished_at is not None for r in runs)
     if pair:
-        kept = _kept(db, runs[0].id, runs[1].id)
+        kept = _kept(db, runs[0], runs[1])
         if kept is not None:
             return kept
+    make_missing(db, runs)  # the first compare of a finished run packs its vector, for the next ones
     by_kind = read_figures(db, runs)
-    if pair and by_kind and not read_only(db):  # a read-only reader computes them each time
-        _keep_once(db, runs[0].id, runs[1].id, by_kind)
+    if pair and by_kind:  # a read-only reader computes them each time
+        _keep(db, runs[0], runs[1], by_kind)
     return by_kind
 
 
-def _keep_once(db: Session | Connection, a: int, b: int, by_kind: dict[str, Figures]) -> None:
-    """Keep the pair's figures unless another transaction kept the same pair's meanwhile."""
-    try:
-        with db.begin_nested():
-            _keep(db, a, b, by_kind)
-    except IntegrityError:
-        pass  # another request kept the same pair's figures meanwhile: theirs are these
-
-
 def keep_rerun_pairs(db: Session | Connection, run_id: int) -> int:
-    """Read and keep the figures of the run just finished against its parent, and of its finished reruns.
+    """Read and keep the figures of a finished run against its parent, and of its finished reruns.
 
-    The pairs the run page links to compare (parent first), read in the transaction that stamps
-    the run finished, so that their first compare reads kept figures. Return how many pairs.
+    The pairs the run page links to compare (parent first), so that their first compare reads kept
+    figures. Return how many pairs.
     """
-    fields = (Run.id, Run.time_limit, Run.finished_at)
+    fields = (Run.id, Run.time_limit, Run.cpu_limit, Run.finished_at)
     this = db.execute(select(*fields, Run.parent_id).where(Run.id == run_id)).one()
+    if this.finished_at is None:
+        return 0
     pairs: list[tuple[Any, Any]] = []
     if this.parent_id is not None:
         parent = db.execute(select(*fields).where(Run.id == this.parent_id)).one_or_none()
@@ -224,7 +196,9 @@ def keep_rerun_pairs(db: Session | Connection, run_id: int) -> int:
     reruns = select(*fields).where(Run.parent_id == run_id, Run.finished_at.is_not(None), Run.id != run_id)
     pairs += [(this, rerun) for rerun in db.execute(reruns.order_by(Run.id))]
     for pair in pairs:
-        _keep_once(db, pair[0].id, pair[1].id, read_figures(db, pair))
+        if _kept(db, *pair) is None:
+            make_missing(db, pair)
+            _keep(db, *pair, read_figures(db, pair))
     return len(pairs)
 
 

@@ -1,22 +1,22 @@
-"""A run's figures without reading its attempts: the counts and sums kept by triggers, medians kept at finish.
+"""A run's figures without reading its attempts: the counts and sums kept by triggers, medians kept once.
 
 run_figures (migration 0014) counts a run's attempts per (kind, heuristic, status) with the sums of
-their times and nodes; the database's triggers keep it in the transaction that changes the attempts.
-Medians and peak memory cannot be kept that way (a median moves, a maximum cannot be taken back): a
-finished run's are read once, when it is stamped finished, and kept in run_final; a run still going
-has its own read over its attempts.
+their times and nodes; the database's triggers keep it in the transaction that changes the attempts
+(db.run_counts folds it on PostgreSQL). Medians and peak memory cannot be kept that way (a median
+moves, a maximum cannot be taken back): a finished run's are read once, after it finished, and kept
+as its FINAL snapshot (figures.snapshots); a run still going has its own read over its attempts.
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, and_, delete, func, insert, literal, select, text
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import RUN_FIGURES, Attempt, Run, RunFinal
-from packsolve.db.workers import on_postgresql
+from packsolve.db.models import RUN_FIGURES, Attempt
+from packsolve.figures import snapshots
 
 F = RUN_FIGURES.c
 # The whole run's medians are kept under this kind; a kind's medians under this heuristic.
@@ -52,46 +52,6 @@ def groups(db: Session | Connection, run_id: int) -> list[Group]:
         Group(kind, heuristic, status, int(n), int(wn), float(ws), int(cn), float(cs), int(nodes))
         for kind, heuristic, status, n, wn, ws, cn, cs, nodes in rows
     ]
-
-
-def status_counts(db: Session | Connection, run_id: int) -> dict[str, int]:
-    """Return {status: number of the run's attempts in it}: one indexed read of a few rows."""
-    rows = db.execute(
-        select(F.status, func.sum(F.attempts))
-        .where(F.run_id == run_id)
-        .group_by(F.status)
-        .having(func.sum(F.attempts) > 0)
-    )
-    return {status: int(n) for status, n in rows}
-
-
-# A transaction-scoped advisory lock per run: one fold of a run at a time, the others skip theirs.
-_FOLD_LOCK = 0x70616B66  # "pakf"
-
-
-def fold(db: Session | Connection, run_id: int) -> None:
-    """Replace the run's rows in run_figures by one per group, on PostgreSQL (SQLite has one already).
-
-    Each statement on attempts adds its own signed rows there (see migration 0014); folding keeps the
-    rows a reader adds up few. It takes only the rows it deletes, which no writer ever updates: it
-    cannot deadlock with the workers, and a fold already under way elsewhere makes this one skip.
-    """
-    if not on_postgresql(db):
-        return
-    locked = db.execute(text("SELECT pg_try_advisory_xact_lock(:k, :r)"), {"k": _FOLD_LOCK, "r": run_id})
-    if not locked.scalar():
-        return
-    db.execute(
-        text(
-            "WITH gone AS (DELETE FROM run_figures WHERE run_id = :r RETURNING *) "
-            "INSERT INTO run_figures "
-            "(run_id, kind, heuristic, status, attempts, wall_n, wall_sum, cpu_n, cpu_sum, nodes_sum) "
-            "SELECT run_id, kind, heuristic, status, sum(attempts), sum(wall_n), sum(wall_sum), "
-            "sum(cpu_n), sum(cpu_sum), sum(nodes_sum) FROM gone "
-            "GROUP BY run_id, kind, heuristic, status HAVING sum(attempts) <> 0"
-        ),
-        {"r": run_id},
-    )
 
 
 def medians(
@@ -155,46 +115,28 @@ def final_of(db: Session | Connection, run_id: int) -> Final:
     return Final(medians(db, run_id, measured_of(groups(db, run_id))), peak_memory(db, run_id))
 
 
-def store_final(db: Session | Connection, run_id: int) -> None:
-    """Read the finished run's medians and peaks and keep them, with its finished_at (replacing any)."""
+def _payload(final: Final) -> dict[str, Any]:
+    peaks = [[kind, heuristic, peak] for (kind, heuristic), peak in final.peaks.items()]
+    return {"medians": final.medians, "peaks": peaks}
+
+
+def store_final(db: Session | Connection, run_id: int) -> Final:
+    """Read the finished run's medians and peaks, keep them as its FINAL snapshot and return them."""
     final = final_of(db, run_id)
-    db.execute(delete(RunFinal).where(RunFinal.run_id == run_id))
-    finished = select(Run.finished_at).where(Run.id == run_id).scalar_subquery()
-    rows: list[tuple[str, str, float | None, float | None, float | None]]
-    rows = [(kind, WHOLE, m["wall"], m["cpu"], None) for kind, m in final.medians.items()]
-    rows += [(kind, heuristic, None, None, peak) for (kind, heuristic), peak in final.peaks.items()]
-    for kind, heuristic, wall, cpu, peak in rows:
-        values = (
-            literal(run_id),
-            literal(kind),
-            literal(heuristic),
-            literal(wall),
-            literal(cpu),
-            literal(peak),
-        )
-        db.execute(
-            insert(RunFinal).from_select(
-                ["run_id", "kind", "heuristic", "wall_median", "cpu_median", "peak_rss_mb", "finished_at"],
-                select(*values, finished),
-            )
-        )
+    snapshots.keep(db, run_id, snapshots.FINAL, _payload(final))
+    return final
 
 
 def kept_final(db: Session | Connection, run_id: int) -> Final | None:
     """Return what was kept for the run as finished now, None if nothing is (a run going, or resumed)."""
-    rows = db.execute(
-        select(
-            RunFinal.kind, RunFinal.heuristic, RunFinal.wall_median, RunFinal.cpu_median, RunFinal.peak_rss_mb
-        )
-        .join(Run, and_(Run.id == RunFinal.run_id, Run.finished_at == RunFinal.finished_at))
-        .where(RunFinal.run_id == run_id)
-    ).all()
-    if not rows:
+    payload = snapshots.kept(db, run_id, snapshots.FINAL)
+    if payload is None:
         return None
-    final = Final({}, {})
-    for kind, heuristic, wall, cpu, peak in rows:
-        if heuristic == WHOLE:
-            final.medians[kind] = {"wall": wall, "cpu": cpu}
-        elif peak is not None:
-            final.peaks[(kind, heuristic)] = peak
-    return final
+    peaks = {(kind, heuristic): float(peak) for kind, heuristic, peak in payload["peaks"]}
+    return Final(payload["medians"], peaks)
+
+
+def finished_final(db: Session | Connection, run_id: int) -> Final:
+    """Return a finished run's medians and peaks: kept, else read now and kept (its first reader's)."""
+    found = kept_final(db, run_id)
+    return found if found is not None else store_final(db, run_id)

@@ -1,11 +1,11 @@
 """A run's attempts as packed arrays sorted by level hash, and compare's grouped cells computed from them.
 
-The compare aggregate (db.compare_figures) joins runs level by level and groups the joined cells by
+The compare aggregate (figures.compare_pairs) joins runs level by level and groups the joined cells by
 kind and each run's status. Over two finished runs of a million attempts the database takes tens of
 seconds for it; the same groups come from the runs' level vectors in a few hundred milliseconds:
 each run's levels are sorted by a 64-bit prefix of the level hash, so one run's levels are found
 in another's by a binary search (numpy's searchsorted), and the groups are counted and summed by
-their code (bincount). No database here: db.run_vectors keeps and reads the vectors.
+their code (bincount). No database here: figures.run_vectors keeps and reads the vectors.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class _Legend:
 def cells(vectors: Sequence[LevelVector]) -> list[dict[str, Any]]:
     """Return the compare aggregate's rows over the vectors' runs: kind, status0.., n, w0.., p0...
 
-    The rows db.compare_figures' SQL aggregate returns (one per kind and combination of statuses,
+    The rows figures.compare_pairs' SQL aggregate returns (one per kind and combination of statuses,
     status None where a run lacks the level, p None where no peak was measured), in code order.
     The cells of vectors[i] at levels no earlier run has are joined to the later runs', as there.
     Raise Unmatched if two levels share a 64-bit prefix, OverflowError past MAX_CODES codes.

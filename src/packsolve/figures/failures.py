@@ -1,26 +1,26 @@
-"""A run's failed attempts grouped by (status, message pattern): grouped once when the run finishes, and kept.
+"""A run's failed attempts grouped by (status, message pattern): grouped once it finished, and kept.
 
 Grouping reads every failed attempt of the run (the pattern of a message is a Python regular
 expression, not SQL): 2 to 4 seconds for a run of a million attempts. A finished run's attempts no
-longer change, so its groups are made when it is stamped finished (db.runs.finish_run_if_done) and
-kept in run_failures with its finished_at, with KEPT_EXAMPLES levels each; `report failures`, its JSON
-and the dashboard read them from there. A run still going, or asked for more examples than were
-kept, is grouped at each call.
+longer change, so its groups are made once, off the finishing transaction (the scheduler, a local
+solve's end, or the first reader), and kept as its FAILURES snapshot (figures.snapshots) with
+KEPT_EXAMPLES levels each; `report failures`, its JSON and the dashboard read them from there. A run
+still going, or asked for more examples than were kept, is grouped at each call.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import Counter
 from typing import TypedDict
 
-from sqlalchemy import Connection, and_, delete, insert, literal, select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, Run, RunFailures
+from packsolve.db.models import Attempt, Run
 from packsolve.db.tables import PENDING_VALUES
+from packsolve.figures import snapshots
 from packsolve.outcome import SUCCESS_VALUES
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -95,15 +95,11 @@ def read_groups(db: Session | Connection, run_id: int, examples: int) -> list[Gr
     return sorted(found.values(), key=lambda g: (-g["count"], g["status"], g["pattern"]))
 
 
-def store_groups(db: Session | Connection, run_id: int) -> None:
-    """Group the finished run's failed attempts and keep them, with its finished_at (replacing any)."""
+def store_groups(db: Session | Connection, run_id: int) -> list[Group]:
+    """Group the finished run's failed attempts, keep them as its FAILURES snapshot and return them."""
     found = read_groups(db, run_id, KEPT_EXAMPLES)
-    db.execute(delete(RunFailures).where(RunFailures.run_id == run_id))
-    finished = select(Run.finished_at).where(Run.id == run_id).scalar_subquery()
-    values = (literal(run_id), literal(KEPT_EXAMPLES), literal(json.dumps(found)), finished)
-    db.execute(
-        insert(RunFailures).from_select(["run_id", "examples", "groups", "finished_at"], select(*values))
-    )
+    snapshots.keep(db, run_id, snapshots.FAILURES, {"examples": KEPT_EXAMPLES, "groups": found})
+    return found
 
 
 def kept_groups(db: Session | Connection, run_id: int, examples: int) -> list[Group] | None:
@@ -112,23 +108,24 @@ def kept_groups(db: Session | Connection, run_id: int, examples: int) -> list[Gr
     None if none are kept (a run going, or resumed since), or if more examples are asked for
     than were kept and a group has more levels than it kept.
     """
-    row = db.execute(
-        select(RunFailures.examples, RunFailures.groups)
-        .join(Run, and_(Run.id == RunFailures.run_id, Run.finished_at == RunFailures.finished_at))
-        .where(RunFailures.run_id == run_id)
-    ).first()
-    if row is None:
+    payload = snapshots.kept(db, run_id, snapshots.FAILURES)
+    if payload is None:
         return None
-    kept, found = row[0], json.loads(row[1])
+    kept, found = payload["examples"], payload["groups"]
     if examples > kept and any(g["count"] > len(g["examples"]) for g in found):
         return None
     for g in found:
         g["examples"] = g["examples"][:examples]
-        g.setdefault("key", group_key(g["status"], g["pattern"]))  # kept before groups had keys
     return found  # type: ignore[no-any-return]
 
 
 def failure_groups_of(db: Session | Connection, run: Run, examples: int) -> list[Group]:
-    """Return the run's groups: the kept ones when they hold, else read now."""
-    found = kept_groups(db, run.id, examples) if run.finished_at is not None else None
-    return found if found is not None else read_groups(db, run.id, examples)
+    """Return the run's groups: kept ones when they hold, else read now (kept by a finished run's reader)."""
+    if run.finished_at is None:
+        return read_groups(db, run.id, examples)
+    found = kept_groups(db, run.id, examples)
+    if found is not None:
+        return found
+    if examples <= KEPT_EXAMPLES and snapshots.kept(db, run.id, snapshots.FAILURES) is None:
+        return [{**g, "examples": g["examples"][:examples]} for g in store_groups(db, run.id)]
+    return read_groups(db, run.id, examples)

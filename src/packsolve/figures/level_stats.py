@@ -14,17 +14,10 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelStats, LevelStatsRun, Run
 from packsolve.db.session import read_only
+from packsolve.figures.par2 import par2_limit_sql, par2_sql
 from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES, Status
 
 COLUMNS = ("attempts", "decided", "solved", "best_wall_s", "best_nodes", "max_par2_s", "max_nodes")
-
-
-def par2_expr() -> Any:
-    """Return the SQL of an attempt's PAR-2 score (see metrics.par2); needs Run joined."""
-    return case(
-        (Attempt.status.in_(SUCCESS_VALUES), func.coalesce(Attempt.wall_s, 0.0)),
-        else_=2.0 * func.coalesce(Run.time_limit, Attempt.wall_s, 0.0),
-    )
 
 
 def _least(a: Any, b: Any) -> Any:
@@ -48,7 +41,7 @@ def _run_rows(run_ids: Any) -> Any:
             case((Attempt.status == Status.SOLVED, 1), else_=0).label("solved"),
             case((Attempt.status.in_(SUCCESS_VALUES), Attempt.wall_s)).label("best_wall_s"),
             case((Attempt.status.in_(SUCCESS_VALUES), Attempt.nodes)).label("best_nodes"),
-            par2_expr().label("max_par2_s"),
+            par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run)).label("max_par2_s"),
             Attempt.nodes.label("max_nodes"),
             Attempt.run_id.label("last_run_id"),
         )

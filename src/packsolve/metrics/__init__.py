@@ -1,0 +1,1 @@
+"""Prometheus metrics of a deployment, read from its database and broker on each scrape (collector)."""
