@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 
 import pytest
@@ -124,9 +125,20 @@ def test_a_job_that_cannot_be_pickled_runs_in_a_fresh_child(probe, pid_of, monke
 
 def test_a_kept_child_killed_while_idle_is_replaced_without_losing_the_job(pid_of):
     idle = pid_of("pid")
-    os.kill(idle, signal.SIGKILL)
-    time.sleep(0.1)
+    os.kill(idle, signal.SIGKILL)  # the next batch may find it dead, or still dying with its pipe open
     fresh = pid_of("pid")
+    assert fresh != idle
+
+
+def test_a_kept_child_that_dies_after_being_sent_a_batch_but_before_taking_it_costs_no_job(pid_of):
+    idle = pid_of("pid")
+    os.kill(idle, signal.SIGSTOP)  # the batch goes into its pipe; it cannot say it took it
+    killer = threading.Timer(0.5, os.kill, (idle, signal.SIGKILL))
+    killer.start()
+    try:
+        fresh = pid_of("pid")
+    finally:
+        killer.cancel()
     assert fresh != idle
 
 

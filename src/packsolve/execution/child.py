@@ -81,6 +81,7 @@ def _serve(jobs: Sequence[Job], recv_fd: int, send_fd: int, parent: int) -> None
             return
         if more is None:
             return
+        wire.write_all(send_fd, wire.TAKEN + b"\n")
         jobs = more
 
 

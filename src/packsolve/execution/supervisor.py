@@ -82,8 +82,9 @@ def _run_child(
     batch is using it) a fresh child is forked with the jobs in its memory.
     """
     with processes.kept_child_turn() as own:
-        child = processes.hand_over(jobs) if own else None
-        watch = _Watch(child or processes.fork(jobs, keep=own), jobs, own, gate, claim_after)
+        kept = processes.hand_over(jobs) if own else None
+        child = kept or processes.fork(jobs, keep=own)
+        watch = _Watch(child, jobs, own, gate, claim_after, taken=kept is None)
         return (yield from watch.results())
 
 
@@ -97,8 +98,10 @@ class _Watch:
         keep: bool,
         gate: ClaimGate | None,
         claim_after: float,  # the gate is asked once the first job has run this long
+        taken: bool,  # False: a kept child was sent the jobs and has not said it holds them (wire.TAKEN)
     ) -> None:
         self.child = child
+        self.taken = taken
         self.jobs = jobs
         self.keep = keep  # whether the child may become the kept one when it ends the batch healthy
         self.lines = wire.Lines(child.from_child)
@@ -125,6 +128,13 @@ class _Watch:
                 # Inside the try: if the gate raises (its database is gone), the child must not be left.
                 self._claim_if_due()
                 line = self.lines.next(self._wait())
+                if not self.taken and line is not False:
+                    if line == wire.TAKEN:  # its jobs begin now
+                        self.taken = True
+                        self.mark = time.monotonic()
+                    else:  # it died while idle (None) or could not unpickle them (REFUSED)
+                        self._fork_afresh()
+                    continue
                 if line is False:
                     if self._only_the_claim_was_due():
                         continue
@@ -132,9 +142,6 @@ class _Watch:
                     break
                 if line is None:
                     break  # the child died: reaped below, its job's ending made after
-                if self.done == 0 and line == wire.REFUSED:
-                    self._fork_afresh()
-                    continue
                 result, leaving = self._record(line)
                 if self.abandon_by is None:
                     yielded += 1
@@ -185,8 +192,9 @@ class _Watch:
         self.killed = True
 
     def _fork_afresh(self) -> None:
-        """The kept child could not unpickle the jobs: replace it by a fork that has them in memory."""
+        """The kept child did not take the jobs: replace it by a fork that has them in memory."""
         self.child.discard()
+        self.taken = True
         self.child = self.current = processes.fork(self.jobs, self.keep)
         self.lines = wire.Lines(self.child.from_child)
         self.mark = time.monotonic()

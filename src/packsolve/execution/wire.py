@@ -1,8 +1,9 @@
 """What travels between the parent and a solver child: batches of jobs down, one line per job up.
 
 Down (to a kept child only; a fresh child finds its first batch in its copy of the
-parent's memory): each batch pickled, after its length in 8 bytes. Up: one JSON line
-per job, in order, or REFUSED when the child could not unpickle a batch.
+parent's memory): each batch pickled, after its length in 8 bytes. Up, from a kept child, first
+TAKEN once it holds the batch (or REFUSED when it could not unpickle it); then one JSON line per
+job, in order.
 
 The framing is this module's own, not multiprocessing.connection's: measured side by side
 (benchmarks/wire_framing.py, docs/benchmarks.md), Connection was no faster on small batches and
@@ -21,7 +22,10 @@ from typing import Literal, cast
 
 from packsolve.execution.spec import Job
 
-# The line a kept child writes instead of results when it cannot unpickle a batch.
+# The line a kept child writes once it holds a batch: until then its jobs have not begun, so a
+# child that dies before it (killed while idle) cost nothing and the batch goes to a fresh one.
+TAKEN = b'{"_taken": true}'
+# The line a kept child writes instead when it cannot unpickle a batch.
 REFUSED = b'{"_refused": true}'
 _HEADER = struct.Struct("!Q")
 
