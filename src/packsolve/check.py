@@ -17,7 +17,7 @@ from packsolve.execution.preparing import needed
 from packsolve.external.declaration import ExternalSolver
 from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.planning import Plan, check_distributed, choose_chunk_size, max_chunk_for, plan_request
-from packsolve.request import Request, check_jobs
+from packsolve.request import LocalPool, Request
 from packsolve.settings import DEFAULT_VISIBILITY_TIMEOUT
 
 
@@ -29,7 +29,7 @@ class PackCheck:
     request: Request
     per_kind: dict[str, dict[str, Any]]  # kind -> {"levels", "heuristics": {name: levels}}
     invalid: list[tuple[str, str]]  # (name, message) of the levels that cannot be read
-    processes: int  # what solve would use
+    pool: LocalPool  # what solve would use
     chunk_size: int  # what submit would put in a task
     tasks: int
     distributed_problem: str | None  # why submit would refuse these limits (None: it would not)
@@ -42,7 +42,7 @@ def check_pack(
     engine: Engine | None,
     paths: Sequence[str],
     request: Request,
-    jobs: int | None = None,
+    pool: LocalPool,
     chunk_size: int = 0,
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> PackCheck:
@@ -50,9 +50,9 @@ def check_pack(
 
     engine: the results database if one exists (its history sets the chunk size as
     submit's would); None reads none. visibility_timeout: the settings' (seconds), which
-    bounds what a task may carry as submit's does. Nothing is written anywhere.
+    bounds what a task may carry as submit's does. pool: the processes solve would use
+    (LocalPool.checked). Nothing is written anywhere.
     """
-    processes = check_jobs(jobs)
     plan = plan_request(paths, request)
     per_kind: dict[str, dict[str, Any]] = {}
     invalid = []
@@ -80,7 +80,7 @@ def check_pack(
         request,
         dict(sorted(per_kind.items())),
         invalid,
-        processes,
+        pool,
         size,
         math.ceil(len(specs) / size) if specs else 0,
         problem,
@@ -132,7 +132,7 @@ def as_json(check: PackCheck) -> dict[str, Any]:
             {"key": p.key, "what": p.what, "cost": p.cost, "where": p.where, "ready": ready}
             for p, ready in check.preparations
         ],
-        "local": {"processes": check.processes},
+        "local": {"processes": check.pool.processes, "cpus_per_attempt": check.pool.cpus_per_attempt},
         "distributed": {
             "chunk_size": check.chunk_size,
             "tasks": check.tasks,

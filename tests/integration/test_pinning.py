@@ -7,6 +7,7 @@ The chaos kind's `cpus` heuristic burns CPU, then writes the CPUs its solver pro
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,14 @@ def test_cpus_per_attempt_that_do_not_fit_are_refused_in_one_line_before_anythin
     assert len(jobs.stderr.strip().splitlines()) == 1, jobs.stderr
     bad = invoke("solve", str(pack), "--cpus-per-attempt", "-1", env=env)
     assert bad.returncode == 2 and "--cpus-per-attempt" in bad.stderr, bad.stderr
+    # check refuses what solve would, and says what it would do with what fits.
+    checked = invoke("check", str(pack), "--cpus-per-attempt", str(usable + 1), env=env)
+    assert checked.returncode == 2 and f"give at most {usable}" in checked.stderr, checked.stderr
+    fits = invoke("check", str(pack), "--cpus-per-attempt", "1", env=env)
+    assert fits.returncode == 0, fits.stderr
+    assert f"solve: {len(USABLE)} process(es), each pinned to 1 CPU(s) of its own" in fits.stdout
+    as_json = json.loads(invoke("check", str(pack), "--format", "json", env=env).stdout)
+    assert as_json["local"] == {"processes": os.cpu_count(), "cpus_per_attempt": None}
     assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()  # nothing was created
 
 

@@ -43,11 +43,11 @@ def check(
     from packsolve.db.migrate import current_revision
     from packsolve.db.session import get_engine
     from packsolve.errors import NoDatabase
-    from packsolve.request import check_jobs
+    from packsolve.request import LocalPool
 
     request = run_request(opts)
     settings = invocation.settings
-    jobs = check_jobs(jobs, settings.cpus_per_attempt)
+    pool = LocalPool.checked(jobs, settings.cpus_per_attempt)  # refused as solve would refuse it
     engine: Any
     try:
         # Past runs, if there is a database, size tasks as submit would; nothing is migrated or created
@@ -57,7 +57,7 @@ def check(
             engine = None  # a database with no schema yet: no history either
     except NoDatabase:
         engine = None
-    result = check_pack(engine, paths, request, jobs, chunk_size, settings.visibility_timeout)
+    result = check_pack(engine, paths, request, pool, chunk_size, settings.visibility_timeout)
     emit(as_json(result), fmt, render_check)
 
 
@@ -152,7 +152,11 @@ def _plan_lines(c: dict[str, Any]) -> list[Any]:
         parts.append(f"{limits['node_limit']} nodes")
     if limits["memory_limit_mb"]:
         parts.append(f"{limits['memory_limit_mb']} MB")
-    out = [Text("limits: " + ", ".join(parts)), Text(f"solve: {c['local']['processes']} process(es)")]
+    local = c["local"]
+    solve = f"solve: {local['processes']} process(es)"
+    if local.get("cpus_per_attempt"):
+        solve += f", each pinned to {local['cpus_per_attempt']} CPU(s) of its own"
+    out = [Text("limits: " + ", ".join(parts)), Text(solve)]
     d = c["distributed"]
     source = "past runs' times" if d["from_history"] else "the levels' sizes (no database here yet)"
     if d["problem"]:
