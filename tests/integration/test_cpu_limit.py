@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from packsolve.execution import AttemptSpec, Limits, cgroups, execute_attempts
-from packsolve.external.declaration import load_solvers
+from packsolve.execution import AttemptSpec, Limits, cgroups
 from packsolve.levels import make_level
 from packsolve.outcome import Status
 from tests.support.inprocess import invoke
-from tests.support.programs import alive, toml_for, write_programs
+from tests.support.programs import alive, run_one, toml_for, write_programs
 from tests.support.services import ROOT, child_env, packsolve_cmd
 from tests.support.waiting import wait_for
 
@@ -29,21 +28,6 @@ COINS = make_level("a", {"kind": "coins", "notes": [9, 1, 6, 3], "target": 10}).
 # A sudoku made against brute force: the `plain` search (first empty cell, no propagation) takes far
 # more than a second of CPU on it.
 HARD_SUDOKU = "..............3.85..1.2.......5.7.....4...1...9.......5......73..2.1........4...9"
-
-
-@pytest.fixture(scope="module")
-def directory(tmp_path_factory):
-    return write_programs(tmp_path_factory.mktemp("programs"))
-
-
-@pytest.fixture(scope="module")
-def programs(directory):
-    return load_solvers(toml_for(directory))
-
-
-def run_one(spec):
-    [outcome] = list(execute_attempts([spec]))
-    return outcome
 
 
 def test_a_program_whose_grandchild_burns_cpu_is_stopped_at_its_trees_cpu_not_its_own(programs, directory):

@@ -16,22 +16,11 @@ from packsolve.execution import AttemptSpec, Limits, execute_attempts
 from packsolve.external.declaration import ExternalSolver, load_solvers
 from packsolve.levels import make_level
 from packsolve.outcome import Status
-from tests.support.programs import alive, toml_for, write_programs
+from tests.support.programs import alive, run_one
 from tests.support.waiting import wait_for, wait_until
 
 SOLVABLE = make_level("a", {"kind": "coins", "notes": [9, 1, 6, 3], "target": 10}).data
 IMPOSSIBLE = make_level("b", {"kind": "coins", "notes": [4, 6, 10, 20], "target": 33}).data
-
-
-@pytest.fixture(scope="module")
-def directory(tmp_path_factory):
-    """The programs, and where those that leave processes behind write their pids."""
-    return write_programs(tmp_path_factory.mktemp("programs"))
-
-
-@pytest.fixture(scope="module")
-def programs(directory):
-    return load_solvers(toml_for(directory))
 
 
 @pytest.fixture
@@ -43,11 +32,6 @@ def pids(directory):
 
 def attempt(programs, name, level=SOLVABLE, **limits):
     return AttemptSpec("coins", name, level, Limits(**{"time_limit": 5.0, **limits}), programs[name])
-
-
-def run_one(spec):
-    [outcome] = list(execute_attempts([spec]))
-    return outcome
 
 
 def test_a_correct_program_is_solved_with_its_answer_verified_and_its_nodes_kept(programs):

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from packsolve.execution import AttemptSpec, execute_attempts
+from packsolve.outcome import Outcome
+
 PY = "#!/usr/bin/env python3\nimport json, os, sys, time, itertools\n"
 
 ANSWER = "print(json.dumps(solve(json.load(sys.stdin))))\n"
@@ -218,3 +221,9 @@ def toml_for(directory: Path, names: list[str] | None = None) -> Path:
     path = directory / "packsolve.toml"
     path.write_text("\n".join(lines))
     return path
+
+
+def run_one(spec: AttemptSpec) -> Outcome:
+    """Run one attempt through the production entry point (execute_attempts) and return its outcome."""
+    [outcome] = list(execute_attempts([spec]))
+    return outcome
