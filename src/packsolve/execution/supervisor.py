@@ -129,11 +129,7 @@ class _Watch:
                 self._claim_if_due()
                 line = self.lines.next(self._wait())
                 if not self.taken and line is not False:
-                    if line == wire.TAKEN:  # its jobs begin now
-                        self.taken = True
-                        self.mark = time.monotonic()
-                    else:  # it died while idle (None) or could not unpickle them (REFUSED)
-                        self._fork_afresh()
+                    self._handed_over(line)
                     continue
                 if line is False:
                     if self._only_the_claim_was_due():
@@ -190,6 +186,14 @@ class _Watch:
         """Kill the child (its job passed the hard limit, or the declined child its grace)."""
         os.kill(self.child.pid, signal.SIGKILL)
         self.killed = True
+
+    def _handed_over(self, line: bytes | None) -> None:
+        """Read the kept child's first word on the jobs sent to it: it took them, or never will."""
+        if line == wire.TAKEN:  # its jobs begin now
+            self.taken = True
+            self.mark = time.monotonic()
+        else:  # it died while idle (None: its pipe was still open when they were sent) or REFUSED them
+            self._fork_afresh()
 
     def _fork_afresh(self) -> None:
         """The kept child did not take the jobs: replace it by a fork that has them in memory."""
