@@ -135,29 +135,31 @@ def test_bad_relative_values_are_refused_as_usage_errors(tmp_path, sqlite_url):
         assert res.returncode == 2 and said in res.stderr and "Traceback" not in res.stderr, res.stderr
 
 
-def test_a_distributed_rerun_runs_each_attempt_under_its_own_limit(tmp_path, broker, pg_url, start_worker):
+def test_a_distributed_run_sends_one_task_of_attempts_each_under_its_own_limit(
+    tmp_path, broker, pg_url, start_worker
+):
+    """`submit --time-limit 3x --chunk-size 3`: one task, three limits, each run by a worker as its own."""
     env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
-    start_worker(broker, pg_url, "w1@test", concurrency=2)
-    res = invoke("submit", str(write_pack(tmp_path)), "--time-limit", "0.5", env=env)
+    worker = start_worker(broker, pg_url, "w1@test", concurrency=2)
+    pack = write_pack(tmp_path)
+    res = invoke("submit", str(pack), "--time-limit", "0.5", env=env)
     assert res.returncode == 0, res.stderr
-    parent = int(res.stdout.strip().splitlines()[-1])
-    wait_for_run(pg_url, parent, timeout=60)
-    res = invoke(
-        "rerun", str(parent), "--status", "timeout", "--time-limit", "3x", "--chunk-size", "2", env=env
-    )
-    if res.returncode == 2 and "--chunk-size" in res.stderr:  # rerun has no --chunk-size: tasks as chosen
-        res = invoke("rerun", str(parent), "--status", "timeout", "--time-limit", "3x", env=env)
+    wait_for_run(pg_url, int(res.stdout.strip().splitlines()[-1]), timeout=60)
+    res = invoke("submit", str(pack), "--time-limit", "3x", "--chunk-size", "3", env=env)
     assert res.returncode == 0, res.stderr
+    assert "1 task(s)" in res.stdout + res.stderr
     child = int(res.stdout.strip().splitlines()[-1])
     wait_for_run(pg_url, child, timeout=60)
     after = attempts(pg_url, child)
-    assert after[1][:1] + after[1][2:] == ("solved", 1.5, None)
+    assert after[0][:1] + after[0][2:] == ("solved", 1.0, None)  # the floor over 3x its 0.1 s
+    assert after[1][:1] + after[1][2:] == ("solved", 1.5, None)  # 3x the 0.5 s it timed out at
     assert after[2][:1] + after[2][2:] == ("timeout", 1.5, None)
     assert after[2][1] is not None and after[2][1] < 2.5  # stopped at its own limit, not the level's 2.5 s
+    assert "refused" not in worker.log()
 
 
 def test_a_task_whose_limit_was_forged_is_refused(db_url):
-    """A relative run's attempt runs only under its own limit: the run's (largest) one, or another, is refused."""
+    """A relative run's attempt runs only under its own limit: the run's (largest) or another is refused."""
     from dataclasses import replace
 
     from packsolve.db.runs import RunOptions, create_run
