@@ -82,6 +82,20 @@ def test_a_rerun_at_3x_gives_each_attempt_three_times_its_levels_history(tmp_pat
     shown = invoke("report", "summary", str(child), env=env)
     assert shown.returncode == 0, shown.stderr
     assert "3x expected" in shown.stdout, shown.stdout
+    # PAR-2 at each attempt's own limit: the child's timeout scores 2 x 1.5 s, its solved levels their time.
+    summary = json.loads(invoke("report", "summary", str(child), "--format", "json", env=env).stdout)
+    solved_wall = sum(a[1] for a in after.values() if a[0] == "solved")
+    assert summary["par2_s"] == pytest.approx(solved_wall + 2 * 1.5, abs=0.01)
+    assert summary["relative"]["time_limit"]["spec"] == "3x,0.1s"
+    assert summary["relative"]["time_limit"]["high"] == pytest.approx(1.5)
+    compared = json.loads(
+        invoke("report", "compare", str(parent), str(child), "--format", "json", env=env).stdout
+    )
+    foot = compared["footer"][1]
+    assert foot["par2_s"] == pytest.approx(summary["par2_s"], abs=0.01)
+    assert foot["speedup"] is None and "relative" in foot["speedup_why_not"]
+    failures = invoke("report", "failures", str(child), env=env)
+    assert failures.returncode == 0 and "--time-limit 2x" in failures.stdout, failures.stdout
     # resume keeps each attempt's own limit: the scheduler's and resume's pending come from them.
     from packsolve.planning import stored_pending
 
