@@ -205,3 +205,22 @@ def test_a_task_whose_limit_was_forged_is_refused(db_url):
     assert run([item(0, 4.0), good[1]]) == [good[1].level_hash]  # the run's largest, forged onto level 0
     assert run([replace(good[2], spec=replace(good[2].spec, limits=Limits(4.0, cpu_limit=4.0)))]) == []
     engine.dispose()
+
+
+def test_resume_runs_each_attempt_under_its_own_stored_limit(tmp_path, sqlite_url):
+    """A relative rerun made and left for `packsolve resume` (as the dashboard does): each limit is kept."""
+    from packsolve import runs
+    from packsolve.execution.relative import Relative
+    from packsolve.request import RerunRequest
+
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    parent = first_run(tmp_path, env, sqlite_url)
+    request = RerunRequest(str(parent), ("timeout",), time_limit=Relative(3.0), local=True, jobs=1)
+    made, _ = runs.start_rerun(get_engine(sqlite_url), request, ["rerun"], cluster=None, detached=True)  # type: ignore[arg-type]
+    assert [a[0] for a in attempts(sqlite_url, made.id).values()] == ["queued", "queued"]
+    res = invoke("resume", str(made.id), env=env)
+    assert res.returncode == 0, res.stderr
+    after = attempts(sqlite_url, made.id)
+    assert after[1][0] == "solved" and after[2][0] == "timeout", after
+    assert after[1][2] == after[2][2] == pytest.approx(1.5)
+    assert after[2][1] < 2.5
