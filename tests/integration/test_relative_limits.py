@@ -96,6 +96,20 @@ def test_a_rerun_at_3x_gives_each_attempt_three_times_its_levels_history(tmp_pat
     assert foot["speedup"] is None and "relative" in foot["speedup_why_not"]
     failures = invoke("report", "failures", str(child), env=env)
     assert failures.returncode == 0 and "--time-limit 2x" in failures.stdout, failures.stdout
+    # The dashboard's run page and failure form say the same.
+    from packsolve.settings import Settings
+    from packsolve.web import pages
+    from packsolve.web.app import create_app
+    from packsolve.web.security import Guard
+    from tests.support.dashboard import handled
+
+    app = create_app(Settings(database_url=db_url), Guard(), engine=get_engine(db_url))
+    page = handled(app, pages.run_page, f"/runs/{child}", b"", run=str(child)).body.decode()
+    assert (
+        "3x,0.1s of each level&#39;s expected time" in page or "3x,0.1s of each level's expected time" in page
+    )
+    form = handled(app, pages.failures_page, f"/runs/{child}/failures", b"", run=str(child)).body.decode()
+    assert 'value="2x"' in form
     # resume keeps each attempt's own limit: the scheduler's and resume's pending come from them.
     from packsolve.planning import stored_pending
 
