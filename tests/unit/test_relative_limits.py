@@ -126,3 +126,14 @@ def test_a_bad_relative_option_is_a_one_line_usage_error(option, tmp_path, monke
     res = CliRunner().invoke(cli, ["check", PACK, option, "0x"])
     assert res.exit_code == 2
     assert "factor must be a number > 0" in res.output and "Traceback" not in res.output
+
+
+def test_the_dashboards_rerun_form_takes_a_relative_limit_and_refuses_a_bad_one():
+    from packsolve.errors import OptionError
+    from packsolve.web.actions import rerun_request
+
+    request, argv = rerun_request(7, {"status": "timeout", "time_limit": "2x", "cpu_limit": "3x,5s"})
+    assert request.time_limit == Relative(2.0) and request.cpu_limit == Relative(3.0, 5.0)
+    assert "--time-limit=2x" in argv and "--cpu-limit=3x,5s" in argv
+    with pytest.raises(OptionError, match="factor must be a number > 0"):
+        rerun_request(7, {"time_limit": "0x"})
