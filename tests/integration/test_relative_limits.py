@@ -125,7 +125,15 @@ def test_the_floor_holds_and_cpu_limits_come_from_cpu_time(tmp_path, sqlite_url)
     parent = first_run(tmp_path, env, sqlite_url)
     res = invoke("rerun", str(parent), "--status", "solved", "--time-limit", "3x,5s", "-j", "1", env=env)
     assert res.returncode == 0, res.stderr
+    floored = latest_run(sqlite_url)
+    assert attempts(sqlite_url, floored)[0][2] == 5.0
+    # A rerun of a relative run given no limit keeps its Nx (from the history as it is now).
+    res = invoke("rerun", str(floored), "--status", "solved", "-j", "1", env=env)
+    assert res.returncode == 0, res.stderr
     assert attempts(sqlite_url, latest_run(sqlite_url))[0][2] == 5.0
+    with session_scope(get_engine(sqlite_url)) as session:
+        kept = session.get(Run, latest_run(sqlite_url))
+        assert kept is not None and kept.options["relative"] == {"time_limit": "3x,5s"}
     res = invoke("rerun", str(parent), "--status", "solved", "--time-limit", "3x", "-j", "1", env=env)
     assert res.returncode == 0, res.stderr
     took = attempts(sqlite_url, parent)[0][1]  # about 0.1 s: 3x of it is under the default floor of 1 s
