@@ -56,6 +56,10 @@ class RunLimit(Duration):
 
     name = "duration|Nx"
 
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        """Return how --help writes the value: DURATION|Nx (the default would shout NX)."""
+        return "DURATION|Nx"
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         """Return seconds, or the Relative limit; fail with one line saying what would work."""
         if isinstance(value, Relative):
