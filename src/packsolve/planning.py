@@ -290,7 +290,8 @@ def choose_chunk_size(
             per_level = SECONDS_PER_SIZE_UNIT * (known[len(known) // 2] if known else 0)
         total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
     mean = total / len(pending)
-    most = max_chunk_for(pending[0].spec.limits, visibility_timeout)
+    # The largest limit of any attempt (a relative run's attempts each have their own).
+    most = max_chunk_for(Limits.widest(p.spec.limits for p in pending), visibility_timeout)
     chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean), most))
     return max(1, min(chunk, len(pending) // MIN_TASKS))
 
