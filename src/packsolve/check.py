@@ -127,6 +127,8 @@ def as_json(check: PackCheck) -> dict[str, Any]:
             "memory_limit_mb": limits.memory_limit_mb,
             "cpu_limit": limits.cpu_limit,
             "wall_backstop": limits.wall_limit() if limits.wall_is_backstop() else None,
+            # Nx: each level's own limit, from its history when the run is made ({"time_limit": "3x,1s"}).
+            "relative": check.request.relative.to_options() or None,
         },
         "prepare": [
             {"key": p.key, "what": p.what, "cost": p.cost, "where": p.where, "ready": ready}

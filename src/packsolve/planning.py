@@ -18,11 +18,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from packsolve.db.history import level_facts, past_times, recent_wall_times
+from packsolve.db.history import PastTimes, level_facts, past_attempts, past_times, recent_wall_times
 from packsolve.db.reconcile import attempts_with_levels
 from packsolve.db.runs import PlannedAttempt, Provenance
 from packsolve.errors import OptionError, PlanError, UnknownHeuristic, UnknownKind
 from packsolve.execution import AttemptSpec, Limits
+from packsolve.execution.relative import expected_seconds
 from packsolve.execution.spec import PendingAttempt
 from packsolve.external.declaration import (
     ExternalSolver,
@@ -93,7 +94,8 @@ class Plan:
 
     def spec(self, p: PlannedAttempt, limits: Limits) -> AttemptSpec:
         """Return the spec of one planned attempt; an external solver's declaration travels with it."""
-        return attempt_spec(p.level.kind, p.heuristic, p.level.data, limits, self.programs)
+        own = limits.with_own(p.time_limit, p.cpu_limit)
+        return attempt_spec(p.level.kind, p.heuristic, p.level.data, own, self.programs)
 
     def provenance(self) -> Provenance:
         """Return what the run records of what it used: its kinds' sources and versions, its programs."""
@@ -288,7 +290,8 @@ def choose_chunk_size(
             per_level = SECONDS_PER_SIZE_UNIT * (known[len(known) // 2] if known else 0)
         total += len(hashes) * (per_level + ATTEMPT_OVERHEAD_S)
     mean = total / len(pending)
-    most = max_chunk_for(pending[0].spec.limits, visibility_timeout)
+    # The largest limit of any attempt (a relative run's attempts each have their own).
+    most = max_chunk_for(Limits.widest(p.spec.limits for p in pending), visibility_timeout)
     chunk = max(1, min(MAX_CHUNK, round(TARGET_TASK_S / mean), most))
     return max(1, min(chunk, len(pending) // MIN_TASKS))
 
@@ -416,10 +419,71 @@ def stored_pending(
     programs = run_programs(run, declared)
     return [
         PendingAttempt(
-            a.level_hash, attempt_spec(a.kind, a.heuristic, json.loads(lv.data), limits, programs), a.name
+            a.level_hash,
+            attempt_spec(
+                a.kind, a.heuristic, json.loads(lv.data), limits.with_own(a.time_limit, a.cpu_limit), programs
+            ),
+            a.name,
         )
         for a, lv in attempts_with_levels(session, run.id, list(hashes))
     ]
+
+
+def relative_limits(session: Session, plan: Plan, request: Request) -> tuple[Plan, Request]:
+    """Return the plan with each valid attempt's own limits of the request's relative ones (Nx), and the
+    request whose limits hold the largest of them (the run's row, and what a task may take, say that).
+
+    A level's expected time is read from its earlier attempts of the same kind and heuristic
+    (db.history.past_attempts; execution.relative.expected_seconds): wall time for --time-limit,
+    CPU time for --cpu-limit. Raise OptionError, before anything is created, if any level has none.
+    Without relative limits, both are returned as they are.
+    """
+    relative = request.relative
+    if not relative:
+        return plan, request
+    valid = [p for p in plan.attempts if p.level.valid]
+    past = past_attempts(session, [(p.level.hash, p.level.kind, p.heuristic) for p in valid])
+    own: dict[str, dict[str, float]] = {}
+    for option, rel, clock in (("--time-limit", relative.time, "wall"), ("--cpu-limit", relative.cpu, "cpu")):
+        if rel is None:
+            continue
+        got: dict[str, float] = {}
+        for p in valid:
+            times = past.get(p.level.hash)
+            expected = None if times is None else expected_seconds(*_clock(times, clock))
+            if expected is not None:
+                got[p.level.hash] = rel.limit(expected)
+        missing = len({p.level.hash for p in valid} - set(got))
+        if missing:
+            raise OptionError(
+                option,
+                f"{rel.spelled()} needs each level's earlier {clock} time with its heuristic, and "
+                f"{missing} of {len(valid)} level(s) have none: give a duration instead (e.g. 10s), "
+                "or run those levels once first",
+            )
+        own[clock] = got
+    walls, cpus = own.get("wall", {}), own.get("cpu", {})
+    attempts = [
+        replace(p, time_limit=walls.get(p.level.hash), cpu_limit=cpus.get(p.level.hash))
+        if p.level.valid
+        else p
+        for p in plan.attempts
+    ]
+    limits = request.limits
+    widest = Limits(
+        max(walls.values(), default=None) if walls else limits.time_limit,
+        limits.node_limit,
+        limits.memory_limit_mb,
+        max(cpus.values(), default=None) if cpus else limits.cpu_limit,
+    )
+    return replace(plan, attempts=attempts), replace(request, limits=widest)
+
+
+def _clock(times: PastTimes, clock: str) -> tuple[list[float], list[float]]:
+    """Return (decided times, timed-out-at limits) of one clock (wall or cpu) of a level's past."""
+    if clock == "wall":
+        return times.decided_wall, times.timed_out_wall
+    return times.decided_cpu, times.timed_out_cpu
 
 
 def check_runnable(run_id: int, pending: Sequence[PendingAttempt]) -> None:

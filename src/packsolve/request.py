@@ -17,6 +17,7 @@ from packsolve import bounds
 from packsolve.errors import OptionError
 from packsolve.execution import Limits
 from packsolve.execution.cores import PinningError, cpu_sets, most_processes, physical_cores, usable_cpus
+from packsolve.execution.relative import Relative, RelativeLimits
 from packsolve.external.declaration import ExternalSolver
 from packsolve.levels import DEFAULT_MAX_BYTES
 from packsolve.outcome import Status
@@ -36,17 +37,25 @@ class Request:
     move_label: bool = False  # take the label from the run that has it
     solvers: Mapping[str, ExternalSolver] = field(default_factory=dict)  # declared external programs
     follow_links: bool = False  # read links that lead out of the pack (--follow-links)
+    # --time-limit / --cpu-limit given as Nx: each attempt's own limit comes from its level's history
+    # (planning.relative_limits), and limits then holds the largest of them.
+    relative: RelativeLimits = field(default_factory=RelativeLimits)
 
 
 def limits_from_options(
-    time_limit: float | None, node_limit: int | None, memory_limit: int | None, cpu_limit: float | None = None
+    time_limit: float | Relative | None,
+    node_limit: int | None,
+    memory_limit: int | None,
+    cpu_limit: float | Relative | None = None,
 ) -> Limits:
     """Return the Limits of these option values (a time None or 0: none); raise OptionError if one is bad.
 
     The one check of limits for solve, submit, rerun and check: a negative or
     non-finite time, or a node or memory limit below 1, is refused, never read as no limit;
     so is one past what the database stores (bounds). --cpu-limit takes what --time-limit takes.
+    A relative time (Nx, checked when parsed) is left out here (None): relative_of has it.
     """
+    time_limit, cpu_limit = _absolute(time_limit), _absolute(cpu_limit)
     for option, seconds in (("--time-limit", time_limit), ("--cpu-limit", cpu_limit)):
         if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
             raise OptionError(
@@ -62,6 +71,19 @@ def limits_from_options(
             raise OptionError(name, f"{value} is not a limit; give a whole number of at least 1")
         _check_at_most(name, value, span)
     return Limits(time_limit or None, node_limit, memory_limit, cpu_limit or None)
+
+
+def _absolute(value: float | Relative | None) -> float | None:
+    """Return a limit option's value in seconds; None if none was given or it is relative (Nx)."""
+    return None if isinstance(value, Relative) else value
+
+
+def relative_of(time_limit: float | Relative | None, cpu_limit: float | Relative | None) -> RelativeLimits:
+    """Return the relative limits (Nx) among these option values (none if both are durations)."""
+    return RelativeLimits(
+        time_limit if isinstance(time_limit, Relative) else None,
+        cpu_limit if isinstance(cpu_limit, Relative) else None,
+    )
 
 
 def _check_at_most(option: str, value: float | None, span: bounds.Range) -> None:
@@ -155,10 +177,10 @@ class GivenOptions:
 
     kind: str | None = None
     heuristic: str | None = None
-    time_limit: float | None = None
+    time_limit: float | Relative | None = None
     node_limit: int | None = None
     memory_limit: int | None = None
-    cpu_limit: float | None = None
+    cpu_limit: float | Relative | None = None
     label: str | None = None
     max_file_mb: float = DEFAULT_MAX_BYTES / 2**20
     max_tries: int | None = None
@@ -182,6 +204,7 @@ def request_from_options(given: GivenOptions) -> Request:
         max_tries=check_max_tries(given.max_tries),
         max_file_bytes=check_max_file_bytes(given.max_file_mb),
         move_label=given.move_label,
+        relative=relative_of(given.time_limit, given.cpu_limit),
     )
 
 
@@ -243,10 +266,10 @@ class RerunRequest:
     statuses: tuple[str, ...] = ()  # (): the group's status, or RERUN_DEFAULT_STATUSES
     kind: str | None = None
     heuristic: str | None = None
-    time_limit: float | None = None  # 0: none
+    time_limit: float | Relative | None = None  # 0: none; Nx: relative to each level's history
     node_limit: int | None = None
     memory_limit: int | None = None
-    cpu_limit: float | None = None  # 0: none
+    cpu_limit: float | Relative | None = None  # 0: none
     label: str | None = None
     max_tries: int | None = None
     local: bool | None = None  # None: where the parent ran
@@ -303,4 +326,13 @@ class RerunRequest:
             parent.node_limit if self.node_limit is None else given.node_limit,
             parent.memory_limit_mb if self.memory_limit is None else given.memory_limit_mb,
             parent.cpu_limit if self.cpu_limit is None else given.cpu_limit,
+        )
+
+    def relative(self, parent: RelativeLimits) -> RelativeLimits:
+        """Return the relative limits of the child: those given (Nx), else the parent's where that
+        limit was not given at all (a duration given replaces the parent's Nx)."""
+        given = relative_of(self.time_limit, self.cpu_limit)
+        return RelativeLimits(
+            given.time if self.time_limit is not None else parent.time,
+            given.cpu if self.cpu_limit is not None else parent.cpu,
         )

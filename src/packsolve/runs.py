@@ -39,6 +39,7 @@ from packsolve.db.session import session_scope
 from packsolve.db.workers import deployment_id
 from packsolve.errors import BrokerError, DatabaseError, OptionError, PlanError
 from packsolve.execution import Limits, cgroups, preparing
+from packsolve.execution.relative import RelativeLimits
 from packsolve.execution.spec import PendingAttempt
 from packsolve.external.provenance import note_programs_run
 from packsolve.figures.failures import in_group
@@ -55,6 +56,7 @@ from packsolve.planning import (
     hardest_first,
     plan_levels,
     plan_request,
+    relative_limits,
     run_programs,
 )
 from packsolve.request import HeuristicChoice, LocalPool, Request, RerunRequest, check_jobs
@@ -160,6 +162,8 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
         **({"paths": list(plan.paths)} if plan.paths else {}),
         # How this machine measures and limits a local run's attempts (a distributed run's: each worker's).
         **({"measurement": cgroups.mode()} if mode == RunMode.LOCAL else {}),
+        # --time-limit 3x: the spec (each attempt has its own limit, the run's columns the largest).
+        **({"relative": request.relative.to_options()} if request.relative else {}),
     }
     row = RunOptions(
         mode=mode,
@@ -224,8 +228,18 @@ def start_local(
     if skip_solved:
         plan, carried = _without_settled(engine, plan)
         options["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
+    plan, request = with_relative_limits(engine, plan, request)
     origin = Origin(RunMode.LOCAL, argv, options, concurrency=pool.processes, carried=carried)
     return create(engine, plan, request, origin)
+
+
+def with_relative_limits(engine: Engine, plan: Plan, request: Request) -> tuple[Plan, Request]:
+    """Return plan and request with each attempt's own limit of a relative --time-limit or --cpu-limit
+    (planning.relative_limits: OptionError if a level has no history); unchanged without one."""
+    if not request.relative:
+        return plan, request
+    with session_scope(engine) as session:
+        return relative_limits(session, plan, request)
 
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
@@ -352,6 +366,9 @@ def start_distributed(
     plan = plan_request(paths, request)
     options = {"broker": cluster.shown_broker, "queue": cluster.queue}  # status and `workers` name them
     engine = open_db()
+    if request.relative:  # the limits known only now, from the levels' history, are checked as above
+        plan, request = with_relative_limits(engine, plan, request)
+        check_distributed(request.limits, cluster.visibility_timeout, chunk_size)
     cluster.check_signing(engine)
     run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options))
     return run, send(engine, cluster, run, chunk_size)
@@ -452,16 +469,19 @@ def start_rerun(
             label=rerun.label,
             max_tries=rerun.max_tries or parent.max_tries,
             move_label=rerun.move_label,
+            # Nx given now, or the parent's Nx where no limit is given (each level's history again).
+            relative=rerun.relative(RelativeLimits.from_options((parent.options or {}).get("relative"))),
         )
         parent_id = parent.id
         # The parent's programs as it recorded them, unless declared again now.
         solvers = run_programs(parent, rerun.solvers)
     processes = check_jobs(rerun.jobs, rerun.cpus_per_attempt) if mode == RunMode.LOCAL else None
+    plan = plan_levels(levels, request.heuristic, solvers=solvers)
+    plan, request = with_relative_limits(engine, plan, request)
     if mode == RunMode.DISTRIBUTED:
         check_distributed(request.limits, cluster.visibility_timeout)
         cluster.check_reachable()
         cluster.check_signing(engine)
-    plan = plan_levels(levels, request.heuristic, solvers=solvers)
     options: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
     if mode == RunMode.LOCAL and rerun.cpus_per_attempt is not None:
         options["cpus_per_attempt"] = rerun.cpus_per_attempt

@@ -28,7 +28,7 @@ def test_a_time_limit_with_a_unit_is_read_as_seconds(given, seconds, tmp_path, m
     assert json.loads(res.stdout)["limits"]["time_limit"] == (seconds or None)
 
 
-@pytest.mark.parametrize("given", ["2x", "s", "1m30", "nan", "2 days"])
+@pytest.mark.parametrize("given", ["2y", "s", "1m30", "nan", "2 days", "x2"])
 def test_a_time_limit_that_is_no_duration_says_what_would_work(given, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = check_limit("--time-limit", given)

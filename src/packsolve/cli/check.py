@@ -141,7 +141,13 @@ def _plan_lines(c: dict[str, Any]) -> list[Any]:
     from rich.text import Text
 
     limits = c["limits"]
+    relative = limits.get("relative") or {}
     parts = [f"{limits['time_limit']:g} s per level" if limits["time_limit"] else "no time limit"]
+    for name, what in (("time_limit", "wall"), ("cpu_limit", "CPU")):
+        if name in relative:  # each level's own, read from the database when the run is made
+            if name == "time_limit":
+                parts = []
+            parts.append(f"{relative[name]} ({what}: N times each level's expected time from history)")
     if limits.get("cpu_limit"):
         parts.append(
             f"{limits['cpu_limit']:g} s CPU per level (wall backstop {limits['wall_backstop']:g} s)"

@@ -1,4 +1,5 @@
-"""Durations on the command line: seconds as a number, or with a unit (500ms, 2s, 1m, 1h)."""
+"""Durations on the command line: seconds as a number, or with a unit (500ms, 2s, 1m, 1h); run limits
+also take a factor of each level's expected time (3x, 3x,10s)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 
 from packsolve.bounds import DURATION_FORM as WRITE
 from packsolve.bounds import Range, duration_seconds
+from packsolve.execution.relative import RELATIVE_FORM, Relative, parse_relative
 
 
 class Duration(click.ParamType):
@@ -46,3 +48,32 @@ DURATION = Duration()
 def duration_within(span: Range, low: float | None = None) -> Duration:
     """Return the click type of a duration in span (from low if given): out of it, one line with the range."""
     return Duration(span if low is None else Range(low, span.high, real=span.real))
+
+
+class RunLimit(Duration):
+    """A click type for --time-limit and --cpu-limit: a duration (seconds, float), or a limit relative
+    to each level's expected time from history (execution.relative: 3x, 3x,10s), returned as Relative."""
+
+    name = "duration|Nx"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        """Return how --help writes the value: DURATION|Nx (the default would shout NX)."""
+        return "DURATION|Nx"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return seconds, or the Relative limit; fail with one line saying what would work."""
+        if isinstance(value, Relative):
+            return value
+        if not isinstance(value, int | float):
+            try:
+                relative = parse_relative(str(value))
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+            if relative is not None:
+                return relative
+            if duration_seconds(str(value)) is None:
+                self.fail(f"{value!r} is not a duration: {WRITE}, {RELATIVE_FORM}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+RUN_LIMIT = RunLimit()

@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 
 from packsolve.bounds import Range, shown
-from packsolve.cli.durations import DURATION
+from packsolve.cli.durations import RUN_LIMIT
 from packsolve.cli.group import Access, accessing, pass_invocation, setting_flag
 from packsolve.errors import OptionError
 from packsolve.levels import DEFAULT_MAX_BYTES
@@ -174,17 +174,19 @@ def run_options(fn: Callable) -> Callable:
         ),
         click.option(
             "--time-limit",
-            type=DURATION,
+            type=RUN_LIMIT,
             default=None,
-            help="Wall time per level: seconds, or 500ms, 2s, 1m, 1h (0: no limit); the solver is stopped, "
+            help="Wall time per level: seconds, or 500ms, 2s, 1m, 1h (0: no limit), or Nx: N times the "
+            "level's expected time from earlier runs (3x; floor 1s, or 3x,10s); the solver is stopped, "
             f"then killed soon after [default: {DEFAULT_TIME_LIMIT:g}s, none when --cpu-limit is given].",
         ),
         click.option(
             "--cpu-limit",
-            type=DURATION,
+            type=RUN_LIMIT,
             default=None,
             help="CPU time per level of the solver and every process it starts, as --time-limit takes "
-            "it (0: none); alone, a wall backstop of 10x it + 5s still holds.",
+            "it (0: none; Nx: of the level's expected CPU time); alone, a wall backstop of 10x it + 5s "
+            "still holds.",
         ),
         click.option("--node-limit", type=int, default=None, help="Expanded nodes per level (at least 1)."),
         click.option(

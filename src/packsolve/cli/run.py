@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from packsolve.bounds import COUNT, TIME_LIMIT_S
-from packsolve.cli.durations import DURATION, duration_within
+from packsolve.cli.durations import RUN_LIMIT, duration_within
 from packsolve.cli.group import Invocation
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.notify import notify, notify_options
@@ -234,15 +234,18 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 )
 @click.option(
     "--time-limit",
-    type=DURATION,
+    type=RUN_LIMIT,
     default=None,
-    help="Wall time per level (seconds, or 500ms, 2s, 1m, 1h), 0: none [default: parent's].",
+    help="Wall time per level (seconds, or 500ms, 2s, 1m, 1h), 0: none, or Nx: N times the level's "
+    "expected time from history (3x: a timed-out level gets N times the limit it failed at; floor 1s, "
+    "or 3x,10s) [default: parent's].",
 )
 @click.option(
     "--cpu-limit",
-    type=DURATION,
+    type=RUN_LIMIT,
     default=None,
-    help="CPU time per level of the solver's process tree, as --time-limit, 0: none [default: parent's].",
+    help="CPU time per level of the solver's process tree, as --time-limit (Nx: of the expected CPU time), "
+    "0: none [default: parent's].",
 )
 @click.option("--node-limit", type=int, default=None, help="Expanded nodes per level [default: parent's].")
 @click.option("--memory-limit", type=int, default=None, help="MB per level [default: parent's].")

@@ -1,16 +1,18 @@
-"""A level's past across runs: its size and expected time, and recent wall times of a kind and heuristic."""
+"""A level's past across runs: its size and expected time, the times and limits of its attempts with one
+heuristic (relative limits), and recent wall times of a kind and heuristic."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import String, any_, bindparam, case, func, literal_column, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, LevelRow
+from packsolve.db.models import Attempt, LevelRow, Run
 from packsolve.db.tables import BATCH, FINAL_VALUES
 from packsolve.outcome import Status
 
@@ -70,6 +72,61 @@ def past_times(session: Session, run_id: int) -> dict[str, float]:
         if expected is not None:
             out[h] = expected
     return out
+
+
+@dataclass
+class PastTimes:
+    """A level's earlier attempts with one kind and heuristic: the wall and CPU seconds of those decided
+    (solved, no_solution), and the wall and CPU limits of those that timed out (their own, else their
+    run's; the time measured where that limit was none)."""
+
+    decided_wall: list[float] = field(default_factory=list)
+    decided_cpu: list[float] = field(default_factory=list)
+    timed_out_wall: list[float] = field(default_factory=list)
+    timed_out_cpu: list[float] = field(default_factory=list)
+
+
+def past_attempts(session: Session, keys: Sequence[tuple[str, str, str]]) -> dict[str, PastTimes]:
+    """Return {level hash: PastTimes} of the (level hash, kind, heuristic) keys, from every run.
+
+    What a relative limit (--time-limit 3x) reads; levels with no decided or timed-out attempt of
+    their kind and heuristic are left out. level_facts is for ordering and mixes heuristics, takes
+    the fastest time and never a limit, so it cannot serve here.
+    """
+    wanted = {h: (kind, heuristic) for h, kind, heuristic in keys}
+    decided = (Status.SOLVED.value, Status.NO_SOLUTION.value)
+    out: dict[str, PastTimes] = {}
+    for is_one in _one_of(session, list(wanted)):
+        query = (
+            select(
+                Attempt.level_hash,
+                Attempt.kind,
+                Attempt.heuristic,
+                Attempt.status,
+                Attempt.wall_s,
+                Attempt.cpu_s,
+                func.coalesce(Attempt.time_limit, Run.time_limit, Attempt.wall_s),
+                func.coalesce(Attempt.cpu_limit, Run.cpu_limit, Attempt.cpu_s),
+            )
+            .join(Run, Run.id == Attempt.run_id)
+            .where(is_one(Attempt.level_hash), Attempt.status.in_((*decided, Status.TIMEOUT.value)))
+        )
+        for h, kind, heuristic, status, wall, cpu, wall_at, cpu_at in session.execute(query):
+            if wanted.get(h) != (kind, heuristic):
+                continue
+            past = out.setdefault(h, PastTimes())
+            if status in decided:
+                _append(past.decided_wall, wall)
+                _append(past.decided_cpu, cpu)
+            else:
+                _append(past.timed_out_wall, wall_at)
+                _append(past.timed_out_cpu, cpu_at)
+    return out
+
+
+def _append(values: list[float], value: float | None) -> None:
+    if value is not None:
+        values.append(float(value))
 
 
 def _one_of(session: Session, values: list[str]) -> Iterator[Callable[[Any], Any]]:

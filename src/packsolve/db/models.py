@@ -300,6 +300,10 @@ class Attempt(Base):
     # a cut marker between (migration 0022). Deferred: a run's listing never reads them.
     stdout: Mapped[str | None] = mapped_column(Text, deferred=True)
     stderr: Mapped[str | None] = mapped_column(Text, deferred=True)
+    # The attempt's own wall and CPU limits where its run's are relative (--time-limit 3x: from its
+    # level's history); NULL: the run's (migration 0026).
+    time_limit: Mapped[float | None] = mapped_column(Float)
+    cpu_limit: Mapped[float | None] = mapped_column(Float)
 
 
 class Worker(Base):

@@ -68,6 +68,9 @@ class PlannedAttempt:
     level: Level
     heuristic: str
     seq: int
+    # Its own wall and CPU limits where the run's are relative (planning.relative_limits); None: the run's.
+    time_limit: float | None = None
+    cpu_limit: float | None = None
 
 
 # --- creating a run ---------------------------------------------------------------------------
@@ -137,6 +140,10 @@ def create_run(session: Session, planned: Sequence[PlannedAttempt], options: Run
                 "finished_at": None if lv.valid else now,
             }
         )
+    if any(p.time_limit is not None or p.cpu_limit is not None for p in planned):
+        # A relative run's attempts have limits of their own (rows keep the same keys: _insert).
+        for row, p in zip(attempts, planned, strict=True):
+            row["time_limit"], row["cpu_limit"] = p.time_limit, p.cpu_limit
     # The Core table and only the columns that have values: the ORM's bulk path and a dozen NULL
     # parameters per row were most of the time of a 50,000-level submit.
     _insert(session, ATTEMPTS, attempts)

@@ -2,7 +2,8 @@
 
 A task is data from the broker: a worker runs it only for a distributed run of its own database,
 for levels that are attempts of that run, each of the kind and with the heuristic the attempt was
-made with, under the run's limits, and only attempts not final yet. The run's own cap on tries is
+made with, under the run's limits (an attempt's own wall and CPU limits where it has them: a relative
+run's), and only attempts not final yet. The run's own cap on tries is
 what a claim uses, never the task's. A deleted run's leftover task or one altered on the broker
 then runs nothing, and a finished run's task sent again (a replay) starts no solver.
 """
@@ -22,12 +23,13 @@ from packsolve.runstate import RunMode
 
 RUNS = cast(Table, Run.__table__)
 TaskLimits = tuple[float | None, int | None, int | None, float | None]  # time, nodes, memory MB, CPU
-# What a task says of each of its levels: {level hash: (kind, heuristic)}.
-TaskAttempts = Mapping[str, tuple[str, str]]
-# What a check reads of the run (mode, time, nodes, memory, max tries), or None if the
-# database has no such run; and of each attempt named: {level hash: (kind, heuristic, status)}.
+# What a task says of each of its levels: {level hash: (kind, heuristic, wall limit, CPU limit)}.
+TaskAttempts = Mapping[str, tuple[str, str, float | None, float | None]]
+# What a check reads of the run (mode, time, nodes, memory, CPU, max tries), or None if the database
+# has no such run; and of each attempt named: {level hash: (kind, heuristic, status, its own wall
+# limit, its own CPU limit)}, its own limits None where the run's apply.
 _Facts = tuple[Any, ...] | None
-_Found = dict[str, tuple[str, str, str]]
+_Found = dict[str, tuple[str, str, str, float | None, float | None]]
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,9 @@ _RUNS_KEPT = 8
 def mismatches(connection: Connection, run_id: int, attempts: TaskAttempts, limits: TaskLimits) -> Verdict:
     """Return the Verdict of a task of this run naming these attempts under these limits.
 
-    attempts maps each level hash of the task to its (kind, heuristic). One statement per
-    BATCH levels: the run's row, outer-joined to the attempts named.
+    attempts maps each level hash of the task to its (kind, heuristic, wall limit, CPU limit);
+    limits are the task's node and memory limits (its wall and CPU ones are each attempt's). One
+    statement per BATCH levels: the run's row, outer-joined to the attempts named.
     """
     facts, found = _read(connection, run_id, list(attempts))
     return _verdict(run_id, facts, found, attempts, limits)
@@ -92,20 +95,28 @@ def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Fac
             ATTEMPTS.c.kind,
             ATTEMPTS.c.heuristic,
             ATTEMPTS.c.status,
+            ATTEMPTS.c.time_limit.label("own_time"),
+            ATTEMPTS.c.cpu_limit.label("own_cpu"),
         )
         .select_from(RUNS.outerjoin(ATTEMPTS, on))
         .where(RUNS.c.id == run_id)
     ).all()
     if not rows:
         return None
-    found.update({r.level_hash: (r.kind, r.heuristic, r.status) for r in rows if r.level_hash is not None})
+    found.update(
+        {
+            r.level_hash: (r.kind, r.heuristic, r.status, r.own_time, r.own_cpu)
+            for r in rows
+            if r.level_hash is not None
+        }
+    )
     return tuple(rows[0][:6])
 
 
 def _verdict(
     run_id: int,
     facts: _Facts,
-    found: Mapping[str, tuple[str, str, str]],
+    found: Mapping[str, tuple[str, str, str, float | None, float | None]],
     attempts: TaskAttempts,
     limits: TaskLimits,
 ) -> Verdict:
@@ -119,15 +130,17 @@ def _verdict(
         return Verdict(
             f"run {run_id} is a {mode} run, not one sent to workers: nothing run", refused_as="unknown_run"
         )
-    stored = (time_limit, node_limit, memory_mb, cpu_limit)
-    if stored != tuple(limits):
+    if (node_limit, memory_mb) != tuple(limits[1:3]):
+        stored = (time_limit, node_limit, memory_mb, cpu_limit)
         return Verdict(
             f"run {run_id}'s task carries limits {_shown(limits)}, the database's run has "
             f"{_shown(stored)}: nothing run"
         )
     verdict = Verdict(max_tries=max_tries)
-    for level_hash, (kind, heuristic) in attempts.items():
+    for level_hash, (kind, heuristic, wall, cpu) in attempts.items():
         said = found.get(level_hash)
+        # The attempt's own limits where it has them (a relative run's), else the run's.
+        own = None if said is None else (_or(said[3], time_limit), _or(said[4], cpu_limit))
         if said is None:
             verdict.wrong[level_hash] = f"level {level_hash[:12]} is not an attempt of run {run_id}"
         elif said[0] != kind:
@@ -139,9 +152,18 @@ def _verdict(
                 f"level {level_hash[:12]} of run {run_id} is attempted with {said[1]!r}, "
                 f"the task says {heuristic!r}"
             )
+        elif own is not None and own != (wall, cpu):
+            verdict.wrong[level_hash] = (
+                f"level {level_hash[:12]} of run {run_id}: the task carries time {wall}, CPU {cpu}, "
+                f"the database's attempt has time {own[0]}, CPU {own[1]}: not run"
+            )
         elif said[2] not in PENDING_VALUES:
             verdict.final[level_hash] = said[2]
     return verdict
+
+
+def _or(own: float | None, run: float | None) -> float | None:
+    return run if own is None else own
 
 
 class KnownAttempts:

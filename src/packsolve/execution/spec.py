@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,36 @@ class Limits:
     def of_run(cls, run: Any) -> Limits:
         """Return the limits a stored run (a row with the runs table's limit columns) was given."""
         return cls(run.time_limit, run.node_limit, run.memory_limit_mb, getattr(run, "cpu_limit", None))
+
+    def with_own(self, time_limit: float | None, cpu_limit: float | None) -> Limits:
+        """Return these limits with an attempt's own wall and CPU limits over them (None: keep these).
+
+        An attempt of a relative run (--time-limit 3x) has its own; every other attempt its run's.
+        """
+        return Limits(
+            self.time_limit if time_limit is None else time_limit,
+            self.node_limit,
+            self.memory_limit_mb,
+            self.cpu_limit if cpu_limit is None else cpu_limit,
+        )
+
+    @classmethod
+    def widest(cls, limits: Iterable[Limits]) -> Limits:
+        """Return limits no attempt under any of these exceeds: the largest wall and CPU limits (a None
+        one, no limit, wins), the first's nodes and memory. What a task of several attempts may take."""
+        given = list(limits)
+        if not given:
+            return cls()
+
+        def most(values: list[float | None]) -> float | None:
+            return None if any(v is None for v in values) else max(v for v in values if v is not None)
+
+        return cls(
+            most([lim.time_limit for lim in given]),
+            given[0].node_limit,
+            given[0].memory_limit_mb,
+            None if all(lim.cpu_limit is None for lim in given) else most([lim.cpu_limit for lim in given]),
+        )
 
     def wall_limit(self) -> float | None:
         """Return the wall seconds the attempt may take: the wall limit, else the CPU limit's backstop."""

@@ -54,6 +54,8 @@ def _joined(runs: Sequence[Any], part: int, columns: Sequence[str], kind: str | 
 
 def _params(runs: Sequence[Any], kind: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {f"r{j}": r.id for j, r in enumerate(runs)}
+    for j, r in enumerate(runs):  # the runs' limits, under their attempts' own (_cells' l{j})
+        out[f"t{j}"], out[f"c{j}"] = r.time_limit, getattr(r, "cpu_limit", None)
     if kind is not None:
         out["kind"] = kind
     return out
@@ -65,12 +67,25 @@ def _cells(runs: Sequence[Any]) -> str:
     Each row counts its levels (n) and sums each run's wall time (w0, ...) and takes its largest
     peak (p0, ...): the few values every figure adds up, so the database does one grouping over
     the joined attempts instead of some fifty conditional sums per row (figures() does the rest).
+    With a relative run among them, each run's PAR-2 limits are summed too (l0, ...: each attempt's
+    own limit, else its run's, in par2_limit's order), which its undecided attempts score twice.
     """
     n = len(runs)
-    parts = " UNION ALL ".join(_joined(runs, i, ("status", "wall_s", "peak_rss_mb")) for i in range(n))
+    columns = ("status", "wall_s", "peak_rss_mb") + (
+        ("time_limit", "cpu_limit") if _any_relative(runs) else ()
+    )
+    parts = " UNION ALL ".join(_joined(runs, i, columns) for i in range(n))
     statuses = ", ".join(f"status{j}" for j in range(n))
     sums = ", ".join(f"SUM(COALESCE(wall_s{j}, 0)) AS w{j}, MAX(peak_rss_mb{j}) AS p{j}" for j in range(n))
+    if _any_relative(runs):
+        limit = "COALESCE(time_limit{j}, CAST(:t{j} AS FLOAT), cpu_limit{j}, CAST(:c{j} AS FLOAT))"
+        sums += "".join(f", SUM({limit.format(j=j)}) AS l{j}" for j in range(n))
     return f"SELECT kind, {statuses}, COUNT(*) AS n, {sums} FROM ({parts}) joined GROUP BY kind, {statuses}"
+
+
+def _any_relative(runs: Sequence[Any]) -> bool:
+    """Return whether a run was given relative limits (--time-limit 3x): its attempts have their own."""
+    return any((getattr(r, "options", None) or {}).get("relative") for r in runs)
 
 
 def _add(out: Figures, name: str, value: float) -> None:
@@ -84,6 +99,10 @@ def _fold(runs: Sequence[Any], out: Figures, row: Any) -> None:
     count = float(row["n"])
     wall = [float(row[f"w{j}"]) for j in range(n)]
     par2 = [par2_sum(status[j], count, wall[j], par2_limit(runs[j])) for j in range(n)]
+    for j in range(n):  # a relative run's undecided attempts score twice their own limits (_cells' l{j})
+        own = row.get(f"l{j}")
+        if own is not None and par2[j] is not None and status[j] not in SUCCESS_VALUES:
+            par2[j] = 2.0 * float(own)
     decided = [s in SUCCESS_VALUES for s in status]
     common = all(p is not None for p in par2)
     _add(out, "rows", count)
@@ -121,7 +140,8 @@ def read_figures(db: Session | Connection, runs: Sequence[Any]) -> dict[str, Fig
     if none measured), and against the first run both/shared (decided/scored by both, with their
     wall and PAR-2 sums) and common_par2/common_base_par2.
     """
-    cells = vector_cells(db, runs)
+    # A run's vector holds no attempt's own limit: a relative run's cells are aggregated in SQL.
+    cells = None if _any_relative(runs) else vector_cells(db, runs)
     rows: Iterable[Any] = (
         cells if cells is not None else db.execute(text(_cells(runs)), _params(runs, None)).mappings()
     )
@@ -184,7 +204,7 @@ def keep_rerun_pairs(db: Session | Connection, run_id: int) -> int:
     The pairs the run page links to compare (parent first), so that their first compare reads kept
     figures. Return how many pairs.
     """
-    fields = (Run.id, Run.time_limit, Run.cpu_limit, Run.finished_at)
+    fields = (Run.id, Run.time_limit, Run.cpu_limit, Run.finished_at, Run.options)
     this = db.execute(select(*fields, Run.parent_id).where(Run.id == run_id)).one()
     if this.finished_at is None:
         return 0

@@ -41,7 +41,7 @@ def _run_rows(run_ids: Any) -> Any:
             case((Attempt.status == Status.SOLVED, 1), else_=0).label("solved"),
             case((Attempt.status.in_(SUCCESS_VALUES), Attempt.wall_s)).label("best_wall_s"),
             case((Attempt.status.in_(SUCCESS_VALUES), Attempt.nodes)).label("best_nodes"),
-            par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run)).label("max_par2_s"),
+            par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run, Attempt)).label("max_par2_s"),
             Attempt.nodes.label("max_nodes"),
             Attempt.run_id.label("last_run_id"),
         )

@@ -162,7 +162,8 @@ class Admission:
         An attempt runs only if its level is one of the run's, of the kind and heuristic the
         database has, and its content is the one its hash names; one already final (the task
         came again, or a finished run's was replayed) is skipped before any solver starts.
-        Nothing of a task whose run is unknown, not distributed or of other limits is returned.
+        Nothing of a task whose run is unknown, not distributed or of other limits is returned; nor an
+        attempt the task gives other wall or CPU limits than the database has (its own, or its run's).
         The run's max_tries replaces the task's: a broker writer cannot choose how many tries
         an attempt gets.
         """
@@ -170,14 +171,25 @@ class Admission:
         if not items:
             return replace(task, items=())
         limits = items[0].spec.limits
-        if any(item.spec.limits != limits for item in items):
+        # Node and memory limits are the run's; wall and CPU ones may be each attempt's own (a relative
+        # run's), so they are checked per attempt.
+        run_wide = (limits.node_limit, limits.memory_limit_mb)
+        if any((item.spec.limits.node_limit, item.spec.limits.memory_limit_mb) != run_wide for item in items):
             self.refusals.drop(f"run {task.run_id}'s task carries attempts of different limits")
             self.tally.add("mismatch")
             return replace(task, items=())
         check = functools.partial(
             self.known.mismatches,
             run_id=task.run_id,
-            attempts={item.level_hash: (item.spec.kind, item.spec.heuristic) for item in items},
+            attempts={
+                item.level_hash: (
+                    item.spec.kind,
+                    item.spec.heuristic,
+                    item.spec.limits.time_limit,
+                    item.spec.limits.cpu_limit,
+                )
+                for item in items
+            },
             limits=(limits.time_limit, limits.node_limit, limits.memory_limit_mb, limits.cpu_limit),
         )
         verdict = in_transaction(claims, check, self.patience_s)

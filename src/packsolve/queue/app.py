@@ -19,6 +19,7 @@ from packsolve import settings as settings_module
 from packsolve.db.session import session_scope
 from packsolve.db.workers import signing_hosts
 from packsolve.errors import BrokerError, UsageError
+from packsolve.execution import Limits
 from packsolve.masking import mask_url
 from packsolve.queue import brokerscan, protocol
 from packsolve.queue.brokerscan import BrokerUnreadable, Unacked
@@ -136,7 +137,9 @@ class Cluster:
                 for i in range(0, len(pending), chunk_size):
                     chunk = pending[i : i + chunk_size]
                     prepares = _may_prepare(chunk, kinds)
-                    soft, hard = protocol.celery_limits(chunk[0].spec.limits, len(chunk), patience, prepares)
+                    soft, hard = protocol.celery_limits(
+                        Limits.widest(p.spec.limits for p in chunk), len(chunk), patience, prepares
+                    )
                     first = chunk[0].name or chunk[0].level_hash[:12]
                     app.send_task(
                         protocol.TASK_NAME,

@@ -28,7 +28,14 @@ from packsolve.db.refusals import record_refusal
 from packsolve.db.retry import in_transaction
 from packsolve.db.session import get_engine
 from packsolve.db.workers import Facts, mark_signing
-from packsolve.execution import AttemptSpec, cgroups, execute_attempts, execute_overlapped, solution_length
+from packsolve.execution import (
+    AttemptSpec,
+    Limits,
+    cgroups,
+    execute_attempts,
+    execute_overlapped,
+    solution_length,
+)
 from packsolve.execution.preparing import prepare
 from packsolve.execution.spec import PendingAttempt
 from packsolve.external.declaration import Solvers
@@ -258,7 +265,7 @@ class WorkerProcess:
         claim = functools.partial(
             claimant.claim,
             hashes=[item.level_hash for item in group],
-            hard_s=group[0].spec.limits.hard_time(),
+            hard_s=Limits.widest(item.spec.limits for item in group).hard_time(),
             waiting=waiting,
         )
         if len(group) == 1 and not waiting and self._tiny(group[0].spec):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
@@ -67,6 +67,13 @@ def cactus_data(session: Session, runs: list[Run]) -> list[CactusLine]:
     return out
 
 
+class _Own(NamedTuple):
+    """An attempt's own limits (None: its run's), as par2_limit reads them."""
+
+    time_limit: float | None
+    cpu_limit: float | None
+
+
 def scatter_data(session: Session, a: Run, b: Run, limit: int | None = None) -> Scatter:
     """Return the PAR-2 scores of the levels two runs share (unsolved ones sit at twice the limit).
 
@@ -75,15 +82,28 @@ def scatter_data(session: Session, a: Run, b: Run, limit: int | None = None) -> 
     """
     other = aliased(Attempt)
     q = (
-        select(Attempt.level_hash, Attempt.name, Attempt.status, Attempt.wall_s, other.status, other.wall_s)
+        select(
+            Attempt.level_hash,
+            Attempt.name,
+            Attempt.status,
+            Attempt.wall_s,
+            other.status,
+            other.wall_s,
+            # Each attempt's own limits where it had them (a relative run's): par2_limit takes them first.
+            Attempt.time_limit,
+            Attempt.cpu_limit,
+            other.time_limit,
+            other.cpu_limit,
+        )
         .join(other, (other.level_hash == Attempt.level_hash) & (other.run_id == b.id))
         .where(Attempt.run_id == a.id)
         .order_by(Attempt.seq)
         .limit(limit)
     )
     points: list[ScatterPoint] = []
-    for h, name, sa, wa, sb, wb in session.execute(q):
-        pa, pb = par2(sa, wa, par2_limit(a)), par2(sb, wb, par2_limit(b))
+    for h, name, sa, wa, sb, wb, ta, ca, tb, cb in session.execute(q):
+        la, lb = par2_limit(a, _Own(ta, ca)), par2_limit(b, _Own(tb, cb))
+        pa, pb = par2(sa, wa, la), par2(sb, wb, lb)
         if pa is not None and pb is not None:  # rounded as metrics.rounded does
             points.append(
                 ScatterPoint(

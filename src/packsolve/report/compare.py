@@ -159,6 +159,8 @@ def compare_runs(
                 Attempt.nodes,
                 Attempt.peak_rss_mb,
                 Attempt.message,
+                Attempt.time_limit,
+                Attempt.cpu_limit,
             )
             .where(Attempt.run_id == run.id)
             .order_by(Attempt.seq)
@@ -171,7 +173,7 @@ def compare_runs(
                 row = table[found.level_hash] = ComparedRow(
                     level=found.name, level_hash=found.level_hash, kind=found.kind, results=[None] * len(runs)
                 )
-            row["results"][col] = _cell(found, par2_limit(run))
+            row["results"][col] = _cell(found, par2_limit(run, found))  # its own limit, if it had one
     rows = list(table.values())
     footer = footers(runs, combined(compare_figures(session, runs), kind))
     if differs:
@@ -309,7 +311,18 @@ class Speedup:
 
 
 def limits_differ(base: Any, other: Any) -> str | None:
-    """Return how two runs' limits differ (their times then do not compare), or None if they are equal."""
+    """Return how two runs' limits differ (their times then do not compare), or None if they are equal.
+
+    A relative run's (--time-limit 3x) limits are each level's own: its times compare with no other run's.
+    """
+    for run in (base, other):
+        relative = (getattr(run, "options", None) or {}).get("relative")
+        if relative:
+            given = ", ".join(f"{name.replace('_', ' ')} {spec}" for name, spec in sorted(relative.items()))
+            return (
+                f"run {run.id}'s limits are relative ({given}: each level's own, from its history): "
+                "compare under equal limits"
+            )
     for field, name, unit in LIMITS:
         x, y = getattr(base, field), getattr(other, field)
         if x != y:

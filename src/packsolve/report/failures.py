@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Run
+from packsolve.execution.relative import RelativeLimits
 from packsolve.figures.failures import Group, failure_groups_of
 from packsolve.outcome import Status
 from packsolve.report.text import short_message, short_name
@@ -55,18 +56,38 @@ def stopped_by_cpu(group: Group) -> bool:
     return group["status"] == Status.TIMEOUT and group["pattern"].startswith("CPU time limit")
 
 
-def suggested_time_limit(run: Run, group: Group) -> float | None:
-    """Return the wall limit suggested to rerun the group (twice the run's, for wall timeouts), else None."""
+# What a relative run's timeouts are suggested: each level twice the limit it timed out at (its own).
+TWICE_OWN = "2x"
+
+
+def suggested_time_limit(run: Run, group: Group) -> float | str | None:
+    """Return the wall limit suggested to rerun the group (twice the run's, for wall timeouts), else None.
+
+    A relative run's attempts each had their own limit (the run's is only the largest): "2x", which
+    gives each timed-out level twice the limit it timed out at.
+    """
     if group["status"] == Status.TIMEOUT and run.time_limit and not stopped_by_cpu(group):
-        return 2 * run.time_limit
+        return TWICE_OWN if _relative(run).time is not None else 2 * run.time_limit
     return None
 
 
-def suggested_cpu_limit(run: Run, group: Group) -> float | None:
-    """Return the CPU limit suggested to rerun the group (twice the run's, for CPU timeouts), else None."""
+def suggested_cpu_limit(run: Run, group: Group) -> float | str | None:
+    """Return the CPU limit suggested to rerun the group (twice the run's, for CPU timeouts), else None;
+    "2x" for a relative run's, as suggested_time_limit."""
     if run.cpu_limit and stopped_by_cpu(group):
-        return 2 * run.cpu_limit
+        return TWICE_OWN if _relative(run).cpu is not None else 2 * run.cpu_limit
     return None
+
+
+def _relative(run: Run) -> RelativeLimits:
+    return RelativeLimits.from_options((run.options or {}).get("relative"))
+
+
+def limit_shown(value: float | str | None) -> str:
+    """Return a suggested limit as an option value ("" for none): seconds, or a relative one as is."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else f"{value:g}"
 
 
 def _next_step(run: Run, group: Group) -> str:
@@ -80,10 +101,10 @@ def _next_step(run: Run, group: Group) -> str:
     words = ["packsolve", "rerun", str(run.id), "--group", group["key"]]
     time_limit = suggested_time_limit(run, group)
     if time_limit is not None:
-        words += ["--time-limit", f"{time_limit:g}"]
+        words += ["--time-limit", limit_shown(time_limit)]
     cpu_limit = suggested_cpu_limit(run, group)
     if cpu_limit is not None:
-        words += ["--cpu-limit", f"{cpu_limit:g}"]
+        words += ["--cpu-limit", limit_shown(cpu_limit)]
     if status == Status.MEMOUT and run.memory_limit_mb:
         words += ["--memory-limit", str(2 * run.memory_limit_mb)]
     return " ".join(shlex.quote(w) for w in words)

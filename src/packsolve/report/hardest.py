@@ -65,7 +65,7 @@ def hardest_in_run(
     Ties (all timeouts have the same PAR-2) go to the attempt that spent more CPU time: seconds mean
     the same thing in every kind, where a node of one kind is not a node of another.
     """
-    par2 = par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run))
+    par2 = par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run, Attempt))
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
     key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
     cols = (

@@ -28,7 +28,7 @@ from packsolve.report.hardest import hardest_in_run
 from packsolve.report.jinja import environment
 from packsolve.report.merged import Merged, merged_view
 from packsolve.report.show import picture
-from packsolve.report.summary import Summary, run_summary
+from packsolve.report.summary import Summary, relative_text, run_summary
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
@@ -151,6 +151,17 @@ def _summary_context(summaries: list[Summary]) -> dict[str, Any]:
     for key, title in SUMMARY_FIELDS:
         values = [", ".join(r[key]) if isinstance(r[key], list) else r[key] for r in records]
         summary_rows.append((title, [(v, isinstance(v, (int, float))) for v in values]))
+    # A relative run's limits (--time-limit 3x): its time_limit row is only the largest attempt's.
+    relative = [
+        ", ".join(
+            f"{text}{' CPU' if name == 'cpu_limit' else ''}"
+            for name in ("time_limit", "cpu_limit")
+            if (text := relative_text(s.get("relative") or {}, name))
+        )
+        for s in summaries
+    ]
+    if any(relative):
+        summary_rows.append(("relative limits", [(v, False) for v in relative]))
     peaks = [max(s["memory"]["by_kind"].values(), default=None) for s in summaries]
     summary_rows.append(("peak memory (MB)", [(v, v is not None) for v in peaks]))
     statuses = sorted({k for s in summaries for k in s["counts"]})

@@ -99,7 +99,7 @@ def merged_view(session: Session, run: Run) -> Merged:
     with the run that produced it; figures are over those merged results.
     """
     family = [run, *reruns_of(session, run)]
-    limits = {r.id: par2_limit(r) for r in family}
+    runs_by_id = {r.id: r for r in family}
     levels: dict[str, MergedLevel] = {}
     own_par2 = 0.0  # the run's own results' PAR-2, before its reruns
     order = (Attempt.run_id, Attempt.seq)
@@ -113,9 +113,13 @@ def merged_view(session: Session, run: Run) -> Merged:
         Attempt.wall_s,
         Attempt.nodes,
         Attempt.message,
+        Attempt.time_limit,
+        Attempt.cpu_limit,
     )
     q = select(*cols).where(Attempt.run_id.in_([r.id for r in family])).order_by(*order)
-    for run_id, h, name, kind, heuristic, status, wall, nodes, message in session.connection().execute(q):
+    for row in session.connection().execute(q):
+        run_id, h, name, kind, heuristic, status, wall, nodes, message = row[:9]
+        limit = par2_limit(runs_by_id[run_id], row)  # the attempt's own limit where it had one
         cell: MergedLevel = {
             "level": name,
             "level_hash": h,
@@ -126,7 +130,7 @@ def merged_view(session: Session, run: Run) -> Merged:
             "message": message,
             "run": run_id,
             "heuristic": heuristic,
-            "par2_s": rounded(par2(status, wall, limits[run_id])),
+            "par2_s": rounded(par2(status, wall, limit)),
             "tries": 1,
         }
         if run_id == run.id:

@@ -83,8 +83,9 @@ class Attempted(TypedDict):
     cpu_s: float | None
     peak_rss_mb: float | None
     worker: str | None
-    time_limit: float | None
+    time_limit: float | None  # the attempt's own where it had one (a relative run's), else its run's
     cpu_limit: float | None
+    relative: dict[str, str] | None  # the run's relative limits ({"time_limit": "3x,1s"}), if any
     finished_at: str | None
     message: str | None
     # What the solver printed beyond its answer, as kept (head, cut marker, tail); null if nothing.
@@ -138,8 +139,10 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> Leve
                     "length": a.length,
                     **measured_shown(a),
                     "worker": a.worker,
-                    "time_limit": run.time_limit,
-                    "cpu_limit": run.cpu_limit,
+                    # Its own limits where it had them (a relative run's), else its run's.
+                    "time_limit": a.time_limit if a.time_limit is not None else run.time_limit,
+                    "cpu_limit": a.cpu_limit if a.cpu_limit is not None else run.cpu_limit,
+                    "relative": (run.options or {}).get("relative"),
                     "finished_at": iso(a.finished_at),
                     "message": a.message,
                     "stdout": a.stdout,
@@ -201,7 +204,7 @@ def render_level(rep: LevelReport) -> Any:
     title = Text(f"{visible(rep['level'])}  {rep['kind']}  {rep['level_hash'][:12]}")
     panel = Panel(Text(pic), title=title, subtitle=caption, expand=False)
     t = Table(title="history", title_justify="left")
-    for name in ("run", "heuristic", "status", "length", "wall s", "nodes", "worker", "finished"):
+    for name in ("run", "heuristic", "status", "length", "wall s", "limit", "nodes", "worker", "finished"):
         t.add_column(name, overflow="fold")
     why = []
     for h in rep["history"]:
@@ -211,6 +214,7 @@ def render_level(rep: LevelReport) -> Any:
             h["status"],
             str(h["length"] or ""),
             "" if h["wall_s"] is None else f"{h['wall_s']:.3f}",
+            _limit_cell(h),
             str(h["nodes"] or ""),
             Text(h["worker"] or ""),
             (h["finished_at"] or "")[:19].replace("T", " "),
@@ -220,6 +224,17 @@ def render_level(rep: LevelReport) -> Any:
     if not rep["history"]:
         return Group(panel, Text("never attempted in this database"))
     return Group(panel, t, *why, *_outputs(rep["history"]))
+
+
+def _limit_cell(h: Attempted) -> str:
+    """Return the limit an attempt ran under: "1.5 s (3x)" where its run's was relative, CPU ones marked."""
+    relative = h.get("relative") or {}
+    parts = []
+    for name, value, unit in (("time_limit", h["time_limit"], "s"), ("cpu_limit", h["cpu_limit"], "s CPU")):
+        if value is not None:
+            given = relative.get(name)
+            parts.append(f"{value:.3g} {unit}" + (f" ({given.split(',')[0]})" if given else ""))
+    return ", ".join(parts)
 
 
 def _outputs(history: list[Attempted]) -> list[Any]:

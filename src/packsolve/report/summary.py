@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypedDict
 
@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.local_runs import shown_state
 from packsolve.db.models import Attempt, Run, as_utc
-from packsolve.figures.par2 import par2_limit, par2_sum
+from packsolve.execution.relative import RelativeLimits, parse_relative, spread
+from packsolve.figures.par2 import own_penalties, par2_limit, par2_sum
 from packsolve.figures.run_figures import (
     WHOLE,
     Final,
@@ -85,6 +86,7 @@ class Summary(Figures):
     kind: str | None
     time_limit: float | None
     cpu_limit: float | None
+    relative: dict[str, Any] | None  # relative limits (Nx): spec and the attempts' own limits
     node_limit: int | None
     memory_limit_mb: int | None
     concurrency: int | None
@@ -101,9 +103,17 @@ class Summary(Figures):
 
 
 def _figures(
-    groups: list[Group], medians: dict[str, float | None], wall_max: float | None, time_limit: float | None
+    groups: list[Group],
+    medians: dict[str, float | None],
+    wall_max: float | None,
+    time_limit: float | None,
+    penalties: Mapping[tuple[str, str, str], float] | None = None,
 ) -> Figures:
-    """Return counts and time figures from groups of attempts (packsolve.figures.run_figures.Group)."""
+    """Return counts and time figures from groups of attempts (packsolve.figures.run_figures.Group).
+
+    penalties: the sums of the attempts' own limits (par2.own_penalties) where they have them (a
+    relative run's): those undecided attempts score twice their own limit, not twice time_limit.
+    """
     counts: Counter[str] = Counter()
     wall = cpu = par2_total = 0.0
     nodes = scored = 0
@@ -116,7 +126,8 @@ def _figures(
         if g.status in NOT_RUN_VALUES:
             continue
         scored += n
-        par2_total += par2_sum(g.status, n, g.wall_sum, time_limit) or 0.0
+        own = (penalties or {}).get((g.kind, g.heuristic, str(g.status)))
+        par2_total += 2.0 * own if own is not None else par2_sum(g.status, n, g.wall_sum, time_limit) or 0.0
     total = sum(counts.values())
     return {
         "total": total,
@@ -202,7 +213,9 @@ def run_summary(
         final = read() if reuse is None else reuse(read)
     wall_max = {kind: _wall_max(conn, run.id, kind) for kind in by_kind}
     longest = max((m for m in wall_max.values() if m is not None), default=None)
-    everything = _figures(found, final.medians.get(WHOLE, {}), longest, par2_limit(run))
+    relative = RelativeLimits.from_options((run.options or {}).get("relative"))
+    penalties = own_penalties(conn, run) if relative else None
+    everything = _figures(found, final.medians.get(WHOLE, {}), longest, par2_limit(run), penalties)
     workers = run_workers(conn, run.id)
     makespan = _seconds(*_span(conn, run.id))
     # One message per failing status, as an example (any one: an ordered pick would sort every
@@ -235,6 +248,8 @@ def run_summary(
         "kind": run.kind,
         "time_limit": run.time_limit,
         "cpu_limit": run.cpu_limit,
+        # --time-limit 3x: each attempt's own limit; the run's time_limit/cpu_limit are the largest.
+        "relative": relative_spread(conn, run.id, relative) if relative else None,
         "node_limit": run.node_limit,
         "memory_limit_mb": run.memory_limit_mb,
         "concurrency": run.concurrency,
@@ -245,7 +260,7 @@ def run_summary(
         "workers": len(workers),
         "worker_names": workers[:MAX_WORKER_NAMES],
         "kinds": {
-            kind: _figures(g, final.medians.get(kind, {}), wall_max[kind], par2_limit(run))
+            kind: _figures(g, final.medians.get(kind, {}), wall_max[kind], par2_limit(run), penalties)
             for kind, g in sorted(by_kind.items())
         },
         "messages": messages,
@@ -265,11 +280,51 @@ def _peak_memory(peaks: dict[tuple[str, str], float]) -> PeakMemory:
     return {"by_kind": dict(sorted(by_kind.items())), "by_heuristic": dict(sorted(by_heuristic.items()))}
 
 
+def relative_spread(conn: Connection, run_id: int, relative: RelativeLimits) -> dict[str, Any]:
+    """Return a relative run's limits as reports give them: {"time_limit"/"cpu_limit": {"spec": "3x,1s",
+    "low": the smallest attempt's own limit, "high": the largest}} for each one given as Nx."""
+    low_t, high_t, low_c, high_c = conn.execute(
+        select(
+            func.min(Attempt.time_limit),
+            func.max(Attempt.time_limit),
+            func.min(Attempt.cpu_limit),
+            func.max(Attempt.cpu_limit),
+        ).where(Attempt.run_id == run_id)
+    ).one()
+    out: dict[str, Any] = {}
+    for name, given, low, high in (
+        ("time_limit", relative.time, low_t, high_t),
+        ("cpu_limit", relative.cpu, low_c, high_c),
+    ):
+        if given is not None:
+            out[name] = {"spec": given.spelled(), "low": low, "high": high}
+    return out
+
+
+def relative_text(spread_of: Mapping[str, Any], name: str) -> str | None:
+    """Return how a relative limit reads ("3x expected, 1–42 s"), or None if that limit is not relative."""
+    found = (spread_of or {}).get(name)
+    if not found:
+        return None
+    given = parse_relative(found["spec"])
+    if given is None:
+        return None
+    return spread(given, [v for v in (found.get("low"), found.get("high")) if v is not None])
+
+
 def _limits_text(s: Summary) -> str:
     limits = []
-    if s["time_limit"] is not None:
+    wall, cpu = (
+        relative_text(s.get("relative") or {}, "time_limit"),
+        relative_text(s.get("relative") or {}, "cpu_limit"),
+    )
+    if wall is not None:
+        limits.append(wall)
+    elif s["time_limit"] is not None:
         limits.append(f"{s['time_limit']:g} s")
-    if s.get("cpu_limit") is not None:
+    if cpu is not None:
+        limits.append(f"{cpu} CPU")
+    elif s.get("cpu_limit") is not None:
         limits.append(f"{s['cpu_limit']:g} s CPU")
     if s["node_limit"] is not None:
         limits.append(f"{s['node_limit']} nodes")

@@ -23,6 +23,7 @@ from packsolve.bounds import DURATION_FORM, duration_seconds
 from packsolve.db.catalog import delete_run, relabel
 from packsolve.db.runs import resolve_run, status_counts
 from packsolve.errors import OptionError, PlanError, ReportError
+from packsolve.execution.relative import Relative, parse_relative
 from packsolve.external.declaration import load_solvers
 from packsolve.request import RerunRequest, check_label
 from packsolve.web.pages import db
@@ -53,10 +54,17 @@ async def _run_id(request: Request) -> int:
     return await run_in_threadpool(_resolve, request, request.path_params["run"])
 
 
-def _seconds(text: str | None, option: str = "--time-limit") -> float | None:
-    """Return a form's limit in seconds (None: the parent's); OptionError as the option would say it."""
+def _seconds(text: str | None, option: str = "--time-limit") -> float | Relative | None:
+    """Return a form's limit in seconds, or relative (3x: execution.relative), None: the parent's;
+    OptionError as the option would say it."""
     if not text or not text.strip():
         return None
+    try:
+        relative = parse_relative(text)
+    except ValueError as exc:
+        raise OptionError(option, str(exc)) from None
+    if relative is not None:
+        return relative
     seconds = duration_seconds(text)
     if seconds is None:
         raise OptionError(option, f"{text!r} is not a duration: {DURATION_FORM}")

@@ -23,7 +23,7 @@ from packsolve.figures.compare_pairs import Figures, compare_figures
 from packsolve.outcome import Status
 from packsolve.report.attempts_page import COLUMNS, AttemptQuery, attempts_page, count_matching
 from packsolve.report.compare import Slice, page_of
-from packsolve.report.failures import failure_groups, suggested_cpu_limit, suggested_time_limit
+from packsolve.report.failures import failure_groups, limit_shown, suggested_cpu_limit, suggested_time_limit
 from packsolve.report.hardest import BY, HardestRows, hardest_in_run, hardest_overall
 from packsolve.report.live import run_workers
 from packsolve.report.progress import Progress, run_progress
@@ -221,16 +221,13 @@ def _failures(session: Session, run: Run, examples: int) -> dict[str, Any]:
     ('' if none)."""
     data = failure_groups(session, run, examples)
 
-    def shown(seconds: float | None) -> str:
-        return "" if seconds is None else f"{seconds:g}"
-
     return {
         **data,
         "groups": [
             {
                 **g,
-                "suggested_time_limit": shown(suggested_time_limit(run, g)),
-                "suggested_cpu_limit": shown(suggested_cpu_limit(run, g)),
+                "suggested_time_limit": limit_shown(suggested_time_limit(run, g)),
+                "suggested_cpu_limit": limit_shown(suggested_cpu_limit(run, g)),
             }
             for g in data["groups"]
         ],
