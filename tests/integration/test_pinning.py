@@ -16,6 +16,7 @@ import pytest
 
 from packsolve.execution import cores
 from tests.support.chaos_pack import export_records, write_pack
+from tests.support.dashboard import serving
 from tests.support.inprocess import invoke
 from tests.support.services import Worker, run_cli, wait_for_run
 
@@ -152,6 +153,22 @@ def test_a_worker_pins_each_pool_process_to_a_core_of_its_own(
         res = run_cli("submit", str(pack), "--heuristic", "cpus", "--chunk-size", "1", env=env)
         assert res.returncode == 0, res.stderr
         wait_for_run(sqlite_url, 1)
+        # Each pool process's row says the CPUs it is pinned to: one core each, no two alike.
+        shown = json.loads(invoke("workers", "--format", "json", env=env).stdout)
+        processes = [p for w in shown["workers"] for p in w["processes"] if p["state"] == "live"]
+        assert len(processes) == len(USABLE), processes
+        assert sorted(frozenset(int(c) for c in p["cpus"].split(",")) for p in processes) == sorted(
+            frozenset(core) for core in USABLE
+        ), processes
+        table = invoke("workers", env=env).stdout
+        assert all(f"{p['process']} CPUs {p['cpus']}" in table for p in processes), table
+        with serving(sqlite_url, env=env, log_dir=tmp_path) as served:
+            status, body = served.get("/workers")
+        assert status == 200
+        assert all(
+            f'{p["process"]}<div class="muted cpus">pinned to CPU(s) {p["cpus"]}</div>' in body
+            for p in processes
+        ), body
     finally:
         worker.stop()
     _check_apart(export_records(sqlite_url, 1), len(USABLE))

@@ -327,6 +327,8 @@ class Worker(Base):
     programs: Mapped[str | None] = mapped_column(Text)
     # How it measures and limits its attempts (execution.cgroups.mode): cgroup-v1, or rusage.
     measurement: Mapped[str | None] = mapped_column(String(16))
+    # The CPUs it is pinned to under --cpus-per-attempt ("0", "2,3"); None: not pinned (migration 0027).
+    cpus: Mapped[str | None] = mapped_column(String(255))
     # How its lease ended: stopped_at, a clean exit (db.workers.retire); lapsed_at, seen lapsed by
     # the scheduler (or found dead by a sibling) with no clean exit: the process was lost. A renewal
     # after a lapse clears lapsed_at (the process was frozen or cut off, and is back).

@@ -79,6 +79,7 @@ class Facts:
     concurrency: int | None = None
     programs: dict[str, Any] = field(default_factory=dict)
     measurement: str | None = None  # how it measures its attempts (execution.cgroups.mode)
+    cpus: str | None = None  # the CPUs it is pinned to ("2,3"), under --cpus-per-attempt; None: not pinned
 
 
 def start(connection: Connection, name: str, host: str, facts: Facts) -> None:
@@ -94,6 +95,7 @@ def start(connection: Connection, name: str, host: str, facts: Facts) -> None:
         "concurrency": facts.concurrency,
         "programs": json.dumps(facts.programs, sort_keys=True),
         "measurement": facts.measurement,
+        "cpus": facts.cpus,
         "stopped_at": None,
         "lapsed_at": None,
         "signs": None,

@@ -32,6 +32,7 @@ from packsolve.execution import (
     AttemptSpec,
     Limits,
     cgroups,
+    cores,
     execute_attempts,
     execute_overlapped,
     solution_length,
@@ -116,6 +117,8 @@ class WorkerProcess:
                         concurrency=self.settings.concurrency or os.cpu_count() or 1,
                         programs=declared_programs(self.declared),
                         measurement=cgroups.mode(),
+                        # Pinned at the process's start (worker.py), before its first task takes the lease.
+                        cpus=cores.shown([cores.usable_cpus()]) if self.settings.cpus_per_attempt else None,
                     ),
                     self.admission.tally,
                 )

@@ -101,6 +101,7 @@ def process_rows(session: Session, now: datetime | None = None) -> list[dict[str
                 "lease_age_s": _seconds(now, w.renewed_at) if live else None,
                 "ended_at": iso(ended),
                 "concurrency": w.concurrency,
+                "cpus": w.cpus,
                 "signs": bool(w.signs),
                 "programs": json.loads(w.programs) if w.programs else {},
                 "kinds": sorted(json.loads(w.offers or "{}")),
@@ -337,7 +338,10 @@ def _worker_table(workers: list[dict[str, Any]]) -> Any:
             live = p["state"] == LIVE and p["lease_age_s"] is not None
             lease = f"renewed {p['lease_age_s']:.0f} s ago" if live else f"ended {_when(p['ended_at'])}"
             now = ", ".join(f"run {a['run']} {a['level']}" for a in p["running"]) or "—"
-            t.add_row(Text("  " + p["process"]), _state(p["state"]), lease, Text(now))
+            process = Text("  " + p["process"])
+            if p["cpus"]:
+                process.append(f" CPUs {p['cpus']}", style="dim")
+            t.add_row(process, _state(p["state"]), lease, Text(now))
     return t
 
 
