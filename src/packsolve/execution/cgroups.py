@@ -57,12 +57,30 @@ def _own_path(controller: str) -> str | None:
     return None
 
 
+# Per process (by pid: a fork's child starts where its parent is, outside any job group): the cgroup
+# directory it was in when it first asked, in each controller's hierarchy (None: no hierarchy). Read
+# once: every job's group is made below it and left back to it, and a job that reads /proc/self/cgroup
+# four times costs a tiny attempt a measurable share of its time (docs/benchmarks.md).
+_homes: tuple[int, dict[str, str | None]] | None = None
+
+
+def _home(controller: str) -> str | None:
+    """Return this process's own cgroup directory in controller's v1 hierarchy; None if it has none."""
+    global _homes
+    if _homes is None or _homes[0] != os.getpid():
+        _homes = (os.getpid(), {})
+    homes = _homes[1]
+    if controller not in homes:
+        own = _own_path(controller)
+        exists = own is not None and os.path.isdir(os.path.join(ROOT, controller))
+        homes[controller] = os.path.join(ROOT, controller, own.lstrip("/")) if exists and own else None
+    return homes[controller]
+
+
 def _base(controller: str) -> str | None:
     """Return packsolve's directory below this process's cgroup in controller's hierarchy; None if none."""
-    own = _own_path(controller)
-    if own is None or not os.path.isdir(os.path.join(ROOT, controller)):
-        return None
-    return os.path.join(ROOT, controller, own.lstrip("/"), BASE)
+    home = _home(controller)
+    return None if home is None else os.path.join(home, BASE)
 
 
 def mode() -> str:
@@ -142,9 +160,12 @@ class JobGroup:
                 base = _base(controller)
                 if base is None:
                     raise OSError(f"no cgroup v1 hierarchy for {controller}")
-                os.makedirs(base, exist_ok=True)
                 path = os.path.join(base, name)
-                os.mkdir(path)
+                try:
+                    os.mkdir(path)
+                except FileNotFoundError:  # the first group below this cgroup: make packsolve's directory
+                    os.makedirs(base, exist_ok=True)
+                    os.mkdir(path)
                 paths[controller] = path
             group = cls(paths, {})
             if memory_limit_mb is not None:
@@ -182,9 +203,9 @@ class JobGroup:
     def enter(self) -> None:
         """Move this process into the group (what it starts from now on is in it too)."""
         for controller, path in self.paths.items():
-            own = _own_path(controller)
-            if own is not None:
-                self.came_from.setdefault(controller, os.path.join(ROOT, controller, own.lstrip("/")))
+            home = _home(controller)
+            if home is not None:
+                self.came_from.setdefault(controller, home)
             with open(os.path.join(path, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
 
