@@ -33,6 +33,16 @@ from packsolve.outcome import SearchStats
 
 
 @dataclass(frozen=True)
+class LevelLimits:
+    """The limits of the level solved in parts, as an attempt's: wall seconds from the start, and
+    nodes and CPU seconds summed over the parts (None: no limit)."""
+
+    time_limit: float | None = None
+    node_limit: int | None = None
+    cpu_limit: float | None = None
+
+
+@dataclass(frozen=True)
 class PartRun:
     """One run of one part: its index, its Outcome, CPU and wall seconds, and where it stopped.
 
@@ -50,7 +60,7 @@ class PartRun:
 
 @dataclass
 class SplitRun:
-    """The level's Outcome and how it was reached: the split (None: solved unsplit), every part run, rounds."""
+    """The level's Outcome and how: the split (None: solved unsplit), every part's runs, the rounds."""
 
     outcome: Outcome
     split: Split | None = None
@@ -66,7 +76,9 @@ def _install(kind: PuzzleKind, heuristic: str, bound: SharedBound | None) -> Non
     _STATE.update(solve=kind.solver(heuristic)[1], bound=bound)
 
 
-def _run_part(task: tuple[int, Any, tuple[int, int] | None, float | None, int | None, float | None]) -> PartRun:
+def _run_part(
+    task: tuple[int, Any, tuple[int, int] | None, float | None, int | None, float | None],
+) -> PartRun:
     index, level, window, time_limit, node_limit, cpu_limit = task
     budget = Budget(time_limit, node_limit, cpu_limit)
     bound: SharedBound | None = _STATE["bound"]
@@ -88,9 +100,9 @@ def _children_cpu() -> float:
 class _Limits:
     """The level's limits, shared out: each part gets what is left when it starts."""
 
-    def __init__(self, time_limit: float | None, node_limit: int | None, cpu_limit: float | None) -> None:
-        self.deadline = None if time_limit is None else time.monotonic() + time_limit
-        self.node_limit, self.cpu_limit = node_limit, cpu_limit
+    def __init__(self, given: LevelLimits) -> None:
+        self.deadline = None if given.time_limit is None else time.monotonic() + given.time_limit
+        self.node_limit, self.cpu_limit = given.node_limit, given.cpu_limit
         self.nodes = 0
         self.cpu = 0.0
 
@@ -99,7 +111,11 @@ class _Limits:
         wall = None if self.deadline is None else self.deadline - time.monotonic()
         nodes = None if self.node_limit is None else self.node_limit - self.nodes
         cpu = None if self.cpu_limit is None else self.cpu_limit - self.cpu
-        if (wall is not None and wall <= 0) or (nodes is not None and nodes <= 0) or (cpu is not None and cpu <= 0):
+        if (
+            (wall is not None and wall <= 0)
+            or (nodes is not None and nodes <= 0)
+            or (cpu is not None and cpu <= 0)
+        ):
             return None
         return wall, nodes, cpu
 
@@ -115,16 +131,13 @@ def solve_split(
     *,
     parts: int = 8,
     processes: int = 1,
-    time_limit: float | None = None,
-    node_limit: int | None = None,
-    cpu_limit: float | None = None,
+    limits: LevelLimits | None = None,
 ) -> SplitRun:
     """Solve level as at least ``parts`` parts on ``processes`` processes (1: in this process, in order).
 
-    The limits are the level's, as an attempt's: wall time from the start, nodes and CPU summed
-    over the parts (a part gets what is left when it starts, so parts running side by side may
-    together pass a limit by what they spend at once). Past one: timeout. The returned Outcome's
-    solution, if any, is checked with ``kind.verify`` (wrong if it fails).
+    ``limits``: the level's (a part gets what is left of them when it starts, so parts running
+    side by side may together pass a limit by what they spend at once). Past one: timeout. The
+    returned Outcome's solution, if any, is checked with ``kind.verify`` (wrong if it fails).
     """
     name, _ = kind.solver(heuristic)
     prepare = kind.preparation(name, level) if kind.preparation else None
@@ -138,8 +151,8 @@ def solve_split(
     else:
         split_parts, rule = split.parts, split.combine
     bound = SharedBound() if rule == Combine.BEST_OF_ALL else None
-    limits = _Limits(time_limit, node_limit, cpu_limit)
-    limits.nodes = split.nodes if split is not None else 0
+    left = _Limits(limits or LevelLimits())
+    left.nodes = split.nodes if split is not None else 0
     run = SplitRun(Outcome(Status.NO_SOLUTION), split)
     _install(kind, name, bound)
     pool = None
@@ -148,10 +161,10 @@ def solve_split(
         pool = multiprocessing.get_context("fork").Pool(processes)
     try:
         if rule == Combine.FIRST_FOUND:
-            outcome = _first_found(split_parts, limits, run, pool)
+            outcome = _first_found(split_parts, left, run, pool)
         else:
             assert bound is not None
-            outcome = _best_of_all(split_parts, limits, run, pool, bound)
+            outcome = _best_of_all(split_parts, left, run, pool, bound)
     finally:
         if pool is not None:
             pool.terminate()
@@ -159,9 +172,11 @@ def solve_split(
     if outcome.status == Status.SOLVED:
         why = kind.verify(level, outcome.solution)
         if why is not None:
-            outcome = Outcome(Status.WRONG, outcome.solution, message=f"the parts' combined answer is wrong: {why}")
+            outcome = Outcome(
+                Status.WRONG, outcome.solution, message=f"the parts' combined answer is wrong: {why}"
+            )
     stats = SearchStats(
-        nodes=limits.nodes,
+        nodes=left.nodes,
         wall_s=time.monotonic() - wall0,
         cpu_s=time.process_time() - cpu0 + _children_cpu() - child0,
     )
@@ -198,7 +213,9 @@ def _first_found(split_parts: tuple[Part, ...], limits: _Limits, run: SplitRun, 
         out = part_run.outcome
         if out.status == Status.SOLVED:
             part = split_parts[part_run.index]
-            return Outcome(Status.SOLVED, part.combine(out.solution), message=_said(out, part_run, len(split_parts)))
+            return Outcome(
+                Status.SOLVED, part.combine(out.solution), message=_said(out, part_run, len(split_parts))
+            )
         if out.status != Status.NO_SOLUTION and unsettled is None:
             unsettled = out
             if pool is None:
@@ -211,7 +228,7 @@ def _first_found(split_parts: tuple[Part, ...], limits: _Limits, run: SplitRun, 
 
 
 def _in_order(split_parts: tuple[Part, ...], limits: _Limits) -> Any:
-    """Run the parts here one after another, each with the limits left when it starts, until they are spent."""
+    """Run the parts here one after another, each with the limits left when it starts, while some are."""
     for i, part in enumerate(split_parts):
         left = limits.left()
         if left is None:
@@ -265,5 +282,6 @@ def _best_of_all(
     return Outcome(
         Status.SOLVED,
         part.combine(answer),
-        message=f"the shortest of {len(split_parts)} parts' answers ({length}), part {i + 1}, in {run.rounds} rounds",
+        message=f"the shortest of {len(split_parts)} parts' answers ({length}), "
+        f"part {i + 1}, in {run.rounds} rounds",
     )

@@ -10,8 +10,8 @@ before the solving, outside its budgets, as packsolve does). A kind's ``split``,
 for every heuristic it splits for, on every example, distinct parts whose answers, each after
 its prefix, are answers ``verify`` accepts; at least one part with an answer when the unsplit
 search has one (none when it has none); for best of all, the shortest as short as the unsplit
-answer; and ``packsolve.splitting.solve_split`` combining them into such an answer. Solvers run in this process, each under a
-``Budget`` of ``time_limit`` seconds.
+answer; and ``packsolve.splitting.solve_split`` combining them into such an answer. Solvers run
+in this process, each under a ``Budget`` of ``time_limit`` seconds.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from packsolve.api import Budget, Combine, LevelError, Outcome, Part, Preparation, PuzzleKind, Split, Status
 from packsolve.levels import canonical_json, level_hash
 from packsolve.puzzles import get_kind
-from packsolve.splitting import solve_split
+from packsolve.splitting import LevelLimits, solve_split
 
 # How many parts check_kind asks a kind's split for.
 SPLIT_PARTS = 4
@@ -318,6 +318,34 @@ def _split_problems(
         return [f"{where}: split raised {_error(exc)}"]
     if split is None:
         return []
+    problems = _split_shape_problems(split, where)
+    if problems:
+        return problems
+    lengths, problems = _part_answers(kind, heuristic, level, split, where, time_limit)
+    if problems:
+        return problems
+    if unsplit.status is Status.SOLVED and not lengths:
+        return [f"{where}: the level has an answer, none of its {len(split.parts)} parts has one"]
+    if unsplit.status is Status.NO_SOLUTION and lengths:
+        return [f"{where}: a part has an answer, the unsplit search proved there is none"]
+    want = kind.length(unsplit.solution) if unsplit.status is Status.SOLVED else None
+    optimal = split.combine is Combine.BEST_OF_ALL and want is not None
+    if optimal and min((n for n in lengths if n is not None), default=None) != want:
+        shortest = min((n for n in lengths if n is not None), default=None)
+        return [f"{where}: the parts' shortest answer has length {shortest}, the unsplit one {want}"]
+    try:
+        got = solve_split(kind, level, heuristic, parts=SPLIT_PARTS, limits=LevelLimits(time_limit)).outcome
+    except Exception as exc:
+        return [f"{where}: solving the parts raised {_error(exc)}"]
+    if got.status is not unsplit.status:
+        ends = f"{got.status.value} ({got.message})"
+        return [f"{where}: solved in parts it ends {ends}, unsplit {unsplit.status.value}"]
+    if optimal and kind.length(got.solution) != want:
+        return [f"{where}: solved in parts its answer has length {kind.length(got.solution)}, unsplit {want}"]
+    return []
+
+
+def _split_shape_problems(split: Any, where: str) -> list[str]:
     if (
         not isinstance(split, Split)
         or not isinstance(split.combine, Combine)
@@ -330,48 +358,31 @@ def _split_problems(
         for b in range(a):
             if parts[a].level == parts[b].level and parts[a].prefix == parts[b].prefix:
                 return [f"{where}: parts {b + 1} and {a + 1} are the same sub-level"]
+    return []
+
+
+def _part_answers(
+    kind: PuzzleKind, heuristic: str, level: Any, split: Split, where: str, time_limit: float
+) -> tuple[list[int | None], list[str]]:
+    """Solve each part alone; return the lengths of their answers after their prefixes, and what was wrong."""
     problems: list[str] = []
     lengths = []
     solve = kind.solvers[heuristic]
-    for k, part in enumerate(parts, 1):
+    for k, part in enumerate(split.parts, 1):
         try:
             out = solve(part.level, Budget(time_limit))
-        except Exception as exc:
-            problems.append(f"{where}: part {k} raised {_error(exc)}")
-            continue
-        if out.status is not Status.SOLVED:
-            continue
-        try:
+            if out.status is not Status.SOLVED:
+                continue
             combined = json.loads(json.dumps(part.combine(out.solution), allow_nan=False))
             why = kind.verify(level, combined)
         except Exception as exc:
-            problems.append(f"{where}: part {k}'s answer after its prefix: {_error(exc)}")
+            problems.append(f"{where}: part {k}: {_error(exc)}")
             continue
         if why:
             problems.append(f"{where}: part {k}'s answer after its prefix is wrong: {_short(why)}")
         else:
             lengths.append(kind.length(combined))
-    if problems:
-        return problems
-    if unsplit.status is Status.SOLVED and not lengths:
-        return [f"{where}: the level has an answer, none of its {len(parts)} parts has one"]
-    if unsplit.status is Status.NO_SOLUTION and lengths:
-        return [f"{where}: a part has an answer, the unsplit search proved there is none"]
-    want = kind.length(unsplit.solution) if unsplit.status is Status.SOLVED else None
-    if split.combine is Combine.BEST_OF_ALL and want is not None:
-        shortest = min((n for n in lengths if n is not None), default=None)
-        if shortest != want:
-            return [f"{where}: the parts' shortest answer has length {shortest}, the unsplit one {want}"]
-    try:
-        run = solve_split(kind, level, heuristic, parts=SPLIT_PARTS, time_limit=time_limit)
-    except Exception as exc:
-        return [f"{where}: solving the parts raised {_error(exc)}"]
-    got = run.outcome
-    if got.status is not unsplit.status:
-        return [f"{where}: solved in parts it ends {got.status.value} ({got.message}), unsplit {unsplit.status.value}"]
-    if split.combine is Combine.BEST_OF_ALL and want is not None and kind.length(got.solution) != want:
-        return [f"{where}: solved in parts its answer has length {kind.length(got.solution)}, unsplit {want}"]
-    return []
+    return lengths, problems
 
 
 def _disagreements(answers: Mapping[int, Mapping[str, Outcome]]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Splitting one level into parts (issue 38): the kinds' splits, the combination rules, the runner, check_kind."""
+"""Splitting a level into parts (issue 38): kinds' splits, both combination rules, the runner, check_kind."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from packsolve.api import Budget, Combine, Part, SharedBound, Split, Status
 from packsolve.puzzles import get_kind
-from packsolve.splitting import solve_split
+from packsolve.splitting import LevelLimits, solve_split
 from packsolve.testing import run_checks
 
 SLIDING = get_kind("sliding")
@@ -89,7 +89,7 @@ def test_best_of_all_on_korf_15_puzzles_finds_the_published_length_with_about_th
     unsplit = SLIDING.solvers["pdb"](board, Budget(120))
     assert len(unsplit.solution) == optimal
     for processes in (1, 2):
-        run = solve_split(SLIDING, board, "pdb", parts=8, processes=processes, time_limit=120)
+        run = solve_split(SLIDING, board, "pdb", parts=8, processes=processes, limits=LevelLimits(120))
         assert run.outcome.status is Status.SOLVED, run.outcome.message
         assert len(run.outcome.solution) == optimal
         assert SLIDING.verify(board, run.outcome.solution) is None
@@ -130,7 +130,7 @@ def test_sliding_splits_only_its_ida_heuristics_and_solvable_boards():
 
 ONESTROKE_LEVELS = [
     # hongjie104 level 2 (a unique path) and xutianyue level 1, from ../shared/benchmarks/onestroke.
-    ["....." , "..#..", "..S..", ".....", "###.#"],
+    [".....", "..#..", "..S..", ".....", "###.#"],
     ["S..", ".#.", "..."],
     ["S...", "....", "....", "...."],
 ]
@@ -177,7 +177,7 @@ def test_first_found_on_knights_tours(data, heuristic):
     assert all(p.level.prefix[0] == board.index(*board.start) for p in split.parts)
     _every_part_verified(KNIGHTS, board, heuristic, split, may_time_out=True)
     for processes in (1, 2):
-        run = solve_split(KNIGHTS, board, heuristic, parts=6, processes=processes, time_limit=60)
+        run = solve_split(KNIGHTS, board, heuristic, parts=6, processes=processes, limits=LevelLimits(60))
         assert run.outcome.status is Status.SOLVED, run.outcome.message
         assert KNIGHTS.verify(board, run.outcome.solution) is None
 

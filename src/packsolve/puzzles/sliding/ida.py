@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
-from packsolve.api import Budget, BudgetExhausted
+from packsolve.api import Budget, BudgetExhausted, SharedBound
 from packsolve.puzzles.sliding.board import Board
 
 MANHATTAN, LINEAR_CONFLICT, PDB = 0, 1, 2
@@ -81,14 +81,8 @@ def ida_star(
     deadlines = [d for d in (budget.deadline, stop_at) if d is not None]
     deadline = min(deadlines) if deadlines else 0.0
     budget.check_clock()
-    part: dict[str, object] = {"back": board.back}
     shared = budget.bound if weight == 1 else None
-    if shared is not None:
-        shared.resume = None
-        part.update(shared=shared.buffer, offset=board.depth)
-        if shared.window is not None:
-            lo, hi = shared.window
-            part.update(first_bound=max(0, lo - board.depth), max_bound=max(0, hi - board.depth))
+    part = _part_args(board, shared)
     status, moves, nodes, reached = _native().ida_star(
         bytes(board.tiles),
         board.n,
@@ -124,6 +118,18 @@ def ida_star(
     if node_cap is not None:
         return None
     raise BudgetExhausted(f"node limit {budget.node_limit} reached")
+
+
+def _part_args(board: Board, shared: SharedBound | None) -> dict[str, object]:
+    """Return the native search's arguments of a part: its move back, and the shared bound and window."""
+    part: dict[str, object] = {"back": board.back}
+    if shared is not None:
+        shared.resume = None
+        part.update(shared=shared.buffer, offset=board.depth)
+        if shared.window is not None:
+            lo, hi = shared.window
+            part.update(first_bound=max(0, lo - board.depth), max_bound=max(0, hi - board.depth))
+    return part
 
 
 def weighted(board: Board, budget: Budget, mode: int) -> Found:

@@ -71,7 +71,9 @@ def _optimal(search: Any) -> Any:
         if moves is None and budget.bound is not None:
             best = budget.bound.best()
             if best is not None:
-                return no_solution(f"this part has no answer shorter than {best} moves (the best of all parts)")
+                return no_solution(
+                    f"this part has no answer shorter than {best} moves (the best of all parts)"
+                )
             return no_solution(f"this part has no answer within {budget.bound.window} moves")
         if moves is None:
             return no_solution("the search exhausted every reachable board without meeting the goal")

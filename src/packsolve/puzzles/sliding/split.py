@@ -1,4 +1,4 @@
-"""Splitting a sliding-tile level for its IDA* heuristics: the frontier at the depth that gives enough parts."""
+"""Splitting a sliding-tile level for its IDA* heuristics: the frontier at a depth with enough parts."""
 
 from __future__ import annotations
 
