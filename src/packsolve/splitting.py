@@ -79,7 +79,13 @@ def _install(kind: PuzzleKind, heuristic: str, bound: SharedBound | None) -> Non
 def _run_part(
     task: tuple[int, Any, tuple[int, int] | None, float | None, int | None, float | None],
 ) -> PartRun:
-    index, level, window, time_limit, node_limit, cpu_limit = task
+    index, level, window, deadline, node_limit, cpu_limit = task
+    # The level's deadline, not the time left when the part was handed out: a part a pool starts
+    # late gets what is left then (CLOCK_MONOTONIC is the machine's, the same in every process).
+    time_limit = None if deadline is None else deadline - time.monotonic()
+    if time_limit is not None and time_limit <= 0:
+        late = Outcome(Status.TIMEOUT, message="the level's wall time limit passed before this part began")
+        return PartRun(index, late, 0.0, 0.0, None, window)
     budget = Budget(time_limit, node_limit, cpu_limit)
     bound: SharedBound | None = _STATE["bound"]
     if bound is not None:
@@ -98,7 +104,8 @@ def _children_cpu() -> float:
 
 
 class _Limits:
-    """The level's limits, shared out: each part gets what is left when it starts."""
+    """The level's limits, shared out: the level's deadline, and the nodes and CPU left when a part
+    is handed out (in order: when it starts; on a pool: when its round is handed out)."""
 
     def __init__(self, given: LevelLimits) -> None:
         self.deadline = None if given.time_limit is None else time.monotonic() + given.time_limit
@@ -107,7 +114,7 @@ class _Limits:
         self.cpu = 0.0
 
     def left(self) -> tuple[float | None, int | None, float | None] | None:
-        """Return (wall s, nodes, CPU s) left for a part, or None when one of them is spent."""
+        """Return (the deadline, nodes, CPU s left) for a part, or None when one of them is spent."""
         wall = None if self.deadline is None else self.deadline - time.monotonic()
         nodes = None if self.node_limit is None else self.node_limit - self.nodes
         cpu = None if self.cpu_limit is None else self.cpu_limit - self.cpu
@@ -117,7 +124,7 @@ class _Limits:
             or (cpu is not None and cpu <= 0)
         ):
             return None
-        return wall, nodes, cpu
+        return self.deadline, nodes, cpu
 
     def spent(self, run: PartRun) -> None:
         self.nodes += run.outcome.nodes
@@ -135,8 +142,9 @@ def solve_split(
 ) -> SplitRun:
     """Solve level as at least ``parts`` parts on ``processes`` processes (1: in this process, in order).
 
-    ``limits``: the level's (a part gets what is left of them when it starts, so parts running
-    side by side may together pass a limit by what they spend at once). Past one: timeout. The
+    ``limits``: the level's (a part stops at the level's deadline and gets the nodes and CPU left
+    when it is handed out, so parts running side by side may together pass the node or CPU limit
+    by what they spend at once). Past one: timeout. The
     returned Outcome's solution, if any, is checked with ``kind.verify`` (wrong if it fails).
     """
     name, _ = kind.solver(heuristic)

@@ -238,3 +238,13 @@ def test_check_kind_catches_wrong_prefixes():
 def test_check_kind_catches_twice_the_same_part():
     check = _split_check(_broken(lambda lv, h, parts: (*parts, parts[0])))
     assert not check.ok and "the same sub-level" in check.detail
+
+
+def test_the_level_limits_hold_across_its_parts():
+    # Korf's #88 (65 moves): Manhattan IDA* needs far more than these limits.
+    board = _sliding([15, 2, 12, 11, 14, 13, 9, 5, 1, 3, 8, 7, 0, 10, 6, 4])
+    run = solve_split(SLIDING, board, "idastar", parts=8, limits=LevelLimits(node_limit=5_000))
+    assert run.outcome.status is Status.TIMEOUT
+    assert run.outcome.nodes <= 5_000 + 2 * 4096  # a part past its share stops at its next count
+    run = solve_split(SLIDING, board, "idastar", parts=8, processes=2, limits=LevelLimits(time_limit=0.2))
+    assert run.outcome.status is Status.TIMEOUT and run.outcome.stats.wall_s < 5

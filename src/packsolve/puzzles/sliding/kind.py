@@ -74,7 +74,8 @@ def _optimal(search: Any) -> Any:
                 return no_solution(
                     f"this part has no answer shorter than {best} moves (the best of all parts)"
                 )
-            return no_solution(f"this part has no answer within {budget.bound.window} moves")
+            if budget.bound.window is not None:
+                return no_solution(f"this part has no answer within {budget.bound.window[1]} moves")
         if moves is None:
             return no_solution("the search exhausted every reachable board without meeting the goal")
         return _against_stated(board, moves)
