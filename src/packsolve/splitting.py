@@ -23,6 +23,7 @@ scheduling will call per part.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import resource
 import time
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ class PartRun:
     """One run of one part: its index, its Outcome, CPU and wall seconds, and where it stopped.
 
     ``resume``: the first iteration bound it did not search (best of all), None when its tree is
-    searched through or it has an answer.
+    searched through or it has an answer. ``pid``: the process it ran in.
     """
 
     index: int
@@ -56,6 +57,7 @@ class PartRun:
     wall_s: float
     resume: int | None = None
     window: tuple[int, int] | None = None
+    pid: int = 0
 
 
 @dataclass
@@ -85,7 +87,7 @@ def _run_part(
     time_limit = None if deadline is None else deadline - time.monotonic()
     if time_limit is not None and time_limit <= 0:
         late = Outcome(Status.TIMEOUT, message="the level's wall time limit passed before this part began")
-        return PartRun(index, late, 0.0, 0.0, None, window)
+        return PartRun(index, late, 0.0, 0.0, None, window, os.getpid())
     budget = Budget(time_limit, node_limit, cpu_limit)
     bound: SharedBound | None = _STATE["bound"]
     if bound is not None:
@@ -95,7 +97,8 @@ def _run_part(
     cpu0, wall0 = time.process_time(), time.monotonic()
     out = _STATE["solve"](level, budget)
     resume = bound.resume if bound is not None and out.status == Status.NO_SOLUTION else None
-    return PartRun(index, out, time.process_time() - cpu0, time.monotonic() - wall0, resume, window)
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    return PartRun(index, out, cpu, wall, resume, window, os.getpid())
 
 
 def _children_cpu() -> float:
