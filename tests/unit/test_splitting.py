@@ -248,3 +248,30 @@ def test_the_level_limits_hold_across_its_parts():
     assert run.outcome.nodes <= 5_000 + 2 * 4096  # a part past its share stops at its next count
     run = solve_split(SLIDING, board, "idastar", parts=8, processes=2, limits=LevelLimits(time_limit=0.2))
     assert run.outcome.status is Status.TIMEOUT and run.outcome.stats.wall_s < 5
+
+
+def test_the_native_search_runs_one_iteration_window_and_says_where_it_stopped():
+    from packsolve.native import sliding
+    from packsolve.puzzles.sliding import pdb
+
+    optimal, tiles = KORF[55]
+    db = pdb.load(4, strong=False, ranked=False)
+    args = (bytes(tiles), 4, 2, 1, 1, 0, 0.0, db.tables, db.groups)
+    whole = sliding.ida_star(*args)
+    assert whole[0] == 0 and len(whole[1]) == optimal
+    # Up to a bound below the optimum: status 4 (bound), the 4th item the first bound not searched.
+    status, moves, below, resume = sliding.ida_star(*args, max_bound=optimal - 2)
+    assert status == 4 and moves is None and resume == optimal
+    # From that bound on: the last iteration alone, the same answer's length for fewer nodes.
+    status, moves, last, _ = sliding.ida_star(*args, first_bound=optimal, max_bound=optimal)
+    assert status == 0 and len(moves) == optimal and below + last == whole[2]
+    # A shared best: the iterations that could beat it are searched, none after.
+    best = SharedBound()
+    best.offer(optimal)
+    status, _, nodes, resume = sliding.ida_star(*args, shared=best.buffer)
+    assert status == 4 and nodes == below and resume == optimal
+    # As a part 40 moves down (offset), its first bound alone reaches the best: it stops at once.
+    status, _, nodes, _ = sliding.ida_star(*args, shared=best.buffer, offset=40)
+    assert status == 4 and nodes == 0
+    with pytest.raises(ValueError, match="unweighted"):
+        sliding.ida_star(bytes(tiles), 4, 2, 3, 2, shared=best.buffer, tables=db.tables, groups=db.groups)
