@@ -1,7 +1,8 @@
 """The work a split level costs against the unsplit search (issue 38): Korf's 100 fifteen-puzzles, `pdb`.
 
 Usage: nice python -m benchmarks.split_overhead [--parts 16] [--first N] [--speedup-heuristic linear-conflict]
-Writes benchmarks/results/split_overhead.md.
+Writes benchmarks/results/split_overhead.md. With --twenty-four 38,40,...: only those of Korf and
+Felner's 24-puzzles, `pdb-6666`, into benchmarks/results/split_overhead_24.md.
 
 Per instance: the unsplit IDA* (the kind's solver, in this process), the parts one after another
 with the shared bound (packsolve.splitting.solve_split, processes=1) and on a 2-process pool
@@ -16,7 +17,7 @@ import argparse
 import time
 from pathlib import Path
 
-from benchmarks.sliding_common import KORF100, read_korf, sliding_set
+from benchmarks.sliding_common import KORF100, KORF_FELNER50, read_korf, sliding_set
 from packsolve.api import Budget, Status
 from packsolve.puzzles import get_kind
 from packsolve.splitting import SplitRun, solve_split
@@ -28,7 +29,8 @@ KIND = get_kind("sliding")
 
 
 def _board(tiles: tuple[int, ...]):
-    return KIND.parse({"tiles": [list(tiles[r * 4 : r * 4 + 4]) for r in range(4)]})
+    n = 5 if len(tiles) == 25 else 4
+    return KIND.parse({"tiles": [list(tiles[r * n : r * n + n]) for r in range(n)]})
 
 
 def _unsplit(board, heuristic: str) -> tuple[int, int, float, float]:
@@ -81,6 +83,50 @@ def cpu_makespan(run: SplitRun) -> float:
     return sum(max(per.values()) for per in by_round.values())
 
 
+def twenty_four(args: argparse.Namespace) -> None:
+    """Unsplit, in order and on 2 processes, the given 24-puzzles with pdb-6666; write their table."""
+    by_id = {int(i.ident): i for i in read_korf(sliding_set(KORF_FELNER50))}
+    heuristic = "pdb-6666"
+    rows = []
+    for ident in [int(x) for x in args.twenty_four.split(",")]:
+        inst = by_id[ident]
+        board = _board(inst.tiles)
+        prep = KIND.preparation(heuristic, board)
+        if prep is not None:
+            prep.run()
+        length, n0, c0, w0 = _unsplit(board, heuristic)
+        l1, n1, c1, _, count, rounds, _ = _split(board, heuristic, args.parts, 1)
+        l2, n2, c2, w2, _, _, pooled = _split(board, heuristic, args.parts, 2)
+        assert length == l1 == l2 == inst.optimal, (ident, length, l1, l2, inst.optimal)
+        by_cpu = c0 / cpu_makespan(pooled)
+        rows.append((ident, length, count, rounds, n0, n1, n2, c0, c1, c2, w0, w2, by_cpu))
+        print(
+            f"24-puzzle #{ident} {length}: nodes {n0} / {n1 / n0:.3f} / {n2 / n0:.3f}, "
+            f"CPU {c0:.1f} / {c1:.1f} / {c2:.1f}, by CPU {by_cpu:.2f}",
+            flush=True,
+        )
+    lines = [
+        "# Splitting a 24-puzzle: work against the unsplit search (issue 38)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on this 2-core machine while CI",
+        f"ran beside it. `python -m benchmarks.split_overhead --twenty-four {args.twenty_four}"
+        f" --parts {args.parts}`: `pdb-6666`, the parts in order and on 2 processes (best of all).",
+        "",
+        "| id | optimal | parts | rounds | nodes unsplit | × in order | × 2 processes | CPU unsplit s "
+        "| CPU in order s | CPU 2 processes s | wall unsplit s | wall 2 processes s | speed-up by CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for ident, length, count, rounds, n0, n1, n2, c0, c1, c2, w0, w2, by_cpu in rows:
+        lines.append(
+            f"| {ident} | {length} | {count} | {rounds} | {n0:,} | {n1 / n0:.3f} | {n2 / n0:.3f} | {c0:.1f} "
+            f"| {c1:.1f} | {c2:.1f} | {w0:.1f} | {w2:.1f} | {by_cpu:.2f} |"
+        )
+    t0, t1, t2 = (sum(r[i] for r in rows) for i in (4, 5, 6))
+    lines += ["", f"In all: {t1 / t0:.3f} × the unsplit nodes in order, {t2 / t0:.3f} × on 2 processes."]
+    (args.out or RESULTS / "split_overhead_24.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", type=int, default=16)
@@ -90,8 +136,13 @@ def main() -> None:
     ap.add_argument(
         "--speedup-ids", default="3", help="Korf ids searched with --speedup-heuristic for the speed-up"
     )
-    ap.add_argument("--out", type=Path, default=RESULTS / "split_overhead.md")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--twenty-four", default="", help="ids of Korf and Felner's 24-puzzles (pdb-6666) only")
     args = ap.parse_args()
+    if args.twenty_four:
+        twenty_four(args)
+        return
+    args.out = args.out or RESULTS / "split_overhead.md"
     instances = read_korf(sliding_set(KORF100))[: args.first]
     prep = KIND.preparation(args.heuristic, _board(instances[0].tiles))
     if prep is not None:
