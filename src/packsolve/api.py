@@ -21,18 +21,23 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
-from packsolve.budget import Budget, BudgetExhausted
+from packsolve.budget import Budget, BudgetExhausted, SharedBound
 from packsolve.errors import LevelError, UnknownHeuristic
 from packsolve.outcome import Outcome, SearchStats, Status
 
 __all__ = [
     "Budget",
+    "Combine",
     "LevelError",
     "Outcome",
+    "Part",
     "Preparation",
     "PuzzleKind",
+    "SharedBound",
+    "Split",
     "Status",
     "no_solution",
     "solved",
@@ -78,6 +83,51 @@ class Preparation:
     size: str = ""
 
 
+class Combine(StrEnum):
+    """How the answers of a split level's parts make the level's answer."""
+
+    # A satisfiable search: the first part with an answer gives the level's answer; a level has
+    # no answer when no part has one.
+    FIRST_FOUND = "first-found"
+    # An optimal search: the shortest answer of all parts; the parts share the best length found
+    # so far (Budget.bound, a SharedBound) and prune with it.
+    BEST_OF_ALL = "best-of-all"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a split level: a sub-level and the answer's steps before the sub-level's answer.
+
+    ``level``: a value the heuristic split for searches as it searches a level (its solver is
+    called with it); ``prefix``: the steps (in the solution's JSON form) fixed before it. An
+    answer of the part combines into the level's answer ``[*prefix, *answer]``, which the kind's
+    ``verify`` accepts. ``depth``: what the prefix adds to an answer's length (``len(prefix)``
+    unless the kind's ``length`` counts otherwise).
+    """
+
+    level: Any
+    prefix: tuple[Any, ...] = ()
+    depth: int = 0
+
+    def combine(self, answer: Any) -> list[Any]:
+        """Return the level's answer made of this part's prefix and the part's answer."""
+        return [*self.prefix, *answer]
+
+
+@dataclass(frozen=True)
+class Split:
+    """A level split into parts, and the rule that combines their answers.
+
+    Every answer of the level is the combination of an answer of some part (the parts cover the
+    level) and no two parts are the same sub-level; for BEST_OF_ALL the shortest combined answer
+    is an optimal answer of the level. ``nodes``: the states the split itself expanded.
+    """
+
+    combine: Combine
+    parts: tuple[Part, ...]
+    nodes: int = 0
+
+
 @dataclass(frozen=True)
 class PuzzleKind:
     """One puzzle kind: parsing, solvers by heuristic name, verification and pictures.
@@ -111,6 +161,13 @@ class PuzzleKind:
       work (a table to build) the heuristic needs before it solves this level, or None when it
       needs none. packsolve prepares outside every attempt's limits, so an attempt's time
       and memory are the search's alone.
+    - ``split(level, heuristic, n) -> Split | None``: optional; the level cut into at least n
+      parts (``Part``: a sub-level the same heuristic searches, and the answer's fixed prefix)
+      with the rule that combines their answers (``Combine.FIRST_FOUND`` or
+      ``Combine.BEST_OF_ALL``), or None when this heuristic or level is not split. A part's
+      answer ``a`` makes the level's answer ``[*part.prefix, *a]``, which ``verify`` accepts; for
+      best of all, the shortest of them is as short as the unsplit search's answer. A kind
+      without ``split`` is never split.
     """
 
     name: str
@@ -132,6 +189,7 @@ class PuzzleKind:
     # Last, so that kinds built with positional fields before it keep working.
     size_help: str = ""
     preparation: Callable[[str, Any], Preparation | None] | None = None
+    split: Callable[[Any, str, int], Split | None] | None = None
 
     def solver(self, heuristic: str | None) -> tuple[str, Solve]:
         """Return (resolved name, solve) for a heuristic; raise UnknownHeuristic naming the choices."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 
 # Reading the clock costs far more than counting; look at it once per this many nodes.
@@ -12,6 +13,50 @@ class BudgetExhausted(Exception):
     """Raised by Budget.charge when the deadline, the CPU allowance or the node cap is reached."""
 
 
+# What SharedBound.best holds while no part has an answer: longer than any answer.
+NO_BEST = (1 << 62) - 1
+
+
+class SharedBound:
+    """The bound the parts of a split level share in a best-of-all (optimal) search.
+
+    ``best()``: the length of the shortest answer of the whole level any part has found (None
+    before one), shared between processes (made before a pool forks, or passed to its
+    initializer): a part wants only shorter answers, so it prunes with it. ``offer(length)``
+    lowers it. ``buffer``: the same value as one writable int64 for native searches, which read it
+    while they run.
+
+    The window and resume are this process's own: the runner sets ``window = (lo, hi)`` before it
+    runs a part, asking for the iterations of an iterative-deepening search whose bound (a length
+    of the whole level) lies in it; a search that stops at ``hi`` with nothing found sets
+    ``resume`` to the first bound it has not searched (the runner runs it again from there in a
+    later round) and leaves it None when the part is searched to the end. A search that knows no
+    iterations ignores both and searches its part whole.
+    """
+
+    def __init__(self) -> None:
+        # One int64 in shared memory; the lock orders offers from several processes.
+        self._cell = multiprocessing.Value("q", NO_BEST, lock=True)
+        self.window: tuple[int, int] | None = None
+        self.resume: int | None = None
+
+    def best(self) -> int | None:
+        value = int(self._cell.value)
+        return None if value == NO_BEST else value
+
+    def offer(self, length: int) -> bool:
+        """Make length the best if it is shorter than the best so far; return whether it was."""
+        with self._cell.get_lock():
+            if length < self._cell.value:
+                self._cell.value = length
+                return True
+        return False
+
+    @property
+    def buffer(self) -> memoryview:
+        return memoryview(self._cell.get_obj())  # type: ignore[attr-defined]
+
+
 class Budget:
     """Counts expanded nodes and raises BudgetExhausted once a limit is passed.
 
@@ -20,9 +65,21 @@ class Budget:
 
     The CPU limit counts this process's CPU time (every thread's, ``time.process_time``)
     since the budget was made: in a solver child, the job's own CPU.
+
+    ``bound``: None, or the SharedBound of a best-of-all split level whose part this budget
+    searches; a solver that can prune with it does (one that cannot ignores it).
     """
 
-    __slots__ = ("nodes", "node_limit", "time_limit", "deadline", "cpu_limit", "cpu_by", "_next_clock")
+    __slots__ = (
+        "nodes",
+        "node_limit",
+        "time_limit",
+        "deadline",
+        "cpu_limit",
+        "cpu_by",
+        "_next_clock",
+        "bound",
+    )
 
     def __init__(
         self, time_limit: float | None = None, node_limit: int | None = None, cpu_limit: float | None = None
@@ -40,6 +97,7 @@ class Budget:
         self.deadline = None if time_limit is None else time.monotonic() + time_limit
         self.cpu_by = None if cpu_limit is None else time.process_time() + cpu_limit
         self._next_clock = _CLOCK_EVERY
+        self.bound: SharedBound | None = None
 
     def charge(self, n: int = 1) -> None:
         """Count n expanded nodes; raise BudgetExhausted when a limit is passed."""

@@ -6,8 +6,12 @@ heuristic ends in a solution ``verify`` accepts (or a proof of none); ``verify``
 corrupted answers with a message; bad input makes ``parse`` raise ``LevelError`` with a
 message; ``render`` and ``svg`` produce output; a kind's ``preparation``, when it has one,
 gives a ``Preparation`` (or None) whose ``run`` leaves ``ready()`` true and can run again (done
-before the solving, outside its budgets, as packsolve does). Solvers run in this process, each under a
-``Budget`` of ``time_limit`` seconds.
+before the solving, outside its budgets, as packsolve does). A kind's ``split``, when it has one:
+for every heuristic it splits for, on every example, distinct parts whose answers, each after
+its prefix, are answers ``verify`` accepts; at least one part with an answer when the unsplit
+search has one (none when it has none); for best of all, the shortest as short as the unsplit
+answer; and ``packsolve.splitting.solve_split`` combining them into such an answer. Solvers run
+in this process, each under a ``Budget`` of ``time_limit`` seconds.
 """
 
 from __future__ import annotations
@@ -18,9 +22,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from packsolve.api import Budget, LevelError, Outcome, Preparation, PuzzleKind, Status
+from packsolve.api import Budget, Combine, LevelError, Outcome, Part, Preparation, PuzzleKind, Split, Status
 from packsolve.levels import canonical_json, level_hash
 from packsolve.puzzles import get_kind
+from packsolve.splitting import LevelLimits, solve_split
+
+# How many parts check_kind asks a kind's split for.
+SPLIT_PARTS = 4
 
 # Values a level's fields are replaced by, one at a time: parse must answer each with LevelError or accept it.
 BAD_VALUES: tuple[Any, ...] = (None, "?", -1, 1.5, True, [], {}, [[None]])
@@ -98,6 +106,20 @@ def run_checks(
                 answers[i][heuristic] = outcome
         checks.append(_check(f"heuristic {heuristic!r} ends with an answer verify accepts", found))
     checks.append(_check("heuristics agree on which examples have a solution", _disagreements(answers)))
+    if kind.split is not None:
+        checks.append(
+            _check(
+                "split gives distinct parts whose answers after their prefixes verify accepts, "
+                "as short as the unsplit answer for best of all",
+                [
+                    p
+                    for heuristic in kind.solvers
+                    for i, lv in parsed
+                    if heuristic in answers[i]
+                    for p in _split_problems(kind, heuristic, i, lv, answers[i][heuristic], time_limit)
+                ],
+            )
+        )
     solutions = [(i, lv, _first_solution(answers[i])) for i, lv in parsed]
     checks.append(
         _check(
@@ -282,6 +304,85 @@ def _solve(kind: PuzzleKind, heuristic: str, level: Any, time_limit: float) -> t
     if problem:
         return None, f"verify rejects its solution: {_short(problem)}"
     return Outcome(outcome.status, stored, outcome.stats, outcome.message), ""
+
+
+def _split_problems(
+    kind: PuzzleKind, heuristic: str, i: int, level: Any, unsplit: Outcome, time_limit: float
+) -> list[str]:
+    """Return what is wrong with the kind's split of one example for one heuristic (unsplit: its answer)."""
+    where = f"example {i}, heuristic {heuristic!r}"
+    assert kind.split is not None
+    try:
+        split = kind.split(level, heuristic, SPLIT_PARTS)
+    except Exception as exc:
+        return [f"{where}: split raised {_error(exc)}"]
+    if split is None:
+        return []
+    problems = _split_shape_problems(split, where)
+    if problems:
+        return problems
+    lengths, problems = _part_answers(kind, heuristic, level, split, where, time_limit)
+    if problems:
+        return problems
+    if unsplit.status is Status.SOLVED and not lengths:
+        return [f"{where}: the level has an answer, none of its {len(split.parts)} parts has one"]
+    if unsplit.status is Status.NO_SOLUTION and lengths:
+        return [f"{where}: a part has an answer, the unsplit search proved there is none"]
+    want = kind.length(unsplit.solution) if unsplit.status is Status.SOLVED else None
+    optimal = split.combine is Combine.BEST_OF_ALL and want is not None
+    if optimal and min((n for n in lengths if n is not None), default=None) != want:
+        shortest = min((n for n in lengths if n is not None), default=None)
+        return [f"{where}: the parts' shortest answer has length {shortest}, the unsplit one {want}"]
+    try:
+        got = solve_split(kind, level, heuristic, parts=SPLIT_PARTS, limits=LevelLimits(time_limit)).outcome
+    except Exception as exc:
+        return [f"{where}: solving the parts raised {_error(exc)}"]
+    if got.status is not unsplit.status:
+        ends = f"{got.status.value} ({got.message})"
+        return [f"{where}: solved in parts it ends {ends}, unsplit {unsplit.status.value}"]
+    if optimal and kind.length(got.solution) != want:
+        return [f"{where}: solved in parts its answer has length {kind.length(got.solution)}, unsplit {want}"]
+    return []
+
+
+def _split_shape_problems(split: Any, where: str) -> list[str]:
+    if (
+        not isinstance(split, Split)
+        or not isinstance(split.combine, Combine)
+        or not split.parts
+        or not all(isinstance(p, Part) for p in split.parts)
+    ):
+        return [f"{where}: split must give None or a Split of at least one Part and a Combine rule"]
+    parts = split.parts
+    for a in range(len(parts)):
+        for b in range(a):
+            if parts[a].level == parts[b].level and parts[a].prefix == parts[b].prefix:
+                return [f"{where}: parts {b + 1} and {a + 1} are the same sub-level"]
+    return []
+
+
+def _part_answers(
+    kind: PuzzleKind, heuristic: str, level: Any, split: Split, where: str, time_limit: float
+) -> tuple[list[int | None], list[str]]:
+    """Solve each part alone; return the lengths of their answers after their prefixes, and what was wrong."""
+    problems: list[str] = []
+    lengths = []
+    solve = kind.solvers[heuristic]
+    for k, part in enumerate(split.parts, 1):
+        try:
+            out = solve(part.level, Budget(time_limit))
+            if out.status is not Status.SOLVED:
+                continue
+            combined = json.loads(json.dumps(part.combine(out.solution), allow_nan=False))
+            why = kind.verify(level, combined)
+        except Exception as exc:
+            problems.append(f"{where}: part {k}: {_error(exc)}")
+            continue
+        if why:
+            problems.append(f"{where}: part {k}'s answer after its prefix is wrong: {_short(why)}")
+        else:
+            lengths.append(kind.length(combined))
+    return lengths, problems
 
 
 def _disagreements(answers: Mapping[int, Mapping[str, Outcome]]) -> list[str]:

@@ -16,9 +16,10 @@
 #define MAXDEPTH 1024
 #define MAXGROUPS 8
 #define CLOCK_EVERY 0x3FFFF
+#define SHARED_EVERY 0xFFF
 
 enum { H_MANHATTAN = 0, H_LINEAR_CONFLICT = 1, H_PDB = 2 };
-enum { R_SOLVED = 0, R_NODE_LIMIT = 1, R_TIME_LIMIT = 2, R_DEPTH = 3 };
+enum { R_SOLVED = 0, R_NODE_LIMIT = 1, R_TIME_LIMIT = 2, R_DEPTH = 3, R_BOUND = 4 };
 
 typedef struct {
     int n, nn, mode;
@@ -49,6 +50,12 @@ typedef struct {
     long bound, next_bound;
     uint64_t nodes, node_limit;
     double deadline;
+    /* A part of a split level: its answers are wanted only if shorter than the best length found so
+     * far by any part, the int64 at *shared (a length of the whole level: offset + this search's
+     * length); read at each iteration and every SHARED_EVERY nodes, so a part stops soon after
+     * another found what it could not beat. NULL: no shared bound. */
+    const volatile int64_t *shared;
+    long offset;
     int result;
     int path[MAXDEPTH];
     int sol_len;
@@ -191,10 +198,20 @@ static int h_full(Search *s) {
 }
 
 /* Count an expansion; -1 (result set) when the node limit or the deadline is reached. */
+static inline int shared_beaten(const Search *s) {
+    /* The iteration can only find answers of length <= bound (unweighted parts): none beats best. */
+    return s->shared && (int64_t)(s->offset + s->bound / s->wden) >= *s->shared;
+}
+
 static inline int expand_node(Search *s) {
     s->nodes++;
     if ((s->nodes & CLOCK_EVERY) == 0 && s->deadline > 0 && now_monotonic() >= s->deadline) {
         s->result = R_TIME_LIMIT;
+        return -1;
+    }
+    /* A volatile read, cheap: often, so that a part another part has beaten stops within microseconds. */
+    if ((s->nodes & SHARED_EVERY) == 0 && shared_beaten(s)) {
+        s->result = R_BOUND;
         return -1;
     }
     if (s->node_limit && s->nodes >= s->node_limit) {
@@ -386,22 +403,44 @@ static int read_maps(Search *s, PyObject *maps) {
 
 static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"tiles", "n", "mode", "wnum", "wden", "node_limit", "deadline",
-                             "tables", "groups", "reflect", "ranked", "maps", NULL};
-    PyObject *tiles, *tables = Py_None, *groups = Py_None, *maps = Py_None;
-    int n, mode, reflect = 1, ranked = 0;
-    long wnum = 1, wden = 1;
+                             "tables", "groups", "reflect", "ranked", "maps", "back", "first_bound",
+                             "max_bound", "shared", "offset", NULL};
+    PyObject *tiles, *tables = Py_None, *groups = Py_None, *maps = Py_None, *shared = Py_None;
+    int n, mode, reflect = 1, ranked = 0, back = -1;
+    long wnum = 1, wden = 1, first_bound = 0, max_bound = -1, offset = 0;
     unsigned long long node_limit = 0;
     double deadline = 0.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oii|llKdOOppO", kwlist, &tiles, &n, &mode, &wnum, &wden,
-                                     &node_limit, &deadline, &tables, &groups, &reflect, &ranked,
-                                     &maps))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oii|llKdOOppOi$llOl", kwlist, &tiles, &n, &mode, &wnum,
+                                     &wden, &node_limit, &deadline, &tables, &groups, &reflect, &ranked,
+                                     &maps, &back, &first_bound, &max_bound, &shared, &offset))
         return NULL;
     if (n < 2 || n > 5 || mode < 0 || mode > 2 || wnum < 1 || wden < 1) {
         PyErr_SetString(PyExc_ValueError, "bad n, mode or weight");
         return NULL;
     }
+    if (back < -1 || back >= n * n || first_bound < 0 || max_bound < -1 || offset < 0 ||
+        (shared != Py_None && (wnum != 1 || wden != 1))) {
+        PyErr_SetString(PyExc_ValueError, "bad back, first_bound, max_bound or offset (shared: unweighted only)");
+        return NULL;
+    }
+    Py_buffer shared_view;
+    int have_shared = 0;
+    if (shared != Py_None) {
+        if (PyObject_GetBuffer(shared, &shared_view, PyBUF_WRITABLE) < 0) return NULL;
+        if (shared_view.len < (Py_ssize_t)sizeof(int64_t) || ((uintptr_t)shared_view.buf % sizeof(int64_t))) {
+            PyBuffer_Release(&shared_view);
+            PyErr_SetString(PyExc_ValueError, "shared must be a writable, aligned buffer of one int64");
+            return NULL;
+        }
+        have_shared = 1;
+    }
     Search *s = calloc(1, sizeof(Search));
-    if (!s) return PyErr_NoMemory();
+    if (!s) {
+        if (have_shared) PyBuffer_Release(&shared_view);
+        return PyErr_NoMemory();
+    }
+    if (have_shared) s->shared = (const volatile int64_t *)shared_view.buf;
+    s->offset = offset;
     s->n = n;
     s->nn = n * n;
     s->mode = mode;
@@ -480,15 +519,30 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
     s->result = R_SOLVED;
     Py_BEGIN_ALLOW_THREADS
     s->bound = (long)h * s->wnum;
+    /* A part resumed at a later iteration (the earlier ones were searched in an earlier round). */
+    if (first_bound * s->wden > s->bound) s->bound = first_bound * s->wden;
     for (;;) {
+        if (max_bound >= 0 && s->bound > max_bound * s->wden) {
+            s->result = R_BOUND;
+            break;
+        }
+        if (shared_beaten(s)) {
+            s->result = R_BOUND;
+            break;
+        }
         iterations++;
         s->next_bound = 0x7FFFFFFFL;
-        int r = s->mode != H_PDB ? dfs(s, 0, h, -1) : h == 0 ? (s->sol_len = 0, 1) : dfs_pdb(s, 0, -1);
+        int r = s->mode != H_PDB ? dfs(s, 0, h, back) : h == 0 ? (s->sol_len = 0, 1) : dfs_pdb(s, 0, back);
         if (r == 1) {
             found = 1;
             break;
         }
         if (r < 0) break;
+        if (s->next_bound == 0x7FFFFFFFL) { /* nothing was cut: the whole tree is searched */
+            s->bound = s->next_bound;
+            s->result = R_BOUND;
+            break;
+        }
         s->bound = s->next_bound;
         memcpy(s->board, start, sizeof start);
         s->blank = start_blank;
@@ -500,10 +554,14 @@ static PyObject *py_ida_star(PyObject *self, PyObject *args, PyObject *kw) {
         if (!moves) goto done;
         for (int i = 0; i < s->sol_len; i++) PyList_SET_ITEM(moves, i, PyLong_FromLong(s->path[i]));
         result = Py_BuildValue("(iNKi)", R_SOLVED, moves, (unsigned long long)s->nodes, iterations);
+    } else if (s->result == R_BOUND) {
+        /* the 4th item: the first bound (a length of this search) not searched */
+        result = Py_BuildValue("(iOKl)", s->result, Py_None, (unsigned long long)s->nodes, s->bound / s->wden);
     } else {
         result = Py_BuildValue("(iOKi)", s->result, Py_None, (unsigned long long)s->nodes, iterations);
     }
 done:
+    if (have_shared) PyBuffer_Release(&shared_view);
     for (int g = 0; g < nviews; g++) PyBuffer_Release(&views[g]);
     free(s);
     return result;
@@ -669,8 +727,11 @@ static PyObject *py_build_pdb(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"ida_star", (PyCFunction)(void (*)(void))py_ida_star, METH_VARARGS | METH_KEYWORDS,
      "ida_star(tiles, n, mode, wnum=1, wden=1, node_limit=0, deadline=0.0, tables=None, groups=None, "
-     "reflect=True, ranked=False, maps=None) -> (status, moves or None, nodes, iterations); status 0 solved, 1 node limit, "
-     "2 time limit, 3 depth limit."},
+     "reflect=True, ranked=False, maps=None, *, back=-1, first_bound=0, max_bound=-1, shared=None, offset=0) -> "
+     "(status, moves or None, nodes, iterations); status 0 solved, 1 node limit, 2 time limit, 3 depth limit, "
+     "4 bound: no answer within max_bound (-1: none), or none shorter than the int64 in shared minus offset (then the 4th "
+     "item is the first bound not searched). back: the cell the blank must not move to first (-1: none); "
+     "first_bound: the iteration to start at."},
     {"build_pdb", py_build_pdb, METH_VARARGS,
      "build_pdb(n, group) -> bytes: fewest moves of the group's tiles to home them, indexed by "
      "sum(pos_i * (n*n)**i); 255 where a placement is impossible."},

@@ -81,17 +81,22 @@ def warnsdorff_order(p: HamiltonProblem, visited: list[bool], v: int, cands: lis
     return [u for _, u in scored]
 
 
-def depth_first(p: HamiltonProblem, budget: Budget, order: Ordering = natural_order) -> list[int] | None:
+def depth_first(
+    p: HamiltonProblem, budget: Budget, order: Ordering = natural_order, prefix: Sequence[int] = ()
+) -> list[int] | None:
     """Return the first Hamiltonian path found by backtracking in the given order, or None.
 
     None means the whole tree was searched: no path exists. One node is one
     vertex appended to the path. Iterative, so long paths do not hit Python's
-    recursion limit.
+    recursion limit. ``prefix``: a path from the start that every answer begins with (a part of
+    a split level, see path_prefixes): the search continues from its last vertex.
     """
     n = p.n
     visited = [False] * n
-    path = [p.start]
-    visited[p.start] = True
+    path = list(prefix) or [p.start]
+    for v in path:
+        visited[v] = True
+    base = len(path)
     budget.charge()
 
     def complete() -> bool:
@@ -99,7 +104,7 @@ def depth_first(p: HamiltonProblem, budget: Budget, order: Ordering = natural_or
             return False
         return not (p.closed and n > 1 and p.start not in p.adj[path[-1]])
 
-    if n == 1:
+    if len(path) == n:
         return path if complete() else None
 
     def candidates(v: int) -> list[int]:
@@ -109,12 +114,12 @@ def depth_first(p: HamiltonProblem, budget: Budget, order: Ordering = natural_or
             cands = [u for u in cands if u != p.end]
         return order(p, visited, v, cands)
 
-    stack = [iter(candidates(p.start))]
+    stack = [iter(candidates(path[-1]))]
     while stack:
         nxt = next(stack[-1], None)
         if nxt is None:
             stack.pop()
-            if len(path) > 1:
+            if len(path) > base:
                 visited[path.pop()] = False
             continue
         budget.charge()
@@ -127,3 +132,27 @@ def depth_first(p: HamiltonProblem, budget: Budget, order: Ordering = natural_or
             continue
         stack.append(iter(candidates(nxt)))
     return None
+
+
+def path_prefixes(p: HamiltonProblem, count: int) -> tuple[list[list[int]], int] | None:
+    """Return at least count paths from the start, all of the least length that gives that many,
+    and the vertices expanded to find them; None when every path ends before (a small graph).
+
+    Two paths that visit the same vertices and end at the same one leave the same rest to search:
+    only the first is kept, so no two are one sub-level, and every Hamiltonian path begins with
+    one of them up to the order of its first vertices (the parts cover the level).
+    """
+    layer: dict[tuple[frozenset[int], int], list[int]] = {(frozenset((p.start,)), p.start): [p.start]}
+    expanded = 0
+    while len(layer) < count:
+        nxt: dict[tuple[frozenset[int], int], list[int]] = {}
+        for (seen, end), path in layer.items():
+            expanded += 1
+            for u in p.adj[end]:
+                if u in seen:
+                    continue
+                nxt.setdefault((seen | {u}, u), [*path, u])
+        if not nxt:
+            return None
+        layer = nxt
+    return list(layer.values()), expanded

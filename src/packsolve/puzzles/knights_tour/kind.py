@@ -15,10 +15,30 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
-from packsolve.api import Budget, LevelError, Outcome, PuzzleKind, field_of, no_solution, solved, solver
-from packsolve.puzzles.hamilton.graph import Ordering, depth_first, natural_order, warnsdorff_order
+from packsolve.api import (
+    Budget,
+    Combine,
+    LevelError,
+    Outcome,
+    Part,
+    PuzzleKind,
+    Split,
+    Status,
+    field_of,
+    no_solution,
+    solved,
+    solver,
+)
+from packsolve.puzzles.hamilton.graph import (
+    Ordering,
+    depth_first,
+    natural_order,
+    path_prefixes,
+    warnsdorff_order,
+)
 from packsolve.puzzles.knights_tour.blocks import MIN_SIDE, stitched_tour
 from packsolve.puzzles.knights_tour.draw import render, svg
 from packsolve.puzzles.knights_tour.rules import (
@@ -145,10 +165,44 @@ def _graph_solver(make_order: Callable[[Board], Ordering]) -> Callable[[Board, B
         out = _impossible(board)
         if out is not None:
             return out
-        path = depth_first(board_problem(board), budget, make_order(board))
-        return _exhausted(board) if path is None else solved(_cells(board, path))
+        path = depth_first(board_problem(board), budget, make_order(board), board.prefix)
+        if path is None:
+            return _exhausted(board)
+        # A part answers from its own start, the last square of its prefix.
+        return solved(_cells(board, path[max(0, len(board.prefix) - 1) :]))
 
     return solve
+
+
+# The heuristics split: the backtracking searches, which are complete and continue a prefix; the
+# others restart, stitch or rotate whole tours.
+SPLIT_HEURISTICS = frozenset({"plain", "warnsdorff", "pohl", "roth", "squirrel_cull"})
+
+
+def split(board: Board, heuristic: str, n: int) -> Split | None:
+    """Return at least n parts: knight's paths from the start of one length (first found).
+
+    A part is the board with the path as its prefix; its answer runs from the path's last square,
+    after the path's other squares. None for a heuristic not split, a level the theorems rule
+    out, or a board whose paths all end before n are found.
+    """
+    if heuristic not in SPLIT_HEURISTICS or board.prefix or _impossible(board) is not None:
+        return None
+    found = path_prefixes(board_problem(board), n)
+    if found is None:
+        return None
+    paths, expanded = found
+    parts = tuple(
+        Part(replace(board, prefix=tuple(path)), tuple(_cells(board, path[:-1])), len(path) - 1)
+        for path in paths
+    )
+    return Split(Combine.FIRST_FOUND, parts, expanded)
+
+
+def _whole_only(board: Board, heuristic: str) -> Outcome | None:
+    if board.prefix:
+        return Outcome(Status.ERROR, message=f"heuristic {heuristic} does not search a part of a split level")
+    return None
 
 
 def closing_search(board: Board, budget: Budget) -> Outcome:
@@ -159,7 +213,7 @@ def closing_search(board: Board, budget: Budget) -> Outcome:
     Open tours on boards that have closed tours are closed tours cut open at
     the start; the others search from the start with Roth's tie-break.
     """
-    out = _impossible(board)
+    out = _whole_only(board, "warnsdorff_closing") or _impossible(board)
     if out is not None:
         return out
     h, w = board.rows, board.cols
@@ -182,7 +236,7 @@ def closing_search(board: Board, budget: Budget) -> Outcome:
 
 def blocks(board: Board, budget: Budget) -> Outcome:
     """Stitch block tours (linear time); boards too thin for blocks go to closing_search."""
-    out = _impossible(board)
+    out = _whole_only(board, "blocks") or _impossible(board)
     if out is not None:
         return out
     tour = stitched_tour(board.rows, board.cols, board.start, board.closed, budget)
@@ -282,4 +336,5 @@ KIND = PuzzleKind(
         {"size": 4, "start": [0, 0]},
         {"size": 5, "start": [0, 0], "closed": True},
     ),
+    split=split,
 )

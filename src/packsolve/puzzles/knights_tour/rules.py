@@ -34,6 +34,9 @@ class Board:
     cols: int
     start: tuple[int, int]
     closed: bool = False
+    # A part of a split level: the squares (indices) of the tour's first moves, from the start; the
+    # search continues from the last of them (empty: the whole level).
+    prefix: tuple[int, ...] = ()
 
     @property
     def squares(self) -> int:

@@ -10,9 +10,12 @@ from typing import Any
 from packsolve.api import (
     Budget,
     BudgetExhausted,
+    Combine,
     LevelError,
     Outcome,
+    Part,
     PuzzleKind,
+    Split,
     Status,
     field_of,
     no_solution,
@@ -20,7 +23,7 @@ from packsolve.api import (
     solver,
 )
 from packsolve.puzzles.hamilton.cpsat import cpsat_available, cpsat_search
-from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first, warnsdorff_order
+from packsolve.puzzles.hamilton.graph import HamiltonProblem, depth_first, path_prefixes, warnsdorff_order
 from packsolve.puzzles.hamilton.prune import pruned_search
 from packsolve.puzzles.onestroke.generate import generate
 
@@ -254,6 +257,31 @@ def cpsat(grid: Grid, budget: Budget) -> Outcome:
     return solved([list(cells[v]) for v in path])
 
 
+def split(grid: Grid, heuristic: str, n: int) -> Split | None:
+    """Return at least n parts: paths from the start of one length, each a grid of its own.
+
+    A part's grid has the path's cells blocked but its last, where the part starts: any heuristic
+    searches it as a level, and its answer (from that cell) after the path's other cells is an
+    answer of the level. First found. None when every path ends before n are found.
+    """
+    p, cells = problem(grid)
+    found = path_prefixes(p, n)
+    if found is None:
+        return None
+    paths, expanded = found
+    parts = []
+    for path in paths:
+        rows = [list(row.replace(START, OPEN)) for row in grid.rows]
+        for v in path[:-1]:
+            r, c = cells[v]
+            rows[r][c] = BLOCKED
+        r, c = cells[path[-1]]
+        rows[r][c] = START
+        prefix = tuple([*cells[v]] for v in path[:-1])
+        parts.append(Part(Grid(tuple("".join(row) for row in rows), (r, c)), prefix, len(prefix)))
+    return Split(Combine.FIRST_FOUND, tuple(parts), expanded)
+
+
 def verify(grid: Grid, solution: Any) -> str | None:
     """Return why solution is not a one-stroke path of grid, or None if it is."""
     if not isinstance(solution, list) or not solution:
@@ -383,4 +411,5 @@ KIND = PuzzleKind(
         {"grid": ["S.#", "..."]},
         {"map": ["111111", "101101", "111111", "101101", "111111", "000000"], "start": 14},
     ),
+    split=split,
 )

@@ -22,6 +22,11 @@ class Board:
     # The optimal length the level file states (Korf's lists do), checked against optimal answers;
     # not part of the board's identity in searches.
     optimal: int | None = field(default=None, compare=False)
+    # A part of a split level (packsolve.api.Part): the moves already made before this board
+    # (answers of the whole level are depth + this board's answer long) and the cell the blank
+    # left with the last of them, which its first move must not undo (-1: none).
+    depth: int = field(default=0, compare=False)
+    back: int = field(default=-1, compare=False)
 
     @property
     def blank(self) -> int:

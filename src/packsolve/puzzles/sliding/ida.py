@@ -6,14 +6,16 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
-from packsolve.api import Budget, BudgetExhausted
+from packsolve.api import Budget, BudgetExhausted, SharedBound
 from packsolve.puzzles.sliding.board import Board
 
 MANHATTAN, LINEAR_CONFLICT, PDB = 0, 1, 2
 # Not C modes: PDB over the stronger split of the pdb module's STRONG_PARTITIONS, and over its
 # RANKED_PARTITIONS (Korf & Felner's 6-6-6-6 on 5x5, compact tables).
 PDB_STRONG, PDB_6666 = 3, 4
-_SOLVED, _NODE_LIMIT, _TIME_LIMIT, _DEPTH = 0, 1, 2, 3
+_SOLVED, _NODE_LIMIT, _TIME_LIMIT, _DEPTH, _BOUND = 0, 1, 2, 3, 4
+# The C search's "next bound" when nothing was cut off: the whole tree was searched.
+_EVERYTHING = 0x7FFFFFFF
 
 # Weighted IDA* runs these weights in turn, keeping the shortest answer: the
 # first finds a solution fast, the later ones tighten the bound while time lasts.
@@ -52,6 +54,12 @@ def ida_star(
 
     Raises BudgetExhausted when the budget's deadline or node limit is reached.
     The C search counts its expansions; they are charged to the budget in one go.
+
+    A part of a split level (board.depth > 0 or board.back set) starts below its prefix without
+    undoing its last move. Unweighted, with budget.bound set (a best-of-all split), it wants only
+    answers shorter than the bound's best (None when there is none) and searches only the
+    iterations in bound.window (lengths of the whole level), setting bound.resume to the first
+    iteration it did not search (None: its tree is searched through).
     """
     tables: tuple[object, ...] | None = None
     groups = None
@@ -73,7 +81,9 @@ def ida_star(
     deadlines = [d for d in (budget.deadline, stop_at) if d is not None]
     deadline = min(deadlines) if deadlines else 0.0
     budget.check_clock()
-    status, moves, nodes, _ = _native().ida_star(
+    shared = budget.bound if weight == 1 else None
+    part = _part_args(board, shared)
+    status, moves, nodes, reached = _native().ida_star(
         bytes(board.tiles),
         board.n,
         mode,
@@ -85,7 +95,13 @@ def ida_star(
         groups,
         ranked=ranked,
         maps=maps,
+        **part,
     )
+    if status == _BOUND:
+        budget.charge(nodes)
+        if shared is not None and reached != _EVERYTHING:
+            shared.resume = board.depth + reached
+        return None
     if status == _SOLVED:
         # The answer is in hand: count the work without letting a limit passed meanwhile discard it.
         budget.nodes += nodes
@@ -102,6 +118,18 @@ def ida_star(
     if node_cap is not None:
         return None
     raise BudgetExhausted(f"node limit {budget.node_limit} reached")
+
+
+def _part_args(board: Board, shared: SharedBound | None) -> dict[str, object]:
+    """Return the native search's arguments of a part: its move back, and the shared bound and window."""
+    part: dict[str, object] = {"back": board.back}
+    if shared is not None:
+        shared.resume = None
+        part.update(shared=shared.buffer, offset=board.depth)
+        if shared.window is not None:
+            lo, hi = shared.window
+            part.update(first_bound=max(0, lo - board.depth), max_bound=max(0, hi - board.depth))
+    return part
 
 
 def weighted(board: Board, budget: Budget, mode: int) -> Found:

@@ -33,6 +33,7 @@ from packsolve.puzzles.sliding.board import (
     with_stated_optimal,
 )
 from packsolve.puzzles.sliding.search import a_star, breadth_first
+from packsolve.puzzles.sliding.split import split
 
 
 def parse(data: Mapping[str, Any]) -> Board:
@@ -67,6 +68,14 @@ def _optimal(search: Any) -> Any:
         if reason is not None:
             return no_solution(reason)
         moves = search(board, budget)
+        if moves is None and budget.bound is not None:
+            best = budget.bound.best()
+            if best is not None:
+                return no_solution(
+                    f"this part has no answer shorter than {best} moves (the best of all parts)"
+                )
+            if budget.bound.window is not None:
+                return no_solution(f"this part has no answer within {budget.bound.window[1]} moves")
         if moves is None:
             return no_solution("the search exhausted every reachable board without meeting the goal")
         return _against_stated(board, moves)
@@ -253,4 +262,5 @@ KIND = PuzzleKind(
         {"tiles": [[2, 1, 0], [3, 4, 5], [6, 7, 8]]},
     ),
     preparation=preparation,
+    split=split,
 )

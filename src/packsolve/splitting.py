@@ -1,0 +1,298 @@
+"""Solving one level as the parts its kind splits it into (issue 38), one after another or on a local pool.
+
+The pure core of splitting: no database, broker or command line. ``solve_split`` asks the kind
+for ``split(level, heuristic, n)`` and runs the parts with the kind's own solver, each under a
+Budget made from what is left of the level's limits, and combines their answers by the rule the
+split declares:
+
+- first found: parts run in order (on a pool, as processes free up); the first part with an
+  answer gives the level's answer and the pool is stopped; no part with one: no solution;
+- best of all: the parts share a SharedBound. They run in rounds, one iteration bound of an
+  iterative-deepening search at a time (the bound's window): round B runs every part whose next
+  iteration is B, so no part searches an iteration deeper than the unsplit search would; an
+  answer found in round B is optimal (every shorter bound is searched through) and the parts
+  still running stop at once, since none can beat it. A solver that knows no iterations
+  searches its part whole in the first round and prunes with the best, if it can.
+
+The level's answer is the part's prefix and its answer, checked by the kind's ``verify``; its
+nodes are the split's and every part's, its CPU time this process's and its pool's. A kind or
+heuristic without a split is solved unsplit, as one part. Not yet used by runs: it is what their
+scheduling will call per part.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from packsolve.api import Budget, Combine, Outcome, Part, PuzzleKind, SharedBound, Split, Status
+from packsolve.outcome import SearchStats
+
+
+@dataclass(frozen=True)
+class LevelLimits:
+    """The limits of the level solved in parts, as an attempt's: wall seconds from the start, and
+    nodes and CPU seconds summed over the parts (None: no limit)."""
+
+    time_limit: float | None = None
+    node_limit: int | None = None
+    cpu_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class PartRun:
+    """One run of one part: its index, its Outcome, CPU and wall seconds, and where it stopped.
+
+    ``resume``: the first iteration bound it did not search (best of all), None when its tree is
+    searched through or it has an answer. ``pid``: the process it ran in.
+    """
+
+    index: int
+    outcome: Outcome
+    cpu_s: float
+    wall_s: float
+    resume: int | None = None
+    window: tuple[int, int] | None = None
+    pid: int = 0
+
+
+@dataclass
+class SplitRun:
+    """The level's Outcome and how: the split (None: solved unsplit), every part's runs, the rounds."""
+
+    outcome: Outcome
+    split: Split | None = None
+    runs: list[PartRun] = field(default_factory=list)
+    rounds: int = 0
+
+
+# What a pool's processes share, set before they fork (the kind's functions need not pickle).
+_STATE: dict[str, Any] = {}
+
+
+def _install(kind: PuzzleKind, heuristic: str, bound: SharedBound | None) -> None:
+    _STATE.update(solve=kind.solver(heuristic)[1], bound=bound)
+
+
+def _run_part(
+    task: tuple[int, Any, tuple[int, int] | None, float | None, int | None, float | None],
+) -> PartRun:
+    index, level, window, deadline, node_limit, cpu_limit = task
+    # The level's deadline, not the time left when the part was handed out: a part a pool starts
+    # late gets what is left then (CLOCK_MONOTONIC is the machine's, the same in every process).
+    time_limit = None if deadline is None else deadline - time.monotonic()
+    if time_limit is not None and time_limit <= 0:
+        late = Outcome(Status.TIMEOUT, message="the level's wall time limit passed before this part began")
+        return PartRun(index, late, 0.0, 0.0, None, window, os.getpid())
+    budget = Budget(time_limit, node_limit, cpu_limit)
+    bound: SharedBound | None = _STATE["bound"]
+    if bound is not None:
+        bound.window = window
+        bound.resume = None
+        budget.bound = bound
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    out = _STATE["solve"](level, budget)
+    resume = bound.resume if bound is not None and out.status == Status.NO_SOLUTION else None
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    return PartRun(index, out, cpu, wall, resume, window, os.getpid())
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class _Limits:
+    """The level's limits, shared out: the level's deadline, and the nodes and CPU left when a part
+    is handed out (in order: when it starts; on a pool: when its round is handed out)."""
+
+    def __init__(self, given: LevelLimits) -> None:
+        self.deadline = None if given.time_limit is None else time.monotonic() + given.time_limit
+        self.node_limit, self.cpu_limit = given.node_limit, given.cpu_limit
+        self.nodes = 0
+        self.cpu = 0.0
+
+    def left(self) -> tuple[float | None, int | None, float | None] | None:
+        """Return (the deadline, nodes, CPU s left) for a part, or None when one of them is spent."""
+        wall = None if self.deadline is None else self.deadline - time.monotonic()
+        nodes = None if self.node_limit is None else self.node_limit - self.nodes
+        cpu = None if self.cpu_limit is None else self.cpu_limit - self.cpu
+        if (
+            (wall is not None and wall <= 0)
+            or (nodes is not None and nodes <= 0)
+            or (cpu is not None and cpu <= 0)
+        ):
+            return None
+        return self.deadline, nodes, cpu
+
+    def spent(self, run: PartRun) -> None:
+        self.nodes += run.outcome.nodes
+        self.cpu += run.cpu_s
+
+
+def solve_split(
+    kind: PuzzleKind,
+    level: Any,
+    heuristic: str | None = None,
+    *,
+    parts: int = 8,
+    processes: int = 1,
+    limits: LevelLimits | None = None,
+) -> SplitRun:
+    """Solve level as at least ``parts`` parts on ``processes`` processes (1: in this process, in order).
+
+    ``limits``: the level's (a part stops at the level's deadline and gets the nodes and CPU left
+    when it is handed out, so parts running side by side may together pass the node or CPU limit
+    by what they spend at once). Past one: timeout. The
+    returned Outcome's solution, if any, is checked with ``kind.verify`` (wrong if it fails).
+    """
+    name, _ = kind.solver(heuristic)
+    prepare = kind.preparation(name, level) if kind.preparation else None
+    if prepare is not None:
+        prepare.run()  # before the clock and before a pool forks, as packsolve prepares outside limits
+    wall0, cpu0, child0 = time.monotonic(), time.process_time(), _children_cpu()
+    split = kind.split(level, name, parts) if kind.split is not None else None
+    if split is None:
+        split_parts: tuple[Part, ...] = (Part(level),)
+        rule = Combine.FIRST_FOUND
+    else:
+        split_parts, rule = split.parts, split.combine
+    bound = SharedBound() if rule == Combine.BEST_OF_ALL else None
+    left = _Limits(limits or LevelLimits())
+    left.nodes = split.nodes if split is not None else 0
+    run = SplitRun(Outcome(Status.NO_SOLUTION), split)
+    _install(kind, name, bound)
+    pool = None
+    if processes > 1 and len(split_parts) > 1:
+        # fork: the workers inherit the kind, the shared bound and any pattern tables loaded above.
+        pool = multiprocessing.get_context("fork").Pool(processes)
+    try:
+        if rule == Combine.FIRST_FOUND:
+            outcome = _first_found(split_parts, left, run, pool)
+        else:
+            assert bound is not None
+            outcome = _best_of_all(split_parts, left, run, pool, bound)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    if outcome.status == Status.SOLVED:
+        why = kind.verify(level, outcome.solution)
+        if why is not None:
+            outcome = Outcome(
+                Status.WRONG, outcome.solution, message=f"the parts' combined answer is wrong: {why}"
+            )
+    stats = SearchStats(
+        nodes=left.nodes,
+        wall_s=time.monotonic() - wall0,
+        cpu_s=time.process_time() - cpu0 + _children_cpu() - child0,
+    )
+    run.outcome = Outcome(outcome.status, outcome.solution, stats, outcome.message)
+    return run
+
+
+def _tasks(
+    indices: list[int], split_parts: tuple[Part, ...], window: tuple[int, int] | None, limits: _Limits
+) -> list[tuple[int, Any, tuple[int, int] | None, float | None, int | None, float | None]] | None:
+    left = limits.left()
+    if left is None:
+        return None
+    return [(i, split_parts[i].level, window, *left) for i in indices]
+
+
+def _timeout(limits: _Limits) -> Outcome:  # noqa: ARG001 - one message for every way they run out
+    return Outcome(Status.TIMEOUT, message="the level's limits were spent before its parts finished")
+
+
+def _first_found(split_parts: tuple[Part, ...], limits: _Limits, run: SplitRun, pool: Any) -> Outcome:
+    run.rounds = 1
+    if pool is None:
+        results: Any = _in_order(split_parts, limits)
+    else:
+        tasks = _tasks(list(range(len(split_parts))), split_parts, None, limits)
+        if tasks is None:
+            return _timeout(limits)
+        results = pool.imap_unordered(_run_part, tasks)
+    unsettled: Outcome | None = None
+    for part_run in results:
+        run.runs.append(part_run)
+        limits.spent(part_run)
+        out = part_run.outcome
+        if out.status == Status.SOLVED:
+            part = split_parts[part_run.index]
+            return Outcome(
+                Status.SOLVED, part.combine(out.solution), message=_said(out, part_run, len(split_parts))
+            )
+        if out.status != Status.NO_SOLUTION and unsettled is None:
+            unsettled = out
+            if pool is None:
+                break
+    if unsettled is not None:
+        return Outcome(unsettled.status, message=f"a part ended {unsettled.status}: {unsettled.message}")
+    if len(run.runs) < len(split_parts):
+        return _timeout(limits)
+    return Outcome(Status.NO_SOLUTION, message=f"none of the {len(split_parts)} parts has an answer")
+
+
+def _in_order(split_parts: tuple[Part, ...], limits: _Limits) -> Any:
+    """Run the parts here one after another, each with the limits left when it starts, while some are."""
+    for i, part in enumerate(split_parts):
+        left = limits.left()
+        if left is None:
+            return
+        yield _run_part((i, part.level, None, *left))
+
+
+def _said(out: Outcome, part_run: PartRun, count: int) -> str:
+    note = f"part {part_run.index + 1} of {count}"
+    return f"{note}: {out.message}" if out.message else note
+
+
+def _best_of_all(
+    split_parts: tuple[Part, ...], limits: _Limits, run: SplitRun, pool: Any, bound: SharedBound
+) -> Outcome:
+    # Round 0 (window 0..0) costs each part its heuristic's first value: where its search begins.
+    resume: dict[int, int] = {i: 0 for i in range(len(split_parts))}
+    best: tuple[int, int, Any] | None = None  # (length, part, the part's answer)
+    while resume:
+        level_bound = min(resume.values())
+        if best is not None and level_bound >= best[0]:
+            break
+        window = (level_bound, level_bound) if run.rounds else (0, 0)
+        indices = [i for i, b in resume.items() if b <= window[1]]
+        tasks = _tasks(indices, split_parts, window, limits)
+        if tasks is None:
+            return _timeout(limits)
+        run.rounds += 1
+        results = map(_run_part, tasks) if pool is None else pool.imap_unordered(_run_part, tasks)
+        for part_run in results:
+            run.runs.append(part_run)
+            limits.spent(part_run)
+            out, i = part_run.outcome, part_run.index
+            if out.status == Status.SOLVED:
+                length = split_parts[i].depth + len(out.solution)
+                bound.offer(length)
+                if best is None or length < best[0]:
+                    best = (length, i, out.solution)
+                resume.pop(i, None)
+            elif out.status == Status.NO_SOLUTION:
+                if part_run.resume is None:
+                    resume.pop(i, None)
+                else:
+                    resume[i] = part_run.resume
+            else:
+                return Outcome(out.status, message=f"part {i + 1} ended {out.status}: {out.message}")
+    if best is None:
+        return Outcome(Status.NO_SOLUTION, message=f"none of the {len(split_parts)} parts has an answer")
+    length, i, answer = best
+    part = split_parts[i]
+    return Outcome(
+        Status.SOLVED,
+        part.combine(answer),
+        message=f"the shortest of {len(split_parts)} parts' answers ({length}), "
+        f"part {i + 1}, in {run.rounds} rounds",
+    )
