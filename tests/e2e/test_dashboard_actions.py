@@ -60,12 +60,20 @@ def started_by(process: Any) -> Iterator[Started]:
     seen = Started()
     done = threading.Event()
     root = psutil.Process(process.pid)
+    # A child forked but not yet exec'd shows the server's own command line for a moment: a command
+    # started only if it keeps it (a fork doing the server's work) for over 2 s.
+    own = root.cmdline()
+    forked: dict[int, float] = {}
 
     def watch() -> None:
         while not done.is_set():
             for child in root.children(recursive=True):
                 try:
-                    argv = _packsolve_argv(child.cmdline())
+                    cmdline = child.cmdline()
+                    argv = _packsolve_argv(cmdline)
+                    now = time.monotonic()
+                    if cmdline == own and now - forked.setdefault(child.pid, now) < 2:
+                        argv = None
                     parent = child.ppid()
                 except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
                     continue
