@@ -129,7 +129,7 @@ def run(command: Command, limits: Limits, leaving: Callable[[], None] | None = N
     try:
         _limit(proc.pid, limits)
         with tree.killed_with_this_process(proc.pid, leaving):
-            _watch(proc, stdin, limits, started, result, meter)
+            _Watch(proc, stdin, limits, started, result, meter).run()
         # The program has exited or is to be stopped: nothing it left behind may outlive the attempt.
         if result.exited:
             tree.reap_children(reaped, block_on=proc.pid)
@@ -196,32 +196,6 @@ def _limit(pid: int, limits: Limits) -> None:
         pass  # it has already ended: nothing left to limit
 
 
-def _watch(
-    proc: subprocess.Popen[bytes],
-    stdin: bytes | None,
-    limits: Limits,
-    started: float,
-    out: RawRun,
-    meter: _Meter,
-) -> None:
-    """Follow the program until it exits or a limit stops it; fill out's output, peak and stopped."""
-    watch = _Watch(proc, stdin, limits, started, out, meter)
-    try:
-        while True:
-            now = time.monotonic()
-            out.stopped = watch.limit_passed(now)
-            if out.stopped is not None:
-                break
-            watch.wait(now)
-            if len(watch.stdout) > STDOUT_CAP:
-                out.stopped = Kill.OUTPUT
-                break
-            if out.exited:
-                break
-    finally:
-        watch.close()
-
-
 @dataclass(frozen=True)
 class _Meter:
     """Reads the CPU time of a program's tree so far: from its job's cgroup, else from /proc and rusage."""
@@ -275,6 +249,24 @@ class _Watch:
         if proc.stdin is not None:
             os.set_blocking(proc.stdin.fileno(), False)
             self.sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+
+    def run(self) -> None:
+        """Follow the program until it exits or a limit stops it; fill out's output, peak and stopped."""
+        out = self.out
+        try:
+            while True:
+                now = time.monotonic()
+                out.stopped = self.limit_passed(now)
+                if out.stopped is not None:
+                    break
+                self.wait(now)
+                if len(self.stdout) > STDOUT_CAP:
+                    out.stopped = Kill.OUTPUT
+                    break
+                if out.exited:
+                    break
+        finally:
+            self.close()
 
     def limit_passed(self, now: float) -> Kill | None:
         """Return TIMEOUT or MEMOUT when that limit is passed; read the memory when it is time."""
