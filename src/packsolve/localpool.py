@@ -24,7 +24,7 @@ from packsolve.db.local_runs import mark_running, record_over_cancel, was_cancel
 from packsolve.db.models import utcnow
 from packsolve.db.session import session_scope
 from packsolve.db.sink import FlushPolicy, ResultSink
-from packsolve.execution import AttemptSpec, cores, execute_attempts, preparing, solution_length
+from packsolve.execution import AttemptSpec, cgroups, cores, execute_attempts, preparing, solution_length
 from packsolve.execution.spec import PendingAttempt
 from packsolve.outcome import Outcome
 from packsolve.pids import pid_alive
@@ -82,10 +82,12 @@ class _Started:
 _STARTED = _Started()
 
 
-def _init(owner: int, started: Any, failed: dict[str, str], cpus: Any) -> None:
+def _init(owner: int, started: Any, failed: dict[str, str], cpus: Any, measure: str) -> None:
     """Pool initializer: die with the solve process, tell it which attempt runs now, know what
-    it could not prepare (its attempts end as errors saying why, execution.preparing), and, pinned,
-    take a set of CPUs of its own from cpus (a queue holding one set per process)."""
+    it could not prepare (its attempts end as errors saying why, execution.preparing), measure as the
+    cgroups setting says (measure), and, pinned, take a set of CPUs of its own from cpus (a queue
+    holding one set per process)."""
+    cgroups.choose(measure)
     if cpus is not None:
         cores.pin(cpus.get())
     _die_with(owner)
@@ -291,7 +293,13 @@ def run_local(
         max_workers=max(1, jobs),
         mp_context=ctx,
         initializer=_init,
-        initargs=(os.getpid(), started, preparing.failures(), _cpu_sets(ctx, settings, jobs)),
+        initargs=(
+            os.getpid(),
+            started,
+            preparing.failures(),
+            _cpu_sets(ctx, settings, jobs),
+            settings.cgroups,
+        ),
     )
     with _StopSignals() as signals:
         try:

@@ -195,6 +195,16 @@ def _switch(raw: str) -> bool:
     raise _Bad("must be on or off: write 1, true, yes or on; 0, false, no or off")
 
 
+CGROUP_CHOICES = ("auto", "v1", "v2", "off")
+
+
+def _cgroups(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in CGROUP_CHOICES:
+        raise _Bad("must be auto (v1 where it works, else v2), v1, v2 or off")
+    return value
+
+
 def _names(raw: str) -> tuple[str, ...]:
     return tuple(k.strip() for k in raw.split(",") if k.strip())
 
@@ -247,6 +257,9 @@ SPECS: dict[str, _Spec] = {
     "extra_kinds": _Spec(_kinds, ()),
     "cache_dir": _Spec(_optional_text, None),
     "output_keep": _Spec(_bytes, DEFAULT_OUTPUT_KEEP),
+    # Which cgroup version measures and limits attempts (execution.cgroups reads it from the
+    # environment, which the processes that solve inherit).
+    "cgroups": _Spec(_cgroups, "auto"),
 }
 
 
@@ -283,6 +296,7 @@ class Settings:
     extra_kinds: tuple[tuple[str, str], ...] = ()  # (kind name, module) of test-only kinds
     cache_dir: str | None = None  # None: the user's cache directory
     output_keep: int = DEFAULT_OUTPUT_KEEP  # bytes of a solver's own output an attempt keeps
+    cgroups: str = "auto"  # auto, v1, v2 or off: how attempts are measured (execution.cgroups)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def source(self, name: str) -> str:

@@ -284,3 +284,74 @@ def test_the_empty_group_of_a_solver_child_that_died_is_removed_by_the_next_proc
     finally:
         left.remove()
         alive_here.remove()
+
+
+def _mode_asked(version: str) -> str:
+    """Return the measurement a new process chooses with PACKSOLVE_CGROUPS=version."""
+    env = child_env({"PACKSOLVE_CGROUPS": version})
+    code = "from packsolve.execution import cgroups; print(cgroups.mode())"
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    ).stdout.strip()
+
+
+def _need_cgroup_v2() -> None:
+    """Skip where cgroup v2 cannot be used (not root, or no cgroup2 mount); else it must be chosen."""
+    with open("/proc/self/mountinfo") as f:
+        mounted = any(" - cgroup2 " in line for line in f)
+    if os.geteuid() != 0 or not mounted:
+        pytest.skip("cgroup v2 needs root and a cgroup2 mount")
+    assert _mode_asked("v2") == cgroups.CGROUP_V2
+
+
+def test_a_cgroup_v2_group_counts_its_trees_cpu_and_kills_it_whole():
+    _need_cgroup_v2()
+    group = cgroups.JobGroup.make(f"test-{os.getpid()}", hierarchies=cgroups.HIERARCHIES[cgroups.CGROUP_V2])
+    procs = os.path.join(group.paths[cgroups.UNIFIED], "cgroup.procs")
+
+    def join() -> None:
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+
+    try:
+        # A process that burns 0.3 s of CPU in a child of its own, then exits: the group counts both.
+        burner = "import os, time\nif os.fork() == 0:\n    t = time.process_time()\n"
+        burner += "    while time.process_time() - t < 0.3: pass\n    os._exit(0)\nos.wait()"
+        subprocess.run([sys.executable, "-c", burner], preexec_fn=join, timeout=120, check=True)
+        assert 0.3 <= group.cpu_s() < 5, group.cpu_s()
+        sleeper = subprocess.Popen(["sleep", "600"], preexec_fn=join)
+        assert group.pids() == [sleeper.pid]
+        group.kill()
+        assert sleeper.wait(10) == -9 and group.pids() == []
+    finally:
+        group.remove()
+    assert not os.path.exists(group.paths[cgroups.UNIFIED])
+
+
+def test_a_run_under_cgroup_v2_says_so_and_stops_a_programs_tree_at_its_cpu(tmp_path, directory):
+    _need_cgroup_v2()
+    (directory / "tree_burner.pid").unlink(missing_ok=True)
+    toml = toml_for(directory, ["tree_burner.py"])
+    pack = tmp_path / "pack.jsonl"
+    pack.write_text(json.dumps({"kind": "coins", "notes": [9, 1, 6, 3], "target": 10}) + "\n")
+    env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp_path / 'packsolve.db'}"}
+    (tmp_path / "packsolve.toml").write_text('[settings]\ncgroups = "v2"\n')  # the setting, from the file
+    argv = ["solve", str(pack), "--solvers", str(toml), "--heuristic", "tree-burner", "--cpu-limit", "1"]
+    res = subprocess.run(
+        packsolve_cmd(*argv, "-q", "--format", "json"),
+        env=child_env(env),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["provenance"]["measurement"] == [cgroups.CGROUP_V2], summary["provenance"]
+    assert summary["counts"] == {"timeout": 1}, summary
+    shown = invoke("export", str(summary["run"]), env=env)
+    [attempt] = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert attempt["message"].startswith("CPU time limit 1 s reached"), attempt
+    assert attempt["cpu_s"] >= 1.0 and attempt["wall_s"] < 15, attempt
+    grandchild = int((directory / "tree_burner.pid").read_text())
+    wait_for(lambda: not alive(grandchild), timeout=5, what="the burning grandchild to be gone")

@@ -35,6 +35,7 @@ BAD = [
     ),
     ("PACKSOLVE_EXTRA_KINDS", "chaos", "write NAME:MODULE"),
     ("PACKSOLVE_WORKER_REMOTE_CONTROL", "maybe", "must be on or off: write 1, true, yes or on"),
+    ("PACKSOLVE_CGROUPS", "v3", "must be auto (v1 where it works, else v2), v1, v2 or off"),
 ]
 
 

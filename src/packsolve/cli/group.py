@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from packsolve.errors import PacksolveError
+from packsolve.execution import cgroups
 from packsolve.settings import Settings, resolve
 
 if TYPE_CHECKING:
@@ -67,6 +68,9 @@ class Invocation:
         """Return the command line's Settings (resolved the first time; SettingsError if a value is bad)."""
         if self.resolved is None:
             self.resolved = resolve(self._meta.get(FLAGS_KEY, {}))
+            # Before anything measures: a local run records this process's way, and a worker's pool
+            # processes are forks of it (the local pool's are told again: they start afresh).
+            cgroups.choose(self.resolved.cgroups)
         return self.resolved
 
     @property

@@ -325,7 +325,7 @@ class Worker(Base):
     # command, the declaration's digest, the executable's SHA-256 on its machine), as it started.
     concurrency: Mapped[int | None] = mapped_column(Integer)
     programs: Mapped[str | None] = mapped_column(Text)
-    # How it measures and limits its attempts (execution.cgroups.mode): cgroup-v1, or rusage.
+    # How it measures and limits its attempts (execution.cgroups.mode): cgroup-v1, cgroup-v2 or rusage.
     measurement: Mapped[str | None] = mapped_column(String(16))
     # The CPUs it is pinned to under --cpus-per-attempt ("0", "2,3"); None: not pinned (migration 0027).
     cpus: Mapped[str | None] = mapped_column(String(255))

@@ -17,8 +17,20 @@ where it was when it ends, so each group counts one job. Groups are removed once
 should a child die mid-job, its parent kills what is left in the child's groups and removes them
 (remove_groups_of).
 
-cgroup v2 is not used yet: on a machine where only it is available (with the cpu and memory
-controllers delegated), measurement falls back to rusage.
+Linux cgroup v2 (one unified hierarchy, where /proc/self/mountinfo finds it: /sys/fs/cgroup on a
+v2-only machine, /sys/fs/cgroup/unified on a hybrid one): the same layout in that one hierarchy. CPU
+time is cpu.stat's usage_usec, which the kernel keeps for every group; the memory limit (memory.max,
+and memory.swap.max 0 so swapping cannot dodge it), the peak (memory.peak) and the out-of-memory
+kills (memory.events) need the memory controller enabled for packsolve's directory, which is tried
+and may be refused (a non-root cgroup with processes in it cannot hand controllers down): without it
+the memory is read from /proc and the watch holds the limit, as without cgroups. The tree is killed
+through cgroup.kill where the kernel has it.
+
+Which is used: the cgroups setting (given to choose(); in a process that read no settings,
+PACKSOLVE_CGROUPS) says v1 or v2 for one, off for neither (as PACKSOLVE_NO_CGROUPS=1 does); auto, the
+default, takes v1 where it works (as on hybrid machines, whose v2 hierarchy usually has no
+controllers), else v2. What was used is recorded as the run's measurement: cgroup-v1, cgroup-v2 or
+rusage.
 """
 
 from __future__ import annotations
@@ -31,30 +43,60 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 ROOT = "/sys/fs/cgroup"
-CONTROLLERS = ("cpuacct", "memory")
+CONTROLLERS = ("cpuacct", "memory")  # v1: a hierarchy each
+UNIFIED = "unified"  # v2: the one hierarchy, named so in a group's paths
 BASE = "packsolve"
 # How measurement is done, as a run's provenance records it.
 CGROUP_V1 = "cgroup-v1"
+CGROUP_V2 = "cgroup-v2"
 RUSAGE = "rusage"
+HIERARCHIES = {CGROUP_V1: CONTROLLERS, CGROUP_V2: (UNIFIED,)}
+# The cgroups setting (checked where settings are read): the versions to try.
+ASKED = {"v1": (CGROUP_V1,), "v2": (CGROUP_V2,), "off": (), "auto": (CGROUP_V1, CGROUP_V2)}
 # Killing a group's processes is retried until it is empty, at most this long.
 KILL_PATIENCE_S = 5.0
 
 _mode: str | None = None
+_asked: str | None = None  # the cgroups setting, as choose() was told (None: PACKSOLVE_CGROUPS, else auto)
 _serial = 0
 _current: JobGroup | None = None  # the group of the job this process runs now
 
 
 def _own_path(controller: str) -> str | None:
-    """Return the path of this process's cgroup in controller's v1 hierarchy; None if it has none."""
+    """Return the path of this process's cgroup in controller's v1 hierarchy (UNIFIED: in the v2
+    hierarchy, the line "0::PATH"); None if it has none."""
     try:
         with open("/proc/self/cgroup") as f:
             for line in f:
-                _, names, path = line.rstrip("\n").split(":", 2)
+                number, names, path = line.rstrip("\n").split(":", 2)
+                if controller == UNIFIED and number == "0" and not names:
+                    return path
                 if controller in names.split(","):
                     return path
     except (OSError, ValueError):
         pass
     return None
+
+
+def _unified_root() -> str | None:
+    """Return where the cgroup v2 hierarchy is mounted (None: it is not), from /proc/self/mountinfo."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                mount, _, fs = line.partition(" - ")
+                if fs.split(" ", 1)[0] == "cgroup2":
+                    return mount.split()[4]
+    except (OSError, IndexError):
+        pass
+    return None
+
+
+def _root(controller: str) -> str | None:
+    """Return the directory controller's hierarchy is mounted at (v1: ROOT/controller), None if none."""
+    if controller == UNIFIED:
+        return _unified_root()
+    path = os.path.join(ROOT, controller)
+    return path if os.path.isdir(path) else None
 
 
 # Per process (by pid: a fork's child starts where its parent is, outside any job group): the cgroup
@@ -65,15 +107,14 @@ _homes: tuple[int, dict[str, str | None]] | None = None
 
 
 def _home(controller: str) -> str | None:
-    """Return this process's own cgroup directory in controller's v1 hierarchy; None if it has none."""
+    """Return this process's own cgroup directory in controller's hierarchy; None if it has none."""
     global _homes
     if _homes is None or _homes[0] != os.getpid():
         _homes = (os.getpid(), {})
     homes = _homes[1]
     if controller not in homes:
-        own = _own_path(controller)
-        exists = own is not None and os.path.isdir(os.path.join(ROOT, controller))
-        homes[controller] = os.path.join(ROOT, controller, own.lstrip("/")) if exists and own else None
+        own, root = _own_path(controller), _root(controller)
+        homes[controller] = os.path.join(root, own.lstrip("/")) if own and root else None
     return homes[controller]
 
 
@@ -83,18 +124,39 @@ def _base(controller: str) -> str | None:
     return None if home is None else os.path.join(home, BASE)
 
 
+def choose(asked: str) -> None:
+    """Say which versions this process may use (a key of ASKED: the cgroups setting); before mode()."""
+    global _asked
+    _asked = asked
+
+
+def asked() -> str:
+    """Return the cgroups setting this process measures by: as chosen, else PACKSOLVE_CGROUPS, else auto."""
+    if _asked is not None:
+        return _asked
+    given = os.environ.get("PACKSOLVE_CGROUPS", "").strip().lower()
+    return given if given in ASKED else "auto"
+
+
 def mode() -> str:
-    """Return how this process measures attempts: CGROUP_V1 if it can make and remove groups, else RUSAGE.
+    """Return how this process measures attempts: CGROUP_V1 or CGROUP_V2 if it can make and remove
+    groups in that version's hierarchies (as asked() allows), else RUSAGE.
 
     Tried once per process (making and removing a group in each hierarchy); a forked child inherits
     the answer.
     """
     global _mode
     if _mode is None:
-        _mode = CGROUP_V1 if _try_a_group() else RUSAGE
-        if _mode == CGROUP_V1:
+        tried = () if os.environ.get("PACKSOLVE_NO_CGROUPS") else ASKED[asked()]
+        _mode = next((version for version in tried if _try_a_group(version)), RUSAGE)
+        if _mode != RUSAGE:
             sweep_stale()
     return _mode
+
+
+def _hierarchies() -> tuple[str, ...]:
+    """The hierarchies of this process's cgroup version (none without cgroups)."""
+    return HIERARCHIES.get(mode(), ())
 
 
 def sweep_stale() -> int:
@@ -117,7 +179,7 @@ def sweep_stale() -> int:
 
 def _job_groups() -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Yield (controller, entry) for each group under this process's packsolve groups, by controller."""
-    for controller in CONTROLLERS:
+    for controller in _hierarchies():
         base = _base(controller)
         if base is None:
             continue
@@ -125,12 +187,10 @@ def _job_groups() -> Iterator[tuple[str, os.DirEntry[str]]]:
             yield from ((controller, entry) for entry in entries)
 
 
-def _try_a_group() -> bool:
-    """Return whether a group can be made, joined and removed in every controller's hierarchy."""
-    if os.environ.get("PACKSOLVE_NO_CGROUPS"):
-        return False
+def _try_a_group(version: str) -> bool:
+    """Return whether a group can be made, joined and removed in every hierarchy of version."""
     try:
-        group = JobGroup.make(f"probe-{os.getpid()}")
+        group = JobGroup.make(f"probe-{os.getpid()}", hierarchies=HIERARCHIES[version])
     except OSError:
         return False
     try:
@@ -152,23 +212,30 @@ class JobGroup:
     _limit_mb: float | None = None
 
     @classmethod
-    def make(cls, name: str, memory_limit_mb: float | None = None) -> JobGroup:
-        """Make the group name in every hierarchy (OSError if one cannot be made), with the memory limit."""
+    def make(
+        cls, name: str, memory_limit_mb: float | None = None, hierarchies: tuple[str, ...] | None = None
+    ) -> JobGroup:
+        """Make the group name in every hierarchy (this process's cgroup version's by default; OSError
+        if one cannot be made), with the memory limit where the group can hold one."""
         paths: dict[str, str] = {}
         try:
-            for controller in CONTROLLERS:
+            for controller in _hierarchies() if hierarchies is None else hierarchies:
                 base = _base(controller)
                 if base is None:
-                    raise OSError(f"no cgroup v1 hierarchy for {controller}")
+                    raise OSError(f"no cgroup hierarchy for {controller}")
                 path = os.path.join(base, name)
                 try:
                     os.mkdir(path)
                 except FileNotFoundError:  # the first group below this cgroup: make packsolve's directory
                     os.makedirs(base, exist_ok=True)
+                    if controller == UNIFIED:
+                        _hand_down_memory(base)
                     os.mkdir(path)
                 paths[controller] = path
+            if not paths:
+                raise OSError("no cgroup hierarchy")
             group = cls(paths, {})
-            if memory_limit_mb is not None:
+            if memory_limit_mb is not None and group.holds_memory:
                 group.limit_memory(memory_limit_mb)
             return group
         except OSError:
@@ -177,10 +244,28 @@ class JobGroup:
                     os.rmdir(path)
             raise
 
+    @property
+    def unified(self) -> str | None:
+        """The group's directory in the cgroup v2 hierarchy; None for a v1 group."""
+        return self.paths.get(UNIFIED)
+
+    @property
+    def holds_memory(self) -> bool:
+        """Whether the group can hold its tree to a memory limit (v2: its memory controller is on)."""
+        unified = self.unified
+        return unified is None or os.path.exists(os.path.join(unified, "memory.max"))
+
     def limit_memory(self, mb: float) -> None:
         """Hold the memory charged to the group to mb (the kernel kills one of its processes past it);
-        raise OSError if the kernel refuses (more is charged already than it can reclaim)."""
+        raise OSError if the kernel refuses (more is charged already than it can reclaim, or, v2, the
+        group has no memory controller)."""
         cap = str(int(mb * 2**20))
+        if self.unified is not None:
+            self._write(UNIFIED, "memory.max", cap)
+            with contextlib.suppress(OSError):  # no swap accounting: nothing to dodge the limit through
+                self._write(UNIFIED, "memory.swap.max", "0")
+            self._limit_mb = mb
+            return
         # Raised: memsw first (it may not be below the memory limit); lowered: the memory limit first.
         # Swap is counted too where the kernel accounts it, else the limit could be dodged by swapping.
         order = ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes")
@@ -215,9 +300,18 @@ class JobGroup:
             with contextlib.suppress(OSError), open(os.path.join(back, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
 
+    def _field(self, controller: str, name: str, key: str) -> int:
+        """Return the number after key in the group's file name of "key value" lines (ValueError if none)."""
+        for line in self._read(controller, name).splitlines():
+            if line.startswith(key + " "):
+                return int(line.split()[1])
+        raise ValueError(f"no {key} in {name}")
+
     def cpu_s(self) -> float:
         """Return the CPU seconds the group's processes used while in it (user + system); 0 if unreadable."""
         try:
+            if self.unified is not None:
+                return self._field(UNIFIED, "cpu.stat", "usage_usec") / 1e6
             return int(self._read("cpuacct", "cpuacct.usage")) / 1e9
         except (OSError, ValueError):
             return 0.0
@@ -225,6 +319,8 @@ class JobGroup:
     def peak_mb(self) -> float:
         """Return the peak memory charged to the group since it was made, in MB; 0.0 if unreadable."""
         try:
+            if self.unified is not None:
+                return int(self._read(UNIFIED, "memory.peak")) / 2**20
             return int(self._read("memory", "memory.max_usage_in_bytes")) / 2**20
         except (OSError, ValueError):
             return 0.0
@@ -232,25 +328,32 @@ class JobGroup:
     def oom_kills(self) -> int:
         """Return how many of the group's processes the kernel killed at its memory limit (0 if unknown)."""
         try:
-            for line in self._read("memory", "memory.oom_control").splitlines():
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
+            if self.unified is not None:
+                return self._field(UNIFIED, "memory.events", "oom_kill")
+            return self._field("memory", "memory.oom_control", "oom_kill")
         except (OSError, ValueError, IndexError):
-            pass
-        return 0
+            return 0
 
     def pids(self) -> list[int]:
         """Return the processes in the group (in any of its hierarchies), this one left out."""
-        found: set[int] = set()
-        for path in self.paths.values():
-            with contextlib.suppress(OSError, ValueError), open(os.path.join(path, "cgroup.procs")) as f:
-                found.update(int(p) for p in f.read().split())
+        found = self._members()
         found.discard(os.getpid())
         return sorted(found)
 
     def kill(self) -> None:
         """SIGKILL every process in the group but this one, until none is left (at most KILL_PATIENCE_S)."""
+        if self.unified is not None and os.getpid() not in self._members():
+            # v2: the kernel kills the whole group at once, forks in flight included.
+            with contextlib.suppress(OSError):
+                self._write(UNIFIED, "cgroup.kill", "1")
         _kill_all(self.pids, KILL_PATIENCE_S)
+
+    def _members(self) -> set[int]:
+        found: set[int] = set()
+        for path in self.paths.values():
+            with contextlib.suppress(OSError, ValueError), open(os.path.join(path, "cgroup.procs")) as f:
+                found.update(int(p) for p in f.read().split())
+        return found
 
     def remove(self) -> None:
         """Leave the group, kill what is left in it and remove it (one still busy after a second is left)."""
@@ -258,6 +361,15 @@ class JobGroup:
         self.kill()
         for path in self.paths.values():
             _rmdir(path)
+
+
+def _hand_down_memory(base: str) -> None:
+    """Enable the memory controller for the job groups below packsolve's v2 directory base, where the
+    kernel allows it: base must get it from its parent (this process's cgroup), which can hand it down
+    only if it is the root or holds no process. Refused, the groups go without (see the module)."""
+    for directory in (os.path.dirname(base), base):
+        with contextlib.suppress(OSError), open(os.path.join(directory, "cgroup.subtree_control"), "w") as f:
+            f.write("+memory")
 
 
 def _kill_all(pids: Callable[[], list[int]], patience_s: float) -> None:
@@ -298,7 +410,7 @@ def job_group(memory_limit_mb: float | None = None) -> Iterator[JobGroup | None]
     process die); on the way out this process leaves it, and what is left in it is killed and removed.
     """
     global _serial, _current
-    if mode() != CGROUP_V1:
+    if mode() == RUSAGE:
         yield None
         return
     _serial += 1
@@ -323,7 +435,7 @@ def current() -> JobGroup | None:
 
 def remove_groups_of(pid: int) -> None:
     """Kill what is left in the groups of solver child pid (it died mid-job) and remove them."""
-    if _mode != CGROUP_V1:  # this process never made a group: neither did its children
+    if _mode in (None, RUSAGE):  # this process never made a group: neither did its children
         return
     for controller, entry in _job_groups():
         if entry.name.startswith(f"{pid}-") and entry.is_dir(follow_symlinks=False):

@@ -25,7 +25,9 @@ class RunProvenance(TypedDict):
 
     kinds: dict[str, Any]
     programs: list[ProgramBuild]
-    measurement: list[str]  # how its attempts were measured: cgroup-v1, rusage (one per machine kind)
+    measurement: list[
+        str
+    ]  # how its attempts were measured: cgroup-v1, cgroup-v2, rusage (one per machine kind)
     warnings: list[str]
 
 
