@@ -5,9 +5,11 @@ through it. Where it does not (not root, no writable hierarchy), callers fall ba
 Linux cgroup v1 (the cpuacct and memory controllers, each a hierarchy of its own under
 /sys/fs/cgroup): a job's group is ``packsolve/<solver child pid>-<n>`` below the cgroup this
 process is in, in each of the two hierarchies, so the limits of the cgroup packsolve runs in still
-hold over it. A process put in a group stays there with everything it starts (a fork inherits its
-cgroup; no setsid or double fork leaves it), so the group's counters are the tree's, live processes
-and reaped ones alike: cpuacct.usage counts the CPU its tasks used while in it (nanoseconds), and
+hold over it. (The memory one only for a job with a memory limit, or once it starts a program: a
+built-in solver's peak is its own high-water mark, and the memory group is most of a group's cost.)
+A process put in a group stays there with everything it starts (a fork inherits its cgroup; no
+setsid or double fork leaves it), so the group's counters are the tree's, live processes and reaped
+ones alike: cpuacct.usage counts the CPU its tasks used while in it (nanoseconds), and
 memory.max_usage_in_bytes the peak of the memory charged to it since it was made (memory a process
 had before it came in stays charged where it was: a solver child's own heap is not counted, as
 --memory-limit means memory beyond it).
@@ -251,15 +253,20 @@ class JobGroup:
 
     @property
     def holds_memory(self) -> bool:
-        """Whether the group can hold its tree to a memory limit (v2: its memory controller is on)."""
+        """Whether the group can hold its tree to a memory limit (v1: it has its memory directory; v2:
+        its memory controller is on)."""
         unified = self.unified
-        return unified is None or os.path.exists(os.path.join(unified, "memory.max"))
+        if unified is None:
+            return "memory" in self.paths
+        return os.path.exists(os.path.join(unified, "memory.max"))
 
     def limit_memory(self, mb: float) -> None:
         """Hold the memory charged to the group to mb (the kernel kills one of its processes past it);
         raise OSError if the kernel refuses (more is charged already than it can reclaim, or, v2, the
         group has no memory controller)."""
         cap = str(int(mb * 2**20))
+        if not self.holds_memory:
+            raise OSError("the group cannot hold memory (no memory directory or controller)")
         if self.unified is not None:
             self._write(UNIFIED, "memory.max", cap)
             with contextlib.suppress(OSError):  # no swap accounting: nothing to dodge the limit through
@@ -285,14 +292,32 @@ class JobGroup:
         with open(os.path.join(self.paths[controller], name)) as f:
             return f.read()
 
-    def enter(self) -> None:
-        """Move this process into the group (what it starts from now on is in it too)."""
+    def enter(self, controllers: tuple[str, ...] | None = None) -> None:
+        """Move this process into the group (what it starts from now on is in it too), in the
+        hierarchies of controllers (None: all of the group's)."""
         for controller, path in self.paths.items():
+            if controllers is not None and controller not in controllers:
+                continue
             home = _home(controller)
             if home is not None:
                 self.came_from.setdefault(controller, home)
             with open(os.path.join(path, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
+
+    def with_memory(self) -> None:
+        """Make the group's directory in v1's memory hierarchy if it has none yet (a group made without
+        it, job_group) and move this process in, so that what it starts next is counted and can be held
+        there; OSError if it cannot be made or joined."""
+        if self.unified is not None or "memory" in self.paths:
+            return
+        base = _base("memory")
+        if base is None:
+            raise OSError("no cgroup v1 hierarchy for memory")
+        path = os.path.join(base, os.path.basename(self.paths["cpuacct"]))
+        os.makedirs(base, exist_ok=True)
+        os.mkdir(path)
+        self.paths["memory"] = path
+        self.enter(("memory",))
 
     def leave(self) -> None:
         """Move this process back to the groups it came from (what it started stays in this one)."""
@@ -322,7 +347,7 @@ class JobGroup:
             if self.unified is not None:
                 return int(self._read(UNIFIED, "memory.peak")) / 2**20
             return int(self._read("memory", "memory.max_usage_in_bytes")) / 2**20
-        except (OSError, ValueError):
+        except (OSError, ValueError, KeyError):  # KeyError: no memory directory (with_memory)
             return 0.0
 
     def oom_kills(self) -> int:
@@ -331,7 +356,7 @@ class JobGroup:
             if self.unified is not None:
                 return self._field(UNIFIED, "memory.events", "oom_kill")
             return self._field("memory", "memory.oom_control", "oom_kill")
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError, KeyError):
             return 0
 
     def pids(self) -> list[int]:
@@ -414,8 +439,12 @@ def job_group(memory_limit_mb: float | None = None) -> Iterator[JobGroup | None]
         yield None
         return
     _serial += 1
+    # v1 without a memory limit: the cpuacct group alone until a program needs the memory one
+    # (with_memory). A built-in solver's peak is its own high-water mark, and a memory group costs
+    # most of a group's time (made, joined, left, removed: docs/benchmarks.md).
+    lazy = mode() == CGROUP_V1 and memory_limit_mb is None
     try:
-        group = JobGroup.make(f"{os.getpid()}-{_serial}", memory_limit_mb)
+        group = JobGroup.make(f"{os.getpid()}-{_serial}", memory_limit_mb, ("cpuacct",) if lazy else None)
     except OSError:
         yield None
         return

@@ -98,6 +98,9 @@ def run(command: Command, limits: Limits, leaving: Callable[[], None] | None = N
     oom_before = tree.oom_kills()
     # In a job's cgroup, the program starts in it and this process leaves it: the group is the program's tree.
     group = cgroups.current()
+    if group is not None:
+        with contextlib.suppress(OSError):  # without it, the watch reads and holds the memory
+            group.with_memory()  # the program's tree's memory is counted (and held) in the group
     cpu_before = 0.0 if group is None else group.cpu_s()
     held = False  # whether the group holds the program's tree to the memory limit
     if group is not None and limits.memory_limit_mb is not None:
