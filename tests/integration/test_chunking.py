@@ -203,7 +203,7 @@ def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_a
     deadline). A message Redis delivers again (its worker died) is claimed first."""
     from packsolve.execution import AttemptSpec
     from packsolve.execution.spec import PendingAttempt
-    from packsolve.queue.consumer import WorkerProcess
+    from packsolve.queue.consumer import TINY_S, WorkerProcess
     from packsolve.queue.protocol import decode, encode
     from packsolve.settings import DEFAULT_RESULT_FLUSH_S
 
@@ -221,6 +221,10 @@ def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_a
 
     run_task(decode(encode(run_id, [first], 5)))  # not yet known to be tiny: claimed
     assert row(first).status == "running"
+    # The first attempt timed the kind here. Its 1 ms can take longer than TINY_S on a machine under
+    # a CPU hog: the process is given what a quiet machine measures, as the claim rule is the subject.
+    timed = process.pace[("chaos", "sleep")]
+    process.pace[("chaos", "sleep")] = min(timed, TINY_S / 2)
     run_task(decode(encode(run_id, [tiny], 5)))
     assert (row(tiny).status, row(tiny).tries) == ("queued", 0)
     run_task(decode(encode(run_id, [again], 5)), redelivered=True)
