@@ -59,7 +59,7 @@ from packsolve.planning import (
     relative_limits,
     run_programs,
 )
-from packsolve.request import HeuristicChoice, LocalPool, Request, RerunRequest, check_jobs
+from packsolve.request import HeuristicMatrix, LocalPool, Request, RerunRequest, check_jobs
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
 
@@ -167,7 +167,7 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
     }
     row = RunOptions(
         mode=mode,
-        heuristic=str(HeuristicChoice.parse(request.heuristic)),
+        heuristic=str(HeuristicMatrix.parse(request.heuristic)),
         kind=request.kind,
         time_limit=limits.time_limit,
         node_limit=limits.node_limit,
