@@ -87,6 +87,21 @@ class Plan:
     programs: Mapping[str, ExternalSolver] = field(default_factory=dict)  # the external solvers it uses
     paths: tuple[str, ...] = ()  # the paths read, as given (none for a rerun's plan)
 
+    @property
+    def matrix(self) -> bool:
+        """Return whether some level is tried with several heuristics (--heuristic a,b)."""
+        hashes = [p.level.hash for p in self.attempts]
+        return len(set(hashes)) < len(hashes)
+
+    def local_only(self) -> None:
+        """Raise OptionError if the plan is a matrix: only a local run (solve) makes one so far."""
+        if self.matrix:
+            raise OptionError(
+                "--heuristic",
+                "several heuristics side by side run locally only, for now: use `packsolve solve` "
+                "(or rerun --local), or submit one run per heuristic",
+            )
+
     def pending(self, limits: Limits) -> list[PendingAttempt]:
         """Return the attempts of the valid levels, in pack order: a new run's pending."""
         valid = [p for p in self.attempts if p.level.valid]
@@ -235,6 +250,14 @@ def plan_levels(
     used = {p.heuristic for p in planned if p.level.valid}
     programs = {n: s for n, s in solvers.items() if n in used}
     return Plan(planned, duplicates, [notes[k] for k in sorted(notes, key=_note_order)], programs=programs)
+
+
+def plan_cells(levels: Sequence[Level], heuristics: Sequence[str], solvers: Solvers | None = None) -> Plan:
+    """Return the plan of these (level, heuristic) cells, in the order given: a matrix run's rerun of
+    the cells that failed, each with the heuristic it failed with (a declared program among solvers)."""
+    planned = [PlannedAttempt(lv, h, seq) for seq, (lv, h) in enumerate(zip(levels, heuristics, strict=True))]
+    used = {p.heuristic for p in planned if p.level.valid}
+    return Plan(planned, 0, programs={n: s for n, s in (solvers or {}).items() if n in used})
 
 
 def _resolve(
@@ -472,6 +495,9 @@ def relative_limits(session: Session, plan: Plan, request: Request) -> tuple[Pla
     relative = request.relative
     if not relative:
         return plan, request
+    if plan.matrix:  # a level's history is read per level below, not per heuristic
+        option = "--time-limit" if relative.time is not None else "--cpu-limit"
+        raise OptionError(option, "Nx with several heuristics in one run is not supported: give a duration")
     valid = [p for p in plan.attempts if p.level.valid]
     past = past_attempts(session, [(p.level.hash, p.level.kind, p.heuristic) for p in valid])
     own: dict[str, dict[str, float]] = {}

@@ -195,7 +195,7 @@ def request_from_options(given: GivenOptions) -> Request:
     """
     if given.kind is not None and given.kind not in KINDS:
         raise OptionError("--kind", f"unknown kind {given.kind!r} (known: {', '.join(KINDS)})")
-    check_heuristics(given.heuristic)
+    HeuristicMatrix.parse(given.heuristic)
     return Request(
         kind=given.kind,
         heuristic=given.heuristic,
@@ -206,19 +206,6 @@ def request_from_options(given: GivenOptions) -> Request:
         move_label=given.move_label,
         relative=relative_of(given.time_limit, given.cpu_limit),
     )
-
-
-def check_heuristics(text: str | None) -> HeuristicMatrix:
-    """Return the --heuristic text read (HeuristicMatrix); raise OptionError for one that cannot be read,
-    or one naming several heuristics for a kind, which a run cannot make yet."""
-    matrix = HeuristicMatrix.parse(text)
-    if matrix.is_matrix:
-        raise OptionError(
-            "--heuristic",
-            f"{matrix} names several heuristics for a kind, which one run cannot make yet: run each with its "
-            "own --heuristic, then `packsolve report matrix RUN RUN...` sets them side by side",
-        )
-    return matrix
 
 
 @dataclass(frozen=True)
@@ -383,7 +370,7 @@ class RerunRequest:
             check_jobs(self.jobs, self.cpus_per_attempt)
         check_max_tries(self.max_tries)
         check_label(self.label)
-        check_heuristics(self.heuristic)
+        HeuristicMatrix.parse(self.heuristic)
         return wanted
 
     def checked_statuses(self) -> list[str]:

@@ -1,0 +1,99 @@
+"""A run of several heuristics side by side (`solve --heuristic a,b,c`, issue 36): each (level, heuristic)
+gives what a run of that heuristic alone gives; the matrix is ordered level by level; rerun, --skip-solved
+and resume take its cells one by one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.inprocess import invoke
+
+PACKS = Path(__file__).resolve().parents[2] / "examples" / "packs"
+# Node counts mean the same in every run; a node limit (not a time limit) makes who fails the same too.
+NODE_LIMIT = "20000"
+SUDOKU = ("plain", "dlx", "propagate")
+SLIDING = ("astar", "idastar", "pdb")
+MATRIX = f"sudoku={'+'.join(SUDOKU)},sliding={'+'.join(SLIDING)}"
+DECIDED = {"solved", "no_solution"}
+
+
+def pack(tmp_path: Path) -> Path:
+    out = tmp_path / "pack"
+    out.mkdir()
+    shutil.copy(PACKS / "sudoku" / "hard.sdk", out / "hard.sdk")
+    shutil.copy(PACKS / "sliding" / "levels.json", out / "levels.json")
+    return out
+
+
+def solve(env: dict[str, str], *args: str) -> dict:
+    out = invoke("solve", *args, "--node-limit", NODE_LIMIT, "-j", "2", "-q", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def export(run: str, env: dict[str, str]) -> list[dict]:
+    out = invoke("export", run, "--format", "jsonl", env=env)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def cells(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
+    return {(r["level_hash"], r["heuristic"]): (r["status"], r["nodes"]) for r in records}
+
+
+@pytest.mark.slow
+def test_a_matrix_run_gives_each_heuristic_what_its_own_run_gives(tmp_path: Path, sqlite_url: str) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    levels = pack(tmp_path)
+    solve(env, str(levels), "--heuristic", MATRIX, "--label", "matrix")
+    matrix = export("matrix", env)
+    separate: dict[tuple[str, str], tuple[str, int]] = {}
+    for i in range(3):
+        label = f"alone-{i}"
+        solve(env, str(levels), "--heuristic", f"sudoku={SUDOKU[i]},sliding={SLIDING[i]}", "--label", label)
+        separate |= cells(export(label, env))
+
+    assert cells(matrix) == separate and len(matrix) == len(separate)
+    # Level by level: each level's heuristics next to each other, in the order given.
+    for i in range(0, len(matrix), 3):
+        group = matrix[i : i + 3]
+        assert len({r["level_hash"] for r in group}) == 1
+        assert [r["heuristic"] for r in group] == list(SUDOKU if group[0]["kind"] == "sudoku" else SLIDING)
+    assert any(r["status"] not in DECIDED for r in matrix)  # something for rerun and --skip-solved
+
+    # report matrix of one kind: a column per heuristic of the run, each cell its attempt.
+    out = invoke("report", "matrix", "matrix", "--kind", "sudoku", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert [c["label"] for c in data["columns"]] == list(SUDOKU)
+    for row in data["rows"]:
+        got = [(c["status"], c["nodes"]) for c in row["cells"]]
+        assert got == [separate[row["level_hash"], h] for h in SUDOKU]
+    decided_by_any = {h for (h, _), (status, _) in separate.items() if status in DECIDED}
+    sudoku_levels = {r["level_hash"] for r in matrix if r["kind"] == "sudoku"}
+    assert data["virtual_best"]["decided"] == len(decided_by_any & sudoku_levels)
+
+    # --skip-solved runs only the cells not decided before with their heuristic.
+    failed = {k for k, (status, _) in separate.items() if status not in DECIDED}
+    skipping = solve(env, str(levels), "--heuristic", MATRIX, "--skip-solved", "--label", "skipping")
+    assert skipping["total"] == len(failed)
+    assert set(cells(export("skipping", env))) == failed
+
+    # rerun of the matrix run: the cells that failed, each with its own heuristic.
+    out = invoke("rerun", "matrix", "--status", "timeout", "-q", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    child = str(json.loads(out.stdout)["run"])
+    timed_out = {k for k, r in cells(matrix).items() if r[0] == "timeout"}
+    assert timed_out and set(cells(export(child, env))) == timed_out
+
+
+def test_a_matrix_is_refused_for_a_distributed_run_in_one_line(tmp_path: Path, sqlite_url: str) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": "redis://127.0.0.1:6379/15"}
+    out = invoke("submit", str(pack(tmp_path)), "--heuristic", MATRIX, env=env)
+    assert out.returncode == 2
+    assert "several heuristics side by side run locally only" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
