@@ -49,8 +49,10 @@ def test_a_matrix_of_three_runs_is_their_export_side_by_side(tmp_path: Path, sql
         recs = [runs[h][row["level_hash"]] for h in HEURISTICS]
         assert [(c["status"], c["nodes"]) for c in row["cells"]] == [(r["status"], r["nodes"]) for r in recs]
         assert [c["wall_s"] for c in row["cells"]] == [pytest.approx(r["wall_s"], abs=1e-4) for r in recs]
-        decided = [(r["wall_s"], r["nodes"], i) for i, r in enumerate(recs) if r["status"] in DECIDED]
-        assert row["best"] == (min(decided)[2] if decided else None)
+        decided = {i: r["wall_s"] for i, r in enumerate(recs) if r["status"] in DECIDED}
+        # The export rounds times: columns equally fast to 0.1 ms may each be the best.
+        fastest = {i for i, wall in decided.items() if wall == min(decided.values())}
+        assert row["best"] in fastest if decided else row["best"] is None
         vbs_par2 += min(par2(r) for r in recs)
     singles = [sum(par2(r) for r in runs[h].values()) for h in HEURISTICS]
     assert [c["par2_s"] for c in data["columns"]] == [pytest.approx(s, abs=1e-3) for s in singles]
