@@ -77,6 +77,25 @@ def test_a_matrix_run_gives_each_heuristic_what_its_own_run_gives(tmp_path: Path
     sudoku_levels = {r["level_hash"] for r in matrix if r["kind"] == "sudoku"}
     assert data["virtual_best"]["decided"] == len(decided_by_any & sudoku_levels)
 
+    # report summary: each heuristic's figures are its attempts' in the export; the table has a row each.
+    out = invoke("report", "summary", "matrix", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert sorted(summary["by_heuristic"]) == sorted(SUDOKU + SLIDING)
+    for name, f in summary["by_heuristic"].items():
+        mine = [r for r in matrix if r["heuristic"] == name]
+        assert f["total"] == len(mine) and f["decided"] == sum(r["status"] in DECIDED for r in mine)
+        assert f["solved"] == sum(r["status"] == "solved" for r in mine)
+        assert f["nodes_total"] == sum(r["nodes"] for r in mine)
+        assert f["cpu_s_total"] == pytest.approx(sum(r["cpu_s"] for r in mine), abs=2e-3)
+    table = invoke("report", "summary", "matrix", env=env)
+    assert table.returncode == 0, table.stderr
+    for name, f in summary["by_heuristic"].items():
+        assert any(
+            line.split()[:4] == [name, str(f["solved"]), str(f["decided"]), str(f["total"])]
+            for line in table.stdout.splitlines()
+        )
+
     # report hardest ranks each level once, by its best heuristic: decided first, then the lowest PAR-2.
     out = invoke("report", "hardest", "--run", "matrix", "--top", "100", "--format", "json", env=env)
     assert out.returncode == 0, out.stderr
