@@ -77,6 +77,19 @@ def test_a_matrix_run_gives_each_heuristic_what_its_own_run_gives(tmp_path: Path
     sudoku_levels = {r["level_hash"] for r in matrix if r["kind"] == "sudoku"}
     assert data["virtual_best"]["decided"] == len(decided_by_any & sudoku_levels)
 
+    # Over every kind, a column per place in the --heuristic text: sudoku's i-th heuristic beside sliding's.
+    out = invoke("report", "matrix", "matrix", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    whole = json.loads(out.stdout)
+    places = [set(place) for place in zip(SUDOKU, SLIDING, strict=True)]
+    assert [set(c["label"].split("|")) for c in whole["columns"]] == places
+    assert whole["virtual_best"]["levels"] == len(whole["rows"]) == len(matrix) // 3
+    for row in whole["rows"]:
+        names = SUDOKU if row["kind"] == "sudoku" else SLIDING
+        assert [(c["status"], c["nodes"]) for c in row["cells"]] == [
+            separate[row["level_hash"], h] for h in names
+        ]
+
     # report summary: each heuristic's figures are its attempts' in the export; the table has a row each.
     out = invoke("report", "summary", "matrix", "--format", "json", env=env)
     assert out.returncode == 0, out.stderr

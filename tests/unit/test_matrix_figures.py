@@ -45,3 +45,27 @@ def test_the_virtual_best_takes_each_levels_best_and_is_set_against_the_best_sin
 def test_with_no_level_every_column_ran_there_is_no_best_single_column():
     vbs = virtual_best([[solved(1.0), None]], 2)
     assert (vbs.levels, vbs.single, vbs.saves_pct) == (0, None, None)
+
+
+def test_a_matrix_runs_heuristics_take_the_place_the_text_gave_them_defaults_where_a_name_was_lacking():
+    from packsolve.report.matrix import _slots
+
+    tried = {"sudoku": ["plain", "dlx", "propagate"], "sliding": ["plain", "pdb", "astar"]}
+    assert _slots("plain,dlx,astar", tried) == {
+        ("sudoku", "plain"): 0,
+        ("sudoku", "dlx"): 1,
+        ("sudoku", "propagate"): 2,  # its default, for astar it lacks
+        ("sliding", "plain"): 0,
+        ("sliding", "pdb"): 1,  # its default, for dlx
+        ("sliding", "astar"): 2,
+    }
+    # Two names sudoku lacks: its default ran once, in the first of their places.
+    assert _slots("astar,idastar", {"sudoku": ["propagate"]}) == {("sudoku", "propagate"): 0}
+    per_kind = {"sudoku": ["dlx", "plain"], "sliding": ["pdb"]}
+    assert _slots("sudoku=dlx+plain", per_kind) == {
+        ("sudoku", "dlx"): 0,
+        ("sudoku", "plain"): 1,
+        ("sliding", "pdb"): 0,
+    }
+    # Heuristics the text cannot account for (a text that is no matrix of them): no places.
+    assert _slots("dlx", {"sudoku": ["dlx", "plain"]}) is None

@@ -17,6 +17,7 @@ from packsolve.errors import OptionError
 from packsolve.figures.matrix import Cell, best_of, column_totals, virtual_best
 from packsolve.figures.par2 import par2, par2_limit
 from packsolve.report.metrics import rounded
+from packsolve.request import HeuristicMatrix
 
 # --sort besides a column's label: pack order, or the levels the best heuristic took longest on first.
 SORTS = ("level", "best")
@@ -80,33 +81,11 @@ def matrix_data(session: Session, runs: list[Run], sort: str = "level", kind: st
     best PAR-2 first), or a column's label (that column's PAR-2, longest first; levels it
     lacks last). Raise OptionError for another sort, naming the ones there are.
     """
-    keys: list[tuple[int, str | None]] = []  # (run, heuristic, or None for the whole run)
+    keys: list[tuple[int, str | None]] = []  # (run, heuristic or #slot, or None for the whole run)
+    names: dict[tuple[int, str | None], list[str]] = {}  # a slot's heuristics, per kind
     found: list[tuple[int, Any, Run]] = []
     for run in runs:
-        q = select(
-            Attempt.level_hash,
-            Attempt.name,
-            Attempt.kind,
-            Attempt.heuristic,
-            Attempt.status,
-            Attempt.wall_s,
-            Attempt.nodes,
-            Attempt.time_limit,
-            Attempt.cpu_limit,
-        )
-        q = q.where(Attempt.run_id == run.id).order_by(Attempt.seq, Attempt.id)
-        if kind:
-            q = q.where(Attempt.kind == kind)
-        attempts = session.connection().execute(q).all()
-        per_kind: dict[str, set[str]] = {}
-        for a in attempts:
-            per_kind.setdefault(a.kind, set()).add(a.heuristic)
-        several = any(len(names) > 1 for names in per_kind.values())
-        for a in attempts:
-            key = (run.id, a.heuristic if several else None)
-            if key not in keys:
-                keys.append(key)
-            found.append((keys.index(key), a, run))
+        found += _placed(session, run, kind, keys, names)
     table: dict[str, MatrixRow] = {}
     cells: dict[str, list[Cell | None]] = {}
     for col, a, run in found:
@@ -123,7 +102,7 @@ def matrix_data(session: Session, runs: list[Run], sort: str = "level", kind: st
         )
     for h, row in table.items():
         row["best"] = best_of(cells[h])
-    columns = _columns(runs, keys, found)
+    columns = _columns(runs, keys, names)
     grid = list(cells.values())
     for column, totals in zip(columns, column_totals(grid, len(keys)), strict=True):
         column["decided"], column["par2_s"], column["best_on"] = (
@@ -145,12 +124,89 @@ def matrix_data(session: Session, runs: list[Run], sort: str = "level", kind: st
     return Matrix(columns=columns, rows=_sorted(list(table.values()), columns, sort), virtual_best=figures)
 
 
+def _placed(
+    session: Session,
+    run: Run,
+    kind: str | None,
+    keys: list[tuple[int, str | None]],
+    names: dict[tuple[int, str | None], list[str]],
+) -> list[tuple[int, Any, Run]]:
+    """Return the run's attempts (of kind, if given), each with its column; add the columns to keys
+    (and a matrix run's heuristics per place to names)."""
+    out: list[tuple[int, Any, Run]] = []
+    q = select(
+        Attempt.level_hash,
+        Attempt.name,
+        Attempt.kind,
+        Attempt.heuristic,
+        Attempt.status,
+        Attempt.wall_s,
+        Attempt.nodes,
+        Attempt.time_limit,
+        Attempt.cpu_limit,
+    )
+    q = q.where(Attempt.run_id == run.id).order_by(Attempt.seq, Attempt.id)
+    if kind:
+        q = q.where(Attempt.kind == kind)
+    attempts = session.connection().execute(q).all()
+    per_kind: dict[str, list[str]] = {}
+    for a in attempts:
+        met = per_kind.setdefault(a.kind, [])
+        if a.heuristic not in met:
+            met.append(a.heuristic)
+    several = any(len(tried) > 1 for tried in per_kind.values())
+    slots = _slots(run.heuristic, per_kind) if several else None
+    for a in attempts:
+        key: tuple[int, str | None]
+        if slots is not None:
+            key = (run.id, f"#{slots[a.kind, a.heuristic]}")
+            if a.heuristic not in names.setdefault(key, []):
+                names[key].append(a.heuristic)
+        else:
+            key = (run.id, a.heuristic if several else None)
+        if key not in keys:
+            keys.append(key)
+        out.append((keys.index(key), a, run))
+    return out
+
+
+def _slots(heuristic: str, per_kind: dict[str, list[str]]) -> dict[tuple[str, str], int] | None:
+    """Return the place, in the run's --heuristic text, of each (kind, heuristic) a matrix run tried.
+
+    "plain,dlx,astar" on sudoku and sliding: sudoku's propagate (its default, for astar it lacks)
+    is third, as sliding's astar is, and sliding's pdb (for dlx) second; so a mixed pack's levels
+    share columns. None when the text does not account for the heuristics tried (each its own column).
+    """
+    matrix = HeuristicMatrix.parse(heuristic)
+    out: dict[tuple[str, str], int] = {}
+    for kind, tried in per_kind.items():
+        asked = matrix.names_for(kind)
+        # A name the kind lacks ran as its default: in the first such place (a default met twice ran once).
+        instead = [i for i, name in enumerate(asked) if name not in tried]
+        for name in tried:
+            if name in asked:
+                out[kind, name] = asked.index(name)
+            elif instead:
+                out[kind, name] = instead.pop(0)
+            else:
+                return None
+    return out
+
+
 def _columns(
-    runs: list[Run], keys: list[tuple[int, str | None]], found: list[tuple[int, Any, Run]]
+    runs: list[Run], keys: list[tuple[int, str | None]], slots: dict[tuple[int, str | None], list[str]]
 ) -> list[MatrixColumn]:
-    """Return the columns named: by heuristic when that tells them apart, else by run and heuristic."""
+    """Return the columns named: by heuristic (a matrix run's place: its heuristics, kinds' apart by |)
+    when that tells them apart, else by run and heuristic."""
     by_id = {run.id: run for run in runs}
-    names = [h if h is not None else by_id[r].heuristic for r, h in keys]
+    names = [
+        "|".join(dict.fromkeys(slots[r, h]))
+        if (r, h) in slots
+        else h
+        if h is not None
+        else by_id[r].heuristic
+        for r, h in keys
+    ]
     distinct = len(set(names)) == len(names)
     return [
         MatrixColumn(
