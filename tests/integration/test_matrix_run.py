@@ -151,3 +151,48 @@ def test_a_matrix_is_refused_for_a_distributed_run_in_one_line(tmp_path: Path, s
     assert out.returncode == 2
     assert "several heuristics side by side run locally only" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_resuming_a_matrix_run_runs_only_its_attempts_without_a_result(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    import sqlalchemy as sa
+
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    levels = pack(tmp_path)
+    run = str(solve(env, str(levels), "--heuristic", MATRIX, "--label", "matrix")["run"])
+    before = cells(export("matrix", env))
+    # As a stop leaves them: one heuristic's attempts of two levels cancelled before their result.
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as conn:
+        picked = conn.execute(
+            sa.text("SELECT id, level_hash, heuristic FROM attempts WHERE heuristic IN ('dlx', 'idastar')")
+        ).all()[:2]
+        for attempt_id, _, _ in picked:
+            conn.execute(
+                sa.text(
+                    "UPDATE attempts SET status = 'cancelled', wall_s = NULL, nodes = NULL, "
+                    "message = 'cancelled by the user before it ran' WHERE id = :id"
+                ),
+                {"id": attempt_id},
+            )
+        untouched = dict(
+            conn.execute(
+                sa.text("SELECT id, finished_at FROM attempts WHERE run_id = :r"), {"r": int(run)}
+            ).all()
+        )
+    engine.dispose()
+    out = invoke("resume", run, "-q", env=env)
+    assert out.returncode == 0, out.stderr
+    assert cells(export("matrix", env)) == before  # each ran again with its own heuristic, nothing else
+    engine = sa.create_engine(sqlite_url)
+    with engine.connect() as conn:
+        after = dict(
+            conn.execute(
+                sa.text("SELECT id, finished_at FROM attempts WHERE run_id = :r"), {"r": int(run)}
+            ).all()
+        )
+    engine.dispose()
+    rerun = {i for i in after if after[i] != untouched[i]}
+    assert rerun == {attempt_id for attempt_id, _, _ in picked}
