@@ -23,7 +23,7 @@ DECIDED = {"solved", "no_solution"}
 
 def pack(tmp_path: Path) -> Path:
     out = tmp_path / "pack"
-    out.mkdir()
+    out.mkdir(parents=True)
     shutil.copy(PACKS / "sudoku" / "hard.sdk", out / "hard.sdk")
     shutil.copy(PACKS / "sliding" / "levels.json", out / "levels.json")
     return out
@@ -151,6 +151,23 @@ def test_a_matrix_is_refused_for_a_distributed_run_in_one_line(tmp_path: Path, s
     assert out.returncode == 2
     assert "several heuristics side by side run locally only" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+    # Limits relative to each level's history (Nx) read it per level: refused with a matrix.
+    out = invoke("solve", str(pack(tmp_path / "again")), "--heuristic", MATRIX, "--time-limit", "3x", env=env)
+    assert out.returncode == 2 and "Nx with several heuristics in one run is not supported" in out.stderr
+
+
+def test_check_counts_a_matrix_s_levels_once_and_its_heuristics_each(tmp_path: Path, sqlite_url: str) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    out = invoke("check", str(pack(tmp_path)), "--heuristic", MATRIX, "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    check = json.loads(out.stdout)
+    alone = invoke("check", str(pack(tmp_path / "alone")), "--format", "json", env=env)
+    assert alone.returncode == 0, alone.stderr
+    assert check["levels"] == json.loads(alone.stdout)["levels"]
+    for kind, names in (("sudoku", SUDOKU), ("sliding", SLIDING)):
+        entry = check["kinds"][kind]
+        assert entry["heuristics"] == {name: entry["levels"] for name in names}
+    assert "run locally only" in check["distributed"]["problem"]
 
 
 @pytest.mark.slow
