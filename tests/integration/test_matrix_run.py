@@ -168,6 +168,12 @@ def test_check_counts_a_matrix_s_levels_once_and_its_heuristics_each(tmp_path: P
         entry = check["kinds"][kind]
         assert entry["heuristics"] == {name: entry["levels"] for name in names}
     assert "run locally only" in check["distributed"]["problem"]
+    # solve says both counts as it starts.
+    out = invoke(
+        "solve", str(pack(tmp_path / "solve")), "--heuristic", MATRIX, "--node-limit", NODE_LIMIT, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"run 1: {3 * check['levels']} attempt(s) ({check['levels']} level(s)) to run" in out.stderr
 
 
 @pytest.mark.slow
