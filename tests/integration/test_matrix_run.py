@@ -77,6 +77,15 @@ def test_a_matrix_run_gives_each_heuristic_what_its_own_run_gives(tmp_path: Path
     sudoku_levels = {r["level_hash"] for r in matrix if r["kind"] == "sudoku"}
     assert data["virtual_best"]["decided"] == len(decided_by_any & sudoku_levels)
 
+    # A scatter of any two of its heuristics.
+    plot = tmp_path / "plain-dlx.svg"
+    args = ("report", "matrix", "matrix", "--kind", "sudoku", "--scatter", str(plot), "--pair", "plain,dlx")
+    out = invoke(*args, env=env)
+    assert out.returncode == 0, out.stderr
+    assert plot.read_text().lstrip().startswith("<?xml") and "plain: wall s (PAR-2)" in plot.read_text()
+    out = invoke(*args[:-1], "plain,astar", env=env)
+    assert out.returncode == 2 and "name two columns as X,Y, from plain, dlx, propagate" in out.stderr
+
     # Over every kind, a column per place in the --heuristic text: sudoku's i-th heuristic beside sliding's.
     out = invoke("report", "matrix", "matrix", "--format", "json", env=env)
     assert out.returncode == 0, out.stderr

@@ -69,3 +69,46 @@ def test_a_matrix_runs_heuristics_take_the_place_the_text_gave_them_defaults_whe
     }
     # Heuristics the text cannot account for (a text that is no matrix of them): no places.
     assert _slots("dlx", {"sudoku": ["dlx", "plain"]}) is None
+
+
+def test_a_scatter_of_two_columns_has_a_point_per_level_both_ran():
+    from packsolve.errors import OptionError
+    from packsolve.report.matrix import pair_scatter
+
+    def cell(status, par2):
+        return {"status": status, "wall_s": par2, "nodes": 1, "par2_s": par2}
+
+    columns = [
+        {"run": 1, "heuristic": h, "label": h, "decided": 0, "par2_s": 0.0, "best_on": 0} for h in "abc"
+    ]
+    rows = [
+        {
+            "level": "one",
+            "level_hash": "h1",
+            "kind": "k",
+            "cells": [cell("solved", 1.0), None, cell("solved", 3.0)],
+        },
+        {
+            "level": "two",
+            "level_hash": "h2",
+            "kind": "k",
+            "cells": [cell("timeout", 4.0), cell("solved", 2.0), None],
+        },
+        {
+            "level": "three",
+            "level_hash": "h3",
+            "kind": "k",
+            "cells": [cell("solved", 0.5), None, cell("timeout", 4.0)],
+        },
+    ]
+    data = {"columns": columns, "rows": rows, "virtual_best": {}}
+    got = pair_scatter(data, "c,a")  # type: ignore[arg-type]
+    assert (got["x_label"], got["y_label"]) == ("c", "a")
+    assert [(p["level"], p["x"], p["y"], p["x_status"]) for p in got["points"]] == [
+        ("one", 3.0, 1.0, "solved"),
+        ("three", 4.0, 0.5, "timeout"),
+    ]
+    assert [p["level"] for p in pair_scatter(data, None)["points"]] == ["two"]  # type: ignore[arg-type]
+    for bad in ("a", "a,a", "a,z", "a,b,c"):
+        with pytest.raises(OptionError, match="--pair"):
+            pair_scatter(data, bad)  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ from packsolve.db.models import Attempt, Run
 from packsolve.errors import OptionError
 from packsolve.figures.matrix import Cell, best_of, column_totals, virtual_best
 from packsolve.figures.par2 import par2, par2_limit
+from packsolve.report.cactus import Scatter, ScatterPoint
 from packsolve.report.metrics import rounded
 from packsolve.request import HeuristicMatrix
 
@@ -279,6 +280,32 @@ def render_matrix(data: Matrix) -> Any:
     t.add_row("PAR-2 s", *(time_text(c["par2_s"]) for c in data["columns"]))
     t.add_row("best on", *(f"{c['best_on']:,}" for c in data["columns"]))
     return Group(keep_figures_whole(t), Text(vbs_line(data["virtual_best"])))
+
+
+def pair_scatter(data: Matrix, pair: str | None) -> Scatter:
+    """Return the per-level PAR-2 of two columns against each other (pair: "X,Y", their labels; None: the
+    first two), as `report cactus --scatter` plots two runs'; raise OptionError for a pair there is not."""
+    labels = [c["label"] for c in data["columns"]]
+    chosen = pair.split(",") if pair is not None else labels[:2]
+    if len(chosen) != 2 or len(set(chosen)) != 2 or not set(chosen) <= set(labels):
+        raise OptionError("--pair", f"{pair or '(none)'}: name two columns as X,Y, from {', '.join(labels)}")
+    x, y = (labels.index(label) for label in chosen)
+    points: list[ScatterPoint] = []
+    for row in data["rows"]:
+        a, b = row["cells"][x], row["cells"][y]
+        if a is not None and b is not None and a["par2_s"] is not None and b["par2_s"] is not None:
+            points.append(
+                ScatterPoint(
+                    level=row["level"],
+                    level_hash=row["level_hash"],
+                    x=a["par2_s"],
+                    y=b["par2_s"],
+                    x_status=a["status"],
+                    y_status=b["status"],
+                )
+            )
+    xc, yc = data["columns"][x], data["columns"][y]
+    return Scatter(x_run=xc["run"], x_label=chosen[0], y_run=yc["run"], y_label=chosen[1], points=points)
 
 
 def flat_rows(data: Matrix) -> list[dict[str, Any]]:
