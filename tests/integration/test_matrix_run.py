@@ -86,6 +86,11 @@ def test_a_matrix_run_gives_each_heuristic_what_its_own_run_gives(tmp_path: Path
     out = invoke(*args[:-1], "plain,astar", env=env)
     assert out.returncode == 2 and "name two columns as X,Y, from plain, dlx, propagate" in out.stderr
 
+    # report compare keeps one result per level and run: it sends a matrix run to report matrix.
+    out = invoke("report", "compare", "matrix", "alone-0", env=env)
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
+    assert "tried each level with several heuristics" in out.stderr and "report matrix" in out.stderr
+
     # Over every kind, a column per place in the --heuristic text: sudoku's i-th heuristic beside sliding's.
     out = invoke("report", "matrix", "matrix", "--format", "json", env=env)
     assert out.returncode == 0, out.stderr
