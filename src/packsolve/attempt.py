@@ -40,6 +40,10 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"  # `packsolve cancel` marked the run
 
 
+# One attempt of a run: its level's hash and its heuristic (a run may try a level with several).
+AttemptKey = tuple[str, str]
+
+
 @dataclass(frozen=True)
 class Result:
     """One finished attempt to record."""
@@ -57,6 +61,9 @@ class Result:
     # The fencing token of the claim (claim_many's tokens): the result lands only while the
     # attempt is running under that very claim. None: the local pool, whose run is its own.
     token: int | None = None
+    # The attempt's heuristic: the local pool names it (a run may try a level with several, issue 36);
+    # None: the run's one attempt of the level, as a worker's result has it.
+    heuristic: str | None = None
 
 
 def began(outcome: Outcome, finished: datetime) -> datetime:

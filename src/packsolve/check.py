@@ -56,19 +56,22 @@ def check_pack(
     plan = plan_request(paths, request)
     per_kind: dict[str, dict[str, Any]] = {}
     invalid = []
+    met: set[str] = set()  # a level tried with several heuristics (a matrix) is one level
     for p in plan.attempts:
         if not p.level.valid:
             invalid.append((p.level.name, p.level.error or "invalid level"))
             continue
         entry = per_kind.setdefault(p.level.kind, {"levels": 0, "heuristics": Counter()})
-        entry["levels"] += 1
+        entry["levels"] += p.level.hash not in met
+        met.add(p.level.hash)
         entry["heuristics"][p.heuristic] += 1
     for entry in per_kind.values():
         entry["heuristics"] = dict(entry["heuristics"])
     problem = None
     try:
         check_distributed(request.limits, visibility_timeout, chunk_size)
-    except OptionError as exc:  # only submit would refuse these limits; solve runs them
+        plan.local_only()
+    except OptionError as exc:  # only submit would refuse these limits or a matrix; solve runs them
         problem = str(exc)
     specs = plan.pending(request.limits)
     sizes = {p.level.hash: p.level.size for p in plan.attempts}

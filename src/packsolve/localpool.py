@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from packsolve.attempt import Result, StopReason, began
+from packsolve.attempt import AttemptKey, Result, StopReason, began
 from packsolve.db.attempts import record
 from packsolve.db.local_runs import mark_running, record_over_cancel, was_cancelled
 from packsolve.db.models import utcnow
@@ -42,11 +42,11 @@ STARTED_EVERY_S = 0.1
 class Stopped(Exception):
     """The pool stopped before the end: Ctrl-C (interrupted) or `packsolve cancel` (cancelled).
 
-    Results finished before the stop are written; in_flight holds the level
-    hashes that were running when their processes were killed.
+    Results finished before the stop are written; in_flight holds the attempts
+    (level hash, heuristic) that were running when their processes were killed.
     """
 
-    def __init__(self, reason: StopReason, in_flight: list[str]) -> None:
+    def __init__(self, reason: StopReason, in_flight: list[AttemptKey]) -> None:
         super().__init__(f"local run {reason}: {len(in_flight)} attempt(s) stopped while running")
         self.reason = reason
         self.in_flight = in_flight
@@ -61,7 +61,7 @@ class _Started:
 
     def __init__(self) -> None:
         self.queue: Any = None
-        self.now: tuple[str, str, datetime] | None = None  # (level hash, worker, started)
+        self.now: tuple[AttemptKey, str, datetime] | None = None  # ((level hash, heuristic), worker, started)
 
     def serve(self, queue: Any) -> None:
         """Start the thread that puts the attempt running now on queue, once per attempt."""
@@ -130,7 +130,7 @@ def _attempts(
     outcomes = execute_attempts(specs, keep)
     try:
         for spec, level_hash in zip(specs, hashes, strict=True):
-            _STARTED.now = (level_hash, worker, utcnow())
+            _STARTED.now = ((level_hash, spec.heuristic), worker, utcnow())
             outcome = next(outcomes)
             finished = utcnow()
             out.append(
@@ -202,32 +202,45 @@ class _Recorder:
         self.run_id = run_id
         self.on_result = on_result
         self.sink = ResultSink(functools.partial(_write, engine), policy)
-        self.started: dict[str, tuple[str, str, datetime]] = {}  # told running, not yet marked
-        self.marked: set[str] = set()  # marked running (their try counted), no result yet
+        self.started: dict[AttemptKey, tuple[AttemptKey, str, datetime]] = {}  # told running, not yet marked
+        self.marked: set[AttemptKey] = set()  # marked running (their try counted), no result yet
         self.last_flush = self.last_check = time.monotonic()
 
     def add(
-        self, hashes: list[str], results: list[tuple[Outcome, str, datetime, datetime, int | None]]
+        self, keys: list[AttemptKey], results: list[tuple[Outcome, str, datetime, datetime, int | None]]
     ) -> None:
-        """Buffer the results of a chunk (its level hashes, in order) and report each to on_result."""
-        for level_hash, (outcome, worker, started, finished, length) in zip(hashes, results, strict=True):
-            self.started.pop(level_hash, None)
+        """Buffer the results of a chunk (its attempts, in order) and report each to on_result."""
+        for key, (outcome, worker, started, finished, length) in zip(keys, results, strict=True):
+            self.started.pop(key, None)
             # Not marked running: the result counts the try, landing only while the attempt is queued.
-            claimed = level_hash in self.marked
-            self.marked.discard(level_hash)
+            claimed = key in self.marked
+            self.marked.discard(key)
+            level_hash, heuristic = key
             self.sink.add(
-                Result(self.run_id, level_hash, outcome, length, worker, started, finished, claimed=claimed)
+                Result(
+                    self.run_id,
+                    level_hash,
+                    outcome,
+                    length,
+                    worker,
+                    started,
+                    finished,
+                    claimed=claimed,
+                    heuristic=heuristic,
+                )
             )
             if self.on_result is not None:
                 self.on_result(level_hash, outcome)
 
     def hear(self, queue: Any) -> None:
         """Take what the pool processes told of attempts they started (a result already here wins)."""
+        # By level: a level with a result buffered under one heuristic is not marked running under
+        # another until that result is written (its result then counts its try, as unmarked ones do).
         buffered = set(self.sink.waiting().get(self.run_id, ()))
         while not queue.empty():
-            level_hash, worker, started = queue.get()
-            if level_hash not in buffered:
-                self.started[level_hash] = (level_hash, worker, started)
+            key, worker, started = queue.get()
+            if key[0] not in buffered:
+                self.started[key] = (key, worker, started)
 
     def flush(self) -> None:
         """Write the attempts started, then the buffered results."""
@@ -287,7 +300,7 @@ def run_local(
     policy, keep = FlushPolicy.local(settings), settings.output_keep
     wake_s = min(policy.every_s, CANCEL_CHECK_S)
     recorder = _Recorder(engine, run_id, on_result, policy)
-    futures: dict[Future, list[str]] = {}  # a chunk's future: its level hashes
+    futures: dict[Future, list[AttemptKey]] = {}  # a chunk's future: its attempts
     started = ctx.SimpleQueue()
     pool = ProcessPoolExecutor(
         max_workers=max(1, jobs),
@@ -310,7 +323,9 @@ def run_local(
                 while queue and len(futures) < window:
                     chunk = queue.pop()
                     hashes = [p.level_hash for p in chunk]
-                    futures[pool.submit(_attempts, [p.spec for p in chunk], hashes, keep)] = hashes
+                    futures[pool.submit(_attempts, [p.spec for p in chunk], hashes, keep)] = [
+                        p.key for p in chunk
+                    ]
                 with signals.interruptible():
                     # Woken often enough to write on time and to notice a cancel on time.
                     done, _ = wait(futures, timeout=wake_s, return_when=FIRST_COMPLETED)
@@ -346,7 +361,10 @@ def _cpu_sets(ctx: Any, settings: Settings, jobs: int) -> Any:
 
 
 def _stop(
-    pool: ProcessPoolExecutor, futures: dict[Future, list[str]], recorder: _Recorder, reason: StopReason
+    pool: ProcessPoolExecutor,
+    futures: dict[Future, list[AttemptKey]],
+    recorder: _Recorder,
+    reason: StopReason,
 ) -> Stopped:
     """Kill the pool, write what finished, and return the Stopped to raise (naming what was running)."""
     # A second Ctrl-C (or kill) must not cut the writing of what finished short.
@@ -357,7 +375,7 @@ def _stop(
     for fut in [f for f in futures if f.done() and not f.cancelled() and f.exception() is None]:
         recorder.add(futures.pop(fut), fut.result())
     recorder.flush()
-    return Stopped(reason, [h for hashes in futures.values() for h in hashes])
+    return Stopped(reason, [key for keys in futures.values() for key in keys])
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:

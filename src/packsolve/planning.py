@@ -44,7 +44,7 @@ from packsolve.levels import (
     read_levels,
 )
 from packsolve.puzzles import KINDS, get_kind, kind_provenance
-from packsolve.request import HeuristicChoice, Request
+from packsolve.request import HeuristicMatrix, Request
 from packsolve.settings import DEFAULT_VISIBILITY_TIMEOUT
 
 
@@ -86,6 +86,21 @@ class Plan:
     reading: Reading = field(default_factory=Reading)
     programs: Mapping[str, ExternalSolver] = field(default_factory=dict)  # the external solvers it uses
     paths: tuple[str, ...] = ()  # the paths read, as given (none for a rerun's plan)
+
+    @property
+    def matrix(self) -> bool:
+        """Return whether some level is tried with several heuristics (--heuristic a,b)."""
+        hashes = [p.level.hash for p in self.attempts]
+        return len(set(hashes)) < len(hashes)
+
+    def local_only(self) -> None:
+        """Raise OptionError if the plan is a matrix: only a local run (solve) makes one so far."""
+        if self.matrix:
+            raise OptionError(
+                "--heuristic",
+                "several heuristics side by side run locally only, for now: use `packsolve solve` "
+                "(or rerun --local), or submit one run per heuristic",
+            )
 
     def pending(self, limits: Limits) -> list[PendingAttempt]:
         """Return the attempts of the valid levels, in pack order: a new run's pending."""
@@ -192,48 +207,87 @@ def _nothing_to_run(paths: list[str], reading: Reading) -> str:
 def plan_levels(
     levels: Sequence[Level], heuristic: str | None, duplicates: int = 0, solvers: Solvers | None = None
 ) -> Plan:
-    """Pair each level with its kind's solver for the --heuristic text; return the plan with its notes.
+    """Pair each level with its kind's solver(s) for the --heuristic text; return the plan with its notes.
 
     A heuristic named for a kind must exist (else OptionError); a common one
     applies to the kinds that have it and the others keep their default, each
-    with a note. Raise PlanError if no level of the pack has the common one.
+    with a note. Raise PlanError if no level of the pack has a common one.
     Heuristics are the kinds' own and the external programs declared in solvers.
+
+    Several heuristics (request.HeuristicMatrix: "a,b", "sudoku=a+b") make a matrix:
+    each valid level gets one attempt per heuristic of its kind, the heuristics of a level
+    next to each other in the order given (level 1: a, b; level 2: a, b; ...), so that a
+    run cut short has every heuristic on the same levels. A kind whose names resolve to the
+    same solver (two common names it lacks, both its default) runs it once. An invalid
+    level is one attempt: it runs nothing.
     """
     solvers = solvers or {}
-    choice = HeuristicChoice.parse(heuristic)
-    for kind, name in choice.per_kind:
-        try:
-            heuristic_of(get_kind(kind), name, solvers)
-        except (UnknownKind, UnknownHeuristic) as exc:
-            raise OptionError("--heuristic", str(exc)) from None
-    planned = []
-    notes: dict[str, str] = {}
-    usable = False
+    matrix = HeuristicMatrix.parse(heuristic)
+    for kind, names in matrix.per_kind:
+        for name in names:
+            try:
+                heuristic_of(get_kind(kind), name, solvers)
+            except (UnknownKind, UnknownHeuristic) as exc:
+                raise OptionError("--heuristic", str(exc)) from None
+    planned: list[PlannedAttempt] = []
+    notes: dict[tuple[str, str | None], str] = {}
+    usable: set[str | None] = set()
     # The same for every level of a kind: resolved once per kind, not once per level.
-    resolved: dict[str, str] = {}
-    for seq, level in enumerate(levels):
+    resolved: dict[str, list[str]] = {}
+    for level in levels:
         if not level.valid:
-            planned.append(PlannedAttempt(level, choice.name_for(level.kind) or "default", seq))
+            planned.append(PlannedAttempt(level, matrix.names_for(level.kind)[0] or "default", len(planned)))
             continue
         if level.kind not in resolved:
-            puzzle = get_kind(level.kind)
-            try:
-                name = heuristic_of(puzzle, choice.name_for(level.kind), solvers)
-                usable = usable or name == choice.common
-            except UnknownHeuristic:
-                name = puzzle.default
-                notes[level.kind] = (
-                    f"{level.kind} has no heuristic {choice.common!r}: its default {name!r} runs"
-                )
-            resolved[level.kind] = name
-        planned.append(PlannedAttempt(level, resolved[level.kind], seq))
-    if notes and not usable:
-        kinds = sorted(notes)
+            resolved[level.kind] = _resolve(get_kind(level.kind), matrix, solvers, notes, usable)
+        for name in resolved[level.kind]:
+            planned.append(PlannedAttempt(level, name, len(planned)))
+    missing = [name for name in matrix.common if name is not None and name not in usable]
+    if missing and notes:
+        kinds = sorted({k for k, _ in notes})
         choices = "; ".join(f"{k}: {', '.join([*get_kind(k).solvers, *for_kind(solvers, k)])}" for k in kinds)
-        raise PlanError(f"no level in the pack has a heuristic {choice.common!r} ({choices})")
+        raise PlanError(f"no level in the pack has a heuristic {missing[0]!r} ({choices})")
     used = {p.heuristic for p in planned if p.level.valid}
     programs = {n: s for n, s in solvers.items() if n in used}
-    return Plan(planned, duplicates, [notes[k] for k in sorted(notes)], programs=programs)
+    return Plan(planned, duplicates, [notes[k] for k in sorted(notes, key=_note_order)], programs=programs)
+
+
+def plan_cells(levels: Sequence[Level], heuristics: Sequence[str], solvers: Solvers | None = None) -> Plan:
+    """Return the plan of these (level, heuristic) cells, in the order given: a matrix run's rerun of
+    the cells that failed, each with the heuristic it failed with (a declared program among solvers)."""
+    planned = [PlannedAttempt(lv, h, seq) for seq, (lv, h) in enumerate(zip(levels, heuristics, strict=True))]
+    used = {p.heuristic for p in planned if p.level.valid}
+    return Plan(planned, 0, programs={n: s for n, s in (solvers or {}).items() if n in used})
+
+
+def _resolve(
+    puzzle: Any,
+    matrix: HeuristicMatrix,
+    solvers: Solvers,
+    notes: dict[tuple[str, str | None], str],
+    usable: set[str | None],
+) -> list[str]:
+    """Return the solvers a kind runs for the matrix, each once, in the order asked.
+
+    A common name the kind lacks becomes its default, with a note (in notes, by kind and
+    name); the common names it has are added to usable.
+    """
+    out: list[str] = []
+    for asked in matrix.names_for(puzzle.name):
+        try:
+            name = heuristic_of(puzzle, asked, solvers)
+            if asked in matrix.common:
+                usable.add(asked)
+        except UnknownHeuristic:
+            name = puzzle.default
+            notes[puzzle.name, asked] = f"{puzzle.name} has no heuristic {asked!r}: its default {name!r} runs"
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def _note_order(key: tuple[str, str | None]) -> tuple[str, str]:
+    return key[0], key[1] or ""
 
 
 # --- chunking: how many attempts one task carries ------------------------------------------
@@ -441,6 +495,9 @@ def relative_limits(session: Session, plan: Plan, request: Request) -> tuple[Pla
     relative = request.relative
     if not relative:
         return plan, request
+    if plan.matrix:  # a level's history is read per level below, not per heuristic
+        option = "--time-limit" if relative.time is not None else "--cpu-limit"
+        raise OptionError(option, "Nx with several heuristics in one run is not supported: give a duration")
     valid = [p for p in plan.attempts if p.level.valid]
     past = past_attempts(session, [(p.level.hash, p.level.kind, p.heuristic) for p in valid])
     own: dict[str, dict[str, float]] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packsolve import bounds
@@ -195,7 +195,7 @@ def request_from_options(given: GivenOptions) -> Request:
     """
     if given.kind is not None and given.kind not in KINDS:
         raise OptionError("--kind", f"unknown kind {given.kind!r} (known: {', '.join(KINDS)})")
-    HeuristicChoice.parse(given.heuristic)
+    HeuristicMatrix.parse(given.heuristic)
     return Request(
         kind=given.kind,
         heuristic=given.heuristic,
@@ -252,6 +252,88 @@ class HeuristicChoice:
         return dict(self.per_kind).get(kind, self.common)
 
 
+@dataclass(frozen=True)
+class HeuristicMatrix:
+    """What --heuristic asks for when it may name several heuristics: each level runs with each of its kind's.
+
+    "dlx,astar" gives every kind both common names (a kind lacking one follows
+    HeuristicChoice's rules for it); "sudoku=propagate+dlx" gives sudoku two, the
+    kinds not named keep the common names, or their default. "default" among common
+    names stands for each kind's default (None). A single name per kind is exactly
+    a HeuristicChoice (single()).
+    """
+
+    common: tuple[str | None, ...] = ()
+    per_kind: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> HeuristicMatrix:
+        """Return the heuristics written as text; raise OptionError for a form that cannot be read."""
+        common: list[str | None] = []
+        per_kind: dict[str, tuple[str, ...]] = {}
+        items = [item.strip() for item in (text or "").split(",")]
+        for item in items:
+            if "=" in item:
+                kind, _, names = (part.strip() for part in item.partition("="))
+                alternatives = tuple(name.strip() for name in names.split("+"))
+                if not kind or not all(alternatives):
+                    raise OptionError(
+                        "--heuristic",
+                        f"{item!r}: write KIND=HEURISTIC or KIND=H1+H2, e.g. sudoku=propagate+dlx",
+                    )
+                if kind in per_kind:
+                    joined = "+".join((*per_kind[kind], *alternatives))
+                    raise OptionError(
+                        "--heuristic", f"{kind} is named twice: name its heuristics once, {kind}={joined}"
+                    )
+                _no_repeat(alternatives, f"{kind}={names}")
+                per_kind[kind] = alternatives
+            elif "+" in item:
+                spelled = ",".join(name.strip() for name in item.split("+"))
+                raise OptionError(
+                    "--heuristic",
+                    f"{item!r}: '+' joins one kind's heuristics (sudoku=a+b); for every kind write {spelled}",
+                )
+            elif item:
+                common.append(None if item == "default" else item)
+        _no_repeat(common, text or "")
+        if common == [None]:
+            common = []
+        return cls(tuple(common), tuple(sorted(per_kind.items())))
+
+    def __str__(self) -> str:
+        parts = [name or "default" for name in self.common]
+        parts += [f"{kind}={'+'.join(names)}" for kind, names in self.per_kind]
+        return ",".join(parts) or "default"
+
+    def names_for(self, kind: str) -> tuple[str | None, ...]:
+        """Return the heuristics asked for kind, in the order given (None: its default)."""
+        return dict(self.per_kind).get(kind) or self.common or (None,)
+
+    @property
+    def is_matrix(self) -> bool:
+        """Return whether some kind is given more than one heuristic."""
+        return len(self.common) > 1 or any(len(names) > 1 for _, names in self.per_kind)
+
+    def single(self) -> HeuristicChoice | None:
+        """Return the one-heuristic choice this is (None: a matrix)."""
+        if self.is_matrix:
+            return None
+        common = self.common[0] if self.common else None
+        return HeuristicChoice(common, tuple((kind, names[0]) for kind, names in self.per_kind))
+
+
+def _no_repeat(names: Sequence[str | None], given: str) -> None:
+    """Raise OptionError naming a heuristic listed twice in names (given: the text they came from)."""
+    seen: set[str | None] = set()
+    for name in names:
+        if name in seen:
+            raise OptionError(
+                "--heuristic", f"{given!r} names {name or 'default'!r} twice: name each heuristic once"
+            )
+        seen.add(name)
+
+
 # Statuses a rerun takes when neither --status nor --group says.
 RERUN_DEFAULT_STATUSES = tuple(s.value for s in (Status.TIMEOUT, Status.ERROR, Status.LOST, Status.MEMOUT))
 # A failure group's key as figures.failures.group_key makes it: its status and 8 hex digits.
@@ -288,7 +370,7 @@ class RerunRequest:
             check_jobs(self.jobs, self.cpus_per_attempt)
         check_max_tries(self.max_tries)
         check_label(self.label)
-        HeuristicChoice.parse(self.heuristic)
+        HeuristicMatrix.parse(self.heuristic)
         return wanted
 
     def checked_statuses(self) -> list[str]:

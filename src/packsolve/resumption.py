@@ -50,7 +50,7 @@ def resume_local(
         # Programs declared again are recorded: a later resume or rerun finds them.
         declared = declarations(run_programs(run, solvers)) if solvers else None
         resume = Resume(os.getpid(), mask_argv(argv), declared)
-        reopen(session, run.id, [p.level_hash for p in pending], resume)
+        reopen(session, run.id, [p.key for p in pending], resume)
         forget_run(session, run.id)  # its figures change: `hardest --all` must fold it again
         max_tries = tries_cap(run.max_tries)
         new = NewRun(run.id, RunMode.LOCAL, pending, run.total, 0, max_tries, [], resumed=True)
@@ -81,7 +81,10 @@ def _resumable(session: Session, ref: str, solvers: Solvers | None) -> tuple[Run
     rows = attempts_without_result(session, run.id)
     if not rows:
         raise NothingToRun(f"run {run.id} has a final result for every level: nothing to resume")
-    pending = stored_pending(session, run, [a.level_hash for a, _ in rows], solvers)
+    # By level, then only these attempts: another heuristic's attempt of a level may have its result.
+    wanted = {(a.level_hash, a.heuristic) for a, _ in rows}
+    hashes = list(dict.fromkeys(a.level_hash for a, _ in rows))
+    pending = [p for p in stored_pending(session, run, hashes, solvers) if p.key in wanted]
     check_runnable(run.id, pending)
     return run, pending
 

@@ -54,12 +54,13 @@ from packsolve.planning import (
     check_distributed,
     choose_chunk_size,
     hardest_first,
+    plan_cells,
     plan_levels,
     plan_request,
     relative_limits,
     run_programs,
 )
-from packsolve.request import HeuristicChoice, LocalPool, Request, RerunRequest, check_jobs
+from packsolve.request import HeuristicMatrix, LocalPool, Request, RerunRequest, check_jobs
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
 
@@ -167,7 +168,7 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
     }
     row = RunOptions(
         mode=mode,
-        heuristic=str(HeuristicChoice.parse(request.heuristic)),
+        heuristic=str(HeuristicMatrix.parse(request.heuristic)),
         kind=request.kind,
         time_limit=limits.time_limit,
         node_limit=limits.node_limit,
@@ -249,7 +250,7 @@ def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
         settled = settled_before(session, pairs)
     if not settled:
         return plan, Carried()
-    kept = [p for p in plan.attempts if p.level.hash not in settled or not p.level.valid]
+    kept = [p for p in plan.attempts if (p.level.hash, p.heuristic) not in settled or not p.level.valid]
     carried = Carried(len(settled), tuple(sorted(set(settled.values()))))
     if not kept:
         runs = ", ".join(str(r) for r in carried.runs)
@@ -364,6 +365,7 @@ def start_distributed(
     check_distributed(request.limits, cluster.visibility_timeout, chunk_size)
     cluster.check_reachable()
     plan = plan_request(paths, request)
+    plan.local_only()
     options = {"broker": cluster.shown_broker, "queue": cluster.queue}  # status and `workers` name them
     engine = open_db()
     if request.relative:  # the limits known only now, from the levels' history, are checked as above
@@ -460,6 +462,13 @@ def start_rerun(
                 + (grouped if rerun.group else "")
             )
         levels = [_level_of(attempt, row) for attempt, row in rows]
+        # A matrix parent (a level tried with several heuristics) reruns the cells that failed, each with
+        # its own heuristic, unless --heuristic says another.
+        cells = (
+            [a.heuristic for a, _ in rows]
+            if rerun.heuristic is None and HeuristicMatrix.parse(parent.heuristic).is_matrix
+            else None
+        )
         mode = parent.mode if rerun.local is None else (RunMode.LOCAL if rerun.local else RunMode.DISTRIBUTED)
         request = Request(
             kind=rerun.kind or parent.kind,
@@ -476,9 +485,14 @@ def start_rerun(
         # The parent's programs as it recorded them, unless declared again now.
         solvers = run_programs(parent, rerun.solvers)
     processes = check_jobs(rerun.jobs, rerun.cpus_per_attempt) if mode == RunMode.LOCAL else None
-    plan = plan_levels(levels, request.heuristic, solvers=solvers)
+    if cells is None:
+        # Each level once (a matrix parent failed some levels under several heuristics).
+        plan = plan_levels(list({lv.hash: lv for lv in levels}.values()), request.heuristic, solvers=solvers)
+    else:
+        plan = plan_cells(levels, cells, solvers)
     plan, request = with_relative_limits(engine, plan, request)
     if mode == RunMode.DISTRIBUTED:
+        plan.local_only()
         check_distributed(request.limits, cluster.visibility_timeout)
         cluster.check_reachable()
         cluster.check_signing(engine)

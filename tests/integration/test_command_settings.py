@@ -27,6 +27,7 @@ READERS = [
     ["report", "hardest"],
     ["report", "compare", "1", "2"],
     ["report", "curve"],
+    ["report", "matrix", "1", "2"],
     ["cancel", "1"],
     ["resume", "1"],
     ["rerun", "1"],

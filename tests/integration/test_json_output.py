@@ -39,6 +39,7 @@ def test_every_command_taking_format_json_prints_one_json_document(sqlite_url):
         ("report", "failures", "first"),
         ("report", "compare", "first", str(child["run"])),
         ("report", "curve", "first"),
+        ("report", "matrix", "first", str(child["run"])),
     ]:
         one_document(*args, env=env)
 

@@ -417,3 +417,61 @@ def _dashboard(engine: sa.Engine) -> None:
         assert handled(app, pages.run_page, f"/runs/{run}", run=str(run)).status_code == 200
         assert handled(app, pages.failures_page, f"/runs/{run}/failures", run=str(run)).status_code == 200
     assert handled(app, pages.compare_page, "/compare", b"runs=1,2").status_code == 200
+
+
+def test_0028_lets_a_run_try_a_level_once_per_heuristic_and_keeps_rows_indexes_and_triggers(
+    db_url: str,
+) -> None:
+    engine = make_engine(db_url)
+    migrate_to(engine, "0027")
+    levels = [strip_level(i) for i in range(3)]
+    with engine.begin() as conn:
+        _insert(conn, "levels", [_level(lv) for lv in levels])
+        _insert(conn, "runs", [_run(1, finished=False)])
+        _insert(
+            conn, "attempts", [_attempt(1, lv, i, "solved", 0.5, f"said {i}") for i, lv in enumerate(levels)]
+        )
+        _sequences(conn)
+        before = _rows(conn)
+        indexes = _indexes(conn)
+    migrate_to(engine, "0028")
+    second = {**_attempt(1, levels[0], 3, "solved", 0.25, "matrix cell"), "heuristic": "dlx"}
+    with engine.begin() as conn:
+        assert _rows(conn) == before
+        assert _indexes(conn) == indexes
+        _insert(conn, "attempts", [second])
+        # The triggers were made again: run_figures counts the new row; on SQLite the FTS index finds it.
+        solved = "SELECT sum(attempts) FROM run_figures WHERE run_id = 1 AND heuristic = 'dlx'"
+        assert conn.exec_driver_sql(solved).scalar() == 1
+        if conn.dialect.name == "sqlite":
+            found = "SELECT rowid FROM attempts_text WHERE attempts_text MATCH '\"matrix cell\"'"
+            assert len(conn.exec_driver_sql(found).all()) == 1
+            assert conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall() == []
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        _insert(conn, "attempts", [{**second, "seq": 4}])  # the same level with the same heuristic
+    assert drift(engine) == []
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM attempts WHERE heuristic = 'dlx'")
+    migrate_to(engine, "0027", down=True)
+    with engine.begin() as conn:
+        after = _rows(conn)
+        # On PostgreSQL run_figures holds signed rows until folded: the added and deleted row cancel out.
+        assert _folded(after.pop("run_figures")) == _folded(before["run_figures"])
+        assert after == {k: v for k, v in before.items() if k != "run_figures"}
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        _insert(conn, "attempts", [second])  # at 0027 a level is once per run
+
+
+def _folded(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], tuple[float, ...]]:
+    """Return run_figures' rows (as _rows reads them) summed per group, leaving out groups summing to 0."""
+    sums: dict[tuple[Any, ...], list[float]] = {}
+    for row in rows:
+        group = sums.setdefault(row[:4], [0.0] * (len(row) - 4))
+        for i, value in enumerate(row[4:]):
+            group[i] += float(value)
+    return {k: tuple(v) for k, v in sums.items() if any(v)}
+
+
+def _indexes(conn: sa.Connection) -> set[str]:
+    """Return the names of the attempts table's indexes, not those PostgreSQL makes for constraints."""
+    return {i["name"] for i in sa.inspect(conn).get_indexes("attempts") if not i["name"].startswith("uq_")}

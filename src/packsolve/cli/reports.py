@@ -1,4 +1,4 @@
-"""`packsolve report`: summary, failures, hardest, compare, cactus, curve and html, from the database."""
+"""`packsolve report`: summary, failures, hardest, compare, matrix, cactus, curve, html, from the database."""
 
 from __future__ import annotations
 
@@ -164,6 +164,57 @@ def report_compare(
         emit(flat_rows(data), fmt, lambda d: d)
     else:
         emit(data, fmt, lambda d: render_compare(d, out_console.width))
+
+
+@report.command("matrix")
+@click.argument("runs", nargs=-1)
+@click.option(
+    "--sort",
+    default="level",
+    show_default=True,
+    help="level (pack order), best (longest best time first), or a column's label (by its PAR-2).",
+)
+@click.option("--kind", default=None, help="Only levels of this kind.")
+@click.option(
+    "--scatter",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also plot two columns' per-level times against each other to this .png/.svg/.pdf.",
+)
+@click.option(
+    "--pair", default=None, metavar="X,Y", help="The two columns --scatter plots [default: the first two]."
+)
+@format_option
+@with_database("read")
+def report_matrix(
+    invocation: Invocation,
+    runs: tuple[str, ...],
+    sort: str,
+    kind: str | None,
+    scatter: str | None,
+    pair: str | None,
+    fmt: str,
+):
+    """Levels × heuristics of RUNS (default: latest), the best per level marked, and the virtual best solver.
+
+    A column is a run, or a place in the --heuristic text of a run of several heuristics
+    side by side; the virtual best solver takes each level's best column, against the best single one.
+    """
+    from packsolve.db.session import session_scope
+    from packsolve.report.cactus import save, scatter_figure
+    from packsolve.report.matrix import flat_rows, matrix_data, pair_scatter, render_matrix
+
+    if scatter:
+        _plot_file(scatter, "--scatter")
+    with session_scope(invocation.engine) as session:
+        data = matrix_data(session, _runs(session, runs), sort, kind)
+    if scatter:
+        save(scatter_figure(pair_scatter(data, pair)), scatter)
+        err_console.print(f"scatter plot written to {scatter}")
+    if fmt == "csv":
+        emit(flat_rows(data), fmt, lambda d: d)
+    else:
+        emit(data, fmt, render_matrix)
 
 
 @report.command("cactus")

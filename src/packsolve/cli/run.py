@@ -96,7 +96,10 @@ def solve(
         return
     print_plan_notes(run)
     to_run = len(run.pending)
-    err_console.print(f"run {run.id}: {to_run} level(s) to run, {jobs} process(es)", highlight=False)
+    levels = len({p.level_hash for p in run.pending})
+    # A matrix (--heuristic a,b) tries each level with several heuristics: both counts said.
+    what = f"{to_run} level(s)" if levels == to_run else f"{to_run} attempt(s) ({levels} level(s))"
+    err_console.print(f"run {run.id}: {what} to run, {jobs} process(es)", highlight=False)
     _solve_and_summarise(
         engine, run, jobs, invocation, quiet, fmt, progress_every, fail_on, (notify_command, notify_url)
     )

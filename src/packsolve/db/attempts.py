@@ -321,6 +321,13 @@ _TOKEN = bindparam("b_token", type_=Integer())
 _RECORD = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.run_id == bindparam("b_run"), ATTEMPTS.c.level_hash == bindparam("b_level"))
+    # A result naming its heuristic lands on that attempt of the level (a run may have several).
+    .where(
+        or_(
+            bindparam("b_heuristic", type_=ATTEMPTS.c.heuristic.type).is_(None),
+            ATTEMPTS.c.heuristic == bindparam("b_heuristic", type_=ATTEMPTS.c.heuristic.type),
+        )
+    )
     .where(
         or_(
             # Literals, not a plain in_(): an expanding IN parameter cannot go through executemany.
@@ -360,6 +367,7 @@ def record(db: Session | Connection, results: Iterable[Result], finish: bool = T
             {
                 "b_run": r.run_id,
                 "b_level": r.level_hash,
+                "b_heuristic": r.heuristic,
                 **result_columns(r, now),
                 "b_worker": r.worker,
                 "b_started": r.started_at,

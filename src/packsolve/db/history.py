@@ -179,20 +179,21 @@ def recent_wall_times(session: Session, kind: str, heuristic: str, limit: int) -
     return [float(t) for t in rows if t is not None]
 
 
-def settled_before(session: Session, pairs: Sequence[tuple[str, str]]) -> dict[str, int]:
-    """Return {level hash: run id} for the (hash, heuristic) pairs already decided in some run.
+def settled_before(session: Session, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Return {(hash, heuristic): run id} for the (hash, heuristic) pairs already decided in some run.
 
     Decided: solved, or proved to have no solution, with that very heuristic
-    (the latest such run is named). Levels never decided are left out.
+    (the latest such run is named). Pairs never decided are left out; a level may be
+    asked with several heuristics (a matrix), each answered on its own.
     """
-    wanted = dict(pairs)
+    wanted = set(pairs)
     success = (Status.SOLVED.value, Status.NO_SOLUTION.value)
-    found: dict[str, int] = {}
-    for is_one in _one_of(session, list(wanted)):
+    found: dict[tuple[str, str], int] = {}
+    for is_one in _one_of(session, list(dict.fromkeys(h for h, _ in pairs))):
         query = select(Attempt.level_hash, Attempt.heuristic, func.max(Attempt.run_id)).where(
             is_one(Attempt.level_hash), Attempt.status.in_(success)
         )
         for h, heuristic, run_id in session.execute(query.group_by(Attempt.level_hash, Attempt.heuristic)):
-            if wanted.get(h) == heuristic:
-                found[h] = run_id
+            if (h, heuristic) in wanted:
+                found[h, heuristic] = run_id
     return found

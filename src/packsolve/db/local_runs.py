@@ -10,10 +10,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, func, select, true, tuple_, update
 from sqlalchemy.orm import Session
 
-from packsolve.attempt import Result
+from packsolve.attempt import AttemptKey, Result
 from packsolve.db.attempts import result_columns
 from packsolve.db.models import Attempt, LevelRow, Run, utcnow
 from packsolve.db.runs import finish_run_if_done
@@ -37,22 +37,25 @@ def was_cancelled(session: Session, run_id: int) -> bool:
     return session.scalar(select(Run.state).where(Run.id == run_id)) == RunState.CANCELLED
 
 
-def mark_running(session: Session, run_id: int, starts: Sequence[tuple[str, str, datetime]]) -> set[str]:
-    """Mark the run's queued attempts that a pool process started (level hash, worker, when) running.
+def mark_running(
+    session: Session, run_id: int, starts: Sequence[tuple[AttemptKey, str, datetime]]
+) -> set[AttemptKey]:
+    """Mark the run's queued attempts that a pool process started ((level hash, heuristic), worker, when)
+    running.
 
     Each counts its try as a worker's claim does. An attempt no longer queued (its result was
-    written first, or a cancel marked it) is left alone. Return the hashes marked.
+    written first, or a cancel marked it) is left alone. Return the attempts marked.
     """
-    marked: set[str] = set()
-    for level_hash, worker, started in starts:
+    marked: set[AttemptKey] = set()
+    for (level_hash, heuristic), worker, started in starts:
         res = session.execute(
             update(Attempt)
-            .where(Attempt.run_id == run_id, Attempt.level_hash == level_hash)
+            .where(Attempt.run_id == run_id, Attempt.level_hash == level_hash, Attempt.heuristic == heuristic)
             .where(Attempt.status == Status.QUEUED)
             .values(status=Status.RUNNING, worker=worker, started_at=started, tries=Attempt.tries + 1)
         )
         if rowcount(res):
-            marked.add(level_hash)
+            marked.add((level_hash, heuristic))
     return marked
 
 
@@ -68,6 +71,7 @@ def record_over_cancel(session: Session, results: Sequence[Result]) -> int:
         res = session.execute(
             update(Attempt)
             .where(Attempt.run_id == r.run_id, Attempt.level_hash == r.level_hash)
+            .where(Attempt.heuristic == r.heuristic if r.heuristic is not None else true())
             .where(Attempt.status == Status.CANCELLED, Attempt.wall_s.is_(None))
             .values(**result_columns(r, now), worker=r.worker, started_at=r.started_at)
         )
@@ -75,10 +79,10 @@ def record_over_cancel(session: Session, results: Sequence[Result]) -> int:
     return written
 
 
-def stop_pending(session: Session, run_id: int, in_flight: Sequence[str], why: str) -> int:
+def stop_pending(session: Session, run_id: int, in_flight: Sequence[AttemptKey], why: str) -> int:
     """End a stopped local run: its pending attempts become cancelled, saying whether they had started.
 
-    in_flight are the level hashes that were running when the run stopped; why
+    in_flight are the attempts (level hash, heuristic) that were running when the run stopped; why
     says who stopped it. Attempts a cancel already marked get the same honest
     message. The run is finished (state cancelled). Return how many attempts have no result.
     """
@@ -89,7 +93,7 @@ def stop_pending(session: Session, run_id: int, in_flight: Sequence[str], why: s
     for i in range(0, len(running), BATCH):
         session.execute(
             update(Attempt)
-            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(running[i : i + BATCH]))
+            .where(Attempt.run_id == run_id, _among(running[i : i + BATCH]))
             .where(unfinished | without_result)
             .values(status=Status.CANCELLED, finished_at=now, message=f"{why} while it ran")
         )
@@ -117,17 +121,18 @@ def attempts_without_result(session: Session, run_id: int) -> list[tuple[Attempt
     return [(a, lv) for a, lv in rows]
 
 
-def reopen(session: Session, run_id: int, level_hashes: Sequence[str], resume: Resume) -> None:
-    """Queue the run's given attempts again and mark the run running, solved by the resume's process.
+def reopen(session: Session, run_id: int, keys: Sequence[AttemptKey], resume: Resume) -> None:
+    """Queue the run's given attempts ((level hash, heuristic)) again and mark the run running, solved by
+    the resume's process.
 
     The resume joins the run's history (options' resumed); programs declared again replace those
     the run recorded.
     """
-    hashes = list(level_hashes)
+    hashes = list(keys)
     for i in range(0, len(hashes), BATCH):
         session.execute(
             update(Attempt)
-            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(hashes[i : i + BATCH]))
+            .where(Attempt.run_id == run_id, _among(hashes[i : i + BATCH]))
             .values(status=Status.QUEUED, finished_at=None, message=None, started_at=None)
         )
     run = session.get(Run, run_id)
@@ -138,6 +143,11 @@ def reopen(session: Session, run_id: int, level_hashes: Sequence[str], resume: R
     if resume.solvers is not None:
         run.solvers = resume.solvers
     run.state, run.finished_at = RunState.RUNNING, None
+
+
+def _among(keys: Sequence[AttemptKey]) -> Any:
+    """The condition selecting a run's attempts of these (level hash, heuristic) pairs."""
+    return tuple_(Attempt.level_hash, Attempt.heuristic).in_(list(keys))
 
 
 def shown_state(run: Run) -> ShownState:

@@ -208,11 +208,12 @@ OUTPUT_KEPT = "stderr IS NOT NULL OR stdout IS NOT NULL"
 
 
 class Attempt(Base):
-    """One level in one run: exists from submit on, updated in place until final."""
+    """One level with one heuristic in one run: exists from submit on, updated in place until final."""
 
     __tablename__ = "attempts"
     __table_args__ = (
-        UniqueConstraint("run_id", "level_hash", name="uq_attempt_run_level"),
+        # A level once per heuristic: a run may try several side by side (migration 0028).
+        UniqueConstraint("run_id", "level_hash", "heuristic", name="uq_attempt_run_level_heuristic"),
         Index("ix_attempts_run_status", "run_id", "status"),
         Index("ix_attempts_level", "level_hash"),
         Index("ix_attempts_run_seq", "run_id", "seq", "id"),

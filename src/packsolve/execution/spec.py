@@ -157,3 +157,9 @@ class PendingAttempt:
     level_hash: str
     spec: AttemptSpec
     name: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Return (level hash, heuristic): which attempt of its run this is (a run may try a level with
+        several heuristics)."""
+        return self.level_hash, self.spec.heuristic

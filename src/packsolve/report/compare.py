@@ -19,6 +19,7 @@ from packsolve.report.metrics import host_of, rounded
 from packsolve.report.provenance import comparison_warnings
 from packsolve.report.summary import run_workers
 from packsolve.report.text import short_message, short_name
+from packsolve.request import HeuristicMatrix
 
 
 # A level's result in one run, as compare_runs has it (None: the run did not have the level).
@@ -145,6 +146,12 @@ def compare_runs(
     not attempt too); `only_solved_by` keeps rows decided by that run and by no
     other. The footer is computed over every level, before the filters.
     """
+    for run in runs:
+        if HeuristicMatrix.parse(run.heuristic).is_matrix:  # its rows keep one result per level
+            raise ReportError(
+                f"run {run.id} tried each level with several heuristics ({run.heuristic}): "
+                f"`packsolve report matrix {run.id}` sets them side by side"
+            )
     ids = [r.id for r in runs]
     table: dict[str, ComparedRow] = {}
     for col, run in enumerate(runs):

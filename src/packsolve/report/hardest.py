@@ -15,8 +15,22 @@ from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
 from packsolve.report.columns import name_cell
 from packsolve.report.metrics import rounded
 from packsolve.report.text import short_message
+from packsolve.request import HeuristicMatrix
 
 BY = ("par2", "time", "nodes")
+# An attempt's columns a ranking shows (with its PAR-2 after them).
+_COLUMNS = (
+    Attempt.name,
+    Attempt.level_hash,
+    Attempt.kind,
+    Attempt.run_id,
+    Attempt.heuristic,
+    Attempt.status,
+    Attempt.wall_s,
+    Attempt.cpu_s,
+    Attempt.nodes,
+    Attempt.message,
+)
 
 
 class HardAttempt(TypedDict):
@@ -64,24 +78,17 @@ def hardest_in_run(
 
     Ties (all timeouts have the same PAR-2) go to the attempt that spent more CPU time: seconds mean
     the same thing in every kind, where a node of one kind is not a node of another.
+
+    A run that tried levels with several heuristics (a matrix) ranks each level once, by its best
+    attempt: decided before undecided, then the lowest PAR-2 (_best_per_level).
     """
+    if HeuristicMatrix.parse(run.heuristic).is_matrix:
+        return _best_per_level(session, run, by, top, kind)
     par2 = par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run, Attempt))
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
     key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
-    cols = (
-        Attempt.name,
-        Attempt.level_hash,
-        Attempt.kind,
-        Attempt.run_id,
-        Attempt.heuristic,
-        Attempt.status,
-        Attempt.wall_s,
-        Attempt.cpu_s,
-        Attempt.nodes,
-        Attempt.message,
-    )
     q = (
-        select(*cols, par2.label("par2"))
+        select(*_COLUMNS, par2.label("par2"))
         .join(Run, Run.id == Attempt.run_id)
         .where(Attempt.run_id == run.id, Attempt.status.not_in(NOT_RUN_VALUES))
         .order_by(
@@ -94,10 +101,45 @@ def hardest_in_run(
     )
     if kind:
         q = q.where(Attempt.kind == kind)
+    return _ranked(session.execute(q))
+
+
+def _best_per_level(session: Session, run: Run, by: str, top: int, kind: str | None) -> list[HardAttempt]:
+    """Return hardest_in_run's ranking of a matrix run, each level once: its best attempt's figures."""
+    par2 = par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run, Attempt))
+    q = (
+        select(*_COLUMNS, par2.label("par2"), Attempt.seq)
+        .join(Run, Run.id == Attempt.run_id)
+        .where(Attempt.run_id == run.id, Attempt.status.not_in(NOT_RUN_VALUES))
+    )
+    if kind:
+        q = q.where(Attempt.kind == kind)
+    best: dict[str, Any] = {}
+    for row in session.execute(q):
+        held = best.get(row.level_hash)
+        if held is None or _goodness(row) < _goodness(held):
+            best[row.level_hash] = row
+    shown = {"par2": "par2", "time": "wall_s", "nodes": "nodes"}[by]
+
+    def hardness(row: Any) -> tuple[Any, ...]:
+        # hardest_in_run's order: undecided first by PAR-2, then by `by`; more CPU time; pack order.
+        unsolved = row.status not in SUCCESS_VALUES
+        figure = row.par2 if unsolved else getattr(row, shown)
+        return (not unsolved, figure is None, -(figure or 0), -(row.cpu_s or 0), row.seq)
+
+    ranked = sorted(best.values(), key=hardness)[:top]
+    return _ranked(tuple(row)[: len(_COLUMNS) + 1] for row in ranked)
+
+
+def _goodness(row: Any) -> tuple[Any, ...]:
+    """How good an attempt of a level is, least first: decided, then the lowest PAR-2, then pack order."""
+    return (row.status not in SUCCESS_VALUES, row.par2 if row.par2 is not None else float("inf"), row.seq)
+
+
+def _ranked(rows: Any) -> list[HardAttempt]:
+    """Return the attempts (rows of _COLUMNS and their PAR-2), in order, ranked from 1."""
     out: list[HardAttempt] = []
-    for rank, (name, h, k, run_id, heuristic, status, wall, cpu, nodes, message, score) in enumerate(
-        session.execute(q), 1
-    ):
+    for rank, (name, h, k, run_id, heuristic, status, wall, cpu, nodes, message, score) in enumerate(rows, 1):
         out.append(
             {
                 "rank": rank,

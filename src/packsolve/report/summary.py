@@ -30,6 +30,7 @@ from packsolve.report.export import iso
 from packsolve.report.metrics import host_of, rounded
 from packsolve.report.provenance import RunProvenance, cpus_per_attempt, provenance_rows, run_provenance
 from packsolve.report.text import short_message
+from packsolve.request import HeuristicMatrix
 
 PENDING_VALUES = frozenset(s.value for s in PENDING)
 # Worker names listed in a summary; a run on hundreds of processes lists the count only.
@@ -97,6 +98,7 @@ class Summary(Figures):
     workers: int
     worker_names: list[str]
     kinds: dict[str, Figures]
+    by_heuristic: dict[str, Figures]  # medians null: they are kept per kind
     messages: dict[str, Example]
     memory: PeakMemory
     provenance: RunProvenance
@@ -188,6 +190,13 @@ def _wall_max(conn: Connection, run_id: int, kind: str) -> float | None:
     ).scalar()
 
 
+def _wall_max_of(conn: Connection, run_id: int, heuristic: str) -> float | None:
+    """Return the heuristic's longest wall time in the run."""
+    return conn.execute(  # type: ignore[no-any-return]
+        select(func.max(Attempt.wall_s)).where(Attempt.run_id == run_id, Attempt.heuristic == heuristic)
+    ).scalar()
+
+
 def run_summary(
     session: Session, run: Run, reuse: Callable[[Callable[[], Final]], Final] | None = None
 ) -> Summary:
@@ -202,8 +211,10 @@ def run_summary(
     conn = session.connection()  # Core, not ORM: these are plain aggregates
     found = groups(conn, run.id)
     by_kind: dict[str, list[Group]] = defaultdict(list)
+    by_heuristic: dict[str, list[Group]] = defaultdict(list)
     for g in found:
         by_kind[g.kind].append(g)
+        by_heuristic[g.heuristic].append(g)
     final = finished_final(conn, run.id) if run.finished_at is not None else None
     if final is None:
 
@@ -262,6 +273,11 @@ def run_summary(
         "kinds": {
             kind: _figures(g, final.medians.get(kind, {}), wall_max[kind], par2_limit(run), penalties)
             for kind, g in sorted(by_kind.items())
+        },
+        # Each heuristic's figures: a run of several side by side (--heuristic a,b) compares them here.
+        "by_heuristic": {
+            name: _figures(g, {}, _wall_max_of(conn, run.id, name), par2_limit(run), penalties)
+            for name, g in sorted(by_heuristic.items())
         },
         "messages": messages,
         "memory": _peak_memory(final.peaks),
@@ -339,7 +355,6 @@ def _secs(x: float | None, digits: int = 3) -> str:
 
 def render_summary(s: Summary) -> Any:
     """Return a rich renderable of a summary dict: the run's figures, then one row per kind."""
-    from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -390,18 +405,30 @@ def render_summary(s: Summary) -> Any:
         t.add_row("[yellow]warning[/]", f"[yellow]{warning}[/]")
     if len(s["kinds"]) < 1:
         return t
+    kinds = _figures_table("kind", s["kinds"], "median wall", "wall_s_median")
+    if not HeuristicMatrix.parse(s["heuristic"]).is_matrix:
+        return Group(t, kinds)
+    # A run of several heuristics side by side: one row each (`report matrix RUN` sets them per level).
+    return Group(t, kinds, _figures_table("heuristic", s["by_heuristic"], "max wall", "wall_s_max"))
+
+
+def _figures_table(name: str, rows: Mapping[str, Figures], wall: str, wall_key: str) -> Any:
+    """Return the table of figures per kind or per heuristic (name), with one wall time column."""
+    from rich import box
+    from rich.table import Table
+
     k = Table(title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
-    k.add_column("kind", no_wrap=True)
-    for name in ("solved", "decided", "total", "median wall", "CPU total", "PAR-2"):
-        k.add_column(name, justify="right")
-    for kind, f in s["kinds"].items():
+    k.add_column(name, no_wrap=True)
+    for column in ("solved", "decided", "total", wall, "CPU total", "PAR-2"):
+        k.add_column(column, justify="right")
+    for key, f in rows.items():
         k.add_row(
-            kind,
+            key,
             f"{f['solved']:,}",
             f"{f['decided']:,}",
             f"{f['total']:,}",
-            _secs(f["wall_s_median"]),
+            _secs(f[wall_key]),  # type: ignore[literal-required]
             f"{f['cpu_s_total']:,.2f} s",
             f"{f['par2_s']:,.2f} s",
         )
-    return Group(t, keep_figures_whole(k))  # a figure and its unit stay on one line
+    return keep_figures_whole(k)  # a figure and its unit stay on one line

@@ -1,0 +1,338 @@
+"""`report matrix`: levels × heuristics side by side, the best per level marked, and the virtual best solver.
+
+A column is a run, or, for a run that tried some kind with several heuristics, one column per
+heuristic of that run; so three one-heuristic runs of a pack and one run of three heuristics
+give the same matrix. Levels are matched by content hash, as `report compare` matches them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Attempt, Run
+from packsolve.errors import OptionError
+from packsolve.figures.matrix import Cell, best_of, column_totals, virtual_best
+from packsolve.figures.par2 import par2, par2_limit
+from packsolve.report.cactus import Scatter, ScatterPoint
+from packsolve.report.metrics import rounded
+from packsolve.request import HeuristicMatrix
+
+# --sort besides a column's label: pack order, or the levels the best heuristic took longest on first.
+SORTS = ("level", "best")
+
+
+class MatrixColumn(TypedDict):
+    """One column: a run, or one heuristic of a run; its totals over the levels every column has."""
+
+    run: int
+    heuristic: str
+    label: str
+    decided: int
+    par2_s: float
+    best_on: int  # levels on which this column was the best
+
+
+class MatrixCell(TypedDict):
+    """One column's result on one level."""
+
+    status: str
+    wall_s: float | None
+    nodes: int | None
+    par2_s: float | None
+
+
+class MatrixRow(TypedDict):
+    """One level: a cell per column (None where the column did not attempt it), the best column's index."""
+
+    level: str
+    level_hash: str
+    kind: str
+    cells: list[MatrixCell | None]
+    best: int | None
+
+
+class VirtualBestFigures(TypedDict):
+    """The virtual best solver (the best column per level) against the best single column."""
+
+    levels: int
+    decided: int
+    par2_s: float
+    single: str | None
+    single_decided: int
+    single_par2_s: float
+    saves_s: float
+    saves_pct: float | None
+
+
+class Matrix(TypedDict):
+    """`report matrix`: its columns, a row per level, and the virtual best solver."""
+
+    columns: list[MatrixColumn]
+    rows: list[MatrixRow]
+    virtual_best: VirtualBestFigures
+
+
+def matrix_data(session: Session, runs: list[Run], sort: str = "level", kind: str | None = None) -> Matrix:
+    """Return the matrix of runs' attempts (only kind's with kind), rows ordered by sort.
+
+    sort: "level" (pack order of the first run having the level), "best" (the longest
+    best PAR-2 first), or a column's label (that column's PAR-2, longest first; levels it
+    lacks last). Raise OptionError for another sort, naming the ones there are.
+    """
+    keys: list[tuple[int, str | None]] = []  # (run, heuristic or #slot, or None for the whole run)
+    names: dict[tuple[int, str | None], list[str]] = {}  # a slot's heuristics, per kind
+    found: list[tuple[int, Any, Run]] = []
+    for run in runs:
+        found += _placed(session, run, kind, keys, names)
+    table: dict[str, MatrixRow] = {}
+    cells: dict[str, list[Cell | None]] = {}
+    for col, a, run in found:
+        row = table.get(a.level_hash)
+        if row is None:
+            row = table[a.level_hash] = MatrixRow(
+                level=a.name, level_hash=a.level_hash, kind=a.kind, cells=[None] * len(keys), best=None
+            )
+            cells[a.level_hash] = [None] * len(keys)
+        score = par2(a.status, a.wall_s, par2_limit(run, a))
+        cells[a.level_hash][col] = Cell(a.status, a.wall_s, a.nodes, score)
+        row["cells"][col] = MatrixCell(
+            status=a.status, wall_s=rounded(a.wall_s), nodes=a.nodes, par2_s=rounded(score)
+        )
+    for h, row in table.items():
+        row["best"] = best_of(cells[h])
+    columns = _columns(runs, keys, names)
+    grid = list(cells.values())
+    for column, totals in zip(columns, column_totals(grid, len(keys)), strict=True):
+        column["decided"], column["par2_s"], column["best_on"] = (
+            totals.decided,
+            round(totals.par2_s, 4),
+            totals.best_on,
+        )
+    vbs = virtual_best(grid, len(keys))
+    figures = VirtualBestFigures(
+        levels=vbs.levels,
+        decided=vbs.decided,
+        par2_s=round(vbs.par2_s, 4),
+        single=None if vbs.single is None else columns[vbs.single]["label"],
+        single_decided=vbs.single_decided,
+        single_par2_s=round(vbs.single_par2_s, 4),
+        saves_s=round(vbs.saves_s, 4),
+        saves_pct=rounded(vbs.saves_pct, 1),
+    )
+    return Matrix(columns=columns, rows=_sorted(list(table.values()), columns, sort), virtual_best=figures)
+
+
+def _placed(
+    session: Session,
+    run: Run,
+    kind: str | None,
+    keys: list[tuple[int, str | None]],
+    names: dict[tuple[int, str | None], list[str]],
+) -> list[tuple[int, Any, Run]]:
+    """Return the run's attempts (of kind, if given), each with its column; add the columns to keys
+    (and a matrix run's heuristics per place to names)."""
+    out: list[tuple[int, Any, Run]] = []
+    q = select(
+        Attempt.level_hash,
+        Attempt.name,
+        Attempt.kind,
+        Attempt.heuristic,
+        Attempt.status,
+        Attempt.wall_s,
+        Attempt.nodes,
+        Attempt.time_limit,
+        Attempt.cpu_limit,
+    )
+    q = q.where(Attempt.run_id == run.id).order_by(Attempt.seq, Attempt.id)
+    if kind:
+        q = q.where(Attempt.kind == kind)
+    attempts = session.connection().execute(q).all()
+    per_kind: dict[str, list[str]] = {}
+    for a in attempts:
+        met = per_kind.setdefault(a.kind, [])
+        if a.heuristic not in met:
+            met.append(a.heuristic)
+    several = any(len(tried) > 1 for tried in per_kind.values())
+    slots = _slots(run.heuristic, per_kind) if several else None
+    for a in attempts:
+        key: tuple[int, str | None]
+        if slots is not None:
+            key = (run.id, f"#{slots[a.kind, a.heuristic]}")
+            if a.heuristic not in names.setdefault(key, []):
+                names[key].append(a.heuristic)
+        else:
+            key = (run.id, a.heuristic if several else None)
+        if key not in keys:
+            keys.append(key)
+        out.append((keys.index(key), a, run))
+    return out
+
+
+def _slots(heuristic: str, per_kind: dict[str, list[str]]) -> dict[tuple[str, str], int] | None:
+    """Return the place, in the run's --heuristic text, of each (kind, heuristic) a matrix run tried.
+
+    "plain,dlx,astar" on sudoku and sliding: sudoku's propagate (its default, for astar it lacks)
+    is third, as sliding's astar is, and sliding's pdb (for dlx) second; so a mixed pack's levels
+    share columns. None when the text does not account for the heuristics tried (each its own column).
+    """
+    matrix = HeuristicMatrix.parse(heuristic)
+    out: dict[tuple[str, str], int] = {}
+    for kind, tried in per_kind.items():
+        asked = matrix.names_for(kind)
+        # A name the kind lacks ran as its default: in the first such place (a default met twice ran once).
+        instead = [i for i, name in enumerate(asked) if name not in tried]
+        for name in tried:
+            if name in asked:
+                out[kind, name] = asked.index(name)
+            elif instead:
+                out[kind, name] = instead.pop(0)
+            else:
+                return None
+    return out
+
+
+def _columns(
+    runs: list[Run], keys: list[tuple[int, str | None]], slots: dict[tuple[int, str | None], list[str]]
+) -> list[MatrixColumn]:
+    """Return the columns named: by heuristic (a matrix run's place: its heuristics, kinds' apart by |)
+    when that tells them apart, else by run and heuristic."""
+    by_id = {run.id: run for run in runs}
+    names = [
+        "|".join(dict.fromkeys(slots[r, h]))
+        if (r, h) in slots
+        else h
+        if h is not None
+        else by_id[r].heuristic
+        for r, h in keys
+    ]
+    distinct = len(set(names)) == len(names)
+    return [
+        MatrixColumn(
+            run=r,
+            heuristic=name,
+            label=name if distinct else f"run {r} {name}",
+            decided=0,
+            par2_s=0.0,
+            best_on=0,
+        )
+        for (r, _), name in zip(keys, names, strict=True)
+    ]
+
+
+def _sorted(rows: list[MatrixRow], columns: list[MatrixColumn], sort: str) -> list[MatrixRow]:
+    """Return rows in the order --sort asks for; raise OptionError for a sort there is not."""
+    labels = [c["label"] for c in columns]
+    if sort == "level":
+        return rows
+    if sort == "best":
+        return sorted(rows, key=lambda r: -_best_par2(r))
+    if sort not in labels:
+        raise OptionError(
+            "--sort", f"{sort!r} is not a sort here; choose from {', '.join([*SORTS, *labels])}"
+        )
+    col = labels.index(sort)
+    return sorted(rows, key=lambda r: _descending(r["cells"][col]))
+
+
+def _best_par2(row: MatrixRow) -> float:
+    scores = [c["par2_s"] for c in row["cells"] if c is not None and c["par2_s"] is not None]
+    return min(scores, default=0.0)
+
+
+def _descending(cell: MatrixCell | None) -> tuple[int, float]:
+    """Sort key: the longest PAR-2 first, then cells without one."""
+    if cell is None or cell["par2_s"] is None:
+        return (1, 0.0)
+    return (0, -cell["par2_s"])
+
+
+def render_matrix(data: Matrix) -> Any:
+    """Return the rich renderable of a matrix: the table, best cells marked, then the VBS line."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from packsolve.report.cactus import time_text
+    from packsolve.report.columns import keep_figures_whole, name_cell
+
+    t = Table(box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, title_justify="left")
+    t.title = "levels × heuristics (* the best per level)"
+    t.add_column("level")
+    for column in data["columns"]:
+        t.add_column(column["label"], justify="right")
+    for row in data["rows"]:
+        shown = []
+        for i, cell in enumerate(row["cells"]):
+            if cell is None:
+                shown.append("—")
+                continue
+            text = (
+                cell["status"] if cell["wall_s"] is None else f"{cell['status']} {time_text(cell['wall_s'])}"
+            )
+            shown.append(f"*{text}" if row["best"] == i else text)
+        t.add_row(name_cell(row["level"]), *shown)
+    t.add_section()
+    t.add_row("decided", *(f"{c['decided']:,}" for c in data["columns"]))
+    t.add_row("PAR-2 s", *(time_text(c["par2_s"]) for c in data["columns"]))
+    t.add_row("best on", *(f"{c['best_on']:,}" for c in data["columns"]))
+    return Group(keep_figures_whole(t), Text(vbs_line(data["virtual_best"])))
+
+
+def pair_scatter(data: Matrix, pair: str | None) -> Scatter:
+    """Return the per-level PAR-2 of two columns against each other (pair: "X,Y", their labels; None: the
+    first two), as `report cactus --scatter` plots two runs'; raise OptionError for a pair there is not."""
+    labels = [c["label"] for c in data["columns"]]
+    chosen = pair.split(",") if pair is not None else labels[:2]
+    if len(chosen) != 2 or len(set(chosen)) != 2 or not set(chosen) <= set(labels):
+        raise OptionError("--pair", f"{pair or '(none)'}: name two columns as X,Y, from {', '.join(labels)}")
+    x, y = (labels.index(label) for label in chosen)
+    points: list[ScatterPoint] = []
+    for row in data["rows"]:
+        a, b = row["cells"][x], row["cells"][y]
+        if a is not None and b is not None and a["par2_s"] is not None and b["par2_s"] is not None:
+            points.append(
+                ScatterPoint(
+                    level=row["level"],
+                    level_hash=row["level_hash"],
+                    x=a["par2_s"],
+                    y=b["par2_s"],
+                    x_status=a["status"],
+                    y_status=b["status"],
+                )
+            )
+    xc, yc = data["columns"][x], data["columns"][y]
+    return Scatter(x_run=xc["run"], x_label=chosen[0], y_run=yc["run"], y_label=chosen[1], points=points)
+
+
+def flat_rows(data: Matrix) -> list[dict[str, Any]]:
+    """Return one flat dict per (level, column) for CSV: the cell, and whether it was the level's best."""
+    out: list[dict[str, Any]] = []
+    for row in data["rows"]:
+        for i, (column, cell) in enumerate(zip(data["columns"], row["cells"], strict=True)):
+            if cell is not None:
+                out.append(
+                    {"level": row["level"], "level_hash": row["level_hash"], "kind": row["kind"]}
+                    | {
+                        "run": column["run"],
+                        "heuristic": column["heuristic"],
+                        **cell,
+                        "best": row["best"] == i,
+                    }
+                )
+    return out
+
+
+def vbs_line(v: VirtualBestFigures) -> str:
+    """Return the virtual best solver's figures in one sentence."""
+    if v["single"] is None:
+        return "virtual best solver: no level was attempted by every column"
+    pct = "" if v["saves_pct"] is None else f" ({v['saves_pct']:g} %)"
+    return (
+        f"virtual best solver over the {v['levels']:,} levels every column ran: {v['decided']:,} decided, "
+        f"PAR-2 {v['par2_s']:g} s; best single {v['single']}: {v['single_decided']:,} decided, "
+        f"PAR-2 {v['single_par2_s']:g} s; choosing per level would save {v['saves_s']:g} s{pct}"
+    )

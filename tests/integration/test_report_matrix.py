@@ -1,0 +1,80 @@
+"""`report matrix` of real `packsolve solve` runs: each cell, the best per level and the virtual best solver
+are the runs' own export, and --sort orders the levels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.inprocess import invoke
+
+DECIDED = {"solved", "no_solution"}
+# Small one-stroke levels every heuristic settles at once, and one plain DFS cannot within the limit.
+EASY = [{"kind": "onestroke", "grid": ["S" + "." * (3 + i), "." * (4 + i), "." * (4 + i)]} for i in range(4)]
+HARD = [{"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13}]
+HEURISTICS = ("plain", "warnsdorff", "prune")
+LIMIT = 0.5
+
+
+def export(run: str, env: dict[str, str]) -> list[dict]:
+    out = invoke("export", run, "--format", "jsonl", env=env)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def par2(rec: dict) -> float:
+    return rec["wall_s"] if rec["status"] in DECIDED else 2 * LIMIT
+
+
+@pytest.mark.slow
+def test_a_matrix_of_three_runs_is_their_export_side_by_side(tmp_path: Path, sqlite_url: str) -> None:
+    pack = tmp_path / "pack.jsonl"
+    pack.write_text("".join(json.dumps(lv) + "\n" for lv in EASY + HARD))
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    for h in HEURISTICS:
+        args = ["--heuristic", h, "--time-limit", str(LIMIT), "-j", "2", "-q", "--label", h]
+        out = invoke("solve", str(pack), *args, env=env)
+        assert out.returncode == 0, out.stderr
+    runs = {h: {r["level_hash"]: r for r in export(h, env)} for h in HEURISTICS}
+
+    out = invoke("report", "matrix", *HEURISTICS, "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert [c["label"] for c in data["columns"]] == list(HEURISTICS)
+    assert [r["level"] for r in data["rows"]] == [r["level"] for r in runs["plain"].values()]
+    vbs_par2 = 0.0
+    for row in data["rows"]:
+        recs = [runs[h][row["level_hash"]] for h in HEURISTICS]
+        assert [(c["status"], c["nodes"]) for c in row["cells"]] == [(r["status"], r["nodes"]) for r in recs]
+        assert [c["wall_s"] for c in row["cells"]] == [pytest.approx(r["wall_s"], abs=1e-4) for r in recs]
+        decided = {i: r["wall_s"] for i, r in enumerate(recs) if r["status"] in DECIDED}
+        # The export rounds times: columns equally fast to 0.1 ms may each be the best.
+        fastest = {i for i, wall in decided.items() if wall == min(decided.values())}
+        assert row["best"] in fastest if decided else row["best"] is None
+        vbs_par2 += min(par2(r) for r in recs)
+    singles = [sum(par2(r) for r in runs[h].values()) for h in HEURISTICS]
+    assert [c["par2_s"] for c in data["columns"]] == [pytest.approx(s, abs=1e-3) for s in singles]
+    vbs = data["virtual_best"]
+    best = min(range(len(HEURISTICS)), key=lambda i: singles[i])
+    assert vbs["levels"] == len(EASY + HARD) and vbs["single"] == HEURISTICS[best]
+    assert vbs["par2_s"] == pytest.approx(vbs_par2, abs=1e-3)
+    assert vbs["saves_s"] == pytest.approx(singles[best] - vbs_par2, abs=2e-3)
+    decided_by_any = [any(runs[h][k]["status"] in DECIDED for h in HEURISTICS) for k in runs["plain"]]
+    assert vbs["decided"] == sum(decided_by_any)
+
+    # --sort plain: plain's longest PAR-2 first; the table marks each level's best and says the VBS.
+    out = invoke("report", "matrix", *HEURISTICS, "--sort", "plain", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    plain = [row["cells"][0]["par2_s"] for row in json.loads(out.stdout)["rows"]]
+    assert plain == sorted(plain, reverse=True)
+    table = invoke("report", "matrix", *HEURISTICS, env=env)
+    assert table.returncode == 0, table.stderr
+    marked = sum(row["best"] is not None for row in data["rows"])
+    assert table.stdout.count("*solved") + table.stdout.count("*no_solution") == marked
+    assert "virtual best solver over the 5 levels every column ran" in " ".join(table.stdout.split())
+
+    bad = invoke("report", "matrix", *HEURISTICS, "--sort", "nope", env=env)
+    assert bad.returncode == 2
+    assert "'nope' is not a sort here; choose from level, best, plain, warnsdorff, prune" in bad.stderr
