@@ -14,10 +14,16 @@ memory.max_usage_in_bytes the peak of the memory charged to it since it was made
 had before it came in stays charged where it was: a solver child's own heap is not counted, as
 --memory-limit means memory beyond it).
 
-A kept solver child runs many jobs: it moves into each job's group when the job starts and back to
-where it was when it ends, so each group counts one job. Groups are removed once their job ended;
-should a child die mid-job, its parent kills what is left in the child's groups and removes them
-(remove_groups_of).
+A kept solver child runs many jobs. A job with a memory limit gets a group of its own, which the
+child moves into when the job starts and out of when it ends. On v1 the jobs without one share the
+child's standing group (cpuacct alone): the child stays in it from job to job, a job's CPU is what the
+group counted since the job began, and what a job leaves in it is killed as the job ends — the same
+figures without making, joining, leaving and removing a group per job, which cost attempts of a
+millisecond a fifth of a worker's throughput (docs/benchmarks.md). A job that starts a program gives
+it a memory directory of its own (with_memory), removed as the job ends. A job's own group is
+removed once the job ended, a standing group when its child leaves; should a child die, its parent
+kills what is left in the child's groups and removes them (remove_groups_of), and groups left empty
+by children that are gone are removed by the next process to measure (sweep_stale).
 
 Linux cgroup v2 (one unified hierarchy, where /proc/self/mountinfo finds it: /sys/fs/cgroup on a
 v2-only machine, /sys/fs/cgroup/unified on a hybrid one): the same layout in that one hierarchy. CPU
@@ -59,6 +65,7 @@ ASKED = {"v1": (CGROUP_V1,), "v2": (CGROUP_V2,), "off": (), "auto": (CGROUP_V1, 
 KILL_PATIENCE_S = 5.0
 
 _mode: str | None = None
+_standing: JobGroup | None = None  # v1: this process's group for its jobs without a memory limit
 _asked: str | None = None  # the cgroups setting, as choose() was told (None: PACKSOLVE_CGROUPS, else auto)
 _serial = 0
 _current: JobGroup | None = None  # the group of the job this process runs now
@@ -212,6 +219,8 @@ class JobGroup:
     paths: dict[str, str]
     came_from: dict[str, str]  # controller: the group this process left to join (to go back to)
     _limit_mb: float | None = None
+    _cpu_base: float = 0.0  # what cpu_s subtracts: the group's count when its current job began
+    away: bool = True  # this process is not in the group (not yet entered, or left)
 
     @classmethod
     def make(
@@ -303,6 +312,28 @@ class JobGroup:
                 self.came_from.setdefault(controller, home)
             with open(os.path.join(path, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
+        self.away = False
+
+    def begin_job(self) -> None:
+        """Start counting a job: this process in the group's cpuacct hierarchy, the CPU count from now."""
+        if self.away:
+            self.enter(("cpuacct",))
+        self._cpu_base = 0.0
+        self._cpu_base = self.cpu_s()
+
+    def end_job(self) -> None:
+        """End a job in the standing group: kill what it left there, remove the memory directory a
+        program of it had (its charges and peak were that job's), keep the group for the next job."""
+        self.kill()
+        memory = self.paths.pop("memory", None)
+        if memory is not None:
+            if "memory" in self.came_from:
+                with (
+                    contextlib.suppress(OSError),
+                    open(os.path.join(self.came_from["memory"], "cgroup.procs"), "w") as f,
+                ):
+                    f.write(str(os.getpid()))
+            _rmdir(memory)
 
     def with_memory(self) -> None:
         """Make the group's directory in v1's memory hierarchy if it has none yet (a group made without
@@ -324,6 +355,7 @@ class JobGroup:
         for back in self.came_from.values():
             with contextlib.suppress(OSError), open(os.path.join(back, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
+        self.away = True
 
     def _field(self, controller: str, name: str, key: str) -> int:
         """Return the number after key in the group's file name of "key value" lines (ValueError if none)."""
@@ -336,8 +368,8 @@ class JobGroup:
         """Return the CPU seconds the group's processes used while in it (user + system); 0 if unreadable."""
         try:
             if self.unified is not None:
-                return self._field(UNIFIED, "cpu.stat", "usage_usec") / 1e6
-            return int(self._read("cpuacct", "cpuacct.usage")) / 1e9
+                return self._field(UNIFIED, "cpu.stat", "usage_usec") / 1e6 - self._cpu_base
+            return int(self._read("cpuacct", "cpuacct.usage")) / 1e9 - self._cpu_base
         except (OSError, ValueError):
             return 0.0
 
@@ -432,19 +464,20 @@ def job_group(memory_limit_mb: float | None = None) -> Iterator[JobGroup | None]
     memory_limit_mb is the group's memory limit (None: none); a caller may change it (limit_memory).
 
     The group is named by this process and a serial number (remove_groups_of finds it should this
-    process die); on the way out this process leaves it, and what is left in it is killed and removed.
+    process die). A job's own group: on the way out this process leaves it, and what is left in it is
+    killed and removed. On v1 a job without a memory limit runs in this process's standing group
+    instead (see the module): its CPU counted from the job's start, what it left killed at its end.
     """
     global _serial, _current
     if mode() == RUSAGE:
         yield None
         return
+    if mode() == CGROUP_V1 and memory_limit_mb is None:
+        yield from _standing_job()
+        return
     _serial += 1
-    # v1 without a memory limit: the cpuacct group alone until a program needs the memory one
-    # (with_memory). A built-in solver's peak is its own high-water mark, and a memory group costs
-    # most of a group's time (made, joined, left, removed: docs/benchmarks.md).
-    lazy = mode() == CGROUP_V1 and memory_limit_mb is None
     try:
-        group = JobGroup.make(f"{os.getpid()}-{_serial}", memory_limit_mb, ("cpuacct",) if lazy else None)
+        group = JobGroup.make(f"{os.getpid()}-{_serial}", memory_limit_mb)
     except OSError:
         yield None
         return
@@ -455,6 +488,37 @@ def job_group(memory_limit_mb: float | None = None) -> Iterator[JobGroup | None]
     finally:
         _current = None
         group.remove()
+
+
+def _standing_job() -> Iterator[JobGroup | None]:
+    """A job in this process's standing group (made at its first job; see the module), None if it
+    cannot be made or joined."""
+    global _standing, _serial, _current
+    try:
+        if _standing is None or not os.path.basename(_standing.paths["cpuacct"]).startswith(
+            f"{os.getpid()}-"
+        ):
+            _serial += 1  # (a fork's copy of its parent's group is not its own)
+            _standing = JobGroup.make(f"{os.getpid()}-{_serial}", hierarchies=("cpuacct",))
+        group = _standing
+        group.begin_job()
+    except OSError:
+        yield None
+        return
+    try:
+        _current = group
+        yield group
+    finally:
+        _current = None
+        group.end_job()
+
+
+def release() -> None:
+    """Leave and remove this process's standing group, if it has one (a solver child that leaves)."""
+    global _standing
+    if _standing is not None and os.path.basename(_standing.paths["cpuacct"]).startswith(f"{os.getpid()}-"):
+        _standing.remove()
+    _standing = None
 
 
 def current() -> JobGroup | None:

@@ -45,6 +45,7 @@ def serve(jobs: Sequence[Job], recv_fd: int, send_fd: int, parent: int) -> NoRet
     code = 0
     try:
         _serve(jobs, recv_fd, send_fd, parent)
+        cgroups.release()
     except BaseException:
         code = 70
     finally:

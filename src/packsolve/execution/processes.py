@@ -42,6 +42,7 @@ class Child:
             os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
+        cgroups.remove_groups_of(self.pid)  # its standing group, which it had no time to remove
         self.close()
 
 
