@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.inprocess import invoke
+from tests.support.inprocess import exported, invoke
 
 PACKS = Path(__file__).resolve().parents[2] / "examples" / "packs"
 # Node counts mean the same in every run; a node limit (not a time limit) makes who fails the same too.
@@ -35,12 +35,6 @@ def solve(env: dict[str, str], *args: str) -> dict:
     return json.loads(out.stdout)
 
 
-def export(run: str, env: dict[str, str]) -> list[dict]:
-    out = invoke("export", run, "--format", "jsonl", env=env)
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
-
-
 def cells(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
     return {(r["level_hash"], r["heuristic"]): (r["status"], r["nodes"]) for r in records}
 
@@ -50,12 +44,12 @@ def test_a_matrix_run_gives_each_heuristic_what_its_own_run_gives(tmp_path: Path
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     levels = pack(tmp_path)
     solve(env, str(levels), "--heuristic", MATRIX, "--label", "matrix")
-    matrix = export("matrix", env)
+    matrix = exported("matrix", env)
     separate: dict[tuple[str, str], tuple[str, int]] = {}
     for i in range(3):
         label = f"alone-{i}"
         solve(env, str(levels), "--heuristic", f"sudoku={SUDOKU[i]},sliding={SLIDING[i]}", "--label", label)
-        separate |= cells(export(label, env))
+        separate |= cells(exported(label, env))
 
     assert cells(matrix) == separate and len(matrix) == len(separate)
     # Level by level: each level's heuristics next to each other, in the order given.
@@ -149,14 +143,14 @@ def test_a_matrix_run_gives_each_heuristic_what_its_own_run_gives(tmp_path: Path
     failed = {k for k, (status, _) in separate.items() if status not in DECIDED}
     skipping = solve(env, str(levels), "--heuristic", MATRIX, "--skip-solved", "--label", "skipping")
     assert skipping["total"] == len(failed)
-    assert set(cells(export("skipping", env))) == failed
+    assert set(cells(exported("skipping", env))) == failed
 
     # rerun of the matrix run: the cells that failed, each with its own heuristic.
     out = invoke("rerun", "matrix", "--status", "timeout", "-q", "--format", "json", env=env)
     assert out.returncode == 0, out.stderr
     child = str(json.loads(out.stdout)["run"])
     timed_out = {k for k, r in cells(matrix).items() if r[0] == "timeout"}
-    assert timed_out and set(cells(export(child, env))) == timed_out
+    assert timed_out and set(cells(exported(child, env))) == timed_out
 
 
 def test_a_matrix_is_refused_for_a_distributed_run_in_one_line(tmp_path: Path, sqlite_url: str) -> None:
@@ -199,7 +193,7 @@ def test_resuming_a_matrix_run_runs_only_its_attempts_without_a_result(
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     levels = pack(tmp_path)
     run = str(solve(env, str(levels), "--heuristic", MATRIX, "--label", "matrix")["run"])
-    before = cells(export("matrix", env))
+    before = cells(exported("matrix", env))
     # As a stop leaves them: one heuristic's attempts of two levels cancelled before their result.
     engine = sa.create_engine(sqlite_url)
     with engine.begin() as conn:
@@ -222,7 +216,7 @@ def test_resuming_a_matrix_run_runs_only_its_attempts_without_a_result(
     engine.dispose()
     out = invoke("resume", run, "-q", env=env)
     assert out.returncode == 0, out.stderr
-    assert cells(export("matrix", env)) == before  # each ran again with its own heuristic, nothing else
+    assert cells(exported("matrix", env)) == before  # each ran again with its own heuristic, nothing else
     engine = sa.create_engine(sqlite_url)
     with engine.connect() as conn:
         after = dict(

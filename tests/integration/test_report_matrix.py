@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.inprocess import invoke
+from tests.support.inprocess import exported, invoke
 
 DECIDED = {"solved", "no_solution"}
 # Small one-stroke levels every heuristic settles at once, and one plain DFS cannot within the limit.
@@ -16,12 +16,6 @@ EASY = [{"kind": "onestroke", "grid": ["S" + "." * (3 + i), "." * (4 + i), "." *
 HARD = [{"kind": "onestroke", "grid": ["S.#" + "." * 11] + ["." * 14] * 13}]
 HEURISTICS = ("plain", "warnsdorff", "prune")
 LIMIT = 0.5
-
-
-def export(run: str, env: dict[str, str]) -> list[dict]:
-    out = invoke("export", run, "--format", "jsonl", env=env)
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 def par2(rec: dict) -> float:
@@ -37,7 +31,7 @@ def test_a_matrix_of_three_runs_is_their_export_side_by_side(tmp_path: Path, sql
         args = ["--heuristic", h, "--time-limit", str(LIMIT), "-j", "2", "-q", "--label", h]
         out = invoke("solve", str(pack), *args, env=env)
         assert out.returncode == 0, out.stderr
-    runs = {h: {r["level_hash"]: r for r in export(h, env)} for h in HEURISTICS}
+    runs = {h: {r["level_hash"]: r for r in exported(h, env)} for h in HEURISTICS}
 
     out = invoke("report", "matrix", *HEURISTICS, "--format", "json", env=env)
     assert out.returncode == 0, out.stderr

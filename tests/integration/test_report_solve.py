@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.inprocess import invoke
+from tests.support.inprocess import exported, invoke
 
 DECIDED = {"solved", "no_solution"}
 # Small one-stroke levels plain DFS settles at once, plus two it cannot within the limit
@@ -29,12 +29,6 @@ def cli_json(*args: str, env: dict[str, str]) -> object:
     return json.loads(out.stdout)
 
 
-def export(run: str, env: dict[str, str]) -> list[dict]:
-    out = invoke("export", run, "--format", "jsonl", env=env)
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
-
-
 def par2(rec: dict) -> float:
     return rec["wall_s"] if rec["status"] in DECIDED else 2 * LIMIT
 
@@ -48,7 +42,7 @@ def test_reports_of_two_real_runs_match_their_export(tmp_path: Path, sqlite_url:
         args = ["--heuristic", heuristic, "--time-limit", str(LIMIT), "-j", "2", "-q", "--label", heuristic]
         out = invoke("solve", str(pack), *args, env=env)
         assert out.returncode == 0, out.stderr
-    plain, warn = export("plain", env), export("warnsdorff", env)
+    plain, warn = exported("plain", env), exported("warnsdorff", env)
     assert len(plain) == len(warn) == 6
 
     for label, recs in (("plain", plain), ("warnsdorff", warn)):

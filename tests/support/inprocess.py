@@ -80,6 +80,15 @@ def invoke(
     return subprocess.CompletedProcess(["packsolve", *args], result.exit_code, result.stdout, stderr)
 
 
+def exported(run: str, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Return the records `packsolve export RUN --format jsonl` writes (run in this process; must succeed)."""
+    import json
+
+    out = invoke("export", run, "--format", "jsonl", env=env)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
 def _runner() -> CliRunner:
     """Return a CliRunner keeping stderr apart from stdout, capturing what is written to fds 1 and 2 too.
 
