@@ -10,8 +10,8 @@ are the medians. The virtual best solver (`report matrix RUN`: the best heuristi
 the best single one) is the matrix run's, and the matrix run's cells are checked against the
 separate runs' (status and nodes, where a node limit makes them repeatable).
 
-Usage: nice .venv/bin/python -m benchmarks.heuristic_matrix [--pack DIR ...] [--heuristic TEXT]
-       [--time-limit 5] [--node-limit N] [--jobs 2] [--rounds 1]
+Usage: nice .venv/bin/python -m benchmarks.heuristic_matrix [--pack DIR ... | --magictour N]
+       [--heuristic TEXT] [--time-limit 5] [--node-limit N] [--jobs 2] [--rounds 1]
 Writes benchmarks/results/heuristic_matrix.md.
 """
 
@@ -22,9 +22,11 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from benchmarks.cpu_limit_repro import pack_of
 from benchmarks.harness import RESULTS, ROOT, machine_line, markdown_table, parser, publish, run_packsolve
 from packsolve.request import HeuristicMatrix
 
+DECIDED = ("solved", "no_solution")
 PACKS = [ROOT / "examples" / "packs" / name for name in ("sudoku", "sliding", "onestroke")]
 HEURISTIC = "sudoku=plain+dlx+propagate,sliding=astar+idastar+pdb,onestroke=plain+warnsdorff+portfolio"
 
@@ -71,10 +73,15 @@ def one_round(packs: list[Path], text: str, limits: list[str], matrix_first: boo
         (m_wall, m_cells), (s_wall, s_cells) = (a, b) if matrix_first else (b, a)
         env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{matrix_db}"}
         report, _, _, _ = run_packsolve(["report", "matrix", "matrix", "--format", "json"], env)
+        both = [k for k in m_cells if k in s_cells]
+        decided = [k for k in both if m_cells[k][0] in DECIDED and s_cells[k][0] in DECIDED]
         return {
             "matrix_s": m_wall,
             "separate_s": s_wall,
             "same": m_cells == s_cells,
+            "same_status": sum(m_cells[k][0] == s_cells[k][0] for k in both),
+            "decided_both": len(decided),
+            "same_decided": sum(m_cells[k] == s_cells[k] for k in decided),
             "attempts": len(m_cells),
             "vbs": json.loads(report)["virtual_best"],
         }
@@ -88,8 +95,16 @@ def main() -> None:
     ap.add_argument("--node-limit", default=None)
     ap.add_argument("--jobs", default="2")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument(
+        "--magictour",
+        type=int,
+        default=0,
+        help="instead of --pack: the first N sudokus of magictour top1465 (the reproducibility pack)",
+    )
     opts = ap.parse_args()
     packs = opts.pack or PACKS
+    if opts.magictour:
+        packs = [pack_of(opts.magictour, Path(tempfile.mkdtemp(prefix="packsolve-matrix-")))]
     limits = ["--time-limit", opts.time_limit, "-j", opts.jobs]
     limits += ["--node-limit", opts.node_limit] if opts.node_limit else []
     rounds = [one_round(packs, opts.heuristic, limits, i % 2 == 0) for i in range(opts.rounds)]
@@ -102,6 +117,11 @@ def main() -> None:
         ("separate runs together, wall s (median)", f"{separate_s:.2f}"),
         ("matrix / separate", f"{matrix_s / separate_s:.3f}"),
         ("cells equal to the separate runs' (every round)", all(r["same"] for r in rounds)),
+        ("cells of the same status (last round)", f"{rounds[-1]['same_status']} of {rounds[-1]['attempts']}"),
+        (
+            "cells decided in both: same status and nodes (last round)",
+            f"{rounds[-1]['same_decided']} of {rounds[-1]['decided_both']}",
+        ),
         ("VBS: levels every place ran, decided", f"{vbs['levels']}, {vbs['decided']}"),
         ("VBS PAR-2 s", vbs["par2_s"]),
         (
@@ -112,6 +132,7 @@ def main() -> None:
     ]
     command = "python -m benchmarks.heuristic_matrix " + " ".join(
         [*(f"--pack {p}" for p in opts.pack or []), f"--heuristic '{opts.heuristic}'", *limits[:2]]
+        + ([f"--magictour {opts.magictour}"] if opts.magictour else [])
         + ([f"--node-limit {opts.node_limit}"] if opts.node_limit else [])
         + [f"--jobs {opts.jobs}", f"--rounds {opts.rounds}"]
     )
