@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from packsolve.errors import PacksolveError
-from packsolve.execution import cgroups
 from packsolve.settings import Settings, resolve
 
 if TYPE_CHECKING:
@@ -68,6 +67,8 @@ class Invocation:
         """Return the command line's Settings (resolved the first time; SettingsError if a value is bad)."""
         if self.resolved is None:
             self.resolved = resolve(self._meta.get(FLAGS_KEY, {}))
+            from packsolve.execution import cgroups  # here: a command that solves nothing need not load it
+
             # Before anything measures: a local run records this process's way, and a worker's pool
             # processes are forks of it (the local pool's are told again: they start afresh).
             cgroups.choose(self.resolved.cgroups)
