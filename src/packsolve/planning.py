@@ -495,35 +495,25 @@ def relative_limits(session: Session, plan: Plan, request: Request) -> tuple[Pla
     relative = request.relative
     if not relative:
         return plan, request
-    if plan.matrix:  # a level's history is read per level below, not per heuristic
-        option = "--time-limit" if relative.time is not None else "--cpu-limit"
-        raise OptionError(option, "Nx with several heuristics in one run is not supported: give a duration")
     valid = [p for p in plan.attempts if p.level.valid]
     past = past_attempts(session, [(p.level.hash, p.level.kind, p.heuristic) for p in valid])
-    own: dict[str, dict[str, float]] = {}
+    own: dict[str, dict[tuple[str, str], float]] = {}
     for option, rel, clock in (("--time-limit", relative.time, "wall"), ("--cpu-limit", relative.cpu, "cpu")):
         if rel is None:
             continue
-        got: dict[str, float] = {}
+        got: dict[tuple[str, str], float] = {}
         for p in valid:
-            times = past.get(p.level.hash)
+            times = past.get(p.key)
             expected = None if times is None else expected_seconds(*_clock(times, clock))
             if expected is not None:
-                got[p.level.hash] = rel.limit(expected)
-        missing = len({p.level.hash for p in valid} - set(got))
+                got[p.key] = rel.limit(expected)
+        missing = [p for p in valid if p.key not in got]
         if missing:
-            raise OptionError(
-                option,
-                f"{rel.spelled()} needs each level's earlier {clock} time with its heuristic, and "
-                f"{missing} of {len(valid)} level(s) have none: give a duration instead (e.g. 10s), "
-                "or run those levels once first",
-            )
+            raise OptionError(option, _no_history(rel.spelled(), clock, missing, valid))
         own[clock] = got
     walls, cpus = own.get("wall", {}), own.get("cpu", {})
     attempts = [
-        replace(p, time_limit=walls.get(p.level.hash), cpu_limit=cpus.get(p.level.hash))
-        if p.level.valid
-        else p
+        replace(p, time_limit=walls.get(p.key), cpu_limit=cpus.get(p.key)) if p.level.valid else p
         for p in plan.attempts
     ]
     limits = request.limits
@@ -534,6 +524,21 @@ def relative_limits(session: Session, plan: Plan, request: Request) -> tuple[Pla
         max(cpus.values(), default=None) if cpus else limits.cpu_limit,
     )
     return replace(plan, attempts=attempts), replace(request, limits=widest)
+
+
+def _no_history(
+    limit: str, clock: str, missing: Sequence[PlannedAttempt], asked: Sequence[PlannedAttempt]
+) -> str:
+    """Return why a relative limit cannot be set: so many attempts asked have no past of their clock."""
+    if len({p.level.hash for p in asked}) == len(asked):
+        what = f"{len(missing)} of {len(asked)} level(s) have none"
+    else:  # a matrix: a level may lack the past of one of its heuristics only
+        levels = len({p.level.hash for p in missing})
+        what = f"{len(missing)} of {len(asked)} attempt(s) ({levels} level(s)) have none"
+    return (
+        f"{limit} needs each level's earlier {clock} time with its heuristic, and {what}: "
+        "give a duration instead (e.g. 10s), or run those levels once first"
+    )
 
 
 def _clock(times: PastTimes, clock: str) -> tuple[list[float], list[float]]:

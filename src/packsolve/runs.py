@@ -74,6 +74,14 @@ class Carried:
 
     levels: int = 0
     runs: tuple[int, ...] = ()
+    attempts: int = 0  # as many as levels, unless a level is asked with several heuristics (a matrix)
+
+    @property
+    def counted(self) -> str:
+        """Return what was left out, as a user reads it: "3 level(s)", or "5 attempt(s) of 3 level(s)"."""
+        if self.attempts > self.levels:
+            return f"{self.attempts} attempt(s) of {self.levels} level(s)"
+        return f"{self.levels} level(s)"
 
 
 @dataclass(frozen=True)
@@ -228,7 +236,11 @@ def start_local(
         options["cpus_per_attempt"] = pool.cpus_per_attempt
     if skip_solved:
         plan, carried = _without_settled(engine, plan)
-        options["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
+        options["carried_over"] = {
+            "levels": carried.levels,
+            "attempts": carried.attempts,
+            "runs": list(carried.runs),
+        }
     plan, request = with_relative_limits(engine, plan, request)
     origin = Origin(RunMode.LOCAL, argv, options, concurrency=pool.processes, carried=carried)
     return create(engine, plan, request, origin)
@@ -245,17 +257,17 @@ def with_relative_limits(engine: Engine, plan: Plan, request: Request) -> tuple[
 
 def _without_settled(engine: Engine, plan: Plan) -> tuple[Plan, Carried]:
     """Return the plan without the levels decided before with the same heuristic, and what was carried."""
-    pairs = [(p.level.hash, p.heuristic) for p in plan.attempts if p.level.valid]
     with session_scope(engine) as session:
-        settled = settled_before(session, pairs)
+        settled = settled_before(session, [p.key for p in plan.attempts if p.level.valid])
     if not settled:
         return plan, Carried()
-    kept = [p for p in plan.attempts if (p.level.hash, p.heuristic) not in settled or not p.level.valid]
-    carried = Carried(len(settled), tuple(sorted(set(settled.values()))))
+    kept = [p for p in plan.attempts if p.key not in settled or not p.level.valid]
+    levels = len({h for h, _ in settled})
+    carried = Carried(levels, tuple(sorted(set(settled.values()))), len(settled))
     if not kept:
         runs = ", ".join(str(r) for r in carried.runs)
         raise NothingToRun(
-            f"all {carried.levels} level(s) were decided before with the same heuristic (run(s) {runs}): "
+            f"all {carried.counted} were decided before with the same heuristic (run(s) {runs}): "
             "nothing to run (leave out --skip-solved to run them again)"
         )
     return replace(plan, attempts=kept), carried

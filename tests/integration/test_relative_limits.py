@@ -164,6 +164,48 @@ def test_levels_without_history_are_refused_in_one_line_before_anything_is_creat
     assert latest_run(sqlite_url) == runs
 
 
+def by_heuristic(url: str, run_id: int) -> dict[tuple[int, str], tuple[str, float | None, float | None]]:
+    """Return {(chaos id, heuristic): (status, CPU s, own CPU limit)} of the run's attempts."""
+    with session_scope(get_engine(url)) as session:
+        rows = session.execute(
+            select(LevelRow.data, Attempt.heuristic, Attempt.status, Attempt.cpu_s, Attempt.cpu_limit)
+            .join(LevelRow, LevelRow.hash == Attempt.level_hash)
+            .where(Attempt.run_id == run_id)
+        ).all()
+    return {(json.loads(data)["id"], h): (str(status), cpu, limit) for data, h, status, cpu, limit in rows}
+
+
+def test_a_matrix_gives_each_heuristic_its_own_relative_limit_from_its_own_history(tmp_path, sqlite_url):
+    """`sleep` waits its level's ms using almost no CPU; `cpus` burns them: 2x of each one's own CPU."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    pack = write_pack(tmp_path, [300, 600])
+    res = invoke("solve", str(pack), "--heuristic", "sleep", "--time-limit", "5", "-j", "2", "-q", env=env)
+    assert res.returncode == 0, res.stderr
+    # Only `sleep` has a past: a matrix with `cpus` too cannot set the latter's limits.
+    res = invoke("solve", str(pack), "--heuristic", "sleep,cpus", "--cpu-limit", "2x,0.05s", "-q", env=env)
+    assert res.returncode == 2, res.stderr
+    assert "2 of 4 attempt(s) (2 level(s)) have none" in res.stderr and len(res.stderr.splitlines()) == 1
+    res = invoke("solve", str(pack), "--heuristic", "cpus", "--time-limit", "5", "-j", "2", "-q", env=env)
+    assert res.returncode == 0, res.stderr
+    past = {
+        **by_heuristic(sqlite_url, latest_run(sqlite_url) - 1),
+        **by_heuristic(sqlite_url, latest_run(sqlite_url)),
+    }
+    res = invoke(
+        "solve", str(pack), "--heuristic", "sleep,cpus", "--cpu-limit", "2x,0.05s", "-j", "2", env=env
+    )
+    assert res.returncode == 0, res.stderr
+    now = by_heuristic(sqlite_url, latest_run(sqlite_url))
+    assert set(now) == {(i, h) for i in (0, 1) for h in ("sleep", "cpus")}
+    for (i, heuristic), (status, _, limit) in now.items():
+        spent = past[i, heuristic][1]
+        assert spent is not None and status == "solved"
+        assert limit == pytest.approx(max(0.05, 2 * spent)), (i, heuristic)
+    # The burner's limits follow its own CPU (about 0.3 and 0.6 s), not the sleeper's few milliseconds.
+    assert now[0, "cpus"][2] > 0.5 and now[1, "cpus"][2] > 1.0
+    assert now[0, "sleep"][2] < 0.3 and now[1, "sleep"][2] < 0.3
+
+
 def test_bad_relative_values_are_refused_as_usage_errors(tmp_path, sqlite_url):
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     pack = write_pack(tmp_path)

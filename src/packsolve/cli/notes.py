@@ -42,7 +42,7 @@ def print_plan_notes(run: Any) -> None:
     if carried.levels:
         runs = ", ".join(str(r) for r in carried.runs)
         err_console.print(
-            f"{carried.levels} level(s) carried over: decided with the same heuristic in run(s) {runs}, "
+            f"{carried.counted} carried over: decided with the same heuristic in run(s) {runs}, "
             "not run again (--skip-solved)",
             highlight=False,
             markup=False,

@@ -86,17 +86,18 @@ class PastTimes:
     timed_out_cpu: list[float] = field(default_factory=list)
 
 
-def past_attempts(session: Session, keys: Sequence[tuple[str, str, str]]) -> dict[str, PastTimes]:
-    """Return {level hash: PastTimes} of the (level hash, kind, heuristic) keys, from every run.
+def past_attempts(session: Session, keys: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str], PastTimes]:
+    """Return {(level hash, heuristic): PastTimes} of the (level hash, kind, heuristic) keys, from every run.
 
-    What a relative limit (--time-limit 3x) reads; levels with no decided or timed-out attempt of
-    their kind and heuristic are left out. level_facts is for ordering and mixes heuristics, takes
+    What a relative limit (--time-limit 3x) reads; a level asked with several heuristics (a matrix)
+    has each heuristic's past on its own. Keys with no decided or timed-out attempt of their kind
+    and heuristic are left out. level_facts is for ordering and mixes heuristics, takes
     the fastest time and never a limit, so it cannot serve here.
     """
-    wanted = {h: (kind, heuristic) for h, kind, heuristic in keys}
+    wanted = set(keys)
     decided = (Status.SOLVED.value, Status.NO_SOLUTION.value)
-    out: dict[str, PastTimes] = {}
-    for is_one in _one_of(session, list(wanted)):
+    out: dict[tuple[str, str], PastTimes] = {}
+    for is_one in _one_of(session, list(dict.fromkeys(h for h, _, _ in keys))):
         query = (
             select(
                 Attempt.level_hash,
@@ -112,9 +113,9 @@ def past_attempts(session: Session, keys: Sequence[tuple[str, str, str]]) -> dic
             .where(is_one(Attempt.level_hash), Attempt.status.in_((*decided, Status.TIMEOUT.value)))
         )
         for h, kind, heuristic, status, wall, cpu, wall_at, cpu_at in session.execute(query):
-            if wanted.get(h) != (kind, heuristic):
+            if (h, kind, heuristic) not in wanted:
                 continue
-            past = out.setdefault(h, PastTimes())
+            past = out.setdefault((h, heuristic), PastTimes())
             if status in decided:
                 _append(past.decided_wall, wall)
                 _append(past.decided_cpu, cpu)

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from packsolve import __version__
+from packsolve.attempt import AttemptKey
 from packsolve.bounds import RUN_ID
 from packsolve.db.models import RUN_FIGURES, Attempt, LevelRow, Run
 from packsolve.db.run_hooks import after_run_finished
@@ -71,6 +72,11 @@ class PlannedAttempt:
     # Its own wall and CPU limits where the run's are relative (planning.relative_limits); None: the run's.
     time_limit: float | None = None
     cpu_limit: float | None = None
+
+    @property
+    def key(self) -> AttemptKey:
+        """Return (level hash, heuristic): which attempt of its run this is."""
+        return self.level.hash, self.heuristic
 
 
 # --- creating a run ---------------------------------------------------------------------------
