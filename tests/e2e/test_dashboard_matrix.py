@@ -6,12 +6,12 @@ mistypes is a one-line 400 or 404."""
 from __future__ import annotations
 
 import html
-import json
 import re
 from typing import Any
 
 import pytest
 
+from tests.e2e.test_dashboard import cli_json
 from tests.support.dashboard import serving
 from tests.support.inprocess import invoke
 from tests.support.report_runs import Planned, build_run, strip_level
@@ -22,12 +22,6 @@ HEURISTICS = ("plain", "warnsdorff", "prune")
 # The rows of the matrix table as the page shows them: the level's hash, each cell's text and best mark.
 ROWS = """() => Array.from(document.querySelectorAll('#matrix tbody tr')).map(tr => [tr.dataset.level,
   Array.from(tr.cells).slice(2).map(td => [td.textContent.trim(), td.classList.contains('best')])])"""
-
-
-def cli_json(url: str, *args: str) -> Any:
-    out = invoke(*args, "--format", "json", env={"PACKSOLVE_DATABASE_URL": url})
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
 
 
 @pytest.fixture
