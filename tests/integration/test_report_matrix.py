@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from packsolve.report.cactus import time_text
 from tests.support.inprocess import exported, invoke
 from tests.support.report_runs import Planned, build_run, strip_level
 
@@ -111,3 +112,35 @@ def test_a_matrix_run_s_cactus_has_a_line_per_heuristic_with_its_decided_times(s
     table = invoke("report", "cactus", str(run), env={**env, "COLUMNS": "100"}).stdout
     for h in HEURISTICS:
         assert re.search(rf"run {run} mx \({h}\)\s*│\s*{len(decided[h])} ", table), table
+
+
+@pytest.mark.parametrize(
+    "heuristics", [HEURISTICS, (*HEURISTICS, "cpsat"), (*HEURISTICS, "cpsat", "portfolio")]
+)
+def test_the_matrix_table_holds_in_80_columns_every_status_and_time_whole(
+    sqlite_url: str, heuristics: tuple[str, ...]
+) -> None:
+    """With three to five heuristics and long level names, no line passes 80 columns, and each cell's
+    status and wall time stand whole (on one line, or status over time), each name's end and :LINE kept."""
+    statuses = ("no_solution", "timeout", "solved", "memout")
+    plan = []
+    for i in range(4):
+        name = f"packs/a-rather-long-directory-of-levels/for-the-night/level-file-{i}.jsonl:{100 + i}"
+        lv = strip_level(100 + i, name=name)
+        for j, h in enumerate(heuristics):
+            plan.append(Planned(lv, statuses[(i + j) % 4], 1234.5678 / (1 + i + j), 1.0, i, "", 20.0, h))
+    run = build_run(sqlite_url, plan, heuristic=",".join(heuristics), time_limit=3600.0)
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "COLUMNS": "80"}
+    data = json.loads(invoke("report", "matrix", str(run), "--format", "json", env=env).stdout)
+    out = invoke("report", "matrix", str(run), env=env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80, out.stdout
+    words = out.stdout.split()
+    for row in data["rows"]:
+        assert any(w.endswith(row["level"][-11:]) for w in words), row["level"]  # "0.jsonl:100"
+        for j, cell in enumerate(row["cells"]):
+            status = ("*" if row["best"] == j else "") + cell["status"]
+            assert status in words and time_text(cell["wall_s"]) in words, (status, cell["wall_s"])
+    for label in heuristics:
+        assert label in words

@@ -214,7 +214,7 @@ def report_matrix(
     if fmt == "csv":
         emit(flat_rows(data), fmt, lambda d: d)
     else:
-        emit(data, fmt, render_matrix)
+        emit(data, fmt, lambda d: render_matrix(d, out_console.width))
 
 
 @report.command("cactus")

@@ -210,37 +210,71 @@ def _descending(cell: MatrixCell | None) -> tuple[int, float]:
     return (0, -cell["par2_s"])
 
 
-def render_matrix(data: Matrix) -> Any:
-    """Return the rich renderable of a matrix: the table, best cells marked, then the VBS line."""
+def render_matrix(data: Matrix, width: int = 80) -> Any:
+    """Return the rich renderable of a matrix: the table, best cells marked, then the VBS line.
+
+    A cell is its status and wall time on one line where the table then fits width, else on two (status
+    over time): four or five heuristics hold in 80 columns, every figure whole, names cut from the left.
+    """
     from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
-    from packsolve.report.cactus import time_text
-    from packsolve.report.columns import keep_figures_whole, name_cell
+    from packsolve.report.columns import NAME_MIN_WIDTH, name_cell
 
+    rows = [
+        [_cell_lines(cell, row["best"] == i) for i, cell in enumerate(row["cells"])] for row in data["rows"]
+    ]
+    feet = _footer(data["columns"])
+    columns = range(len(data["columns"]))
+
+    def need(lines_of: Any) -> list[int]:
+        return [
+            max([*(len(line) for r in rows for line in lines_of(r[i])), *(len(f[i]) for _, f in feet), 1])
+            for i in columns
+        ]
+
+    one = need(lambda lines: [" ".join(lines)])
+    # Each column takes 3 more (padding, rule), the edges 2.
+    split = sum(one) + 3 * (len(one) + 1) + 2 + NAME_MIN_WIDTH > width
+    widths = need(lambda lines: lines) if split else one
     t = Table(box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, title_justify="left")
     t.title = "levels × heuristics (* the best per level)"
     t.add_column("level")
-    for column in data["columns"]:
-        t.add_column(column["label"], justify="right")
-    for row in data["rows"]:
-        shown = []
-        for i, cell in enumerate(row["cells"]):
-            if cell is None:
-                shown.append("—")
-                continue
-            text = (
-                cell["status"] if cell["wall_s"] is None else f"{cell['status']} {time_text(cell['wall_s'])}"
-            )
-            shown.append(f"*{text}" if row["best"] == i else text)
-        t.add_row(name_cell(row["level"]), *shown)
+    for column, w in zip(data["columns"], widths, strict=True):
+        # A label longer than its figures folds (at a | between kinds' heuristics where it can).
+        t.add_column(
+            Text(column["label"].replace("|", "|\n") if split else column["label"], overflow="fold"),
+            justify="right",
+            min_width=w,
+        )
+    for row, cells in zip(data["rows"], rows, strict=True):
+        t.add_row(name_cell(row["level"]), *("\n".join(c) if split else " ".join(c) for c in cells))
     t.add_section()
-    t.add_row("decided", *(f"{c['decided']:,}" for c in data["columns"]))
-    t.add_row("PAR-2 s", *(time_text(c["par2_s"]) for c in data["columns"]))
-    t.add_row("best on", *(f"{c['best_on']:,}" for c in data["columns"]))
-    return Group(keep_figures_whole(t), Text(vbs_line(data["virtual_best"])))
+    for label, values in feet:
+        t.add_row(label, *values)
+    return Group(t, Text(vbs_line(data["virtual_best"])))
+
+
+def _cell_lines(cell: MatrixCell | None, best: bool) -> list[str]:
+    """Return a cell's text as its status and its wall time (the best marked *), or a dash."""
+    from packsolve.report.cactus import time_text
+
+    if cell is None:
+        return ["—"]
+    status = f"*{cell['status']}" if best else cell["status"]
+    return [status] if cell["wall_s"] is None else [status, time_text(cell["wall_s"])]
+
+
+def _footer(columns: list[MatrixColumn]) -> list[tuple[str, list[str]]]:
+    from packsolve.report.cactus import time_text
+
+    return [
+        ("decided", [f"{c['decided']:,}" for c in columns]),
+        ("PAR-2 s", [time_text(c["par2_s"]) for c in columns]),
+        ("best on", [f"{c['best_on']:,}" for c in columns]),
+    ]
 
 
 def pair_scatter(data: Matrix, pair: str | None) -> Scatter:
