@@ -40,6 +40,7 @@ EXPECTED: list[tuple[str, bytes]] = [
     (r"/runs/\d+/progress\.svg", b"levels final"),
     (r"/runs/\d+/failures", b"<h1>Failures of"),
     (r"/runs/\d+/delete", b"<h1>Delete run"),
+    (r"/runs/\d+/matrix|/matrix", b'<table class="sortable matrix" id="matrix">'),
     (r"/hardest", b"<h1>hardest levels"),
     (r"/compare", b'id="speedups"'),
     (r"/plots", b'id="cactus"'),
@@ -174,6 +175,14 @@ def night(sqlite_url: str) -> dict[str, int]:
     ids["rerun"] = build_run(sqlite_url, [Planned(shared[0], "solved", 0.1)], parent=ids["slow"])
     going = [Planned(strip_level(40 + i), "solved" if i == 0 else None, 0.1) for i in range(3)]
     ids["going"] = build_run(sqlite_url, going)
+    # A run of several heuristics side by side, on levels the others ran too (its matrix, its cactus lines).
+    names = ("plain", "warnsdorff", "prune")
+    tried = [
+        Planned(lv, "solved", 0.1 * (1 + (i + j) % 3), 0.1, i, "", 20.0, h)
+        for i, lv in enumerate(shared[:4])
+        for j, h in enumerate(names)
+    ]
+    ids["matrix"] = build_run(sqlite_url, tried, heuristic=",".join(names), time_limit=1.0, label="matrix")
     return ids
 
 
@@ -202,6 +211,11 @@ def test_every_page_and_link_the_dashboard_renders_answers_200_with_its_content(
         for run in ids.values():
             assert {f"/runs/{run}", f"/runs/{run}/failures", f"/runs/{run}/progress.svg"} <= paths
         assert {"/live/runs", f"/runs/{ids['going']}/live", "/favicon.ico", "/hardest", "/plots"} <= paths
+        # A matrix run's matrix, from its page; a rerun's and its run's, from their compare page.
+        assert {f"/runs/{ids['matrix']}/matrix", "/matrix"} <= paths
+        assert f"/matrix?runs={ids['slow']},{ids['rerun']}" in {
+            unquote(u).removeprefix(served.url.rstrip("/")) for u, _, _ in pages
+        }
         assert len(pages) > 50
 
 

@@ -37,6 +37,8 @@ class Planned:
     nodes: int = 0
     message: str = ""
     peak_rss_mb: float = 20.0
+    # A run of several heuristics side by side tries a level with each: None, the run's heuristic.
+    heuristic: str | None = None
 
 
 def build_run(
@@ -58,7 +60,7 @@ def build_run(
     with session_scope(engine) as session:
         run_id = create_run(
             session,
-            [PlannedAttempt(p.level, heuristic, i) for i, p in enumerate(attempts)],
+            [PlannedAttempt(p.level, p.heuristic or heuristic, i) for i, p in enumerate(attempts)],
             RunOptions(
                 mode=RunMode(mode),
                 heuristic=heuristic,
@@ -78,7 +80,7 @@ def build_run(
             Status(p.status), solution, SearchStats(p.nodes, p.wall_s, p.cpu_s, p.peak_rss_mb), p.message
         )
         length = len(solution) if solution else None
-        results.append(Result(run_id, p.level.hash, outcome, length, worker, started))
+        results.append(Result(run_id, p.level.hash, outcome, length, worker, started, heuristic=p.heuristic))
     with session_scope(engine) as session:
         record(session, results)
     return run_id

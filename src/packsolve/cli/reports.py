@@ -214,7 +214,7 @@ def report_matrix(
     if fmt == "csv":
         emit(flat_rows(data), fmt, lambda d: d)
     else:
-        emit(data, fmt, render_matrix)
+        emit(data, fmt, lambda d: render_matrix(d, out_console.width))
 
 
 @report.command("cactus")
@@ -237,7 +237,8 @@ def report_matrix(
 def report_cactus(
     invocation: Invocation, runs: tuple[str, ...], output: str | None, scatter: str | None, fmt: str
 ):
-    """Cactus of RUNS (default: latest): levels decided within a time, one line per run; -o plots it."""
+    """Cactus of RUNS (default: latest): levels decided within a time, one line per run (per heuristic of
+    a run of several side by side); -o plots it."""
     from packsolve.db.session import session_scope
     from packsolve.report.cactus import cactus_data, cactus_figure, save, scatter_data, scatter_figure
 
@@ -261,7 +262,9 @@ def report_cactus(
         err_console.print(", ".join(written))
     if fmt == "csv":
         rows = [
-            {"run": d["run"], "decided": i, "wall_s": t} for d in data for i, t in enumerate(d["times"], 1)
+            {"run": d["run"], "heuristic": d["heuristic"], "decided": i, "wall_s": t}
+            for d in data
+            for i, t in enumerate(d["times"], 1)
         ]
         emit(rows, fmt, lambda r: r)
     elif fmt == "json":

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from packsolve.outcome import SUCCESS_VALUES
+from packsolve.request import HeuristicMatrix
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,65 @@ class Cell:
     def decided(self) -> bool:
         """Return whether this attempt solved its level or proved it has no solution."""
         return self.status in SUCCESS_VALUES
+
+
+@dataclass(frozen=True)
+class RunColumns:
+    """How a run of several heuristics side by side splits into columns: each (kind, heuristic) tried
+    in one of them, and each column's name (its heuristics, different kinds' joined by |)."""
+
+    of: dict[tuple[str, str], int]
+    names: list[str]
+
+
+def run_columns(heuristic: str, tried: Sequence[tuple[str, str]]) -> RunColumns | None:
+    """Return the columns of a run that tried (kind, heuristic) pairs (in the order first met), asked
+    as heuristic (its --heuristic text); None when the run is one column (one heuristic per kind).
+
+    A column is a place in the --heuristic text, so a mixed pack's levels share columns: with
+    "plain,dlx,astar" sudoku's propagate (its default, for astar it lacks) is third, as sliding's
+    astar is. When the text does not account for the heuristics tried, each heuristic is its own column.
+    """
+    per_kind: dict[str, list[str]] = {}
+    for kind, name in tried:
+        if name not in per_kind.setdefault(kind, []):
+            per_kind[kind].append(name)
+    if not any(len(names) > 1 for names in per_kind.values()):
+        return None
+    slots = _slots(heuristic, per_kind)
+    if slots is None:
+        names = list(dict.fromkeys(name for _, name in tried))
+        return RunColumns({(k, h): names.index(h) for k, h in tried}, names)
+    # Columns in the order first met, each named by its heuristics in that order too.
+    places = list(dict.fromkeys(slots[pair] for pair in tried))
+    members: list[list[str]] = [[] for _ in places]
+    for kind, name in tried:
+        met = members[places.index(slots[kind, name])]
+        if name not in met:
+            met.append(name)
+    return RunColumns({pair: places.index(slots[pair]) for pair in tried}, ["|".join(m) for m in members])
+
+
+def _slots(heuristic: str, per_kind: dict[str, list[str]]) -> dict[tuple[str, str], int] | None:
+    """Return the place, in the run's --heuristic text, of each (kind, heuristic) a matrix run tried.
+
+    sliding's pdb asked in dlx's place (sudoku=…+dlx, or "plain,dlx" where sliding lacks dlx) is
+    second. None when the text does not account for the heuristics tried.
+    """
+    matrix = HeuristicMatrix.parse(heuristic)
+    out: dict[tuple[str, str], int] = {}
+    for kind, tried in per_kind.items():
+        asked = matrix.names_for(kind)
+        # A name the kind lacks ran as its default: in the first such place (a default met twice ran once).
+        instead = [i for i, name in enumerate(asked) if name not in tried]
+        for name in tried:
+            if name in asked:
+                out[kind, name] = asked.index(name)
+            elif instead:
+                out[kind, name] = instead.pop(0)
+            else:
+                return None
+    return out
 
 
 def best_of(cells: Sequence[Cell | None]) -> int | None:

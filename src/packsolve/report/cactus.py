@@ -1,4 +1,5 @@
-"""`report cactus`: decided-count against time, one line per run, and a scatter of two runs' times."""
+"""`report cactus`: decided-count against time, one line per run (per heuristic of a run of several side
+by side), and a scatter of two runs' times."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple, TypedDict
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from packsolve.db.models import Attempt, Run
+from packsolve.figures.matrix import run_columns
 from packsolve.figures.par2 import par2, par2_limit
 from packsolve.outcome import SUCCESS_VALUES
 
@@ -21,9 +23,11 @@ FLOOR_S = 1e-4
 
 
 class CactusLine(TypedDict):
-    """One run's line of a cactus plot: the sorted wall times of its decided attempts."""
+    """One line of a cactus plot: a run's (or, in a run of several heuristics side by side, one of its
+    heuristics') sorted wall times of its decided attempts."""
 
     run: int
+    heuristic: str  # the run's, or its column's (`report matrix`'s: kinds' heuristics joined by |)
     label: str
     decided: int
     times: list[float]  # rounded as metrics.rounded does
@@ -51,20 +55,45 @@ class Scatter(TypedDict):
 
 
 def cactus_data(session: Session, runs: list[Run]) -> list[CactusLine]:
-    """Return per run the sorted wall times of its decided attempts (the cactus line's points)."""
+    """Return per run the sorted wall times of its decided attempts (the cactus line's points); a run of
+    several heuristics side by side gives a line per heuristic (per `report matrix` column)."""
     out: list[CactusLine] = []
     for run in runs:
-        q = select(Attempt.wall_s).where(Attempt.run_id == run.id, Attempt.status.in_(SUCCESS_VALUES))
-        times = sorted(w or 0.0 for (w,) in session.execute(q))
-        out.append(
-            {
-                "run": run.id,
-                "label": _label(run),
-                "decided": len(times),
-                "times": [round(t, 4) for t in times],
-            }
+        split = run_columns(run.heuristic, _tried(session, run.id))
+        if split is None:
+            one = select(Attempt.wall_s).where(Attempt.run_id == run.id, Attempt.status.in_(SUCCESS_VALUES))
+            out.append(_line(run, run.heuristic, [w or 0.0 for (w,) in session.execute(one)]))
+            continue
+        times: list[list[float]] = [[] for _ in split.names]
+        q = select(Attempt.kind, Attempt.heuristic, Attempt.wall_s).where(
+            Attempt.run_id == run.id, Attempt.status.in_(SUCCESS_VALUES)
         )
+        for kind, heuristic, wall in session.execute(q):
+            times[split.of[kind, heuristic]].append(wall or 0.0)
+        out += [_line(run, name, mine) for name, mine in zip(split.names, times, strict=True)]
     return out
+
+
+def _tried(session: Session, run_id: int) -> list[tuple[str, str]]:
+    """Return the (kind, heuristic) pairs a run tried, in the order first met (one row per pair)."""
+    first = func.min(Attempt.seq)
+    q = (
+        select(Attempt.kind, Attempt.heuristic)
+        .where(Attempt.run_id == run_id)
+        .group_by(Attempt.kind, Attempt.heuristic)
+        .order_by(first, func.min(Attempt.id))
+    )
+    return [(kind, heuristic) for kind, heuristic in session.execute(q)]
+
+
+def _line(run: Run, heuristic: str, times: list[float]) -> CactusLine:
+    return {
+        "run": run.id,
+        "heuristic": heuristic,
+        "label": _label(run, heuristic),
+        "decided": len(times),
+        "times": [round(t, 4) for t in sorted(times)],
+    }
 
 
 class _Own(NamedTuple):
@@ -113,8 +142,8 @@ def scatter_data(session: Session, a: Run, b: Run, limit: int | None = None) -> 
     return {"x_run": a.id, "x_label": _label(a), "y_run": b.id, "y_label": _label(b), "points": points}
 
 
-def _label(run: Run) -> str:
-    return f"run {run.id}" + (f" {run.label}" if run.label else "") + f" ({run.heuristic})"
+def _label(run: Run, heuristic: str | None = None) -> str:
+    return f"run {run.id}" + (f" {run.label}" if run.label else "") + f" ({heuristic or run.heuristic})"
 
 
 def _figure(size: tuple[float, float] = (7, 4.5)) -> Any:

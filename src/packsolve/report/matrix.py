@@ -14,11 +14,10 @@ from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Run
 from packsolve.errors import OptionError
-from packsolve.figures.matrix import Cell, best_of, column_totals, virtual_best
+from packsolve.figures.matrix import Cell, best_of, column_totals, run_columns, virtual_best
 from packsolve.figures.par2 import par2, par2_limit
 from packsolve.report.cactus import Scatter, ScatterPoint
 from packsolve.report.metrics import rounded
-from packsolve.request import HeuristicMatrix
 
 # --sort besides a column's label: pack order, or the levels the best heuristic took longest on first.
 SORTS = ("level", "best")
@@ -83,7 +82,7 @@ def matrix_data(session: Session, runs: list[Run], sort: str = "level", kind: st
     lacks last). Raise OptionError for another sort, naming the ones there are.
     """
     keys: list[tuple[int, str | None]] = []  # (run, heuristic or #slot, or None for the whole run)
-    names: dict[tuple[int, str | None], list[str]] = {}  # a slot's heuristics, per kind
+    names: dict[tuple[int, str | None], str] = {}  # a matrix run's columns' names
     found: list[tuple[int, Any, Run]] = []
     for run in runs:
         found += _placed(session, run, kind, keys, names)
@@ -130,10 +129,10 @@ def _placed(
     run: Run,
     kind: str | None,
     keys: list[tuple[int, str | None]],
-    names: dict[tuple[int, str | None], list[str]],
+    names: dict[tuple[int, str | None], str],
 ) -> list[tuple[int, Any, Run]]:
     """Return the run's attempts (of kind, if given), each with its column; add the columns to keys
-    (and a matrix run's heuristics per place to names)."""
+    (and a column's name to names where a run of several heuristics has several columns)."""
     out: list[tuple[int, Any, Run]] = []
     q = select(
         Attempt.level_hash,
@@ -150,65 +149,27 @@ def _placed(
     if kind:
         q = q.where(Attempt.kind == kind)
     attempts = session.connection().execute(q).all()
-    per_kind: dict[str, list[str]] = {}
+    split = run_columns(run.heuristic, list(dict.fromkeys((a.kind, a.heuristic) for a in attempts)))
     for a in attempts:
-        met = per_kind.setdefault(a.kind, [])
-        if a.heuristic not in met:
-            met.append(a.heuristic)
-    several = any(len(tried) > 1 for tried in per_kind.values())
-    slots = _slots(run.heuristic, per_kind) if several else None
-    for a in attempts:
-        key: tuple[int, str | None]
-        if slots is not None:
-            key = (run.id, f"#{slots[a.kind, a.heuristic]}")
-            if a.heuristic not in names.setdefault(key, []):
-                names[key].append(a.heuristic)
-        else:
-            key = (run.id, a.heuristic if several else None)
+        key: tuple[int, str | None] = (run.id, None)
+        if split is not None:
+            place = split.of[a.kind, a.heuristic]
+            key = (run.id, f"#{place}")
+            names[key] = split.names[place]
         if key not in keys:
             keys.append(key)
         out.append((keys.index(key), a, run))
     return out
 
 
-def _slots(heuristic: str, per_kind: dict[str, list[str]]) -> dict[tuple[str, str], int] | None:
-    """Return the place, in the run's --heuristic text, of each (kind, heuristic) a matrix run tried.
-
-    "plain,dlx,astar" on sudoku and sliding: sudoku's propagate (its default, for astar it lacks)
-    is third, as sliding's astar is, and sliding's pdb (for dlx) second; so a mixed pack's levels
-    share columns. None when the text does not account for the heuristics tried (each its own column).
-    """
-    matrix = HeuristicMatrix.parse(heuristic)
-    out: dict[tuple[str, str], int] = {}
-    for kind, tried in per_kind.items():
-        asked = matrix.names_for(kind)
-        # A name the kind lacks ran as its default: in the first such place (a default met twice ran once).
-        instead = [i for i, name in enumerate(asked) if name not in tried]
-        for name in tried:
-            if name in asked:
-                out[kind, name] = asked.index(name)
-            elif instead:
-                out[kind, name] = instead.pop(0)
-            else:
-                return None
-    return out
-
-
 def _columns(
-    runs: list[Run], keys: list[tuple[int, str | None]], slots: dict[tuple[int, str | None], list[str]]
+    runs: list[Run], keys: list[tuple[int, str | None]], names: dict[tuple[int, str | None], str]
 ) -> list[MatrixColumn]:
     """Return the columns named: by heuristic (a matrix run's place: its heuristics, kinds' apart by |)
     when that tells them apart, else by run and heuristic."""
     by_id = {run.id: run for run in runs}
-    names = [
-        "|".join(dict.fromkeys(slots[r, h]))
-        if (r, h) in slots
-        else h
-        if h is not None
-        else by_id[r].heuristic
-        for r, h in keys
-    ]
-    distinct = len(set(names)) == len(names)
+    shown = [names.get(key, by_id[key[0]].heuristic) for key in keys]
+    distinct = len(set(shown)) == len(shown)
     return [
         MatrixColumn(
             run=r,
@@ -218,7 +179,7 @@ def _columns(
             par2_s=0.0,
             best_on=0,
         )
-        for (r, _), name in zip(keys, names, strict=True)
+        for (r, _), name in zip(keys, shown, strict=True)
     ]
 
 
@@ -249,37 +210,71 @@ def _descending(cell: MatrixCell | None) -> tuple[int, float]:
     return (0, -cell["par2_s"])
 
 
-def render_matrix(data: Matrix) -> Any:
-    """Return the rich renderable of a matrix: the table, best cells marked, then the VBS line."""
+def render_matrix(data: Matrix, width: int = 80) -> Any:
+    """Return the rich renderable of a matrix: the table, best cells marked, then the VBS line.
+
+    A cell is its status and wall time on one line where the table then fits width, else on two (status
+    over time): four or five heuristics hold in 80 columns, every figure whole, names cut from the left.
+    """
     from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
-    from packsolve.report.cactus import time_text
-    from packsolve.report.columns import keep_figures_whole, name_cell
+    from packsolve.report.columns import NAME_MIN_WIDTH, name_cell
 
+    rows = [
+        [_cell_lines(cell, row["best"] == i) for i, cell in enumerate(row["cells"])] for row in data["rows"]
+    ]
+    feet = _footer(data["columns"])
+    columns = range(len(data["columns"]))
+
+    def need(lines_of: Any) -> list[int]:
+        return [
+            max([*(len(line) for r in rows for line in lines_of(r[i])), *(len(f[i]) for _, f in feet), 1])
+            for i in columns
+        ]
+
+    one = need(lambda lines: [" ".join(lines)])
+    # Each column takes 3 more (padding, rule), the edges 2.
+    split = sum(one) + 3 * (len(one) + 1) + 2 + NAME_MIN_WIDTH > width
+    widths = need(lambda lines: lines) if split else one
     t = Table(box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, title_justify="left")
     t.title = "levels × heuristics (* the best per level)"
     t.add_column("level")
-    for column in data["columns"]:
-        t.add_column(column["label"], justify="right")
-    for row in data["rows"]:
-        shown = []
-        for i, cell in enumerate(row["cells"]):
-            if cell is None:
-                shown.append("—")
-                continue
-            text = (
-                cell["status"] if cell["wall_s"] is None else f"{cell['status']} {time_text(cell['wall_s'])}"
-            )
-            shown.append(f"*{text}" if row["best"] == i else text)
-        t.add_row(name_cell(row["level"]), *shown)
+    for column, w in zip(data["columns"], widths, strict=True):
+        # A label longer than its figures folds (at a | between kinds' heuristics where it can).
+        t.add_column(
+            Text(column["label"].replace("|", "|\n") if split else column["label"], overflow="fold"),
+            justify="right",
+            min_width=w,
+        )
+    for row, cells in zip(data["rows"], rows, strict=True):
+        t.add_row(name_cell(row["level"]), *("\n".join(c) if split else " ".join(c) for c in cells))
     t.add_section()
-    t.add_row("decided", *(f"{c['decided']:,}" for c in data["columns"]))
-    t.add_row("PAR-2 s", *(time_text(c["par2_s"]) for c in data["columns"]))
-    t.add_row("best on", *(f"{c['best_on']:,}" for c in data["columns"]))
-    return Group(keep_figures_whole(t), Text(vbs_line(data["virtual_best"])))
+    for label, values in feet:
+        t.add_row(label, *values)
+    return Group(t, Text(vbs_line(data["virtual_best"])))
+
+
+def _cell_lines(cell: MatrixCell | None, best: bool) -> list[str]:
+    """Return a cell's text as its status and its wall time (the best marked *), or a dash."""
+    from packsolve.report.cactus import time_text
+
+    if cell is None:
+        return ["—"]
+    status = f"*{cell['status']}" if best else cell["status"]
+    return [status] if cell["wall_s"] is None else [status, time_text(cell["wall_s"])]
+
+
+def _footer(columns: list[MatrixColumn]) -> list[tuple[str, list[str]]]:
+    from packsolve.report.cactus import time_text
+
+    return [
+        ("decided", [f"{c['decided']:,}" for c in columns]),
+        ("PAR-2 s", [time_text(c["par2_s"]) for c in columns]),
+        ("best on", [f"{c['best_on']:,}" for c in columns]),
+    ]
 
 
 def pair_scatter(data: Matrix, pair: str | None) -> Scatter:

@@ -2,7 +2,8 @@
 "use strict";
 (function () {
   function key(cell) {
-    const text = (cell ? cell.textContent : "").trim();
+    // A cell's data-key, where it has one, is what it sorts by (the matrix: PAR-2 under "solved 0.12").
+    const text = (cell ? (cell.dataset.key !== undefined ? cell.dataset.key : cell.textContent) : "").trim();
     const n = Number(text.replace(/[,\s×%]/g, ""));
     return text !== "" && text !== "—" && !isNaN(n) ? [0, n] : [1, text.toLowerCase()];
   }

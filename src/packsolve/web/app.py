@@ -25,7 +25,7 @@ from packsolve.errors import LevelNotFound, PacksolveError, RunNotFound, Service
 from packsolve.queue.app import Cluster
 from packsolve.report.html import SORT_JS
 from packsolve.settings import Settings
-from packsolve.web import actions, pages, plots
+from packsolve.web import actions, matrix, pages, plots
 from packsolve.web.cache import Caches
 from packsolve.web.metrics import metrics, metrics_registry
 from packsolve.web.render import page, templates
@@ -98,7 +98,7 @@ def _usage(request: Request, exc: Exception) -> Response:
         log.warning("%s: %s", request.url.path, exc)
         message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         return page(request, "error.html", 503, message=message)
-    status = 404 if isinstance(exc, RunNotFound | LevelNotFound) else 400
+    status = 404 if isinstance(exc, RunNotFound | LevelNotFound | matrix.NoMatrix) else 400
     return page(request, "error.html", status, message=str(exc))
 
 
@@ -161,6 +161,8 @@ def create_app(
         Route("/runs/{run}/live", pages.run_live),
         Route("/runs/{run}/progress.svg", plots.progress_svg),
         Route("/runs/{run}/failures", pages.failures_page),
+        Route("/runs/{run}/matrix", matrix.run_matrix_page),
+        Route("/matrix", matrix.matrix_page),
         Route("/hardest", pages.hardest_page),
         Route("/compare", pages.compare_page),
         Route("/plots", plots.plots_page),

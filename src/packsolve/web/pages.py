@@ -30,6 +30,7 @@ from packsolve.report.progress import Progress, run_progress
 from packsolve.report.runs_list import RunRow, run_rows
 from packsolve.report.show import LevelReport, level_report, picture
 from packsolve.report.summary import Summary, run_summary
+from packsolve.request import HeuristicMatrix
 from packsolve.web.cache import Caches
 from packsolve.web.choices import heuristic_choices
 from packsolve.web.render import page
@@ -190,6 +191,7 @@ def run_page(request: Request) -> Response:
         columns=list(COLUMNS),
         choices=choices,
         children=children,
+        matrix=HeuristicMatrix.parse(summary["heuristic"]).is_matrix,
         medians_every=kept.recent.ttl,
         **live,
     )

@@ -14,6 +14,7 @@ from packsolve.errors import ReportError
 from packsolve.report.cactus import CactusLine, Scatter, cactus_data, scatter_data
 from packsolve.report.difficulty import MAX_POINTS, kinds_of, size_times
 from packsolve.report.live import final_over_time
+from packsolve.request import HeuristicMatrix
 from packsolve.web.pages import db
 from packsolve.web.render import page
 from packsolve.web.svg import Chart, colour
@@ -42,7 +43,8 @@ def _thinned(times: list[float], most: int = 2000) -> list[tuple[float, int]]:
     return [(times[j], j + 1) for j in picked]
 
 
-def _scatter(points: Scatter, kinds: dict[str, str], order: list[str]) -> str:
+def scatter_svg(points: Scatter, kinds: dict[str, str], order: list[str]) -> str:
+    """Return the SVG scatter of two runs' (or matrix columns') PAR-2 per level, coloured by kind (order)."""
     values = [p["x"] for p in points["points"]] + [p["y"] for p in points["points"]]
     chart = Chart.over(
         values or [1.0],
@@ -91,7 +93,7 @@ def plots_page(request: Request) -> Response:
     order = sorted({*kinds.values(), *(r["kind"] for r in sized)})
     charts = {
         "cactus": _cactus(cactus),
-        "scatter": _scatter(points, kinds, order) if points else None,
+        "scatter": scatter_svg(points, kinds, order) if points else None,
         "size": _sizes(sized, order, "wall_s", "wall s (log)"),
         "memory": _sizes([r for r in sized if r["peak_rss_mb"]], order, "peak_rss_mb", "peak RSS MB (log)"),
     }
@@ -104,6 +106,7 @@ def plots_page(request: Request) -> Response:
         refs=",".join(refs),
         kinds=[(colour(i), k) for i, k in enumerate(order)],
         last=runs[-1].id,
+        matrices=[r.id for r in runs if HeuristicMatrix.parse(r.heuristic).is_matrix],
     )
 
 

@@ -9,6 +9,7 @@ from jinja2 import Environment
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from packsolve.report.cactus import time_text
 from packsolve.report.jinja import environment
 from packsolve.report.progress import duration
 from packsolve.runstate import ShownState
@@ -16,6 +17,10 @@ from packsolve.runstate import ShownState
 
 def _secs(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def _time(value: float | None) -> str:
+    return "—" if value is None else time_text(value)
 
 
 def _count(value: int | None) -> str:
@@ -35,7 +40,7 @@ def _query(request: Request, **changes: Any) -> str:
 def templates() -> Environment:
     """Return the dashboard's template environment (one per application: app.state.templates)."""
     env = environment("packsolve.web")
-    env.filters.update(secs=_secs, count=_count, duration=duration)
+    env.filters.update(secs=_secs, count=_count, duration=duration, time=_time)
     env.globals.update(url_with=_query, zip=zip, ShownState=ShownState)
     return env
 
