@@ -143,7 +143,8 @@ def test_compare_pages_its_rows_and_its_footer_is_the_cli_s(
             assert page.locator("table.compare tbody tr").count() <= 3
             if not page.locator("p.pager a >> text=next 3").count():
                 break
-            page.click("p.pager a >> text=next 3")
+            with page.expect_navigation():  # the next page's rows, not this one's read again
+                page.click("p.pager a >> text=next 3")
         assert seen == [r["level"] for r in data["rows"]] and len(seen) > 3
         counts = page.locator("table.compare tfoot tr").first.locator("td").all_inner_texts()
         assert counts == [f"{f['solved']} ({f['decided']}) of {f['levels']}" for f in data["footer"]]
