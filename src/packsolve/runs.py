@@ -365,7 +365,6 @@ def start_distributed(
     check_distributed(request.limits, cluster.visibility_timeout, chunk_size)
     cluster.check_reachable()
     plan = plan_request(paths, request)
-    plan.local_only()
     options = {"broker": cluster.shown_broker, "queue": cluster.queue}  # status and `workers` name them
     engine = open_db()
     if request.relative:  # the limits known only now, from the levels' history, are checked as above
@@ -492,7 +491,6 @@ def start_rerun(
         plan = plan_cells(levels, cells, solvers)
     plan, request = with_relative_limits(engine, plan, request)
     if mode == RunMode.DISTRIBUTED:
-        plan.local_only()
         check_distributed(request.limits, cluster.visibility_timeout)
         cluster.check_reachable()
         cluster.check_signing(engine)
