@@ -70,6 +70,15 @@ def test_a_submitted_matrix_gives_every_cell_what_solve_gives_and_reruns_its_fai
     assert cells(again) == {k: local[k] for k in failed}
     assert all(r["worker"] == "m1@test" for r in again)
 
+    # --skip-solved sends only the cells not decided before with their heuristic.
+    undecided = {k for k, (status, _) in local.items() if status not in DECIDED}
+    args = ("--heuristic", MATRIX, "--node-limit", NODE_LIMIT, "--skip-solved", "--label", "skipping")
+    out = invoke("submit", str(levels), *args, env=env)
+    assert out.returncode == 0, out.stderr
+    assert f"{len(local) - len(undecided)} level(s) carried over" in out.stderr
+    wait_for_run(db_url, int(out.stdout.strip().splitlines()[-1]), timeout=120)
+    assert cells(exported("skipping", env)) == {k: local[k] for k in undecided}
+
 
 def matrix_run(
     engine, tmp_path: Path, heuristic: str = "sudoku=plain+dlx", count: int = 2

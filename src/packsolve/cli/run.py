@@ -160,6 +160,11 @@ def _solve_and_summarise(
     help="Return once the workers finished the run; exit 1 if a level ended in a --fail-on status "
     "(--notify waits too).",
 )
+@click.option(
+    "--skip-solved",
+    is_flag=True,
+    help="Leave out levels already solved (or proved unsolvable) with the same heuristic in an earlier run.",
+)
 @wait_fail_on_option
 @notify_options
 @with_cluster("create")
@@ -168,6 +173,7 @@ def submit(
     paths: tuple[str, ...],
     max_tries: int | None,
     chunk_size: int,
+    skip_solved: bool,
     wait: bool,
     fail_on: tuple[str, ...],
     notify_command: str | None,
@@ -181,9 +187,13 @@ def submit(
     request = run_request(opts, max_tries)
     check_paths(paths)
     cluster = invocation.cluster
-    run, sent = runs.start_distributed(
-        lambda: invocation.engine, cluster, paths, request, chunk_size, sys.argv[1:]
-    )
+    try:
+        run, sent = runs.start_distributed(
+            lambda: invocation.engine, cluster, paths, request, (chunk_size, skip_solved), sys.argv[1:]
+        )
+    except runs.NothingToRun as exc:
+        err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
+        return
     engine = invocation.engine  # the one start_distributed opened
     print_plan_notes(run)
     err_console.print(
