@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -185,9 +185,9 @@ class SimWorker(threading.Thread):
             self.buffer.flush()
             self.lease.retire()
 
-    def task(self, items: list[str]) -> None:
-        """run_task's loop for one chunk of level hashes (the solver a fixed sleep)."""
-        tokens: dict[str, int] = {}
+    def task(self, items: list[tuple[str, str]]) -> None:
+        """run_task's loop for one chunk of attempts (level hash, heuristic), the solver a fixed sleep."""
+        tokens: dict[tuple[str, str], int] = {}
         pos, group_size = 0, 1
         hard = 10.0 * 1.5 + 1.0  # a 10 s limit's hard time: only sets the claims' deadlines
         while pos < len(items) and not self.stop.is_set():
@@ -200,24 +200,27 @@ class SimWorker(threading.Thread):
                 runnable, claimed = group, False  # a lone tiny attempt ends before its claim is due
             else:
 
-                def claim_group(connection, hashes=group, waiting=waiting) -> dict:
+                def claim_group(connection, keys=group, waiting=waiting) -> dict:
                     by = ClaimBy(self.hostname, 5, hard, self.lease.name)
-                    answer = claim_many(connection, self.run_id, hashes, by)
+                    answer = claim_many(connection, self.run_id, keys, by)
                     tokens.update(answer.tokens)
                     if waiting:
                         hold(connection, self.run_id, waiting, self.lease.name)
                     return answer.verdicts
 
                 verdicts = in_transaction(self.claims, claim_group, current_settings().db_patience)
-                runnable, claimed = [h for h in group if verdicts[h] is ClaimVerdict.RUN], True
-            for h in runnable:
+                runnable, claimed = [k for k in group if verdicts[k] is ClaimVerdict.RUN], True
+            for key in runnable:
                 if self.solve_s:
                     time.sleep(self.solve_s)
                 now = utcnow()
                 outcome = Outcome(Status.SOLVED, [1], SearchStats(wall_s=self.solve_s, cpu_s=self.solve_s))
                 began = now - timedelta(seconds=self.solve_s)
-                token = tokens.get(h) if claimed else None
-                self.buffer.add(Result(self.run_id, h, outcome, 1, self.hostname, began, now, claimed, token))
+                token = tokens.get(key) if claimed else None
+                h, heuristic = key
+                done = Result(self.run_id, h, outcome, 1, self.hostname, began, now, claimed, token)
+                done = replace(done, heuristic=heuristic)
+                self.buffer.add(done)
                 if self.solve_s >= self.buffer.policy.every_s:
                     self.buffer.flush()
             if runnable:
@@ -309,10 +312,10 @@ def measure_in(url: str, dbname: str, postmaster: subprocess.Popen, broker: str,
     with session_scope(engine) as s:
         deployment = deployment_id(s)
     cluster.send(run_id, specs[: min(len(specs), 200)], 5, point.per_task, deployment)  # a busy queue
-    hashes = [p.level_hash for p in specs]
+    keys = [p.key for p in specs]  # (level hash, heuristic): what a worker claims
     chunks: queue.Queue = queue.Queue()
-    for i in range(0, len(hashes), point.per_task):
-        chunks.put(hashes[i : i + point.per_task])
+    for i in range(0, len(keys), point.per_task):
+        chunks.put(keys[i : i + point.per_task])
     stop = threading.Event()
     workers = [SimWorker(i, engine, run_id, chunks, point.solve_ms / 1000, stop) for i in range(point.n)]
     for w in workers:

@@ -61,8 +61,8 @@ class Result:
     # The fencing token of the claim (claim_many's tokens): the result lands only while the
     # attempt is running under that very claim. None: the local pool, whose run is its own.
     token: int | None = None
-    # The attempt's heuristic: the local pool names it (a run may try a level with several, issue 36);
-    # None: the run's one attempt of the level, as a worker's result has it.
+    # The attempt's heuristic: the local pool and the worker name it (a run may try a level with
+    # several, issue 36), and the result lands on that attempt only; None: the run's one attempt of the level.
     heuristic: str | None = None
 
 

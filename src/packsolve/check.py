@@ -70,8 +70,7 @@ def check_pack(
     problem = None
     try:
         check_distributed(request.limits, visibility_timeout, chunk_size)
-        plan.local_only()
-    except OptionError as exc:  # only submit would refuse these limits or a matrix; solve runs them
+    except OptionError as exc:  # only submit would refuse these limits; solve runs them
         problem = str(exc)
     specs = plan.pending(request.limits)
     sizes = {p.level.hash: p.level.size for p in plan.attempts}

@@ -93,15 +93,6 @@ class Plan:
         hashes = [p.level.hash for p in self.attempts]
         return len(set(hashes)) < len(hashes)
 
-    def local_only(self) -> None:
-        """Raise OptionError if the plan is a matrix: only a local run (solve) makes one so far."""
-        if self.matrix:
-            raise OptionError(
-                "--heuristic",
-                "several heuristics side by side run locally only, for now: use `packsolve solve` "
-                "(or rerun --local), or submit one run per heuristic",
-            )
-
     def pending(self, limits: Limits) -> list[PendingAttempt]:
         """Return the attempts of the valid levels, in pack order: a new run's pending."""
         valid = [p for p in self.attempts if p.level.valid]

@@ -100,8 +100,14 @@ def resume_distributed(
     with session_scope(engine) as session:
         run = resolve_run(session, ref)
         run_id, unsent = run.id, run.sent_at is None
-        hashes = [a.level_hash for a, _ in pending_of(session, run.id) if a.status == Status.QUEUED]
-        pending = stored_pending(session, run, hashes, solvers) if unsent else []
+        queued = {
+            (a.level_hash, a.heuristic) for a, _ in pending_of(session, run.id) if a.status == Status.QUEUED
+        }
+        hashes = list(dict.fromkeys(h for h, _ in queued))
+        # Only the queued attempts: a matrix run's other heuristic of a level may have its result.
+        pending = (
+            [p for p in stored_pending(session, run, hashes, solvers) if p.key in queued] if unsent else []
+        )
         max_tries = tries_cap(run.max_tries)
     if not unsent:
         raise PlanError(

@@ -366,25 +366,31 @@ def start_distributed(
     cluster: Cluster,
     paths: Sequence[str],
     request: Request,
-    chunk_size: int,
+    sending: tuple[int, bool],
     argv: Sequence[str],
 ) -> tuple[NewRun, Sent]:
     """Check the limits and the broker, plan paths, create a distributed run and send it.
 
-    The database is opened (open_db(), which may create it) only once the checks and the plan
-    passed: an unreachable broker or a bad level leaves no database file behind.
+    sending: (the chunk size, 0: chosen; whether to skip the (level, heuristic) attempts decided
+    before, as start_local's skip_solved: NothingToRun if that leaves none). The database is opened
+    (open_db(), which may create it) only once the checks and the plan passed: an unreachable
+    broker or a bad level leaves no database file behind.
     """
+    chunk_size, skip_solved = sending
     check_distributed(request.limits, cluster.visibility_timeout, chunk_size)
     cluster.check_reachable()
     plan = plan_request(paths, request)
-    plan.local_only()
-    options = {"broker": cluster.shown_broker, "queue": cluster.queue}  # status and `workers` name them
+    options: dict[str, Any] = {"broker": cluster.shown_broker, "queue": cluster.queue}  # status, `workers`
     engine = open_db()
+    carried = Carried()
+    if skip_solved:
+        plan, carried = _without_settled(engine, plan)
+        options["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
     if request.relative:  # the limits known only now, from the levels' history, are checked as above
         plan, request = with_relative_limits(engine, plan, request)
         check_distributed(request.limits, cluster.visibility_timeout, chunk_size)
     cluster.check_signing(engine)
-    run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options))
+    run = create(engine, plan, request, Origin(RunMode.DISTRIBUTED, argv, options, carried=carried))
     return run, send(engine, cluster, run, chunk_size)
 
 
@@ -504,7 +510,6 @@ def start_rerun(
         plan = plan_cells(levels, cells, solvers)
     plan, request = with_relative_limits(engine, plan, request)
     if mode == RunMode.DISTRIBUTED:
-        plan.local_only()
         check_distributed(request.limits, cluster.visibility_timeout)
         cluster.check_reachable()
         cluster.check_signing(engine)

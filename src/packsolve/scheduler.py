@@ -203,14 +203,16 @@ def _take_back(
             ):
                 if n:
                     counters.add(session, counters.TAKEN_BACK, outcome, n)
-            by_run: dict[int, list[str]] = {}
+            by_run: dict[int, set[tuple[str, str]]] = {}
             for t in taken:
                 if not (t.lost or t.cancelled):
-                    by_run.setdefault(t.run_id, []).append(t.level_hash)
-            for run_id, hashes in by_run.items():
+                    by_run.setdefault(t.run_id, set()).add(t.key)
+            for run_id, keys in by_run.items():
                 run = session.get(Run, run_id)
                 assert run is not None
-                pending = stored_pending(session, run, hashes)
+                # Only the attempts taken: a run may try a level with several heuristics, and each is its own.
+                hashes = list(dict.fromkeys(h for h, _ in keys))
+                pending = [p for p in stored_pending(session, run, hashes) if p.key in keys]
                 chunk = choose_chunk_size(session, pending, visibility_timeout=cluster.visibility_timeout)
                 batches.append((run_id, pending, tries_cap(run.max_tries, default_max_tries), chunk))
         # Sent after the commit: a crash in between leaves the attempts queued with no task, which

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from packsolve.attempt import Result
-from packsolve.db.attempts import ClaimBy, claim_many, record
+from packsolve.db.attempts import ClaimBy, record
 from packsolve.db.models import Attempt
 from packsolve.db.runs import PlannedAttempt, RunOptions, create_run
 from packsolve.db.session import get_engine, session_scope
@@ -18,6 +18,7 @@ from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.planning import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run
 from packsolve.settings import resolve
 from tests.support.chaos_pack import write_pack
+from tests.support.fencing import claim_levels
 from tests.support.inprocess import invoke
 from tests.support.services import wait_for_run
 from tests.support.waiting import wait_until
@@ -115,9 +116,9 @@ def test_claims_of_a_chunk_get_staggered_deadlines_and_report_skips(sqlite_url):
     engine = get_engine(sqlite_url)
     with session_scope(engine) as s:
         connection = s.connection()  # the worker claims on a Core connection
-        first_two = claim_many(connection, run_id, hashes[:2], ClaimBy("w1", 3, hard_s=10)).verdicts
+        first_two = claim_levels(connection, run_id, hashes[:2], ClaimBy("w1", 3, hard_s=10)).verdicts
         assert first_two == {hashes[0]: "run", hashes[1]: "run"}
-        verdicts = claim_many(connection, run_id, hashes, ClaimBy("w2", 1, hard_s=10)).verdicts
+        verdicts = claim_levels(connection, run_id, hashes, ClaimBy("w2", 1, hard_s=10)).verdicts
     # Under a cap of one: the first started once, so it is lost; the second was claimed with it but
     # never started (so no try is counted), so it runs, as does the third.
     assert verdicts == {hashes[0]: "lost", hashes[1]: "run", hashes[2]: "run"}

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from packsolve.db.attempts import ClaimBy, claim_many
+from packsolve.db.attempts import ClaimBy
 from packsolve.db.models import Attempt
 from packsolve.db.runs import PlannedAttempt, RunOptions, create_run
 from packsolve.db.session import session_scope
@@ -23,7 +23,7 @@ from packsolve.queue import consumer
 from packsolve.queue.consumer import TINY_S, WorkerProcess
 from packsolve.queue.protocol import PendingAttempt, decode, encode
 from packsolve.settings import resolve
-from tests.support.fencing import lease
+from tests.support.fencing import claim_levels, lease
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
@@ -98,7 +98,7 @@ def test_a_refused_claim_kills_its_solver_child_at_once_and_stores_nothing(
     # Another live worker holds the attempt (a duplicate delivery): this worker's claim is refused.
     lease(either_engine, "other@host/1", 60)
     with either_engine.begin() as c:
-        assert claim_many(
+        assert claim_levels(
             c, run_id, [item.level_hash], ClaimBy("other@host", 3, None, "other@host/1")
         ).verdicts == {item.level_hash: "run"}
     before = row(either_engine, run_id, item.level_hash)

@@ -22,14 +22,14 @@ from sqlalchemy import create_engine, select, text, update
 
 from packsolve.attempt import ClaimVerdict
 from packsolve.db import models
-from packsolve.db.attempts import ClaimBy, claim_many
+from packsolve.db.attempts import ClaimBy
 from packsolve.db.models import Attempt, Worker, utcnow
 from packsolve.db.runs import RunOptions, create_run, mark_sent
 from packsolve.db.session import get_engine, session_scope
 from packsolve.levels import make_level
 from packsolve.planning import plan_levels
 from tests.support.chaos_pack import write_pack
-from tests.support.fencing import attempts, scheduler_loop, submit
+from tests.support.fencing import attempts, claim_levels, scheduler_loop, submit
 from tests.support.inprocess import invoke
 from tests.support.services import ROOT, child_env, packsolve_cmd
 from tests.support.waiting import wait_until
@@ -60,15 +60,15 @@ def test_a_claim_takes_its_time_from_the_database_server_not_the_workers_clock(o
     with session_scope(engine) as s:  # a healthy worker: its lease runs 20 s more in the server's clock
         s.add(Worker(name="a@host/1", host="a@host", lease_until=db_time(pg_url) + timedelta(seconds=20)))
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h1], ClaimBy("a@host", 3, 10, "a@host/1")).verdicts == {
+        assert claim_levels(c, run_id, [h1], ClaimBy("a@host", 3, 10, "a@host/1")).verdicts == {
             h1: ClaimVerdict.RUN
         }
     monkeypatch.setattr(models, "CLOCK_OFFSET", timedelta(seconds=offset), raising=False)
     with engine.begin() as c:  # a redelivery to a worker whose clock is off
-        assert claim_many(c, run_id, [h1], ClaimBy("b@host", 3, 10, "b@host/2")).verdicts == {
+        assert claim_levels(c, run_id, [h1], ClaimBy("b@host", 3, 10, "b@host/2")).verdicts == {
             h1: ClaimVerdict.SKIP
         }
-        assert claim_many(c, run_id, [h2], ClaimBy("b@host", 3, 10, "b@host/2")).verdicts == {
+        assert claim_levels(c, run_id, [h2], ClaimBy("b@host", 3, 10, "b@host/2")).verdicts == {
             h2: ClaimVerdict.RUN
         }
     server = db_time(pg_url)

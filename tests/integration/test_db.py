@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import inspect, select
 
 from packsolve.attempt import ClaimVerdict, Result
-from packsolve.db.attempts import ClaimBy, claim_many, record
+from packsolve.db.attempts import ClaimBy, record
 from packsolve.db.migrate import current_revision, head_revision, upgrade
 from packsolve.db.models import Attempt, Run
 from packsolve.db.runs import RunOptions, create_run, status_counts
@@ -15,6 +15,7 @@ from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.planning import plan_levels
 from packsolve.puzzles import get_kind
+from tests.support.fencing import claim_levels
 
 LEVELS = [
     make_level("a", {"kind": "onestroke", "grid": ["S.."]}),
@@ -51,7 +52,7 @@ def test_results_are_idempotent_and_a_late_duplicate_never_overwrites(db_url):
         run_id = create_run(s, plan_levels(LEVELS[:2], None).attempts, RunOptions(mode="distributed"))
     a, b = LEVELS[0].hash, LEVELS[1].hash
     with session_scope(engine) as s:
-        assert claim_many(s.connection(), run_id, [a], ClaimBy("w1", max_tries=3)).verdicts == {
+        assert claim_levels(s.connection(), run_id, [a], ClaimBy("w1", max_tries=3)).verdicts == {
             a: ClaimVerdict.RUN
         }
         first = Outcome(Status.SOLVED, [[0, 0], [0, 1], [0, 2]], SearchStats(3, 0.1, 0.1, 10))
@@ -59,7 +60,7 @@ def test_results_are_idempotent_and_a_late_duplicate_never_overwrites(db_url):
     with session_scope(engine) as s:
         late = Outcome(Status.TIMEOUT, None, SearchStats(99, 9, 9, 9), "late duplicate")
         assert record(s, [Result(run_id, a, late, None, "w2")]) == 0
-        assert claim_many(s.connection(), run_id, [a], ClaimBy("w2", max_tries=3)).verdicts == {
+        assert claim_levels(s.connection(), run_id, [a], ClaimBy("w2", max_tries=3)).verdicts == {
             a: ClaimVerdict.SKIP
         }
         row = s.scalars(select(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == a)).one()
@@ -79,7 +80,7 @@ def test_a_task_delivered_too_often_becomes_lost(db_url):
     h = LEVELS[0].hash
     with session_scope(engine) as s:
         verdicts = [
-            claim_many(s.connection(), run_id, [h], ClaimBy(f"w{i}", max_tries=2)).verdicts[h]
+            claim_levels(s.connection(), run_id, [h], ClaimBy(f"w{i}", max_tries=2)).verdicts[h]
             for i in range(3)
         ]
         assert verdicts == [ClaimVerdict.RUN, ClaimVerdict.RUN, ClaimVerdict.LOST]

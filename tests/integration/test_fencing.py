@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select, update
 
 from packsolve.attempt import ClaimVerdict, Result
-from packsolve.db.attempts import ClaimBy, claim_many, record, stale_of
+from packsolve.db.attempts import ClaimBy, record, stale_of
 from packsolve.db.models import Attempt, Run, utcnow
 from packsolve.db.reconcile import stale_attempts, take_stale
 from packsolve.db.runs import RunOptions, cancel_pending, create_run, mark_sent
@@ -22,7 +22,7 @@ from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.planning import plan_levels
 from packsolve.runstate import RunState
-from tests.support.fencing import lease, sent_run_of
+from tests.support.fencing import claim_levels, hold_levels, lease, sent_run_of
 
 LEVELS = [make_level(f"l{i}", {"kind": "coins", "notes": [1, 5, 10], "target": 7 + i}) for i in range(3)]
 SOLVED = Outcome(Status.SOLVED, [5, 1, 1], SearchStats(3, 0.01, 0.01, 1.0))
@@ -60,17 +60,17 @@ def test_a_stale_claims_result_is_refused_and_the_current_claims_result_lands(en
     lease(engine, "a@host/1", 30)
     lease(engine, "b@host/2", 30)
     with engine.begin() as c:
-        claimed_a = claim_many(c, run_id, [h], ClaimBy("a@host", 3, 20, "a@host/1"))
+        claimed_a = claim_levels(c, run_id, [h], ClaimBy("a@host", 3, 20, "a@host/1"))
     assert claimed_a.verdicts == {h: ClaimVerdict.RUN}
     tokens_a = claimed_a.tokens
     with engine.begin() as c:  # a live holder's claim is its own: nobody takes it over
-        assert claim_many(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2")).verdicts == {
+        assert claim_levels(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2")).verdicts == {
             h: ClaimVerdict.SKIP
         }
     lease(engine, "a@host/1", -1)  # a is frozen past its lease
     assert [t.level_hash for t in reconcile_db(engine)] == [h]
     with engine.begin() as c:
-        claimed_b = claim_many(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2"))
+        claimed_b = claim_levels(c, run_id, [h], ClaimBy("b@host", 3, 20, "b@host/2"))
     assert claimed_b.verdicts == {h: ClaimVerdict.RUN}
     tokens_b = claimed_b.tokens
     assert tokens_b[h] == tokens_a[h] + 1
@@ -89,15 +89,14 @@ def test_a_stale_claims_result_is_refused_and_the_current_claims_result_lands(en
 
 def test_a_dead_holders_claim_without_a_time_limit_and_its_waiting_chunk_come_back(engine):
     """Defects 2 and 8: no deadline needed; the queued rest of its chunk is taken back too."""
-    from packsolve.db.attempts import hold
 
     run_id, (h1, h2, h3) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h1], ClaimBy("a@host", 3, None, "a@host/1")).verdicts == {
+        assert claim_levels(c, run_id, [h1], ClaimBy("a@host", 3, None, "a@host/1")).verdicts == {
             h1: ClaimVerdict.RUN
         }
-        hold(c, run_id, [h2], "a@host/1")
+        hold_levels(c, run_id, [h2], "a@host/1")
     assert reconcile_db(engine) == []  # alive: nothing to take
     lease(engine, "a@host/1", -1)
     taken = reconcile_db(engine)
@@ -132,7 +131,7 @@ def test_cancel_holds_when_the_worker_of_a_running_attempt_dies(engine):
     run_id, (h1, *_) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        claim_many(c, run_id, [h1], ClaimBy("a@host", 3, 20, "a@host/1"))
+        claim_levels(c, run_id, [h1], ClaimBy("a@host", 3, 20, "a@host/1"))
     with session_scope(engine) as s:
         assert cancel_pending(s, run_id, "cancelled by the user before it ran") == 2
     lease(engine, "a@host/1", -1)  # killed right after the cancel

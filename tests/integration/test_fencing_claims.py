@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from packsolve.attempt import ClaimVerdict, Result
-from packsolve.db.attempts import ClaimBy, claim_many, record, start
+from packsolve.db.attempts import ClaimBy, record, start
 from packsolve.db.models import Attempt, Run, utcnow
 from packsolve.db.reconcile import stale_attempts, take_stale
 from packsolve.db.runs import cancel_pending
@@ -21,7 +21,7 @@ from packsolve.db.session import session_scope
 from packsolve.levels import make_level
 from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.runstate import RunState
-from tests.support.fencing import lease, sent_run_of
+from tests.support.fencing import claim_levels, hold_levels, lease, level_keys, sent_run_of
 
 LEVELS = [make_level(f"l{i}", {"kind": "coins", "notes": [1, 5, 10], "target": 7 + i}) for i in range(4)]
 SOLVED = Outcome(Status.SOLVED, [5, 1, 1], SearchStats(3, 0.01, 0.01, 1.0))
@@ -54,14 +54,14 @@ def test_a_retried_claim_whose_answer_was_lost_reads_back_what_it_holds_and_runs
     run_id, (h, *_) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        first = claim_many(c, run_id, [h], ClaimBy("a@host", 3, None, "a@host/1"))
+        first = claim_levels(c, run_id, [h], ClaimBy("a@host", 3, None, "a@host/1"))
     assert first.verdicts == {h: ClaimVerdict.RUN}
     with engine.begin() as c:  # the same claim again, as db.retry.in_transaction sends it after a lost answer
-        retried = claim_many(c, run_id, [h], ClaimBy("a@host", 3, None, "a@host/1"))
+        retried = claim_levels(c, run_id, [h], ClaimBy("a@host", 3, None, "a@host/1"))
     assert retried == first  # the same claim: its token, not a new try
     assert rows(engine, run_id)[h].tries == 1
     with engine.begin() as c:  # another live worker still cannot take it
-        assert claim_many(c, run_id, [h], ClaimBy("b@host", 3, None, "b@host/2")).verdicts == {
+        assert claim_levels(c, run_id, [h], ClaimBy("b@host", 3, None, "b@host/2")).verdicts == {
             h: ClaimVerdict.SKIP
         }
     with engine.begin() as c:
@@ -71,7 +71,6 @@ def test_a_retried_claim_whose_answer_was_lost_reads_back_what_it_holds_and_runs
 
 def test_a_lease_renewal_gives_back_at_once_the_claims_its_process_does_not_run(engine):
     """Items 9 and 10: what the database holds for a live process that does not run it goes back."""
-    from packsolve.db.attempts import hold
     from packsolve.queue.claiming import ClaimConnection
     from packsolve.queue.lease import Lease
 
@@ -79,11 +78,12 @@ def test_a_lease_renewal_gives_back_at_once_the_claims_its_process_does_not_run(
     mine = Lease(ClaimConnection(engine), "a@host", ttl_s=30)
     mine.start()
     try:
-        mine.own(run_id, [h1])  # what the process works on now
+        with engine.connect() as c:
+            mine.own(run_id, level_keys(c, run_id, [h1]))  # what the process works on now
         with engine.begin() as c:
-            claim_many(c, run_id, [h1], ClaimBy("a@host", 3, None, mine.name))
-            claim_many(c, run_id, [h2], ClaimBy("a@host", 3, None, mine.name))  # a task that failed midway
-            hold(c, run_id, [h3], mine.name)  # the rest of that task's chunk
+            claim_levels(c, run_id, [h1], ClaimBy("a@host", 3, None, mine.name))
+            claim_levels(c, run_id, [h2], ClaimBy("a@host", 3, None, mine.name))  # a task that failed midway
+            hold_levels(c, run_id, [h3], mine.name)  # the rest of that task's chunk
         assert reconcile_db(engine) == []  # the lease is alive: nothing taken yet
         mine.renew()
         taken = {t.level_hash: t.lost for t in reconcile_db(engine)}
@@ -100,13 +100,13 @@ def test_a_claim_of_an_attempt_of_a_cancelled_run_fails_and_the_attempt_becomes_
     run_id, (h1, h2, *_) = sent_run(engine)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        claim_many(c, run_id, [h1], ClaimBy("a@host", 3, None, "a@host/1"))
+        claim_levels(c, run_id, [h1], ClaimBy("a@host", 3, None, "a@host/1"))
     with session_scope(engine) as s:
         cancel_pending(s, run_id, "cancelled by the user before it ran")
     lease(engine, "a@host/1", -1)  # the pool process is killed; its task comes back at once
     lease(engine, "a@host/2", 30)
     with engine.begin() as c:
-        assert claim_many(c, run_id, [h1, h2], ClaimBy("a@host", 3, None, "a@host/2")).verdicts == {
+        assert claim_levels(c, run_id, [h1, h2], ClaimBy("a@host", 3, None, "a@host/2")).verdicts == {
             h1: ClaimVerdict.CANCELLED,
             h2: ClaimVerdict.SKIP,
         }
@@ -123,12 +123,12 @@ def test_only_an_attempt_that_started_counts_a_try_when_its_worker_dies_holding_
     run_id, (h1, h2, h3, h4) = sent_run(engine, max_tries=1)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        claimed = claim_many(c, run_id, [h1, h2, h3, h4], ClaimBy("a@host", 1, 10, "a@host/1"))
+        claimed = claim_levels(c, run_id, [h1, h2, h3, h4], ClaimBy("a@host", 1, 10, "a@host/1"))
     assert set(claimed.verdicts.values()) == {ClaimVerdict.RUN}
     tokens = claimed.tokens
     # h1 ran; when it ended h2 started (its start is written); then the worker dies in h2.
     with engine.begin() as c:
-        start(c, [(run_id, h2, tokens[h2])])
+        start(c, [(run_id, *level_keys(c, run_id, [h2]), tokens[h2])])
         assert record(c, [Result(run_id, h1, SOLVED, 3, "a@host", token=tokens[h1])]) == 1
     assert [rows(engine, run_id)[h].tries for h in (h1, h2, h3, h4)] == [1, 1, 0, 0]
     lease(engine, "a@host/1", -1)
@@ -140,7 +140,7 @@ def test_only_an_attempt_that_started_counts_a_try_when_its_worker_dies_holding_
     # A stale claim's result stays refused though its attempt's try count did not move.
     lease(engine, "b@host/2", 30)
     with engine.begin() as c:
-        again = claim_many(c, run_id, [h3], ClaimBy("b@host", 1, 10, "b@host/2"))
+        again = claim_levels(c, run_id, [h3], ClaimBy("b@host", 1, 10, "b@host/2"))
         assert again.verdicts == {h3: ClaimVerdict.RUN}
         assert record(c, [Result(run_id, h3, SOLVED, 3, "a@host", token=tokens[h3])]) == 0
         assert record(c, [Result(run_id, h3, SOLVED, 3, "b@host", token=again.tokens[h3])]) == 1
@@ -152,26 +152,26 @@ def test_the_claim_path_answers_each_verdict_run_skip_lost_and_cancelled(engine)
     run_id, (h_run, h_skip, h_lost, _) = sent_run(engine, max_tries=1)
     lease(engine, "a@host/1", 30)
     with engine.begin() as c:
-        first = claim_many(c, run_id, [h_skip], ClaimBy("a@host", 1, None, "a@host/1"))
+        first = claim_levels(c, run_id, [h_skip], ClaimBy("a@host", 1, None, "a@host/1"))
         assert record(c, [Result(run_id, h_skip, SOLVED, 3, "a@host", token=first.tokens[h_skip])]) == 1
-        claim_many(c, run_id, [h_lost], ClaimBy("a@host", 1, None, "a@host/1"))
+        claim_levels(c, run_id, [h_lost], ClaimBy("a@host", 1, None, "a@host/1"))
     lease(engine, "a@host/1", -1)  # its process died running h_lost, whose one try is spent
     lease(engine, "b@host/2", 30)
     by_b = ClaimBy("b@host", 1, None, "b@host/2")
     with engine.begin() as c:
-        answer = claim_many(c, run_id, [h_run, h_skip, h_lost], by_b)
+        answer = claim_levels(c, run_id, [h_run, h_skip, h_lost], by_b)
     assert answer.verdicts == {h_run: ClaimVerdict.RUN, h_skip: ClaimVerdict.SKIP, h_lost: ClaimVerdict.LOST}
     assert answer.runs(h_run) and not answer.runs(h_skip) and set(answer.tokens) == {h_run}
     assert rows(engine, run_id)[h_lost].status == Status.LOST
     cancelled_id, (h, *_) = sent_run(engine)
     lease(engine, "a@host/3", 30)
     with engine.begin() as c:  # running when its run is cancelled: left to its worker, which dies
-        claim_many(c, cancelled_id, [h], ClaimBy("a@host", 3, None, "a@host/3"))
+        claim_levels(c, cancelled_id, [h], ClaimBy("a@host", 3, None, "a@host/3"))
     with session_scope(engine) as s:
         cancel_pending(s, cancelled_id, "cancelled by the user before it ran")
     lease(engine, "a@host/3", -1)
     with engine.begin() as c:
-        late = claim_many(c, cancelled_id, [h], by_b)
+        late = claim_levels(c, cancelled_id, [h], by_b)
     assert late.verdicts == {h: ClaimVerdict.CANCELLED} and not late.runs(h)
     seen = {*answer.verdicts.values(), *late.verdicts.values()}
     assert seen == set(ClaimVerdict)

@@ -1,6 +1,6 @@
-"""A run of several heuristics side by side (`solve --heuristic a,b,c`, issue 36): each (level, heuristic)
-gives what a run of that heuristic alone gives; the matrix is ordered level by level; rerun, --skip-solved
-and resume take its cells one by one."""
+"""A run of several heuristics side by side (`solve --heuristic a,b,c`, issue 36; on workers:
+test_matrix_distributed): each (level, heuristic) gives what a run of that heuristic alone gives; the
+matrix is ordered level by level; rerun, --skip-solved and resume take its cells one by one."""
 
 from __future__ import annotations
 
@@ -160,14 +160,6 @@ def test_a_matrix_run_gives_each_heuristic_what_its_own_run_gives(tmp_path: Path
     assert timed_out and set(cells(exported(child, env))) == timed_out
 
 
-def test_a_matrix_is_refused_for_a_distributed_run_in_one_line(tmp_path: Path, sqlite_url: str) -> None:
-    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": "redis://127.0.0.1:6379/15"}
-    out = invoke("submit", str(pack(tmp_path)), "--heuristic", MATRIX, env=env)
-    assert out.returncode == 2
-    assert "several heuristics side by side run locally only" in out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1
-
-
 def test_check_counts_a_matrix_s_levels_once_and_its_heuristics_each(tmp_path: Path, sqlite_url: str) -> None:
     env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
     out = invoke("check", str(pack(tmp_path)), "--heuristic", MATRIX, "--format", "json", env=env)
@@ -179,7 +171,7 @@ def test_check_counts_a_matrix_s_levels_once_and_its_heuristics_each(tmp_path: P
     for kind, names in (("sudoku", SUDOKU), ("sliding", SLIDING)):
         entry = check["kinds"][kind]
         assert entry["heuristics"] == {name: entry["levels"] for name in names}
-    assert "run locally only" in check["distributed"]["problem"]
+    assert check["distributed"]["problem"] is None  # submit sends a matrix too
     # solve says both counts as it starts.
     out = invoke(
         "solve", str(pack(tmp_path / "solve")), "--heuristic", MATRIX, "--node-limit", NODE_LIMIT, env=env

@@ -13,6 +13,7 @@ import pytest
 import redis
 from sqlalchemy import select
 
+from packsolve.db.attempts import ClaimBy, Claimed, claim_many, hold
 from packsolve.db.models import Attempt, Worker, utcnow
 from packsolve.db.runs import RunOptions, create_run, mark_sent
 from packsolve.db.session import get_engine, session_scope
@@ -121,3 +122,28 @@ def lease(engine, name: str, seconds: float) -> None:
         row = s.get(Worker, name) or Worker(name=name, host=name.split("/")[0])
         row.lease_until = utcnow() + timedelta(seconds=seconds)
         s.add(row)
+
+
+def level_keys(connection, run_id: int, hashes: Sequence[str]) -> list[tuple[str, str]]:
+    """Return the attempt (level hash, heuristic) of each level of a run that tries each level once."""
+    rows = connection.execute(
+        select(Attempt.level_hash, Attempt.heuristic).where(
+            Attempt.run_id == run_id, Attempt.level_hash.in_(list(hashes))
+        )
+    ).all()
+    heuristics = dict(rows)
+    assert len(heuristics) == len(rows), "a run of one heuristic per level"
+    return [(h, heuristics.get(h, "")) for h in hashes]
+
+
+def claim_levels(
+    connection, run_id: int, hashes: Sequence[str], by: ClaimBy, start_first: bool = True
+) -> Claimed:
+    """Return claim_many of these levels' attempts (a run of one heuristic per level), keyed by level hash."""
+    got = claim_many(connection, run_id, level_keys(connection, run_id, hashes), by, start_first)
+    return Claimed({h: v for (h, _), v in got.verdicts.items()}, {h: t for (h, _), t in got.tokens.items()})
+
+
+def hold_levels(connection, run_id: int, hashes: Sequence[str], holder: str) -> None:
+    """Hold these levels' queued attempts (a run of one heuristic per level) for holder (db.attempts.hold)."""
+    hold(connection, run_id, level_keys(connection, run_id, hashes), holder)

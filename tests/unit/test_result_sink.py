@@ -82,5 +82,5 @@ def test_a_background_sinks_failed_write_is_tried_again_by_its_timer():
     writes = Writes(fail=1)
     sink = ResultSink(writes, FlushPolicy(every_s=0.1, batch=100), background=True)
     sink.add(result(1))
-    assert sink.held() == {(1, result(1).level_hash)}
+    assert sink.held() == {(1, result(1).level_hash, None)}
     assert writes.done.wait(5) and [len(b) for b in writes.batches] == [1]

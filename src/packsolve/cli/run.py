@@ -95,10 +95,7 @@ def solve(
         err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
         return
     print_plan_notes(run)
-    to_run = len(run.pending)
-    levels = len({p.level_hash for p in run.pending})
-    # A matrix (--heuristic a,b) tries each level with several heuristics: both counts said.
-    what = f"{to_run} level(s)" if levels == to_run else f"{to_run} attempt(s) ({levels} level(s))"
+    what = counted(len(run.pending), len({p.level_hash for p in run.pending}))
     err_console.print(f"run {run.id}: {what} to run, {jobs} process(es)", highlight=False)
     _solve_and_summarise(
         engine, run, jobs, invocation, quiet, fmt, progress_every, fail_on, (notify_command, notify_url)
@@ -163,6 +160,11 @@ def _solve_and_summarise(
     help="Return once the workers finished the run; exit 1 if a level ended in a --fail-on status "
     "(--notify waits too).",
 )
+@click.option(
+    "--skip-solved",
+    is_flag=True,
+    help="Leave out levels already solved (or proved unsolvable) with the same heuristic in an earlier run.",
+)
 @wait_fail_on_option
 @notify_options
 @with_cluster("create")
@@ -171,6 +173,7 @@ def submit(
     paths: tuple[str, ...],
     max_tries: int | None,
     chunk_size: int,
+    skip_solved: bool,
     wait: bool,
     fail_on: tuple[str, ...],
     notify_command: str | None,
@@ -184,14 +187,18 @@ def submit(
     request = run_request(opts, max_tries)
     check_paths(paths)
     cluster = invocation.cluster
-    run, sent = runs.start_distributed(
-        lambda: invocation.engine, cluster, paths, request, chunk_size, sys.argv[1:]
-    )
+    try:
+        run, sent = runs.start_distributed(
+            lambda: invocation.engine, cluster, paths, request, (chunk_size, skip_solved), sys.argv[1:]
+        )
+    except runs.NothingToRun as exc:
+        err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)
+        return
     engine = invocation.engine  # the one start_distributed opened
     print_plan_notes(run)
     err_console.print(
-        f"run {run.id}: {run.total} level(s), {sent.tasks} task(s) of up to {sent.chunk_size} enqueued in "
-        f"{sent.seconds:.2f} s, {run.invalid} invalid",
+        f"run {run.id}: {counted(run.total, len(run.sizes))}, {sent.tasks} task(s) of up to "
+        f"{sent.chunk_size} enqueued in {sent.seconds:.2f} s, {run.invalid} invalid",
         highlight=False,
     )
     for line in destinations(invocation.settings):
@@ -314,7 +321,8 @@ def rerun(
     print_plan_notes(child)
     notify_to = (notify_command, notify_url)
     if processes is not None:
-        err_console.print(f"run {child.id}: rerun of {run}, {child.total} level(s), {processes} process(es)")
+        what = counted(child.total, len(child.sizes))
+        err_console.print(f"run {child.id}: rerun of {run}, {what}, {processes} process(es)")
         # Progress goes to stderr whatever the format, as solve's does: stdout keeps its one document.
         _solve_and_summarise(
             engine, child, processes, invocation, quiet, fmt, progress_every, notify_to=notify_to
@@ -324,9 +332,8 @@ def rerun(
         click.echo(child.id)
         return
     sent = runs.send(engine, cluster, child)
-    err_console.print(
-        f"run {child.id}: rerun of {run}, {child.total} level(s), {sent.tasks} task(s) enqueued"
-    )
+    what = counted(child.total, len(child.sizes))
+    err_console.print(f"run {child.id}: rerun of {run}, {what}, {sent.tasks} task(s) enqueued")
     if fmt != "table":  # one document, as the local rerun's summary is
         emit({"run": child.id, "rerun_of": run, "levels": child.total, "tasks": sent.tasks}, fmt, str)
     else:
@@ -436,3 +443,11 @@ def cancel(invocation: Invocation, run: str):
         )
     else:
         click.echo(f"run {done.run_id}: {done.cancelled} queued attempt(s) cancelled")
+
+
+def counted(attempts: int, levels: int) -> str:
+    """Return how many levels a run tries, and how many attempts where a matrix (--heuristic a,b) tries
+    some level with several heuristics: both counts said."""
+    if not levels or levels >= attempts:  # levels 0: not known (a run resumed)
+        return f"{attempts} level(s)"
+    return f"{attempts} attempt(s) ({levels} level(s))"

@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import BindParameter
 
-from packsolve.attempt import ClaimVerdict, Result
+from packsolve.attempt import AttemptKey, ClaimVerdict, Result
 from packsolve.db.models import Run, utcnow
 from packsolve.db.run_counts import fold
 from packsolve.db.runs import finish_run_if_done
@@ -114,7 +114,7 @@ def _statements(postgresql: bool) -> _Statements:
         )
         .returning(ATTEMPTS.c.level_hash),
         start=update(ATTEMPTS)
-        .where(ATTEMPTS.c.run_id == bindparam("c_run"), ATTEMPTS.c.level_hash == bindparam("c_hash"))
+        .where(ATTEMPTS.c.run_id == bindparam("c_run"), _match(True))
         .where(running, ATTEMPTS.c.claims == bindparam("c_token"), ATTEMPTS.c.started_at.is_(None))
         .values(tries=ATTEMPTS.c.tries + 1, started_at=now),
         now=now,
@@ -123,9 +123,12 @@ def _statements(postgresql: bool) -> _Statements:
 
 
 def _match(one: bool) -> Any:
+    """The attempts a claim names: of one heuristic (c_heuristic), one level (c_hash) or several
+    (c_hashes). A run may try a level with several heuristics: each is its own attempt."""
+    heuristic = ATTEMPTS.c.heuristic == bindparam("c_heuristic")
     if one:
-        return ATTEMPTS.c.level_hash == bindparam("c_hash")
-    return ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True))
+        return and_(ATTEMPTS.c.level_hash == bindparam("c_hash"), heuristic)
+    return and_(ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True)), heuristic)
 
 
 _BUILT: dict[bool, _Statements] = {}
@@ -133,18 +136,30 @@ _BUILT: dict[bool, _Statements] = {}
 # while the holder's lease lasts, and takes it back once it has lapsed).
 _HOLD = (
     update(ATTEMPTS)
-    .where(ATTEMPTS.c.run_id == bindparam("c_run"))
-    .where(ATTEMPTS.c.level_hash.in_(bindparam("c_hashes", expanding=True)))
+    .where(ATTEMPTS.c.run_id == bindparam("c_run"), _match(False))
     .where(ATTEMPTS.c.status == _QUEUED)
     .values(holder=bindparam("c_holder"))
 )
 
 
-def hold(connection: Connection, run_id: int, level_hashes: Sequence[str], holder: str) -> None:
-    """Mark the queued attempts of a chunk as waiting for holder (see _HOLD)."""
-    hashes = list(dict.fromkeys(level_hashes))
-    for i in range(0, len(hashes), BATCH):
-        connection.execute(_HOLD, {"c_run": run_id, "c_hashes": hashes[i : i + BATCH], "c_holder": holder})
+def by_heuristic(keys: Iterable[AttemptKey]) -> dict[str, list[str]]:
+    """Return the level hashes of these attempts per heuristic, each once, in the order given.
+
+    What a statement of one heuristic (c_heuristic) and its levels (c_hashes) is run with: a
+    run of one heuristic, as every run was before matrices, makes one statement, as it did.
+    """
+    out: dict[str, list[str]] = {}
+    for h, heuristic in dict.fromkeys(keys):
+        out.setdefault(heuristic, []).append(h)
+    return out
+
+
+def hold(connection: Connection, run_id: int, keys: Sequence[AttemptKey], holder: str) -> None:
+    """Mark the queued attempts of a chunk (level hash, heuristic) as waiting for holder (see _HOLD)."""
+    for heuristic, hashes in by_heuristic(keys).items():
+        for i in range(0, len(hashes), BATCH):
+            params = {"c_run": run_id, "c_hashes": hashes[i : i + BATCH], "c_heuristic": heuristic}
+            connection.execute(_HOLD, {**params, "c_holder": holder})
 
 
 @dataclass(frozen=True)
@@ -160,29 +175,31 @@ class ClaimBy:
 
 @dataclass(frozen=True)
 class Claimed:
-    """What a claim answered: a verdict per level hash, and the fencing token of each attempt
-    claimed (its result must carry it)."""
+    """What a claim answered: a verdict per attempt (level hash, heuristic), and the fencing token of
+    each attempt claimed (its result must carry it)."""
 
-    verdicts: dict[str, ClaimVerdict] = field(default_factory=dict)
-    tokens: dict[str, int] = field(default_factory=dict)
+    verdicts: dict[AttemptKey, ClaimVerdict] = field(default_factory=dict)
+    tokens: dict[AttemptKey, int] = field(default_factory=dict)
 
-    def runs(self, level_hash: str) -> bool:
-        return self.verdicts.get(level_hash) is ClaimVerdict.RUN
+    def runs(self, key: AttemptKey) -> bool:
+        return self.verdicts.get(key) is ClaimVerdict.RUN
 
 
 def claim_many(
     connection: Connection,
     run_id: int,
-    level_hashes: Sequence[str],
+    keys: Sequence[AttemptKey],
     by: ClaimBy,
     start_first: bool = True,
 ) -> Claimed:
     """Claim attempts that will run one after the other, in order; return the verdicts and tokens.
 
+    keys: each attempt's (level hash, heuristic): a run may try a level with several
+    heuristics, and each is an attempt of its own, claimed, fenced and written on its own.
     A verdict is a ClaimVerdict: run (now running for this worker), skip (final, or held
     by another worker whose lease is alive), cancelled (its run was
     cancelled: the attempt is now too) or lost. by.holder names the worker
-    process (its lease); each claimed hash gets a fencing token, which its
+    process (its lease); each claimed attempt gets a fencing token, which its
     result must carry (Result.token). A claim this holder
     already has (a retry whose first answer was lost) is read back, with its
     token. The first attempt claimed counts a try (it starts now; with
@@ -194,45 +211,49 @@ def claim_many(
     later than k hard limits from now (each before it is killed at its hard
     limit), so its deadline is set that far ahead, and the scheduler never
     takes a queued-up one for a dead worker's. Times are the database server's.
+    One statement per heuristic named (per BATCH levels).
     """
-    hashes = list(dict.fromkeys(level_hashes))
-    verdicts = dict.fromkeys(hashes, ClaimVerdict.SKIP)
+    ordered = list(dict.fromkeys(keys))
+    place = {key: k for k, key in enumerate(ordered)}  # the k-th to run: its deadline k + 1 hard limits on
+    verdicts = dict.fromkeys(ordered, ClaimVerdict.SKIP)
     worker, max_tries, hard_s, holder = by.worker, by.max_tries, by.hard_s, by.holder
     st = _statements(connection.dialect.name == "postgresql")
     now = utcnow()
-    claimed: dict[str, int] = {}
-    started: set[str] = set()  # claimed alone: started, its try counted by the claim
-    for i in range(0, len(hashes), BATCH):
-        chunk = hashes[i : i + BATCH]
-        params: dict[str, Any] = {
-            "c_run": run_id,
-            "c_max": max_tries,
-            "c_worker": worker,
-            "c_now": now,
-            "c_holder": holder,
-        }
-        if len(hashes) == 1:
-            stmt = st.claim_one
-            params["c_hash"] = chunk[0]
-            params["c_hard"] = None if hard_s is None else timedelta(seconds=hard_s)
-            params["c_deadline"] = None if hard_s is None else now + timedelta(seconds=hard_s)
-            started.add(chunk[0])
-        else:
-            params["c_hashes"] = chunk
-            deadline: Any = None
-            if hard_s is not None:
-                steps = {h: _deadline(st, now, hard_s * (i + k + 1)) for k, h in enumerate(chunk)}
-                deadline = case(steps, value=ATTEMPTS.c.level_hash)
-            stmt = st.claim_many.values(deadline=deadline)
-        got = {h: t for h, t in connection.execute(stmt, params)}
-        claimed.update(got)
-        rest = [h for h in chunk if h not in got]
-        if rest:
-            mine, settled = _the_rest(connection, st, run_id, rest, by, now)
-            claimed.update(mine)
-            verdicts.update(settled)
+    claimed: dict[AttemptKey, int] = {}
+    started: set[AttemptKey] = set()  # claimed alone: started, its try counted by the claim
+    for heuristic, hashes in by_heuristic(ordered).items():
+        for i in range(0, len(hashes), BATCH):
+            chunk = hashes[i : i + BATCH]
+            params: dict[str, Any] = {
+                "c_run": run_id,
+                "c_max": max_tries,
+                "c_worker": worker,
+                "c_now": now,
+                "c_holder": holder,
+                "c_heuristic": heuristic,
+            }
+            if len(ordered) == 1:
+                stmt = st.claim_one
+                params["c_hash"] = chunk[0]
+                params["c_hard"] = None if hard_s is None else timedelta(seconds=hard_s)
+                params["c_deadline"] = None if hard_s is None else now + timedelta(seconds=hard_s)
+                started.add(ordered[0])
+            else:
+                params["c_hashes"] = chunk
+                deadline: Any = None
+                if hard_s is not None:
+                    steps = {h: _deadline(st, now, hard_s * (place[h, heuristic] + 1)) for h in chunk}
+                    deadline = case(steps, value=ATTEMPTS.c.level_hash)
+                stmt = st.claim_many.values(deadline=deadline)
+            got = {(h, heuristic): t for h, t in connection.execute(stmt, params)}
+            claimed.update(got)
+            rest = [h for h in chunk if (h, heuristic) not in got]
+            if rest:
+                mine, settled = _the_rest(connection, st, run_id, (heuristic, rest), by, now)
+                claimed.update(mine)
+                verdicts.update(settled)
     verdicts.update(dict.fromkeys(claimed, ClaimVerdict.RUN))
-    first = next((h for h in hashes if h in claimed), None)
+    first = next((key for key in ordered if key in claimed), None)
     if start_first and first is not None and first not in started:
         # The first of a group starts now: its try counts.
         start(connection, [(run_id, first, claimed[first])])
@@ -250,8 +271,8 @@ def _deadline(st: _Statements, now: datetime, hard_s: float) -> Any:
     )
 
 
-def start(db: Session | Connection, starts: Sequence[tuple[int, str, int]]) -> None:
-    """Count the try of each claimed attempt (run id, level hash, token) that started; once each.
+def start(db: Session | Connection, starts: Sequence[tuple[int, AttemptKey, int]]) -> None:
+    """Count the try of each claimed attempt (run id, (level hash, heuristic), token) that started; once each.
 
     An attempt no longer running under that claim is left alone.
     """
@@ -260,32 +281,48 @@ def start(db: Session | Connection, starts: Sequence[tuple[int, str, int]]) -> N
     bind = db.get_bind() if isinstance(db, Session) else db
     st = _statements(bind.dialect.name == "postgresql")
     now = utcnow()
-    rows = [{"c_run": r, "c_hash": h, "c_token": t, "c_now": now} for r, h, t in starts]
+    rows = [
+        {"c_run": r, "c_hash": h, "c_heuristic": heuristic, "c_token": t, "c_now": now}
+        for r, (h, heuristic), t in starts
+    ]
     db.execute(st.start, rows[0] if len(rows) == 1 else rows)
 
 
 def _the_rest(
-    connection: Connection, st: _Statements, run_id: int, rest: list[str], by: ClaimBy, now: datetime
-) -> tuple[dict[str, int], dict[str, ClaimVerdict]]:
-    """Settle the hashes a claim did not take: cancel those of a cancelled run, read back those this
-    holder already has, mark lost those past the cap. Return (tokens of those read back, verdicts of
-    those cancelled or lost)."""
+    connection: Connection,
+    st: _Statements,
+    run_id: int,
+    rest: tuple[str, list[str]],
+    by: ClaimBy,
+    now: datetime,
+) -> tuple[dict[AttemptKey, int], dict[AttemptKey, ClaimVerdict]]:
+    """Settle the attempts a claim did not take (rest: a heuristic and its level hashes): cancel those
+    of a cancelled run, read back those this holder already has, mark lost those past the cap.
+    Return (tokens of those read back, verdicts of those cancelled or lost)."""
+    heuristic, hashes = rest
     holder, max_tries = by.holder, by.max_tries
-    params: dict[str, Any] = {"c_run": run_id, "c_hashes": rest, "c_now": now, "c_holder": holder}
-    cancelled = connection.scalars(st.cancel, params).all()
-    verdicts = dict.fromkeys(cancelled, ClaimVerdict.CANCELLED)
-    mine: dict[str, int] = {}
+    params: dict[str, Any] = {
+        "c_run": run_id,
+        "c_hashes": hashes,
+        "c_heuristic": heuristic,
+        "c_now": now,
+        "c_holder": holder,
+    }
+    cancelled = set(connection.scalars(st.cancel, params).all())
+    verdicts = {(h, heuristic): ClaimVerdict.CANCELLED for h in cancelled}
+    mine: dict[AttemptKey, int] = {}
     if holder is not None:
         rows = connection.execute(
             select(ATTEMPTS.c.level_hash, ATTEMPTS.c.claims).where(
                 ATTEMPTS.c.run_id == run_id,
-                ATTEMPTS.c.level_hash.in_(rest),
+                ATTEMPTS.c.level_hash.in_(hashes),
+                ATTEMPTS.c.heuristic == heuristic,
                 ATTEMPTS.c.status == Status.RUNNING.value,
                 ATTEMPTS.c.holder == holder,
             )
         )
-        mine = {h: t for h, t in rows}
-    left = [h for h in rest if h not in mine and h not in cancelled]
+        mine = {(h, heuristic): t for h, t in rows}
+    left = [h for h in hashes if (h, heuristic) not in mine and h not in cancelled]
     if left:
         message = (
             f"attempt lost: started {max_tries} times and never finished "
@@ -294,7 +331,7 @@ def _the_rest(
         lost = connection.scalars(
             st.lose, {**params, "c_hashes": left, "c_message": message, "c_max": max_tries}
         )
-        verdicts.update(dict.fromkeys(lost.all(), ClaimVerdict.LOST))
+        verdicts.update({(h, heuristic): ClaimVerdict.LOST for h in lost.all()})
     return mine, verdicts
 
 
@@ -352,7 +389,8 @@ _RECORD = (
 def record(db: Session | Connection, results: Iterable[Result], finish: bool = True) -> int:
     """Write final outcomes; an attempt already final is left alone. Return rows written (0 if none).
 
-    This is the idempotent upsert keyed by (run, level): a late duplicate of a
+    This is the idempotent upsert keyed by (run, level, heuristic) (a result naming no heuristic:
+    the level's one attempt of its run): a late duplicate of a
     redelivered task finds the row final and changes nothing, and a result whose
     claim is no longer current (its token is stale: the attempt was taken back
     and claimed again, or is queued again) changes nothing either. All rows go in one
@@ -407,10 +445,11 @@ def stale_of(connection: Connection, results: Sequence[Result]) -> list[tuple[Re
     for r in results:
         if not r.claimed or r.token is None:
             continue
+        which = [ATTEMPTS.c.run_id == r.run_id, ATTEMPTS.c.level_hash == r.level_hash]
+        if r.heuristic is not None:  # that heuristic's attempt of the level (a run may have several)
+            which.append(ATTEMPTS.c.heuristic == r.heuristic)
         row = connection.execute(
-            select(ATTEMPTS.c.status, ATTEMPTS.c.claims, ATTEMPTS.c.holder).where(
-                ATTEMPTS.c.run_id == r.run_id, ATTEMPTS.c.level_hash == r.level_hash
-            )
+            select(ATTEMPTS.c.status, ATTEMPTS.c.claims, ATTEMPTS.c.holder).where(*which)
         ).first()
         if row is None or (row.claims == r.token and row.status not in _TAKEN_BACK):
             continue

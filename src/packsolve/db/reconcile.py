@@ -37,6 +37,7 @@ class StaleAttempt:
     run_state: str
     holder: str | None = None
     name: str = ""
+    heuristic: str = ""
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,12 @@ class Taken:
     cancelled: bool = False
     holder: str | None = None  # the worker process whose claim or hold it was (workers.name), if any
     name: str = ""  # the level's name
+    heuristic: str = ""  # the attempt's (a run may try a level with several)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Return (level hash, heuristic): which attempt of its run it is."""
+        return self.level_hash, self.heuristic
 
     @property
     def outcome(self) -> str:
@@ -69,6 +76,7 @@ _COLUMNS = (
     Run.state,
     Attempt.holder,
     Attempt.name,
+    Attempt.heuristic,
 )
 
 
@@ -183,7 +191,7 @@ def take_stale(session: Session, candidates: Sequence[StaleAttempt], default_max
             .values(**values)
         )
         if rowcount(res):
-            taken.append(Taken(c.run_id, c.level_hash, lost, cancelled, c.holder, c.name))
+            taken.append(Taken(c.run_id, c.level_hash, lost, cancelled, c.holder, c.name, c.heuristic))
     for run_id in {t.run_id for t in taken if t.lost or t.cancelled}:
         finish_run_if_done(session, run_id)
     return taken
@@ -219,23 +227,23 @@ def attempts_with_levels(
 def settled_messages(session: Session, messages: Sequence[Any]) -> list[str]:
     """Return the tags of unacknowledged tasks (brokerscan.Unacked) whose work is done or sent again.
 
-    A task is settled once each of its attempts is final, or was queued again
-    after the task was delivered (a newer task carries it): redelivering it
+    A task is settled once each of its attempts (run id, level hash, heuristic) is final, or was
+    queued again after the task was delivered (a newer task carries it): redelivering it
     would only be skipped, so it can go.
     """
-    pairs = {a for m in messages for a in m.attempts}
-    state: dict[tuple[int, str], tuple[str, datetime | None]] = {}
-    for run_id in sorted({r for r, _ in pairs}):
-        hashes = sorted(h for r, h in pairs if r == run_id)
+    named = {a for m in messages for a in m.attempts}
+    state: dict[tuple[int, str, str], tuple[str, datetime | None]] = {}
+    for run_id in sorted({r for r, _, _ in named}):
+        hashes = sorted({h for r, h, _ in named if r == run_id})
         for i in range(0, len(hashes), BATCH):
             rows = session.execute(
-                select(Attempt.level_hash, Attempt.status, Attempt.queued_at).where(
+                select(Attempt.level_hash, Attempt.heuristic, Attempt.status, Attempt.queued_at).where(
                     Attempt.run_id == run_id, Attempt.level_hash.in_(hashes[i : i + BATCH])
                 )
             )
-            state.update({(run_id, h): (st, q) for h, st, q in rows})
+            state.update({(run_id, h, heuristic): (st, q) for h, heuristic, st, q in rows})
 
-    def settled(pair: tuple[int, str], delivered: float | None) -> bool:
+    def settled(pair: tuple[int, str, str], delivered: float | None) -> bool:
         if pair not in state:
             return False  # a deleted run's: redelivered after the visibility timeout, it is skipped
         status, queued_at = state[pair]

@@ -38,18 +38,19 @@ FRESH = timedelta(seconds=120)
 def record_refusal(
     connection: Connection,
     run_id: int,
-    kinds: Mapping[str, tuple[str, str]],
+    kinds: Mapping[tuple[str, str], str],
     host: str,
     refusal: tuple[str, bool],
 ) -> int:
-    """Record a refusal by host against the run's queued attempts named; return how many it concerned.
+    """Record a refusal by host against the run's queued attempts named; return how many levels it concerned.
 
-    kinds: each level hash the task names, with the (kind, heuristic) it names; an attempt whose
-    kind or heuristic differs, or that is no longer queued, is left alone. refusal: (the reason,
-    whether authentic: see the module). 0 means nothing the task names waits for it: drop it.
+    kinds: each attempt the task names (level hash, heuristic), with the kind it names; an attempt
+    of the run is concerned if it is queued, of that kind and heuristic (a run may try a level with
+    several); the others are left alone. refusal: (the reason, whether authentic: see the module).
+    0 means nothing the task names waits for it: drop it.
     """
     reason, authentic = refusal
-    hashes = sorted(kinds)
+    hashes = sorted({h for h, _ in kinds})
     matching: list[str] = []
     for i in range(0, len(hashes), BATCH):
         rows = connection.execute(
@@ -59,7 +60,8 @@ def record_refusal(
                 Attempt.status == Status.QUEUED.value,
             )
         )
-        matching.extend(h for h, kind, heuristic in rows if kinds[h] == (kind, heuristic))
+        matching.extend(h for h, kind, heuristic in rows if kinds.get((h, heuristic)) == kind)
+    matching = list(dict.fromkeys(matching))  # one row per level and host
     if not matching:
         return 0
     now = now_sql(connection)

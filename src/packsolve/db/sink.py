@@ -69,10 +69,13 @@ class ResultSink:
         self.lock = threading.Lock()
         self.timer: threading.Timer | None = None
 
-    def held(self) -> set[tuple[int, str]]:
-        """Return the (run id, level hash) of the claimed attempts whose results are not written yet."""
+    def held(self) -> set[tuple[int, str, str | None]]:
+        """Return the (run id, level hash, heuristic) of the claimed attempts whose results are not
+        written yet (heuristic None: a result naming none)."""
         with self.lock:
-            return {(r.run_id, r.level_hash) for r in (*self.results, *self.writing) if r.claimed}
+            return {
+                (r.run_id, r.level_hash, r.heuristic) for r in (*self.results, *self.writing) if r.claimed
+            }
 
     def waiting(self) -> dict[int, list[str]]:
         """Return per run id the level hashes of every result not written yet, claimed or not."""

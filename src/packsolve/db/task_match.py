@@ -1,8 +1,9 @@
 """Whether a task is what the database holds, field by field, before anything of it runs.
 
 A task is data from the broker: a worker runs it only for a distributed run of its own database,
-for levels that are attempts of that run, each of the kind and with the heuristic the attempt was
-made with, under the run's limits (an attempt's own wall and CPU limits where it has them: a relative
+for levels that are attempts of that run, each of the kind and with a heuristic the run attempts
+it with (a run may try a level with several: each (level, heuristic) is an attempt of its own),
+under the run's limits (an attempt's own wall and CPU limits where it has them: a relative
 run's), and only attempts not final yet. The run's own cap on tries is
 what a claim uses, never the task's. A deleted run's leftover task or one altered on the broker
 then runs nothing, and a finished run's task sent again (a replay) starts no solver.
@@ -15,32 +16,35 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, select
+from sqlalchemy import Connection, Table, and_, func, select
 
+from packsolve.attempt import AttemptKey
 from packsolve.db.models import Run
 from packsolve.db.tables import ATTEMPTS, BATCH, PENDING_VALUES
 from packsolve.runstate import RunMode
 
 RUNS = cast(Table, Run.__table__)
 TaskLimits = tuple[float | None, int | None, int | None, float | None]  # time, nodes, memory MB, CPU
-# What a task says of each of its levels: {level hash: (kind, heuristic, wall limit, CPU limit)}.
-TaskAttempts = Mapping[str, tuple[str, str, float | None, float | None]]
+# What a task says of each of its attempts: {(level hash, heuristic): (kind, wall limit, CPU limit)}.
+TaskAttempts = Mapping[AttemptKey, tuple[str, float | None, float | None]]
 # What a check reads of the run (mode, time, nodes, memory, CPU, max tries), or None if the database
-# has no such run; and of each attempt named: {level hash: (kind, heuristic, status, its own wall
-# limit, its own CPU limit)}, its own limits None where the run's apply.
+# has no such run; and of each level named: {level hash: {heuristic: (kind, status, its own wall
+# limit, its own CPU limit)}}, one entry per heuristic the run tries the level with, its own limits
+# None where the run's apply.
 _Facts = tuple[Any, ...] | None
-_Found = dict[str, tuple[str, str, str, float | None, float | None]]
+_Attempt = tuple[str, str, float | None, float | None]
+_Found = dict[str, dict[str, _Attempt]]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a check found: what is wrong with the whole task (None: nothing), with each level (those
-    are not run), which levels are final already (a task come again: skipped), and the run's cap on
-    an attempt's tries (None: the run stored none, the default applies)."""
+    """What a check found: what is wrong with the whole task (None: nothing), with each attempt (level
+    hash, heuristic: those are not run), which are final already (a task come again: skipped), and the
+    run's cap on an attempt's tries (None: the run stored none, the default applies)."""
 
     whole: str | None = None
-    wrong: dict[str, str] = field(default_factory=dict)
-    final: dict[str, str] = field(default_factory=dict)  # {level hash: its final status}
+    wrong: dict[AttemptKey, str] = field(default_factory=dict)
+    final: dict[AttemptKey, str] = field(default_factory=dict)  # {(level hash, heuristic): its final status}
     max_tries: int | None = None
     # How /metrics counts a task refused as a whole (db.counters.REFUSAL_REASONS).
     refused_as: str = "mismatch"
@@ -60,11 +64,11 @@ _RUNS_KEPT = 8
 def mismatches(connection: Connection, run_id: int, attempts: TaskAttempts, limits: TaskLimits) -> Verdict:
     """Return the Verdict of a task of this run naming these attempts under these limits.
 
-    attempts maps each level hash of the task to its (kind, heuristic, wall limit, CPU limit);
+    attempts maps each (level hash, heuristic) of the task to its (kind, wall limit, CPU limit);
     limits are the task's node and memory limits (its wall and CPU ones are each attempt's). One
     statement per BATCH levels: the run's row, outer-joined to the attempts named.
     """
-    facts, found = _read(connection, run_id, list(attempts))
+    facts, found = _read(connection, run_id, list(dict.fromkeys(h for h, _ in attempts)))
     return _verdict(run_id, facts, found, attempts, limits)
 
 
@@ -103,20 +107,16 @@ def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Fac
     ).all()
     if not rows:
         return None
-    found.update(
-        {
-            r.level_hash: (r.kind, r.heuristic, r.status, r.own_time, r.own_cpu)
-            for r in rows
-            if r.level_hash is not None
-        }
-    )
+    for r in rows:
+        if r.level_hash is not None:
+            found.setdefault(r.level_hash, {})[r.heuristic] = (r.kind, r.status, r.own_time, r.own_cpu)
     return tuple(rows[0][:6])
 
 
 def _verdict(
     run_id: int,
     facts: _Facts,
-    found: Mapping[str, tuple[str, str, str, float | None, float | None]],
+    found: Mapping[str, Mapping[str, _Attempt]],
     attempts: TaskAttempts,
     limits: TaskLimits,
 ) -> Verdict:
@@ -137,29 +137,39 @@ def _verdict(
             f"{_shown(stored)}: nothing run"
         )
     verdict = Verdict(max_tries=max_tries)
-    for level_hash, (kind, heuristic, wall, cpu) in attempts.items():
-        said = found.get(level_hash)
+    for key, (kind, wall, cpu) in attempts.items():
+        wrong = _wrong(run_id, key, kind, found.get(key[0]))
+        said = found.get(key[0], {}).get(key[1])
         # The attempt's own limits where it has them (a relative run's), else the run's.
-        own = None if said is None else (_or(said[3], time_limit), _or(said[4], cpu_limit))
-        if said is None:
-            verdict.wrong[level_hash] = f"level {level_hash[:12]} is not an attempt of run {run_id}"
-        elif said[0] != kind:
-            verdict.wrong[level_hash] = (
-                f"level {level_hash[:12]} of run {run_id} is a {said[0]} level, the task says {kind!r}"
-            )
-        elif said[1] != heuristic:
-            verdict.wrong[level_hash] = (
-                f"level {level_hash[:12]} of run {run_id} is attempted with {said[1]!r}, "
-                f"the task says {heuristic!r}"
-            )
+        own = None if said is None else (_or(said[2], time_limit), _or(said[3], cpu_limit))
+        if wrong is not None:
+            verdict.wrong[key] = wrong
         elif own is not None and own != (wall, cpu):
-            verdict.wrong[level_hash] = (
-                f"level {level_hash[:12]} of run {run_id}: the task carries time {wall}, CPU {cpu}, "
+            verdict.wrong[key] = (
+                f"level {key[0][:12]} of run {run_id}: the task carries time {wall}, CPU {cpu}, "
                 f"the database's attempt has time {own[0]}, CPU {own[1]}: not run"
             )
-        elif said[2] not in PENDING_VALUES:
-            verdict.final[level_hash] = said[2]
+        elif said is not None and said[1] not in PENDING_VALUES:
+            verdict.final[key] = said[1]
     return verdict
+
+
+def _wrong(run_id: int, key: AttemptKey, kind: str, level: Mapping[str, _Attempt] | None) -> str | None:
+    """Return what is wrong with a task's attempt of a level, given the run's attempts of that level
+    ({heuristic: its facts}; None: it has none); None if the run makes that very attempt."""
+    level_hash, heuristic = key
+    if not level:
+        return f"level {level_hash[:12]} is not an attempt of run {run_id}"
+    said = level.get(heuristic)
+    stored_kind = said[0] if said is not None else next(iter(level.values()))[0]
+    if stored_kind != kind:
+        return f"level {level_hash[:12]} of run {run_id} is a {stored_kind} level, the task says {kind!r}"
+    if said is None:
+        tried = ", ".join(repr(h) for h in sorted(level))
+        return (
+            f"level {level_hash[:12]} of run {run_id} is attempted with {tried}, the task says {heuristic!r}"
+        )
+    return None
 
 
 def _or(own: float | None, run: float | None) -> float | None:
@@ -190,12 +200,16 @@ class KnownAttempts:
         kept = self._runs.get(key)
         if kept is None or now - kept[0] > KEPT_S:
             kept = None
-        unknown = [h for h in attempts if kept is None or h not in kept[2]]
+        # By attempt: a window may end amid a level's heuristics (a run may try a level with several),
+        # and a level read in part is read again by name, whole.
+        unknown = [h for h, heuristic in attempts if kept is None or heuristic not in kept[2].get(h, {})]
         if unknown:
             found: _Found = {}
             facts = _joined(connection, run_id, _window(run_id, unknown[0]), found)
             if facts is not None:
-                rest = [h for h in unknown if h not in found]
+                rest = list(
+                    dict.fromkeys(h for h, heuristic in attempts if heuristic not in found.get(h, {}))
+                )
                 if rest:
                     facts, named = _read(connection, run_id, rest)
                     found.update(named)
@@ -215,8 +229,9 @@ class KnownAttempts:
 
 def _window(run_id: int, level_hash: str) -> Any:
     """The join condition selecting the run's WINDOW attempts from level_hash's on, in pack order."""
+    # The level's first attempt (a run may try a level with several heuristics: one row each).
     anchor = (
-        select(ATTEMPTS.c.seq)
+        select(func.min(ATTEMPTS.c.seq))
         .where(ATTEMPTS.c.run_id == run_id, ATTEMPTS.c.level_hash == level_hash)
         .scalar_subquery()
     )

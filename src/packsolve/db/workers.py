@@ -60,12 +60,13 @@ class Doing:
     """What a worker process works on, as each renewal of its lease says it.
 
     runs: the attempts it runs, and the claimed ones among its results not yet written, as
-    (run id, level hash); the rest of what the database says it holds is given back.
+    (run id, level hash, heuristic) (a run may try a level with several heuristics; None: whichever
+    the run tries it with); the rest of what the database says it holds is given back.
     buffered: per run id, the level hashes of every result it computed and has not written
     yet (claimed or not), published so `status` tells them from attempts really running.
     """
 
-    runs: set[tuple[int, str]]
+    runs: set[tuple[int, str, str | None]]
     buffered: dict[int, list[str]] = field(default_factory=dict)
 
 
@@ -157,14 +158,18 @@ def renew(
     return as_utc(stamp)
 
 
-def _release_unrun(connection: Connection, name: str, running: set[tuple[int, str]]) -> int:
+def _release_unrun(connection: Connection, name: str, running: set[tuple[int, str, str | None]]) -> int:
     """Give back (holder RELEASED) the pending attempts name holds and does not run; return how many."""
     held = connection.execute(
-        select(ATTEMPTS.c.id, ATTEMPTS.c.run_id, ATTEMPTS.c.level_hash).where(
+        select(ATTEMPTS.c.id, ATTEMPTS.c.run_id, ATTEMPTS.c.level_hash, ATTEMPTS.c.heuristic).where(
             ATTEMPTS.c.holder == name, ATTEMPTS.c.status.in_(PENDING_VALUES)
         )
     )
-    unrun = [i for i, run_id, level_hash in held if (run_id, level_hash) not in running]
+    unrun = [
+        i
+        for i, run_id, h, heuristic in held
+        if (run_id, h, heuristic) not in running and (run_id, h, None) not in running
+    ]
     released = 0
     for k in range(0, len(unrun), BATCH):
         released += rowcount(
@@ -261,17 +266,21 @@ def killed_on_request(connection: Connection, name: str) -> int:
     return rowcount(given)
 
 
-def holders_of(connection: Connection, run_id: int, level_hashes: list[str]) -> list[str]:
-    """Return the distinct holders of these attempts of a run that are running."""
-    rows = connection.execute(
-        select(Attempt.holder)
-        .where(
-            Attempt.run_id == run_id, Attempt.level_hash.in_(level_hashes), Attempt.status == Status.RUNNING
+def holders_of(connection: Connection, run_id: int, keys: list[tuple[str, str]]) -> list[str]:
+    """Return the distinct holders of these attempts (level hash, heuristic) of a run that are running."""
+    per_heuristic: dict[str, list[str]] = {}
+    for h, heuristic in keys:
+        per_heuristic.setdefault(heuristic, []).append(h)
+    found: set[str] = set()
+    for heuristic, hashes in per_heuristic.items():
+        rows = connection.execute(
+            select(Attempt.holder)
+            .where(Attempt.run_id == run_id, Attempt.level_hash.in_(hashes), Attempt.heuristic == heuristic)
+            .where(Attempt.status == Status.RUNNING, Attempt.holder.is_not(None))
+            .distinct()
         )
-        .where(Attempt.holder.is_not(None))
-        .distinct()
-    )
-    return [str(h) for (h,) in rows]
+        found.update(str(holder) for (holder,) in rows)
+    return sorted(found)
 
 
 class WorkerState(StrEnum):

@@ -182,12 +182,7 @@ class Admission:
             self.known.mismatches,
             run_id=task.run_id,
             attempts={
-                item.level_hash: (
-                    item.spec.kind,
-                    item.spec.heuristic,
-                    item.spec.limits.time_limit,
-                    item.spec.limits.cpu_limit,
-                )
+                item.key: (item.spec.kind, item.spec.limits.time_limit, item.spec.limits.cpu_limit)
                 for item in items
             },
             limits=(limits.time_limit, limits.node_limit, limits.memory_limit_mb, limits.cpu_limit),
@@ -200,17 +195,17 @@ class Admission:
         wrong = dict(verdict.wrong)
         for item in items:
             h = item.level_hash
-            if h not in wrong and level_hash(item.spec.level) != h:
-                wrong[h] = f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
+            if item.key not in wrong and level_hash(item.spec.level) != h:
+                wrong[item.key] = (
+                    f"level {h[:12]} of run {task.run_id}: its content is not the level its hash names"
+                )
         for reason in sorted(set(wrong.values())):
             self.refusals.drop(reason)
         if wrong:  # a task some of whose levels are not the database's: counted once
             self.tally.add("mismatch")
-        for h, status in verdict.final.items():  # a duplicate, a replay, a cancelled run's leftover
-            log.info("run %s level %s: skip (already %s)", task.run_id, h[:12], status)
-        runnable = tuple(
-            item for item in items if item.level_hash not in wrong and item.level_hash not in verdict.final
-        )
+        for (h, heuristic), status in verdict.final.items():  # a duplicate, a replay, a cancelled leftover
+            log.info("run %s level %s %s: skip (already %s)", task.run_id, h[:12], heuristic, status)
+        runnable = tuple(item for item in items if item.key not in wrong and item.key not in verdict.final)
         return replace(task, items=runnable, max_tries=tries_cap(verdict.max_tries))
 
 

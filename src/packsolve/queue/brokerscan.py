@@ -36,10 +36,11 @@ class BrokerUnreadable(BrokerError):
 
 @dataclass(frozen=True)
 class Unacked:
-    """One of our tasks delivered by Redis and not acknowledged: its attempts, and when it was delivered."""
+    """One of our tasks delivered by Redis and not acknowledged: its attempts (run id, level hash,
+    heuristic: a run may try a level with several), and when it was delivered."""
 
     tag: str
-    attempts: tuple[tuple[int, str], ...]
+    attempts: tuple[tuple[int, str, str], ...]
     delivered: float | None  # epoch seconds
     deployment: str | None  # the database that sent it
 
@@ -62,7 +63,7 @@ def unacked_messages(broker: str, queue: str) -> list[Unacked]:
             task = _ours(tag, value, queue)
             if task is None:
                 continue
-            attempts = tuple((task.run_id, item.level_hash) for item in task.items)
+            attempts = tuple((task.run_id, *item.key) for item in task.items)
             out.append(Unacked(tag.decode(), attempts, client.zscore(UNACKED_INDEX, tag), task.deployment))
         return out
     except redis.RedisError as exc:

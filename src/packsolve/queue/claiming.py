@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine
 
-from packsolve.attempt import ClaimVerdict
+from packsolve.attempt import AttemptKey, ClaimVerdict
 from packsolve.db.attempts import ClaimBy, Claimed, claim_many, hold, start
 from packsolve.queue.lease import retire_dead_siblings
 
@@ -59,32 +59,37 @@ class Claimant:
     redelivered: bool = False  # the broker delivered the task again (a pool process of it died)
 
     def claim(
-        self, connection: Connection, hashes: Sequence[str], hard_s: float | None, waiting: Sequence[str]
+        self,
+        connection: Connection,
+        keys: Sequence[AttemptKey],
+        hard_s: float | None,
+        waiting: Sequence[AttemptKey],
     ) -> Claimed:
-        """Claim these attempts to run one after the other, count the first one's try, and hold waiting.
+        """Claim these attempts (level hash, heuristic) to run one after the other, count the first one's
+        try, and hold waiting.
 
         waiting: the rest of the chunk, held for this process (see db.attempts.hold). A
         redelivered task whose attempts a dead pool process of this worker holds takes them over.
         """
-        claimed = self._claim(connection, hashes, hard_s)
-        skipped = [h for h in hashes if claimed.verdicts[h] is ClaimVerdict.SKIP]
+        claimed = self._claim(connection, keys, hard_s)
+        skipped = [key for key in keys if claimed.verdicts[key] is ClaimVerdict.SKIP]
         if self.redelivered and skipped and retire_dead_siblings(connection, self.run_id, skipped, self.host):
             # Redelivered because a pool process of this worker died: its lease would only
             # lapse in a while, and its claims are this worker's to take over now.
             again = self._claim(connection, skipped, hard_s)
             claimed.verdicts.update(again.verdicts)
             claimed.tokens.update(again.tokens)
-        first = next((h for h in hashes if claimed.runs(h)), None)
-        if first is not None and len(hashes) > 1:  # a lone claim counted its try itself
+        first = next((key for key in keys if claimed.runs(key)), None)
+        if first is not None and len(keys) > 1:  # a lone claim counted its try itself
             start(connection, [(self.run_id, first, claimed.tokens[first])])  # it runs now: its try counts
         if waiting:
             hold(connection, self.run_id, list(waiting), self.holder)
         return claimed
 
-    def _claim(self, connection: Connection, hashes: Sequence[str], hard_s: float | None) -> Claimed:
+    def _claim(self, connection: Connection, keys: Sequence[AttemptKey], hard_s: float | None) -> Claimed:
         by = ClaimBy(self.worker, self.max_tries, hard_s, self.holder)
-        return claim_many(connection, self.run_id, hashes, by, start_first=False)
+        return claim_many(connection, self.run_id, keys, by, start_first=False)
 
-    def start(self, connection: Connection, level_hash: str, claimed: Claimed) -> None:
+    def start(self, connection: Connection, key: AttemptKey, claimed: Claimed) -> None:
         """Count the try of a claimed attempt that starts now (one of a group, after the one before it)."""
-        start(connection, [(self.run_id, level_hash, claimed.tokens[level_hash])])
+        start(connection, [(self.run_id, key, claimed.tokens[key])])

@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from packsolve.attempt import Result, began
+from packsolve.attempt import AttemptKey, Result, began
 from packsolve.db.counters import TASKS_REFUSED, add
 from packsolve.db.models import utcnow
 from packsolve.db.refusals import record_refusal
@@ -188,7 +188,7 @@ class WorkerProcess:
             task = decode(payload)
         except ValueError:
             return None
-        kinds = {item.level_hash: (item.spec.kind, item.spec.heuristic) for item in task.items}
+        kinds = {item.key: item.spec.kind for item in task.items}
 
         def record(connection: Connection) -> int:
             # Counted in the refusal's transaction: /metrics agrees with the refusals table.
@@ -230,7 +230,7 @@ class WorkerProcess:
             return
         lease = self.lease()
         # Before any claim: a renewal never gives back what this task is about to claim.
-        lease.own(task.run_id, [item.level_hash for item in items])
+        lease.own(task.run_id, [item.key for item in items])
         try:
             specs = [item.spec for item in items]
             note_programs_run(self.engine, task.run_id, self.hostname, specs, self.noted, self.patience_s)
@@ -253,7 +253,7 @@ class WorkerProcess:
             group = items[pos : pos + group_size]
             pos += len(group)
             # The first claim of a chunk also holds the rest of it for this process (see db.attempts.hold).
-            waiting = [item.level_hash for item in items[pos:]] if len(group) == pos else []
+            waiting = [item.key for item in items[pos:]] if len(group) == pos else []
             started = time.monotonic()
             count = self._run_group(group, waiting, claimant, lease)
             if count:
@@ -262,25 +262,28 @@ class WorkerProcess:
                 group_size = _group_size((time.monotonic() - started) / count)
 
     def _run_group(
-        self, group: list[PendingAttempt], waiting: list[str], claimant: Claimant, lease: Lease
+        self, group: list[PendingAttempt], waiting: list[AttemptKey], claimant: Claimant, lease: Lease
     ) -> int:
         """Claim and run one group, handing each result to the buffer; return how many ran."""
         claim = functools.partial(
             claimant.claim,
-            hashes=[item.level_hash for item in group],
+            keys=[item.key for item in group],
             hard_s=Limits.widest(item.spec.limits for item in group).hard_time(),
             waiting=waiting,
         )
         if len(group) == 1 and not waiting and self._tiny(group[0].spec):
             claim_after = 0.0 if claimant.redelivered else TINY_S
-            gate = DatabaseClaim(self.claims, claim, group[0].level_hash, self.patience_s)
+            gate = DatabaseClaim(self.claims, claim, group[0].key, self.patience_s)
             done = _run_overlapped(claimant.run_id, group[0], gate, claim_after, self.settings.output_keep)
             return self._record(claimant, lease, done)
         claimed = in_transaction(self.claims, claim, self.patience_s)
-        runnable = [item for item in group if claimed.runs(item.level_hash)]
-        for h in (item.level_hash for item in group):
-            if not claimed.runs(h):
-                log.info("run %s level %s: %s", claimant.run_id, h[:12], claimed.verdicts[h])
+        runnable = [item for item in group if claimed.runs(item.key)]
+        for item in group:
+            if not claimed.runs(item.key):
+                h, heuristic = item.key
+                log.info(
+                    "run %s level %s %s: %s", claimant.run_id, h[:12], heuristic, claimed.verdicts[item.key]
+                )
         return self._record(
             claimant, lease, _run_claimed(runnable, claimed, self.settings.output_keep), _successors(runnable)
         )
@@ -289,7 +292,11 @@ class WorkerProcess:
         return self.pace.get((spec.kind, spec.heuristic), 1e9) < TINY_S
 
     def _record(
-        self, claimant: Claimant, lease: Lease, done: Iterable[Done], successor: dict[str, str] | None = None
+        self,
+        claimant: Claimant,
+        lease: Lease,
+        done: Iterable[Done],
+        successor: dict[AttemptKey, AttemptKey] | None = None,
     ) -> int:
         """Hand each attempt's result to the buffer as it ends, starting the next's try; return how many."""
         count = 0
@@ -297,15 +304,15 @@ class WorkerProcess:
         for each in done:
             count += 1
             now = time.monotonic()
-            h, spec = each.item.level_hash, each.item.spec
+            key, spec = each.item.key, each.item.spec
             outcome = _without_freezes(lease, spec, each.outcome, (since, now), self.settings.output_keep)
             since = time.monotonic()
             self.pace[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
-            after = (successor or {}).get(h)
+            after = (successor or {}).get(key)
             if after is not None and each.claimed is not None:
-                start = functools.partial(claimant.start, level_hash=after, claimed=each.claimed)
+                start = functools.partial(claimant.start, key=after, claimed=each.claimed)
                 in_transaction(self.claims, start, self.patience_s)
-            self.results.add(self._result(claimant.run_id, h, spec, outcome, each.claimed, lease.offset_s))
+            self.results.add(self._result(claimant.run_id, key, spec, outcome, each.claimed, lease.offset_s))
             if outcome.stats.wall_s >= self.results.policy.every_s:
                 self.results.flush()  # batching pays for tiny attempts only; a long one's result goes now
         return count
@@ -313,18 +320,25 @@ class WorkerProcess:
     def _result(
         self,
         run_id: int,
-        h: str,
+        key: AttemptKey,
         spec: AttemptSpec,
         outcome: Outcome,
         claimed: Claimed | None,
         offset_s: float,
     ) -> Result:
-        """Return the result to write of an attempt that ended now, stamped in the server's clock."""
+        """Return the result to write of an attempt that ended now, stamped in the server's clock.
+
+        It names its heuristic: it lands on that attempt of the level only (a run may have several).
+        """
         finished = utcnow() + timedelta(seconds=offset_s)
-        token = claimed.tokens.get(h) if claimed is not None else None
+        token = claimed.tokens.get(key) if claimed is not None else None
         length = solution_length(spec.kind, outcome)
         start = began(outcome, finished)
-        return Result(run_id, h, outcome, length, self.hostname, start, finished, claimed is not None, token)
+        h, heuristic = key
+        claimed_now = claimed is not None
+        return Result(
+            run_id, h, outcome, length, self.hostname, start, finished, claimed_now, token, heuristic
+        )
 
 
 def declared_programs(declared: Solvers) -> dict[str, Any]:
@@ -352,14 +366,14 @@ def _group_size(pace_s: float) -> int:
     return max(1, min(MAX_GROUP, fits))
 
 
-def _successors(runnable: Sequence[PendingAttempt]) -> dict[str, str]:
+def _successors(runnable: Sequence[PendingAttempt]) -> dict[AttemptKey, AttemptKey]:
     """Return each attempt's next in the group.
 
     Each attempt of a group starts when the one before it ends: its try is counted then
     (one statement), never before it starts, so a worker dying mid-group charges no
     attempt that never started, and one that kills its worker is charged.
     """
-    return {a.level_hash: b.level_hash for a, b in zip(runnable, runnable[1:], strict=False)}
+    return {a.key: b.key for a, b in zip(runnable, runnable[1:], strict=False)}
 
 
 def _run_claimed(runnable: list[PendingAttempt], claimed: Claimed, keep: int) -> Iterator[Done]:
@@ -383,19 +397,19 @@ class DatabaseClaim:
         self,
         claims: ClaimConnection,
         claim: Callable[[Connection], Claimed],
-        level_hash: str,
+        key: AttemptKey,
         patience_s: float,
     ):
         self.claims = claims
         self.patience_s = patience_s
         self.statement = claim
-        self.level_hash = level_hash
+        self.key = key
         self.claimed: Claimed | None = None  # None until claim() was asked
 
     def claim(self) -> bool:
         """Claim the attempt; return whether it runs here (False: final, cancelled, another's, lost)."""
         self.claimed = in_transaction(self.claims, self.statement, self.patience_s)
-        return self.claimed.runs(self.level_hash)
+        return self.claimed.runs(self.key)
 
 
 def _run_overlapped(
@@ -408,7 +422,8 @@ def _run_overlapped(
     outcome = execute_overlapped(item.spec, gate, claim_after, keep)
     if outcome is None:
         assert gate.claimed is not None
-        log.info("run %s level %s: %s", run_id, item.level_hash[:12], gate.claimed.verdicts[item.level_hash])
+        verdict = gate.claimed.verdicts[item.key]
+        log.info("run %s level %s %s: %s", run_id, item.level_hash[:12], item.spec.heuristic, verdict)
         return []
     return [Done(item, outcome, gate.claimed)]
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from packsolve.attempt import AttemptKey
 from packsolve.db import workers
 from packsolve.db.retry import Transactional, in_transaction
 from packsolve.db.sink import ResultSink
@@ -71,7 +72,7 @@ class Lease:
         # What the process runs: its task's attempts (own), and the claimed ones among its results not
         # yet written. Held while a renewal reads it and gives back the rest, and while a task
         # says what it runs, so a claim made meanwhile is never given back.
-        self._running: set[tuple[int, str]] = set()
+        self._running: set[tuple[int, str, str]] = set()  # (run id, level hash, heuristic)
         self._runs_lock = threading.Lock()
         self._results = results
         self._tally = tally  # tasks refused, written with each renewal (admission.Tally)
@@ -89,10 +90,11 @@ class Lease:
         self._thread = threading.Thread(target=self._loop, name="packsolve-lease", daemon=True)
         self._thread.start()
 
-    def own(self, run_id: int, level_hashes: list[str]) -> None:
-        """Say that the process now runs these attempts of a run (a task's), and nothing else of a task."""
+    def own(self, run_id: int, keys: list[AttemptKey]) -> None:
+        """Say that the process now runs these attempts (level hash, heuristic) of a run (a task's), and
+        nothing else of a task."""
         with self._runs_lock:
-            self._running = {(run_id, h) for h in level_hashes}
+            self._running = {(run_id, h, heuristic) for h, heuristic in keys}
 
     def disown(self) -> None:
         """Say that the task ended: what it still holds and does not run goes back at the next tick."""
@@ -195,7 +197,7 @@ class Lease:
             log.warning("ending the lease of %s failed (it lapses by itself): %s", self.name, exc)
 
 
-def retire_dead_siblings(connection: Any, run_id: int, level_hashes: list[str], host: str) -> bool:
+def retire_dead_siblings(connection: Any, run_id: int, keys: list[AttemptKey], host: str) -> bool:
     """End the leases of this worker's own pool processes that hold these attempts but are dead.
 
     Celery redelivers a task at once when the pool process running it dies
@@ -206,7 +208,7 @@ def retire_dead_siblings(connection: Any, run_id: int, level_hashes: list[str], 
     """
     dead = [
         holder
-        for holder in workers.holders_of(connection, run_id, level_hashes)
+        for holder in workers.holders_of(connection, run_id, keys)
         if holder.rpartition("/")[0] == host and not _alive(holder.rpartition("/")[2])
     ]
     for holder in dead:
