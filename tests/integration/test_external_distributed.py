@@ -21,6 +21,7 @@ from packsolve.db.runs import status_counts
 from packsolve.db.session import get_engine, session_scope
 from packsolve.execution import cgroups
 from packsolve.masking import mask_url
+from tests.support.fencing import attempts, scheduler_loop
 from tests.support.inprocess import invoke
 from tests.support.programs import PROGRAMS, alive, toml_for, write_programs
 from tests.support.services import wait_for_run
@@ -256,3 +257,34 @@ def test_a_program_that_kills_its_solver_process_on_a_worker_dies_with_its_attem
     again = submit(env, pack, "--solvers", toml, "--heuristic", "correct", "--time-limit", "10")
     wait_for_run(sqlite_url, again, timeout=60)
     assert [r["status"] for r in export(env, again)] == ["solved"] and worker.proc.poll() is None
+
+
+@pytest.mark.slow
+def test_a_heuristic_no_worker_can_run_is_given_up_alone_in_a_matrix_run(
+    tmp_path, any_broker, sqlite_url, start_worker
+):
+    """`mine,dp` on workers none of which declares `mine`: its attempts are given up saying why, and
+    each level's `dp` attempt (in tasks of its own, though sent in chunks) is solved."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": any_broker.url}
+    submitter, toml = elsewhere(tmp_path)
+    pack = write_pack(tmp_path, LEVELS)
+    run_id = submit(env, str(pack), "--solvers", str(toml), "--heuristic", "mine,dp", "--chunk-size", "6")
+    shutil.rmtree(submitter)
+    empty = tmp_path / "bare-machine"
+    empty.mkdir()
+    start_worker(any_broker.url, sqlite_url, "lacking@test", cwd=empty)
+    with scheduler_loop(env, grace=1, interval=1):
+        wait_for_run(sqlite_url, run_id, timeout=120)
+    rows = attempts(sqlite_url, run_id)
+    assert sorted((a.heuristic, a.status) for a in rows) == [
+        ("dp", "no_solution"),  # 33 of even notes
+        ("dp", "solved"),
+        ("dp", "solved"),
+        *[("mine", "error")] * 3,
+    ]
+    for a in rows:
+        if a.heuristic == "mine":
+            assert "given up: refused by every live worker (lacking@test)" in a.message
+            assert "program 'mine' is not declared on this worker" in a.message
+        else:
+            assert a.worker == "lacking@test"

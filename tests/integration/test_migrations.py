@@ -449,7 +449,9 @@ def test_0028_lets_a_run_try_a_level_once_per_heuristic_and_keeps_rows_indexes_a
             assert conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall() == []
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         _insert(conn, "attempts", [{**second, "seq": 4}])  # the same level with the same heuristic
+    migrate_to(engine, "head")  # the models are the newest schema's
     assert drift(engine) == []
+    migrate_to(engine, "0028", down=True)
     with engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM attempts WHERE heuristic = 'dlx'")
     migrate_to(engine, "0027", down=True)
@@ -460,6 +462,60 @@ def test_0028_lets_a_run_try_a_level_once_per_heuristic_and_keeps_rows_indexes_a
         assert after == {k: v for k, v in before.items() if k != "run_figures"}
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         _insert(conn, "attempts", [second])  # at 0027 a level is once per run
+
+
+def test_0029_keeps_refusals_with_their_attempts_heuristic_and_lets_one_level_be_refused_per_heuristic(
+    db_url: str,
+) -> None:
+    engine = make_engine(db_url)
+    migrate_to(engine, "0028")
+    levels = [strip_level(i) for i in range(2)]
+    at = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    refusal = {"reason": "unknown kind", "authentic": True, "count": 2, "first_at": at, "last_at": at}
+    with engine.begin() as conn:
+        _insert(conn, "levels", [_level(lv) for lv in levels])
+        _insert(conn, "runs", [_run(1, finished=False)])
+        attempts = [_attempt(1, lv, i, "queued", None, None) for i, lv in enumerate(levels)]
+        _insert(
+            conn,
+            "attempts",
+            [{**a, "heuristic": h} for a, h in zip(attempts, ("prune", "plain"), strict=True)],
+        )
+        _insert(
+            conn,
+            "refusals",
+            [{"run_id": 1, "level_hash": a["level_hash"], "host": "w@a", **refusal} for a in attempts],
+        )
+        _sequences(conn)
+    migrate_to(engine, "0029")
+    read = "SELECT level_hash, heuristic, host, count FROM refusals ORDER BY heuristic"
+    with engine.begin() as conn:
+        kept = [tuple(r) for r in conn.exec_driver_sql(read)]
+        assert kept == [
+            (attempts[1]["level_hash"], "plain", "w@a", 2),
+            (attempts[0]["level_hash"], "prune", "w@a", 2),
+        ]
+        # The same level and host, another heuristic: a row of its own.
+        _insert(
+            conn,
+            "refusals",
+            [
+                {
+                    "run_id": 1,
+                    "level_hash": attempts[0]["level_hash"],
+                    "heuristic": "plain",
+                    "host": "w@a",
+                    **refusal,
+                }
+            ],
+        )
+    assert drift(engine) == []
+    migrate_to(engine, "0028", down=True)
+    with engine.begin() as conn:
+        # One row per (run, level, host) again: of a level refused twice, the latest (a tie here: one kept).
+        assert sorted(r[0] for r in conn.exec_driver_sql("SELECT level_hash FROM refusals")) == sorted(
+            a["level_hash"] for a in attempts
+        )
 
 
 def _folded(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], tuple[float, ...]]:

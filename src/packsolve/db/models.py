@@ -367,7 +367,8 @@ class WorkerEvent(Base):
 
 
 class Refusal(Base):
-    """A worker host's refusals of a queued attempt's task: why, how often, when (db.refusals).
+    """A worker host's refusals of a queued attempt's task (the attempt: run, level and heuristic): why,
+    how often, when (db.refusals).
 
     authentic: the task was one the worker may trust (signed with its key, or a cluster without one)
     and the worker cannot serve it (a kind, heuristic or program it lacks): such refusals by every
@@ -378,6 +379,7 @@ class Refusal(Base):
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     level_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    heuristic: Mapped[str] = mapped_column(String(64), primary_key=True)  # a run may try a level with several
     host: Mapped[str] = mapped_column(String(255), primary_key=True)
     reason: Mapped[str] = mapped_column(Text)
     authentic: Mapped[bool] = mapped_column(Boolean)

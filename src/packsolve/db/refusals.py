@@ -2,7 +2,9 @@
 
 A worker that refuses a task records the refusal against the run's queued attempts it names whose
 kind and heuristic are the task's (a forged task naming other levels or another heuristic records
-nothing), one row per (run, level, worker host). The scheduler gives up a queued attempt that
+nothing), one row per (run, level, heuristic, worker host): a run may try a level with several
+heuristics, and one refused (a program some machines lack) says nothing of the others. The
+scheduler gives up a queued attempt that
 every live worker refused GIVE_UP_AFTER times in all for an authentic reason (a kind, heuristic or
 program it lacks, of a task it may trust): the attempt becomes `error`, its message saying why.
 A refusal of a task a worker may not trust (unsigned, or signed with another key) is only shown:
@@ -42,7 +44,7 @@ def record_refusal(
     host: str,
     refusal: tuple[str, bool],
 ) -> int:
-    """Record a refusal by host against the run's queued attempts named; return how many levels it concerned.
+    """Record a refusal by host against the run's queued attempts named; return how many it concerned.
 
     kinds: each attempt the task names (level hash, heuristic), with the kind it names; an attempt
     of the run is concerned if it is queued, of that kind and heuristic (a run may try a level with
@@ -51,7 +53,7 @@ def record_refusal(
     """
     reason, authentic = refusal
     hashes = sorted({h for h, _ in kinds})
-    matching: list[str] = []
+    matching: list[tuple[str, str]] = []
     for i in range(0, len(hashes), BATCH):
         rows = connection.execute(
             select(Attempt.level_hash, Attempt.kind, Attempt.heuristic).where(
@@ -60,8 +62,8 @@ def record_refusal(
                 Attempt.status == Status.QUEUED.value,
             )
         )
-        matching.extend(h for h, kind, heuristic in rows if kinds.get((h, heuristic)) == kind)
-    matching = list(dict.fromkeys(matching))  # one row per level and host
+        matching.extend((h, heuristic) for h, kind, heuristic in rows if kinds.get((h, heuristic)) == kind)
+    matching = sorted(set(matching))  # one row per attempt and host
     if not matching:
         return 0
     now = now_sql(connection)
@@ -71,6 +73,7 @@ def record_refusal(
             {
                 "run_id": run_id,
                 "level_hash": h,
+                "heuristic": heuristic,
                 "host": host,
                 "reason": reason,
                 "authentic": authentic,
@@ -78,12 +81,12 @@ def record_refusal(
                 "first_at": now,
                 "last_at": now,
             }
-            for h in matching[i : i + BATCH]
+            for h, heuristic in matching[i : i + BATCH]
         ]
         statement = dialect.insert(REFUSALS).values(values)
         connection.execute(
             statement.on_conflict_do_update(
-                index_elements=["run_id", "level_hash", "host"],
+                index_elements=["run_id", "level_hash", "heuristic", "host"],
                 set_={
                     "reason": statement.excluded.reason,
                     "authentic": statement.excluded.authentic,
@@ -95,11 +98,20 @@ def record_refusal(
     return len(matching)
 
 
+# A refusal row's attempt.
+_OF_ATTEMPT = and_(
+    Attempt.run_id == REFUSALS.c.run_id,
+    Attempt.level_hash == REFUSALS.c.level_hash,
+    Attempt.heuristic == REFUSALS.c.heuristic,
+)
+
+
 def refused_lately(since: datetime) -> Any:
     """Return a condition on Attempt: some worker refused its task at or after since."""
     return exists().where(
         REFUSALS.c.run_id == Attempt.run_id,
         REFUSALS.c.level_hash == Attempt.level_hash,
+        REFUSALS.c.heuristic == Attempt.heuristic,
         REFUSALS.c.last_at >= since,
     )
 
@@ -109,23 +121,23 @@ class Waiting:
     """Queued attempts of a run whose tasks workers refused lately for one reason: how many, and by whom."""
 
     reason: str
-    levels: int
+    levels: int  # attempts: a level per heuristic it is tried with (one, but in a matrix run)
     hosts: tuple[str, ...]
 
 
 def waiting_refused(session: Session, run_id: int, now: datetime) -> list[Waiting]:
     """Return the run's queued attempts refused lately, by the last reason given; most levels first."""
     rows = session.execute(
-        select(REFUSALS.c.level_hash, REFUSALS.c.host, REFUSALS.c.reason, REFUSALS.c.last_at)
-        .join(Attempt, and_(Attempt.run_id == REFUSALS.c.run_id, Attempt.level_hash == REFUSALS.c.level_hash))
+        select(REFUSALS.c.level_hash, REFUSALS.c.heuristic, REFUSALS.c.host, REFUSALS.c.reason)
+        .join(Attempt, _OF_ATTEMPT)
         .where(REFUSALS.c.run_id == run_id, Attempt.status == Status.QUEUED.value)
         .where(REFUSALS.c.last_at >= now - FRESH)
         .order_by(REFUSALS.c.last_at)
     )
-    last: dict[str, str] = {}
+    last: dict[tuple[str, str], str] = {}
     hosts: dict[str, set[str]] = {}
-    for h, host, reason, _at in rows:
-        last[h] = reason  # ordered by time: the latest reason wins
+    for h, heuristic, host, reason in rows:
+        last[h, heuristic] = reason  # ordered by time: the latest reason wins
         hosts.setdefault(reason, set()).add(host)
     counts: dict[str, int] = {}
     for reason in last.values():
@@ -140,26 +152,34 @@ def give_up(session: Session, now: datetime, live_hosts: set[str]) -> int:
     if not live_hosts:
         return 0
     rows = session.execute(
-        select(REFUSALS.c.run_id, REFUSALS.c.level_hash, REFUSALS.c.host, REFUSALS.c.reason, REFUSALS.c.count)
-        .join(Attempt, and_(Attempt.run_id == REFUSALS.c.run_id, Attempt.level_hash == REFUSALS.c.level_hash))
+        select(
+            REFUSALS.c.run_id,
+            REFUSALS.c.level_hash,
+            REFUSALS.c.heuristic,
+            REFUSALS.c.host,
+            REFUSALS.c.reason,
+            REFUSALS.c.count,
+        )
+        .join(Attempt, _OF_ATTEMPT)
         .where(Attempt.status == Status.QUEUED.value, REFUSALS.c.authentic.is_(True))
         .where(REFUSALS.c.last_at >= now - FRESH)
     )
-    seen: dict[tuple[int, str], tuple[set[str], int, str]] = {}
-    for run_id, h, host, reason, count in rows:
-        hosts, total, _ = seen.get((run_id, h), (set(), 0, reason))
-        seen[(run_id, h)] = (hosts | {host}, total + count, reason)
+    seen: dict[tuple[int, str, str], tuple[set[str], int, str]] = {}
+    for run_id, h, heuristic, host, reason, count in rows:
+        hosts, total, _ = seen.get((run_id, h, heuristic), (set(), 0, reason))
+        seen[run_id, h, heuristic] = (hosts | {host}, total + count, reason)
     given_up = 0
     finished_runs: set[int] = set()
     stamp = now_sql(session)
-    for (run_id, h), (hosts, total, reason) in sorted(seen.items()):
+    for (run_id, h, heuristic), (hosts, total, reason) in sorted(seen.items()):
         if total < GIVE_UP_AFTER or not live_hosts <= hosts:
             continue
         who = ", ".join(sorted(hosts))
         message = f"given up: refused by every live worker ({who}), {total} times: {reason}"
         res = session.execute(
             update(Attempt)
-            .where(Attempt.run_id == run_id, Attempt.level_hash == h, Attempt.status == Status.QUEUED.value)
+            .where(Attempt.run_id == run_id, Attempt.level_hash == h, Attempt.heuristic == heuristic)
+            .where(Attempt.status == Status.QUEUED.value)
             .values(status=Status.ERROR.value, message=message, finished_at=stamp, holder=None, deadline=None)
         )
         if rowcount(res):

@@ -125,6 +125,9 @@ class Cluster:
         key when there is one, and gets a Celery hard limit with room for two of the workers'
         database waits (db_patience).
 
+        A task carries attempts of one kind and heuristic (chunks_of): a worker that cannot serve one
+        (a kind or a program it lacks) refuses only those.
+
         Messages are pipelined to Redis in batches (kombu's Producer.batch: one round
         trip per thousand tasks), so enqueueing 50,000 levels takes seconds.
         """
@@ -137,8 +140,7 @@ class Cluster:
             # Declared once here instead of once per message (declare=[] below).
             producer.maybe_declare(app.amqp.queues[self.queue])
             with producer.batch(max_size=1000):
-                for i in range(0, len(pending), chunk_size):
-                    chunk = pending[i : i + chunk_size]
+                for chunk in chunks_of(pending, chunk_size):
                     prepares = _may_prepare(chunk, kinds)
                     soft, hard = protocol.celery_limits(
                         Limits.widest(p.spec.limits for p in chunk), len(chunk), patience, prepares
@@ -216,6 +218,26 @@ class Cluster:
         problem = self.unsigned_problem(engine)
         if problem is not None:
             raise UsageError(problem)
+
+
+def chunks_of(pending: Sequence[PendingAttempt], size: int) -> list[list[PendingAttempt]]:
+    """Return the attempts in tasks of at most size, each of one kind and heuristic, in the order given.
+
+    A task is refused whole by a worker that lacks its kind or its heuristic's program, and such
+    refusals by every worker give up its attempts: an attempt must not share a task with another
+    heuristic's (of a run of several side by side) or another kind's, which some worker may serve.
+    Each task holds consecutive attempts of its own (kind, heuristic) and goes where its first one was.
+    """
+    chunks: list[list[PendingAttempt]] = []
+    filling: dict[tuple[str, str], list[PendingAttempt]] = {}
+    for p in pending:
+        key = (p.spec.kind, p.spec.heuristic)
+        chunk = filling.get(key)
+        if chunk is None or len(chunk) >= size:
+            chunk = filling[key] = []
+            chunks.append(chunk)
+        chunk.append(p)
+    return chunks
 
 
 def _may_prepare(chunk: Sequence[PendingAttempt], known: dict[tuple[str, str], bool]) -> bool:
