@@ -234,12 +234,10 @@ class _Recorder:
 
     def hear(self, queue: Any) -> None:
         """Take what the pool processes told of attempts they started (a result already here wins)."""
-        # By level: a level with a result buffered under one heuristic is not marked running under
-        # another until that result is written (its result then counts its try, as unmarked ones do).
         buffered = set(self.sink.waiting().get(self.run_id, ()))
         while not queue.empty():
             key, worker, started = queue.get()
-            if key[0] not in buffered:
+            if key not in buffered:
                 self.started[key] = (key, worker, started)
 
     def flush(self) -> None:

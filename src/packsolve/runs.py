@@ -83,6 +83,10 @@ class Carried:
             return f"{self.attempts} attempt(s) of {self.levels} level(s)"
         return f"{self.levels} level(s)"
 
+    def recorded(self) -> dict[str, Any]:
+        """Return what the run's options keep of it (options.carried_over)."""
+        return {"levels": self.levels, "attempts": self.attempts, "runs": list(self.runs)}
+
 
 @dataclass(frozen=True)
 class NewRun:
@@ -236,11 +240,7 @@ def start_local(
         options["cpus_per_attempt"] = pool.cpus_per_attempt
     if skip_solved:
         plan, carried = _without_settled(engine, plan)
-        options["carried_over"] = {
-            "levels": carried.levels,
-            "attempts": carried.attempts,
-            "runs": list(carried.runs),
-        }
+        options["carried_over"] = carried.recorded()
     plan, request = with_relative_limits(engine, plan, request)
     origin = Origin(RunMode.LOCAL, argv, options, concurrency=pool.processes, carried=carried)
     return create(engine, plan, request, origin)
@@ -385,7 +385,7 @@ def start_distributed(
     carried = Carried()
     if skip_solved:
         plan, carried = _without_settled(engine, plan)
-        options["carried_over"] = {"levels": carried.levels, "runs": list(carried.runs)}
+        options["carried_over"] = carried.recorded()
     if request.relative:  # the limits known only now, from the levels' history, are checked as above
         plan, request = with_relative_limits(engine, plan, request)
         check_distributed(request.limits, cluster.visibility_timeout, chunk_size)

@@ -80,8 +80,8 @@ def test_status_counts_a_published_result_only_while_its_attempt_waits_for_it(sq
     with engine.begin() as connection:
         # h0 was written since (final), h1 waits under a's claim, h2 ran before its claim (queued),
         # h3 was claimed again by b meanwhile: only h1 and h2 are a's buffered results.
-        renew(connection, "a@h/1", "a@h", 60.0, {}, Doing(set(), {run_id: h[:4]}))
-        renew(connection, "c@h/3", "c@h", 60.0, {}, Doing(set(), {run_id: [h[5]]}))
+        renew(connection, "a@h/1", "a@h", 60.0, {}, Doing(set(), {run_id: [(x, None) for x in h[:4]]}))
+        renew(connection, "c@h/3", "c@h", 60.0, {}, Doing(set(), {run_id: [(h[5], "plain")]}))
     with session_scope(engine) as session:
         session.execute(update(Run).where(Run.id == run_id).values(mode="distributed", sent_at=now))
         session.execute(update(Worker).where(Worker.name == "c@h/3").values(lease_until=now - timedelta(1)))
@@ -103,3 +103,26 @@ def test_status_counts_a_published_result_only_while_its_attempt_waits_for_it(sq
     assert p["running"] == 2  # h3 under b, h5 under a (c's lapsed lease publishes nothing)
     assert p["queued"] == 0 and p["done"] == 1 and p["total"] == 6
     assert p["counts"] == {"solved": 1, "queued": 1, "running": 4}
+
+
+def test_a_buffered_result_counts_once_for_its_own_heuristic_in_a_matrix_run(sqlite_url):
+    """Two heuristics of each level pending; a worker holds one result of `plain` and one of an earlier
+    worker's (no heuristic named): each counts once, against its own attempt, not the level's two."""
+    levels = [strip_level(i) for i in range(2)]
+    tried = [Planned(lv, None, heuristic=h) for lv in levels for h in ("plain", "prune")]
+    run_id = build_run(sqlite_url, tried, heuristic="plain,prune", mode="distributed")
+    h = [lv.hash for lv in levels]
+    engine = get_engine(sqlite_url)
+    with engine.begin() as connection:
+        renew(connection, "a@h/1", "a@h", 60.0, {}, Doing(set(), {run_id: [(h[0], "plain"), (h[1], None)]}))
+    with session_scope(engine) as session:
+        session.execute(update(Run).where(Run.id == run_id).values(sent_at=utcnow()))
+        session.execute(  # h0's prune runs under b's claim: not a's result
+            update(Attempt)
+            .where(Attempt.run_id == run_id, Attempt.level_hash == h[0], Attempt.heuristic == "prune")
+            .values(status="running", worker="b@h", holder="b@h/2", started_at=utcnow())
+        )
+    with session_scope(engine) as session:
+        p = run_progress(session, session.get(Run, run_id))
+    assert p["buffered"] == 2 and p["buffered_by_worker"] == {"a@h": 2}
+    assert p["queued"] == 1 and p["running"] == 1 and p["total"] == 4

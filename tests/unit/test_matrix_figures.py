@@ -48,7 +48,7 @@ def test_with_no_level_every_column_ran_there_is_no_best_single_column():
 
 
 def test_a_matrix_runs_heuristics_take_the_place_the_text_gave_them_defaults_where_a_name_was_lacking():
-    from packsolve.report.matrix import _slots
+    from packsolve.figures.matrix import _slots
 
     tried = {"sudoku": ["plain", "dlx", "propagate"], "sliding": ["plain", "pdb", "astar"]}
     assert _slots("plain,dlx,astar", tried) == {

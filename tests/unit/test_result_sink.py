@@ -55,7 +55,7 @@ def test_a_local_sinks_failed_write_is_raised_and_its_results_kept_for_the_next(
     sink.add(result(1))
     with pytest.raises(ConnectionError):
         sink.flush()
-    assert sink.waiting() == {1: [result(1).level_hash]}
+    assert sink.waiting() == {1: [(result(1).level_hash, result(1).heuristic)]}
     sink.flush()
     assert [len(b) for b in writes.batches] == [1] and len(sink) == 0
 
@@ -72,7 +72,7 @@ def test_a_background_sink_writes_a_full_batch_at_once_and_the_rest_within_every
     writes.done.clear()
     started = time.monotonic()
     sink.add(result(3, claimed=False))
-    assert sink.held() == set() and sink.waiting() == {1: [result(3).level_hash]}
+    assert sink.held() == set() and sink.waiting() == {1: [(result(3).level_hash, result(3).heuristic)]}
     assert writes.done.wait(5) and time.monotonic() - started >= 0.4
     time.sleep(0.05)
     assert [len(b) for b in writes.batches] == [2, 1] and after == [2, 1] and len(sink) == 0

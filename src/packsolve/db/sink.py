@@ -77,12 +77,13 @@ class ResultSink:
                 (r.run_id, r.level_hash, r.heuristic) for r in (*self.results, *self.writing) if r.claimed
             }
 
-    def waiting(self) -> dict[int, list[str]]:
-        """Return per run id the level hashes of every result not written yet, claimed or not."""
+    def waiting(self) -> dict[int, list[tuple[str, str | None]]]:
+        """Return per run id the (level hash, heuristic) of every result not written yet, claimed or not
+        (heuristic None: a result naming none)."""
         with self.lock:
-            found: dict[int, list[str]] = {}
+            found: dict[int, list[tuple[str, str | None]]] = {}
             for r in (*self.results, *self.writing):
-                found.setdefault(r.run_id, []).append(r.level_hash)
+                found.setdefault(r.run_id, []).append((r.level_hash, r.heuristic))
             return found
 
     def __len__(self) -> int:

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, delete, exists, func, insert, literal, or_, select, update
+from sqlalchemy import Connection, Table, and_, delete, exists, func, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Deployment, Worker, WorkerEvent, WorkerEventKind, as_utc, utcnow
@@ -62,12 +62,12 @@ class Doing:
     runs: the attempts it runs, and the claimed ones among its results not yet written, as
     (run id, level hash, heuristic) (a run may try a level with several heuristics; None: whichever
     the run tries it with); the rest of what the database says it holds is given back.
-    buffered: per run id, the level hashes of every result it computed and has not written
-    yet (claimed or not), published so `status` tells them from attempts really running.
+    buffered: per run id, the (level hash, heuristic) of every result it computed and has not
+    written yet (claimed or not), published so `status` tells them from attempts really running.
     """
 
     runs: set[tuple[int, str, str | None]]
-    buffered: dict[int, list[str]] = field(default_factory=dict)
+    buffered: dict[int, list[tuple[str, str | None]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,9 @@ def renew(
         until = now + timedelta(seconds=ttl_s)
     values: dict[str, Any] = {"renewed_at": now, "lease_until": until, "lapsed_at": None}
     if doing is not None:
-        values["buffered"] = json.dumps({str(r): hashes for r, hashes in sorted(doing.buffered.items())})
+        values["buffered"] = json.dumps(
+            {str(r): _published(keys) for r, keys in sorted(doing.buffered.items())}
+        )
     res = connection.execute(
         update(WORKERS).where(WORKERS.c.name == name).values(**values).returning(WORKERS.c.renewed_at)
     )
@@ -364,11 +366,10 @@ class Buffered:
 def buffered_in(session: Session, run_id: int, now: datetime | None = None) -> Buffered:
     """Return the run's attempts waiting in live worker processes' write buffers (see Buffered).
 
-    From what each live lease's last renewal published (Doing.buffered). A hash
-    counts only while its attempt is still pending: queued, or running under that
-    process's claim. A result written since that renewal is final and counts no
-    more, so a stale list never counts twice; one computed since counts as running
-    until the next renewal.
+    From what each live lease's last renewal published (Doing.buffered, read by published_buffered).
+    An attempt counts only while it is still pending: queued, or running under that process's
+    claim. A result written since that renewal is final and counts no more, so a stale list never
+    counts twice; one computed since counts as running until the next renewal.
     """
     now = db_now(session) if now is None else now
     leases = session.execute(
@@ -379,24 +380,65 @@ def buffered_in(session: Session, run_id: int, now: datetime | None = None) -> B
     by_host: dict[str, int] = {}
     shown: dict[str, int] = {}
     for name, host, published in leases:
-        hashes = json.loads(published).get(str(run_id)) or []
-        for k in range(0, len(hashes), BATCH):
-            pending = or_(
-                Attempt.status == Status.QUEUED,
-                and_(Attempt.status == Status.RUNNING, Attempt.holder == name),
-            )
-            rows = session.execute(
-                select(Attempt.status, func.count())
-                .where(Attempt.run_id == run_id, Attempt.level_hash.in_(hashes[k : k + BATCH]), pending)
-                .group_by(Attempt.status)
-            )
-            for status, n in rows:
-                key = status.value if isinstance(status, Status) else str(status)
-                shown[key] = shown.get(key, 0) + n
-                by_host[host] = by_host.get(host, 0) + n
+        keys = published_buffered(published).get(run_id) or []
+        states = pending_states(session, run_id, keys)
+        for key in keys:
+            for status, holder in states.get(key[0], ()):
+                if pending_counts(key, name, status, holder):
+                    shown[status[0]] = shown.get(status[0], 0) + 1
+                    by_host[host] = by_host.get(host, 0) + 1
+                    break
     return Buffered(
         dict(sorted(by_host.items())), shown.get(Status.RUNNING.value, 0), shown.get(Status.QUEUED.value, 0)
     )
+
+
+# A published buffered result: (level hash, heuristic); heuristic None (an earlier worker's, or a result
+# naming none) stands for the level's attempt of whichever heuristic is pending.
+BufferedKey = tuple[str, str | None]
+
+
+def _published(keys: list[BufferedKey]) -> list[Any]:
+    """Return what a renewal publishes of buffered keys: [hash, heuristic] pairs, a bare hash for None."""
+    return [h if heuristic is None else [h, heuristic] for h, heuristic in keys]
+
+
+def published_buffered(text: str) -> dict[int, list[BufferedKey]]:
+    """Return a lease's published buffered results per run id (workers.buffered, as renew writes it;
+    an earlier worker's bare hashes read as naming no heuristic)."""
+    out: dict[int, list[BufferedKey]] = {}
+    for run, entries in json.loads(text).items():
+        out[int(run)] = [(e, None) if isinstance(e, str) else (str(e[0]), str(e[1])) for e in entries]
+    return out
+
+
+def pending_states(
+    session: Session, run_id: int, keys: list[BufferedKey]
+) -> dict[str, list[tuple[tuple[str, str], str | None]]]:
+    """Return, per level hash of keys, its pending attempts of the run: ((status, heuristic), holder)."""
+    hashes = sorted({h for h, _ in keys})
+    found: dict[str, list[tuple[tuple[str, str], str | None]]] = {}
+    for k in range(0, len(hashes), BATCH):
+        rows = session.execute(
+            select(Attempt.level_hash, Attempt.heuristic, Attempt.status, Attempt.holder).where(
+                Attempt.run_id == run_id,
+                Attempt.level_hash.in_(hashes[k : k + BATCH]),
+                Attempt.status.in_((Status.QUEUED, Status.RUNNING)),
+            )
+        )
+        for h, heuristic, status, holder in rows:
+            value = status.value if isinstance(status, Status) else str(status)
+            found.setdefault(h, []).append(((value, heuristic), holder))
+    return found
+
+
+def pending_counts(key: BufferedKey, lease: str, status: tuple[str, str], holder: str | None) -> bool:
+    """Return whether a published buffered result (key, of lease) is of this pending attempt: its
+    heuristic (any, for a key naming none), and queued, or running under that lease's claim."""
+    value, heuristic = status
+    if key[1] is not None and key[1] != heuristic:
+        return False
+    return value == Status.QUEUED.value or (value == Status.RUNNING.value and holder == lease)
 
 
 def forget_old(session: Session, now: datetime) -> int:

@@ -10,7 +10,6 @@ depth, a few aggregate statements in all, so it stays cheap at a million attempt
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -33,7 +32,15 @@ from packsolve.db import counters
 from packsolve.db.models import RUN_FIGURES, Attempt, Run
 from packsolve.db.session import session_scope
 from packsolve.db.tables import BATCH, PENDING_VALUES
-from packsolve.db.workers import WORKERS, db_now, lost_rows
+from packsolve.db.workers import (
+    WORKERS,
+    BufferedKey,
+    db_now,
+    lost_rows,
+    pending_counts,
+    pending_states,
+    published_buffered,
+)
 from packsolve.outcome import Status
 from packsolve.queue.app import Cluster
 
@@ -231,7 +238,7 @@ def _pending(session: Session, unfinished: list[int], now: datetime) -> Iterator
 def _buffered(session: Session, now: datetime) -> int:
     """Return how many pending attempts live worker processes hold results of, not yet written.
 
-    As db.workers.buffered_in counts them for one run, for every run at once: a hash a live lease
+    As db.workers.buffered_in counts them for one run, for every run at once: a result a live lease
     published counts while its attempt is queued, or running under that lease's claim. One read
     per run and BATCH hashes, whatever the number of leases.
     """
@@ -240,26 +247,17 @@ def _buffered(session: Session, now: datetime) -> int:
             WORKERS.c.lease_until >= now, WORKERS.c.buffered.is_not(None)
         )
     )
-    wanted: dict[int, list[tuple[str, str]]] = {}  # run id: [(lease, level hash)]
+    wanted: dict[int, list[tuple[str, BufferedKey]]] = {}  # run id: [(lease, (level hash, heuristic))]
     for name, text in published:
-        for run, hashes in json.loads(text).items():
-            wanted.setdefault(int(run), []).extend((name, h) for h in hashes)
+        for run, keys in published_buffered(text).items():
+            wanted.setdefault(run, []).extend((name, key) for key in keys)
     total = 0
     for run_id, pairs in sorted(wanted.items()):
-        hashes = sorted({h for _, h in pairs})
-        state: dict[str, tuple[str, str | None]] = {}
-        for i in range(0, len(hashes), BATCH):
-            rows = session.execute(
-                select(Attempt.level_hash, Attempt.status, Attempt.holder).where(
-                    Attempt.run_id == run_id,
-                    Attempt.level_hash.in_(hashes[i : i + BATCH]),
-                    Attempt.status.in_(PENDING_VALUES),
-                )
+        states = pending_states(session, run_id, [key for _, key in pairs])
+        for name, key in pairs:
+            total += any(
+                pending_counts(key, name, status, holder) for status, holder in states.get(key[0], ())
             )
-            state.update((h, (str(status), holder)) for h, status, holder in rows)
-        for name, h in pairs:
-            status, holder = state.get(h, ("", None))
-            total += status == Status.QUEUED or (status == Status.RUNNING and holder == name)
     return total
 
 
