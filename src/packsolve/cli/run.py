@@ -335,7 +335,8 @@ def rerun(
     what = counted(child.total, len(child.sizes))
     err_console.print(f"run {child.id}: rerun of {run}, {what}, {sent.tasks} task(s) enqueued")
     if fmt != "table":  # one document, as the local rerun's summary is
-        emit({"run": child.id, "rerun_of": run, "levels": child.total, "tasks": sent.tasks}, fmt, str)
+        said = {"run": child.id, "rerun_of": run, "levels": len(child.sizes), "attempts": child.total}
+        emit({**said, "tasks": sent.tasks}, fmt, str)
     else:
         click.echo(child.id)
     if any(notify_to):
