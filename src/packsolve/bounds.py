@@ -50,6 +50,11 @@ MAX_TRIES = Range(1, INT32_MAX)
 PROCESSES = Range(1, INT32_MAX)
 RUN_ID = Range(1, INT32_MAX)
 COUNT = Range(0, INT32_MAX)  # rows, levels per task, pictures: an SQL LIMIT or a column
+# A part of a split level (a task's "part"): its 0-based index, the parts asked of the split and the
+# parts it gave, and (best of all) its iteration window and the best length known: lengths of a level.
+PART_INDEX = Range(0, INT32_MAX - 1)
+PARTS = Range(1, INT32_MAX)
+SEARCH_BOUND = Range(0, INT32_MAX)
 
 
 DURATION_FORM = "write seconds (2.5) or 500ms, 2s, 1m, 1h"

@@ -53,6 +53,10 @@ class Outcome:
 
     stdout and stderr: what the solver printed beyond its answer, as kept (an external program's
     head and tail within the cap, a cut marker between; a built-in solver's log lines): "" for none.
+
+    resume: a best-of-all part of a split level (issue 38) that searched its iteration window
+    without an answer: the first iteration bound it did not search (no_solution then means "nothing
+    in this window, go on from resume"); None for every other attempt, and for a part searched through.
     """
 
     status: Status
@@ -61,6 +65,7 @@ class Outcome:
     message: str = ""
     stdout: str = ""
     stderr: str = ""
+    resume: int | None = None
 
     @property
     def nodes(self) -> int:

@@ -18,6 +18,10 @@ The level's answer is the part's prefix and its answer, checked by the kind's ``
 nodes are the split's and every part's, its CPU time this process's and its pool's. A kind or
 heuristic without a split is solved unsplit, as one part. Not yet used by runs: it is what their
 scheduling will call per part.
+
+``part_work`` is the other way in: one part of a level as an attempt of its own (an AttemptSpec
+with a PartSpec), the work a solver child runs for it; the run that hands parts out combines
+their outcomes round by round as ``_best_of_all`` and ``_first_found`` do here.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ import multiprocessing
 import os
 import resource
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
-from packsolve.api import Budget, Combine, Outcome, Part, PuzzleKind, SharedBound, Split, Status
+from packsolve.api import Budget, Combine, Outcome, Part, PuzzleKind, SharedBound, Solve, Split, Status
 from packsolve.outcome import SearchStats
 
 
@@ -296,3 +301,90 @@ def _best_of_all(
         message=f"the shortest of {len(split_parts)} parts' answers ({length}), "
         f"part {i + 1}, in {run.rounds} rounds",
     )
+
+
+class PartAsked(Protocol):
+    """Which part of a split level to search (execution.spec.PartSpec is one): its 0-based index into
+    the parts ``split(level, heuristic, of)`` gives, how many that split gave when the part was planned,
+    and (best of all) the iteration window to search and the best whole-level length known."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def of(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def window(self) -> tuple[int, int] | None: ...
+    @property
+    def best(self) -> int | None: ...
+
+
+def part_work(
+    kind: PuzzleKind, level: Any, heuristic: str, part: PartAsked
+) -> Callable[[Budget], Outcome] | str:
+    """Return the work that searches one part of level (called with the attempt's Budget), or why not.
+
+    The work solves the part's sub-level with the heuristic's solver and returns the whole level's
+    Outcome: a part's answer combined with its prefix (``part.combine``), for the kind's ``verify``
+    to check on the level; its nodes the part's own (the split's are the caller's to count, once).
+    Best of all: the part searches with a SharedBound of its own on ``budget.bound``, the part's
+    best offered to it and its window set, and a part that searched its window without an answer
+    ends no_solution with ``resume`` (SharedBound.resume). Why not (one line): a kind or heuristic
+    that does not split this level, an index past the parts, a split that gives another count than
+    the one planned (splits must be deterministic), or a split that fails.
+    """
+    name, solve = kind.solver(heuristic)
+    if part.index >= part.count:
+        return f"part index {part.index} is past the {part.count} parts planned (0 to {part.count - 1})"
+    if kind.split is None:
+        return f"kind {kind.name} does not split levels: run the level whole, without a part"
+    try:
+        split = kind.split(level, name, part.of)
+    except Exception as exc:  # a kind's bug must not take the worker down
+        return f"splitting the level into {part.of} parts failed: {type(exc).__name__}: {exc}"
+    if split is None:
+        return f"heuristic {name} of kind {kind.name} does not split this level: run it whole, without a part"
+    if len(split.parts) != part.count:
+        return (
+            f"splitting the level into {part.of} parts gave {len(split.parts)}, the run planned "
+            f"{part.count}: a split must give the same parts everywhere (the same packsolve on every machine)"
+        )
+    shared = split.combine == Combine.BEST_OF_ALL
+    note = f"part {part.index + 1} of {part.count}"
+    return _PartWork(solve, split.parts[part.index], shared, part.window if shared else None, part.best, note)
+
+
+@dataclass(frozen=True)
+class _PartWork:
+    """One part's work, as a solver child runs it (picklable, as the kind's solver is, for a kept child)."""
+
+    solve: Solve
+    part: Part
+    shared: bool  # best of all: search with a SharedBound of its own
+    window: tuple[int, int] | None
+    best: int | None
+    note: str  # "part i of n", before the solver's message
+
+    def __call__(self, budget: Budget) -> Outcome:
+        """Search the part under budget; return the whole level's Outcome (see part_work)."""
+        bound = None
+        if self.shared:
+            bound = SharedBound()
+            if self.best is not None:
+                bound.offer(self.best)
+            bound.window = self.window
+            budget.bound = bound
+        out = self.solve(self.part.level, budget)
+        note = self.note
+        message = f"{note}: {out.message}" if out.message else note
+        if out.status == Status.SOLVED:
+            try:
+                whole = self.part.combine(out.solution)
+            except TypeError as exc:
+                return replace(
+                    out, status=Status.WRONG, message=f"{note}: its answer is not a list of steps: {exc}"
+                )
+            return replace(out, solution=whole, message=message)
+        resume = bound.resume if bound is not None and out.status == Status.NO_SOLUTION else None
+        return replace(out, message=message, resume=resume)

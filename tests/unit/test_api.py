@@ -59,7 +59,7 @@ def test_the_helpers_keep_their_signatures():
     # A kind written against the first four keeps working: later fields come after them, with defaults.
     outcome = inspect.signature(api.Outcome).parameters
     assert list(outcome)[:4] == ["status", "solution", "stats", "message"]
-    assert list(outcome)[4:] == ["stdout", "stderr"]
+    assert list(outcome)[4:] == ["stdout", "stderr", "resume"]  # resume: a split level's part (issue 38)
     assert all(p.default is not inspect.Parameter.empty for p in list(outcome.values())[4:])
     assert list(inspect.signature(api.LevelError).parameters) == ["message", "line", "column"]
     assert {s.value for s in api.Status} >= {"solved", "no_solution", "timeout", "memout", "error", "wrong"}

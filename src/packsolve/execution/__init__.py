@@ -12,7 +12,7 @@ after (``attempts``):
   ``ClaimGate`` once, while it runs, whether it may proceed, or never if it ends first (a
   worker's lone tiny attempt, claimed in its database while it solves).
 
-Modules: ``spec`` (Limits, AttemptSpec: the attempt as it travels), ``attempts`` (the entry
+Modules: ``spec`` (Limits, AttemptSpec, PartSpec: the attempt as it travels), ``attempts`` (the entry
 points, parse and verify), ``supervisor`` (the parent following a child job by job),
 ``processes`` (forking, the kept child, hand-over), ``wire`` (the pipes' format),
 ``child`` (what runs in the forked child), ``rlimits`` (its limits and memory readings),
@@ -22,7 +22,15 @@ points, parse and verify), ``supervisor`` (the parent following a child job by j
 from __future__ import annotations
 
 from packsolve.execution.attempts import execute_attempts, execute_overlapped, solution_length
-from packsolve.execution.spec import AttemptSpec, Limits
+from packsolve.execution.spec import AttemptSpec, Limits, PartSpec
 from packsolve.execution.supervisor import ClaimGate
 
-__all__ = ["AttemptSpec", "ClaimGate", "Limits", "execute_attempts", "execute_overlapped", "solution_length"]
+__all__ = [
+    "AttemptSpec",
+    "ClaimGate",
+    "Limits",
+    "PartSpec",
+    "execute_attempts",
+    "execute_overlapped",
+    "solution_length",
+]

@@ -18,6 +18,7 @@ from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.levels import canonical_json
 from packsolve.outcome import Outcome, Status
 from packsolve.puzzles import PuzzleKind, get_kind
+from packsolve.splitting import part_work
 
 
 def execute_attempts(
@@ -94,12 +95,20 @@ def _prepare(spec: AttemptSpec, keep: int) -> _Prepared | Outcome:
 
     An external solver's program is resolved here, on the machine that runs it; one that
     is missing, or named but not bound to this machine's declaration, ends the attempt as an
-    error (a worker refuses such a task before this).
+    error (a worker refuses such a task before this). A part of a split level (spec.part) is
+    split here, outside the attempt's limits, and its work solves the one part
+    (splitting.part_work); a part that cannot be had is an error saying why.
     """
+    if spec.part is not None and spec.program is not None:
+        name = spec.program.name
+        return Outcome(
+            Status.ERROR,
+            message=f"program {name!r} searches levels whole: an external program's attempt has no parts",
+        )
     try:
         kind = get_kind(spec.kind)
         if spec.program is None:
-            _, solve = kind.solver(spec.heuristic)
+            name, solve = kind.solver(spec.heuristic)
         elif isinstance(spec.program, ProgramRef):
             return Outcome(Status.ERROR, message=f"program {spec.program.name!r} is not declared here")
         else:
@@ -120,6 +129,9 @@ def _prepare(spec: AttemptSpec, keep: int) -> _Prepared | Outcome:
         return _Prepared(
             kind, level, ProgramJob(program, canonical_json(dict(spec.level)), spec.limits, keep)
         )
+    if spec.part is not None:
+        work = part_work(kind, level, name, spec.part)
+        return Outcome(Status.ERROR, message=work) if isinstance(work, str) else _Prepared(kind, level, work)
     return _Prepared(kind, level, functools.partial(solve, level))
 
 
@@ -139,16 +151,17 @@ def _failed_preparation(spec: AttemptSpec, kind: PuzzleKind, level: Any) -> str 
 def _finish(prepared: _Prepared, result: JobResult, keep: int = DEFAULT_OUTPUT_KEEP) -> Outcome:
     """Turn what the child reported into the attempt's Outcome; a solution verify rejects is ``wrong``."""
     payload, stats, forced = result
-    output = {s: payload.get(s) or "" for s in ("stdout", "stderr")}
+    stdout, stderr = payload.get("stdout") or "", payload.get("stderr") or ""
     if not isinstance(prepared.work, ProgramJob):
         # A program's output was kept within keep by its reader; a built-in solver's log lines are cut here.
-        output["stdout"], output["stderr"] = kept_log(output["stdout"], output["stderr"], keep)
+        stdout, stderr = kept_log(stdout, stderr, keep)
     if forced is not None:
-        return Outcome(forced[0], stats=stats, message=forced[1], **output)
+        return Outcome(forced[0], stats=stats, message=forced[1], stdout=stdout, stderr=stderr)
     status = Status(payload["status"])
     stats = replace(stats, nodes=int(payload.get("nodes", 0)))
     solution = payload.get("solution")
     message = payload.get("message", "")
+    resume = payload.get("resume") if status is Status.NO_SOLUTION else None
     if status is Status.SOLVED:
         try:
             problem = prepared.kind.verify(prepared.level, solution)
@@ -156,6 +169,19 @@ def _finish(prepared: _Prepared, result: JobResult, keep: int = DEFAULT_OUTPUT_K
             problem = f"verify failed on this solution: {type(exc).__name__}: {exc}"
         if problem:
             return Outcome(
-                Status.WRONG, solution, stats, f"verify rejected the solution: {problem}", **output
+                Status.WRONG,
+                solution,
+                stats,
+                f"verify rejected the solution: {problem}",
+                stdout=stdout,
+                stderr=stderr,
             )
-    return Outcome(status, solution if status is Status.SOLVED else None, stats, message, **output)
+    return Outcome(
+        status,
+        solution if status is Status.SOLVED else None,
+        stats,
+        message,
+        stdout=stdout,
+        stderr=stderr,
+        resume=resume,
+    )

@@ -121,6 +121,8 @@ def _run_job(work: Work, limits: Limits) -> dict[str, Any]:
             "nodes": out.stats.nodes or budget.nodes,
             "message": out.message,
         }
+        if out.resume is not None:  # a best-of-all part that searched its window (only then)
+            payload["resume"] = out.resume
         # The solver's own output, as kept (only when there is some: most lines carry none).
         for stream in ("stdout", "stderr"):
             if getattr(out, stream):

@@ -96,6 +96,39 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class PartSpec:
+    """Which part of a split level an attempt searches, and (best of all) how far this time.
+
+    ``index``: 0-based, into the parts ``kind.split(level, heuristic, of)`` gives; ``count``: how
+    many parts that split gave when the run planned it (a split is deterministic: a child whose split
+    gives another count ends the attempt ``error``). Best of all only: ``window``, the iteration
+    bounds (lengths of the whole level) this run of the part searches (SharedBound.window; None:
+    the part whole), and ``best``, the shortest whole-level answer known when the part was handed
+    out, which the part prunes with.
+    """
+
+    index: int
+    of: int
+    count: int
+    window: tuple[int, int] | None = None
+    best: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the part as the JSON object a task's spec carries under "part"."""
+        window = None if self.window is None else list(self.window)
+        return {"index": self.index, "of": self.of, "count": self.count, "window": window, "best": self.best}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PartSpec:
+        """Return the part to_json wrote; raise KeyError or TypeError if a field is missing or malformed."""
+        window = data.get("window")
+        if window is not None:
+            lo, hi = window  # a window of other than two numbers is malformed (TypeError, ValueError)
+            window = (lo, hi)
+        return cls(data["index"], data["of"], data["count"], window, data.get("best"))
+
+
+@dataclass(frozen=True)
 class AttemptSpec:
     """Everything needed to run one attempt; JSON-ready so it can travel on the queue."""
 
@@ -107,6 +140,8 @@ class AttemptSpec:
     # only its ProgramRef (name and declaration digest); the worker that takes it puts its own
     # declaration of that program back (bound), and resolves the command on its own machine.
     program: ExternalSolver | ProgramRef | None = None
+    # A part of a split level (issue 38); None: the level whole, as every attempt before.
+    part: PartSpec | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the spec as the JSON object a task carries (limits flattened beside the level)."""
@@ -124,6 +159,8 @@ class AttemptSpec:
             data["program"] = self.program.ref().to_json()
         elif self.program is not None:
             data["program"] = self.program.to_json()
+        if self.part is not None:  # only when set: a spec without one is a task of earlier versions
+            data["part"] = self.part.to_json()
         return data
 
     @classmethod
@@ -137,7 +174,12 @@ class AttemptSpec:
             named = None if program is None else ProgramRef.from_json(program)
         except ValueError as exc:
             raise KeyError(f"program: {exc}") from None
-        return cls(data["kind"], data["heuristic"], data["level"], limits, named)
+        part = data.get("part")
+        try:
+            which = None if part is None else PartSpec.from_json(part)
+        except ValueError as exc:
+            raise KeyError(f"part: {exc}") from None
+        return cls(data["kind"], data["heuristic"], data["level"], limits, named, which)
 
 
 # What a solver child runs for one attempt: the kind's solver bound to the parsed level,

@@ -206,12 +206,41 @@ _LIMIT_RANGES = (
 )
 
 
+_PART_RANGES = (("index", bounds.PART_INDEX), ("of", bounds.PARTS), ("count", bounds.PARTS))
+
+
 def _bounded(spec: Any) -> Any:
-    """Return spec if its limits are None or within their ranges; raise ValueError naming one that is not."""
+    """Return spec if its limits are None or within their ranges, and its part (if any) well formed;
+    raise ValueError naming a field that is not."""
     for name, span in _LIMIT_RANGES:
         if spec.get(name) is not None:
             _number(spec, name, span)
+    part = spec.get("part")
+    if part is not None:
+        _bounded_part(part)
     return spec
+
+
+def _bounded_part(part: Any) -> None:
+    """Raise ValueError unless part is a part of a split level as PartSpec.to_json writes one."""
+    if not isinstance(part, dict):
+        raise ValueError(f"not a packsolve task: part {part!r} is not an object")
+    for name, span in _PART_RANGES:
+        _number(part, name, span)
+    window = part.get("window")
+    if window is not None:
+        if not isinstance(window, list) or len(window) != 2:
+            raise ValueError(f"not a packsolve task: part window {window!r} is not [low, high]")
+        for value in window:
+            if not bounds.SEARCH_BOUND.holds(value):
+                raise ValueError(
+                    f"not a packsolve task: part window {window!r} holds {value!r}, "
+                    f"not a number from {bounds.SEARCH_BOUND}"
+                )
+        if window[0] > window[1]:
+            raise ValueError(f"not a packsolve task: part window {window!r} has its low above its high")
+    if part.get("best") is not None:
+        _number(part, "best", bounds.SEARCH_BOUND)
 
 
 def _number(fields: Any, name: str, span: bounds.Range, default: Any = None) -> Any:
