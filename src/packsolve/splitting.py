@@ -330,7 +330,9 @@ def part_work(
     to check on the level; its nodes the part's own (the split's are the caller's to count, once).
     Best of all: the part searches with a SharedBound of its own on ``budget.bound``, the part's
     best offered to it and its window set, and a part that searched its window without an answer
-    ends no_solution with ``resume`` (SharedBound.resume). Why not (one line): a kind or heuristic
+    ends no_solution with ``resume`` (SharedBound.resume: at or past the best, nothing shorter is
+    left in the part; None, its tree is searched through). First found ignores window and best.
+    Why not (one line): a kind or heuristic
     that does not split this level, an index past the parts, a split that gives another count than
     the one planned (splits must be deterministic), or a split that fails.
     """
