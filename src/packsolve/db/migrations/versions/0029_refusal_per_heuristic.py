@@ -3,8 +3,8 @@ level with several heuristics (0028), and a task every worker refuses for one of
 some machines have) must give up that attempt alone, not the level's other heuristics.
 
 The rows there are take the heuristic of their attempt (every run before 0028 holds a level once).
-PostgreSQL changes the primary key in place; SQLite, which cannot, makes the table again (Alembic's
-batch mode copies the rows). Downgrading keeps one row per (run, level, host): the most recent.
+PostgreSQL changes the primary key in place; SQLite, which cannot, makes the table again and copies
+the rows. Downgrading keeps one row per (run, level, host): the most recent.
 
 Revision ID: 0029
 Revises: 0028
@@ -24,17 +24,23 @@ depends_on = None
 PK = "refusals_pkey"
 OLD = ["run_id", "level_hash", "host"]
 NEW = ["run_id", "level_hash", "heuristic", "host"]
-OWN_HEURISTIC = sa.text(
-    "UPDATE refusals SET heuristic = COALESCE((SELECT MIN(a.heuristic) FROM attempts a "
+# A refusal row's attempt's heuristic ('' if the attempt is gone).
+OWN = (
+    "COALESCE((SELECT MIN(a.heuristic) FROM attempts a "
     "WHERE a.run_id = refusals.run_id AND a.level_hash = refusals.level_hash), '')"
 )
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name != "postgresql":
+        _remake_sqlite(with_heuristic=True)
+        return
     # Added with a default for the rows there, which then take their attempt's; new rows always name one.
     op.add_column("refusals", sa.Column("heuristic", sa.String(64), nullable=False, server_default=""))
-    op.execute(OWN_HEURISTIC)
-    _primary_key(NEW, no_default=True)
+    op.execute(sa.text(f"UPDATE refusals SET heuristic = {OWN}"))
+    op.drop_constraint(PK, "refusals", type_="primary")
+    op.create_primary_key(PK, "refusals", NEW)
+    op.alter_column("refusals", "heuristic", server_default=None)
 
 
 def downgrade() -> None:
@@ -47,21 +53,41 @@ def downgrade() -> None:
             "OR (r.last_at = refusals.last_at AND r.heuristic > refusals.heuristic)))"
         )
     )
-    _primary_key(OLD)
-    with op.batch_alter_table("refusals") as batch:
-        batch.drop_column("heuristic")
-
-
-def _primary_key(columns: list[str], no_default: bool = False) -> None:
-    """Make columns the primary key of refusals (and, with no_default, drop heuristic's server default)."""
-    if op.get_bind().dialect.name == "postgresql":
-        op.drop_constraint(PK, "refusals", type_="primary")
-        op.create_primary_key(PK, "refusals", columns)
-        if no_default:
-            op.alter_column("refusals", "heuristic", server_default=None)
+    if op.get_bind().dialect.name != "postgresql":
+        _remake_sqlite(with_heuristic=False)
         return
-    # SQLite: the table made again with the new key (its primary key is unnamed in the old table).
-    with op.batch_alter_table("refusals", recreate="always") as batch:
-        batch.create_primary_key(PK, columns)
-        if no_default:
-            batch.alter_column("heuristic", server_default=None)
+    op.drop_constraint(PK, "refusals", type_="primary")
+    op.create_primary_key(PK, "refusals", OLD)
+    op.drop_column("refusals", "heuristic")
+
+
+def _remake_sqlite(with_heuristic: bool) -> None:
+    """SQLite cannot change a table's primary key: make refusals again with the new one, its rows copied
+    (with their attempt's heuristic, upgrading), as SQLite's documentation says."""
+    columns = [
+        sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+        sa.Column("level_hash", sa.String(64), nullable=False),
+        *([sa.Column("heuristic", sa.String(64), nullable=False)] if with_heuristic else []),
+        sa.Column("host", sa.String(255), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=False),
+        sa.Column("authentic", sa.Boolean(), nullable=False),
+        sa.Column("count", sa.Integer(), nullable=False),
+        sa.Column("first_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("last_at", sa.DateTime(timezone=True), nullable=False),
+    ]
+    names = [c.name for c in columns]
+    op.create_table("refusals_remade", *columns, sa.PrimaryKeyConstraint(*(NEW if with_heuristic else OLD)))
+    kept = [n for n in names if n != "heuristic"]
+    if with_heuristic:
+        op.execute(
+            sa.text(
+                f"INSERT INTO refusals_remade ({', '.join(kept)}, heuristic) "
+                f"SELECT {', '.join(kept)}, {OWN} FROM refusals"
+            )
+        )
+    else:
+        op.execute(
+            sa.text(f"INSERT INTO refusals_remade ({', '.join(kept)}) SELECT {', '.join(kept)} FROM refusals")
+        )
+    op.drop_table("refusals")
+    op.rename_table("refusals_remade", "refusals")
