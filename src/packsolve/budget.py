@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import time
+from typing import Any
 
 # Reading the clock costs far more than counting; look at it once per this many nodes.
 _CLOCK_EVERY = 256
@@ -15,6 +18,27 @@ class BudgetExhausted(Exception):
 
 # What SharedBound.best holds while no part has an answer: longer than any answer.
 NO_BEST = (1 << 62) - 1
+
+
+class _Cell:
+    """A process-local stand-in for a locked multiprocessing.Value of one int64 (value, get_lock, get_obj)."""
+
+    def __init__(self, value: int) -> None:
+        self._obj = ctypes.c_int64(value)
+
+    @property
+    def value(self) -> int:
+        return int(self._obj.value)
+
+    @value.setter
+    def value(self, value: int) -> None:
+        self._obj.value = value
+
+    def get_lock(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    def get_obj(self) -> ctypes.c_int64:
+        return self._obj
 
 
 class SharedBound:
@@ -34,9 +58,13 @@ class SharedBound:
     iterations ignores both and searches its part whole.
     """
 
-    def __init__(self) -> None:
-        # One int64 in shared memory; the lock orders offers from several processes.
-        self._cell = multiprocessing.Value("q", NO_BEST, lock=True)
+    def __init__(self, shared: bool = True, context: Any = None) -> None:
+        # One int64 in shared memory; the lock orders offers from several processes. Not shared (one
+        # part searched alone in a solver child): a plain int64, no semaphore, which a child that
+        # closed its inherited descriptors could not register with multiprocessing's tracker.
+        # context: the multiprocessing context of the processes that share it (theirs must make it).
+        maker = context or multiprocessing
+        self._cell: Any = maker.Value("q", NO_BEST, lock=True) if shared else _Cell(NO_BEST)
         self.window: tuple[int, int] | None = None
         self.resume: int | None = None
 

@@ -11,24 +11,37 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
 
 from packsolve.attempt import AttemptKey, Result, StopReason, began
+from packsolve.budget import SharedBound
+from packsolve.combining import Combination, Handout, PlannedSplit
 from packsolve.db.attempts import record
 from packsolve.db.local_runs import mark_running, record_over_cancel, was_cancelled
 from packsolve.db.models import utcnow
+from packsolve.db.parts import PartRun, record_parts
 from packsolve.db.session import session_scope
 from packsolve.db.sink import FlushPolicy, ResultSink
-from packsolve.execution import AttemptSpec, cgroups, cores, execute_attempts, preparing, solution_length
+from packsolve.execution import (
+    AttemptSpec,
+    PartSpec,
+    cgroups,
+    cores,
+    execute_attempts,
+    preparing,
+    solution_length,
+)
 from packsolve.execution.spec import PendingAttempt
-from packsolve.outcome import Outcome
+from packsolve.outcome import Outcome, Status
 from packsolve.pids import pid_alive
 from packsolve.settings import Settings
+from packsolve.splitting import share_bounds, shared_key
 
 # How often the run is read to see whether `packsolve cancel` asked it to stop.
 CANCEL_CHECK_S = 0.5
@@ -82,12 +95,16 @@ class _Started:
 _STARTED = _Started()
 
 
-def _init(owner: int, started: Any, failed: dict[str, str], cpus: Any, measure: str) -> None:
+def _init(
+    owner: int, started: Any, failed: dict[str, str], cpus: Any, measure: str, bounds: dict[str, SharedBound]
+) -> None:
     """Pool initializer: die with the solve process, tell it which attempt runs now, know what
     it could not prepare (its attempts end as errors saying why, execution.preparing), measure as the
-    cgroups setting says (measure), and, pinned, take a set of CPUs of its own from cpus (a queue
-    holding one set per process)."""
+    cgroups setting says (measure), search the parts of best-of-all split levels with the bounds
+    every process shares (splitting.share_bounds), and, pinned, take a set of CPUs of its own from
+    cpus (a queue holding one set per process)."""
     cgroups.choose(measure)
+    share_bounds(bounds)
     if cpus is not None:
         cores.pin(cpus.get())
     _die_with(owner)
@@ -202,6 +219,7 @@ class _Recorder:
         self.run_id = run_id
         self.on_result = on_result
         self.sink = ResultSink(functools.partial(_write, engine), policy)
+        self.part_runs: list[PartRun] = []  # parts of split levels that ended, not yet written
         self.started: dict[AttemptKey, tuple[AttemptKey, str, datetime]] = {}  # told running, not yet marked
         self.marked: set[AttemptKey] = set()  # marked running (their try counted), no result yet
         self.last_flush = self.last_check = time.monotonic()
@@ -246,6 +264,10 @@ class _Recorder:
             with session_scope(self.engine) as session:
                 self.marked |= mark_running(session, self.run_id, list(self.started.values()))
             self.started.clear()
+        if self.part_runs:
+            with session_scope(self.engine) as session:
+                record_parts(session, self.part_runs)
+            self.part_runs.clear()
         self.sink.flush()
         self.last_flush = time.monotonic()
 
@@ -274,15 +296,144 @@ def _write(engine: Engine, results: list[Result]) -> None:
             record_over_cancel(session, results)
 
 
+class _Splits:
+    """The split levels of a local run: their parts handed to the pool, their answers combined.
+
+    Each part is a chunk of one attempt of the part (its AttemptSpec with a PartSpec), under what
+    is left of its level's limits when it is handed out: the wall time from the level's start, the
+    nodes and CPU its parts have not spent (a part handed out with none left is not run: the level
+    times out). Parts of a level decided already are not handed out; those still running end under
+    their own limits and are written, their effort counted in the level's.
+    """
+
+    def __init__(self, run_id: int, splits: Sequence[PlannedSplit], context: Any) -> None:
+        self.run_id = run_id
+        self.levels = {s.attempt.key: _SplitLevel(s) for s in splits}
+        # Made before the pool's processes start, which inherit them (a multiprocessing Value each):
+        # the best answer's length so far, which stops the parts that cannot beat it (best of all:
+        # their native search reads it; first found: any answer stops them, splitting._stop_once_found).
+        self.bounds = {shared_key(*key): SharedBound(context=context) for key in self.levels}
+        self.waiting: list[tuple[AttemptKey, Handout]] = []  # handed out, not yet submitted
+        self.futures: dict[Future, tuple[AttemptKey, Handout]] = {}
+        for key, level in self.levels.items():
+            self.waiting += [(key, h) for h in level.combination.hand_out()]
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting or self.futures)
+
+    def undecided(self) -> list[AttemptKey]:
+        return [key for key, level in self.levels.items() if level.combination.outcome is None]
+
+    def submit(self, pool: ProcessPoolExecutor, keep: int, room: int, recorder: _Recorder) -> None:
+        """Submit waiting parts while the pool has room (room: tasks it may still take)."""
+        while self.waiting and len(self.futures) < room:
+            key, handout = self.waiting.pop(0)
+            level = self.levels[key]
+            spec = level.part_spec(handout)
+            if spec is None:  # the level's limits are spent
+                level.combination.timed_out()
+                self._decided(key, recorder)
+                continue
+            self.futures[pool.submit(_attempts, [spec], [key[0]], keep)] = (key, handout)
+
+    def took(self, fut: Future, recorder: _Recorder) -> None:
+        """Take a part's result: write its run, combine it, hand out what comes next."""
+        key, handout = self.futures.pop(fut)
+        level = self.levels[key]
+        [(outcome, worker, started, finished, _)] = fut.result()
+        level.started_at = min(level.started_at or started, started)
+        decided = level.combination.outcome is not None
+        if decided and outcome.status not in (Status.SOLVED, Status.NO_SOLUTION):
+            # Stopped (or run out) once its level had its answer: what it cost is kept, not how it ended.
+            why = "stopped: its level was decided by another part first"
+            outcome = replace(outcome, status=Status.CANCELLED, message=why)
+        recorder.part_runs.append(
+            PartRun(
+                self.run_id,
+                key[0],
+                key[1],
+                handout.index,
+                level.combination.count,
+                handout.round,
+                handout.window,
+                outcome,
+                worker,
+                started,
+                finished,
+            )
+        )
+        bound = self.bounds.get(shared_key(*key))
+        if bound is not None and outcome.status == Status.SOLVED:
+            # The parts still running see it within a few thousand nodes, and stop: none is shorter.
+            bound.offer(level.combination.length(outcome.solution))
+        level.combination.took(handout.index, outcome)
+        if decided:
+            return
+        if level.combination.outcome is not None:
+            self._decided(key, recorder)
+        else:
+            self.waiting[:0] = [(key, h) for h in level.combination.hand_out()]
+
+    def _decided(self, key: AttemptKey, recorder: _Recorder) -> None:
+        level = self.levels[key]
+        outcome = level.combination.outcome
+        assert outcome is not None
+        self.waiting = [(k, h) for k, h in self.waiting if k != key]
+        finished = utcnow()
+        worker = f"local@{socket.gethostname()}:parts"
+        length = solution_length(level.attempt.spec.kind, outcome)
+        recorder.add([key], [(outcome, worker, level.started_at or finished, finished, length)])
+
+
+class _SplitLevel:
+    """One split level: its attempt, its Combination, when its first part began."""
+
+    def __init__(self, planned: PlannedSplit) -> None:
+        self.attempt = planned.attempt
+        self.of = planned.of
+        kind = planned.attempt.spec.kind
+        self.combination = Combination(
+            planned.split, length=lambda answer: solution_length(kind, Outcome(Status.SOLVED, answer)) or 0
+        )
+        self.started_at: datetime | None = None
+
+    def part_spec(self, handout: Handout) -> AttemptSpec | None:
+        """Return the spec of a part handed out, under what is left of the level's limits (None: none)."""
+        limits = self.attempt.spec.limits
+        c = self.combination
+        wall = None if limits.time_limit is None else limits.time_limit - (time.monotonic() - c.started)
+        nodes = None if limits.node_limit is None else limits.node_limit - c.nodes
+        cpu = None if limits.cpu_limit is None else limits.cpu_limit - c.cpu_s
+        if any(v is not None and v <= 0 for v in (wall, nodes, cpu)):
+            return None
+        part = PartSpec(handout.index, self.of, c.count, handout.window, handout.best)
+        left = replace(limits, time_limit=wall, node_limit=nodes, cpu_limit=cpu)
+        return replace(self.attempt.spec, limits=left, part=part)
+
+
+@dataclass(frozen=True)
+class LocalWork:
+    """What a local run's pool runs: chunks of attempts, and the attempts it runs as their parts."""
+
+    chunks: list[list[PendingAttempt]]
+    splits: Sequence[PlannedSplit] = ()
+
+
 def run_local(
     engine: Engine,
     run_id: int,
-    chunks: list[list[PendingAttempt]],
+    work: LocalWork,
     jobs: int,
     settings: Settings,
     on_result: Callable[[str, Outcome], None] | None = None,
 ) -> None:
     """Run the pending attempts, in chunks, with jobs processes, recording each result.
+
+    The attempts of work.splits (planning.choose_splits) run as their parts instead (_Splits): each part
+    an attempt of its own in a pool process, handed out first (a split level is among the longest),
+    round by round for a best-of-all split; each level's one result is made of its parts' answers
+    (combining.Combination) and recorded as any attempt's, each part's run written beside it (parts).
 
     Each pool task is a chunk of attempts, so tiny levels share one solver
     child. The run is read every CANCEL_CHECK_S: once `packsolve cancel`
@@ -299,6 +450,7 @@ def run_local(
     wake_s = min(policy.every_s, CANCEL_CHECK_S)
     recorder = _Recorder(engine, run_id, on_result, policy)
     futures: dict[Future, list[AttemptKey]] = {}  # a chunk's future: its attempts
+    parts = _Splits(run_id, work.splits, ctx)
     started = ctx.SimpleQueue()
     pool = ProcessPoolExecutor(
         max_workers=max(1, jobs),
@@ -310,15 +462,17 @@ def run_local(
             preparing.failures(),
             _cpu_sets(ctx, settings, jobs),
             settings.cgroups,
+            parts.bounds,
         ),
     )
     with _StopSignals() as signals:
         try:
-            queue = list(reversed(chunks))
+            queue = list(reversed(work.chunks))
             # Keep only a few tasks per process in flight so a stop loses little.
             window = max(1, jobs) * 2
-            while queue or futures:
-                while queue and len(futures) < window:
+            while queue or futures or parts.busy:
+                parts.submit(pool, keep, window - len(futures), recorder)
+                while queue and len(futures) + len(parts.futures) < window:
                     chunk = queue.pop()
                     hashes = [p.level_hash for p in chunk]
                     futures[pool.submit(_attempts, [p.spec for p in chunk], hashes, keep)] = [
@@ -326,16 +480,19 @@ def run_local(
                     ]
                 with signals.interruptible():
                     # Woken often enough to write on time and to notice a cancel on time.
-                    done, _ = wait(futures, timeout=wake_s, return_when=FIRST_COMPLETED)
+                    done, _ = wait([*futures, *parts.futures], timeout=wake_s, return_when=FIRST_COMPLETED)
                 recorder.hear(started)
                 for fut in done:
-                    recorder.add(futures.pop(fut), fut.result())
+                    if fut in parts.futures:
+                        parts.took(fut, recorder)
+                    else:
+                        recorder.add(futures.pop(fut), fut.result())
                 recorder.flush_if_due()
                 recorder.check_cancelled()
             recorder.flush()
         except (KeyboardInterrupt, Stopped) as exc:
             reason = exc.reason if isinstance(exc, Stopped) else StopReason.INTERRUPTED
-            raise _stop(pool, futures, recorder, reason) from None
+            raise _stop(pool, futures, recorder, reason, parts) from None
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             recorder.flush()
@@ -363,8 +520,10 @@ def _stop(
     futures: dict[Future, list[AttemptKey]],
     recorder: _Recorder,
     reason: StopReason,
+    parts: _Splits,
 ) -> Stopped:
-    """Kill the pool, write what finished, and return the Stopped to raise (naming what was running)."""
+    """Kill the pool, write what finished, and return the Stopped to raise (naming what was running:
+    a split level not yet decided among them, its parts' runs that ended written)."""
     # A second Ctrl-C (or kill) must not cut the writing of what finished short.
     with contextlib.suppress(ValueError):  # not the main thread: no signal handlers to set
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -372,8 +531,10 @@ def _stop(
     _kill(pool)
     for fut in [f for f in futures if f.done() and not f.cancelled() and f.exception() is None]:
         recorder.add(futures.pop(fut), fut.result())
+    for fut in [f for f in parts.futures if f.done() and not f.cancelled() and f.exception() is None]:
+        parts.took(fut, recorder)
     recorder.flush()
-    return Stopped(reason, [key for keys in futures.values() for key in keys])
+    return Stopped(reason, [key for keys in futures.values() for key in keys] + parts.undecided())
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:

@@ -53,7 +53,10 @@ def resume_local(
         reopen(session, run.id, [p.key for p in pending], resume)
         forget_run(session, run.id)  # its figures change: `hardest --all` must fold it again
         max_tries = tries_cap(run.max_tries)
-        new = NewRun(run.id, RunMode.LOCAL, pending, run.total, 0, max_tries, [], resumed=True)
+        split_after = (run.options or {}).get("split_after")
+        new = NewRun(
+            run.id, RunMode.LOCAL, pending, run.total, 0, max_tries, [], resumed=True, split_after=split_after
+        )
     return new, processes
 
 

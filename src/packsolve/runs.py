@@ -22,6 +22,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from packsolve.attempt import StopReason, tries_cap
+from packsolve.combining import PlannedSplit
 from packsolve.db.catalog import claim_label
 from packsolve.db.history import settled_before
 from packsolve.db.local_runs import stop_pending
@@ -45,7 +46,7 @@ from packsolve.external.provenance import note_programs_run
 from packsolve.figures.failures import in_group
 from packsolve.figures.finished import make
 from packsolve.levels import Level
-from packsolve.localpool import Stopped, run_local
+from packsolve.localpool import LocalWork, Stopped, run_local
 from packsolve.masking import mask_argv, mask_text
 from packsolve.outcome import Outcome, Status
 from packsolve.planning import (
@@ -53,6 +54,7 @@ from packsolve.planning import (
     Reading,
     check_distributed,
     choose_chunk_size,
+    choose_splits,
     hardest_first,
     plan_cells,
     plan_levels,
@@ -104,6 +106,7 @@ class NewRun:
     label_moved_from: int | None = None  # the run --move-label took the label from
     resumed: bool = False  # an earlier run's attempts without a result, run again
     sizes: dict[str, int] = field(default_factory=dict, repr=False)  # by level hash, where the plan had them
+    split_after: float | None = None  # a local run's --split-after: seconds (planning.choose_splits)
 
     @property
     def invalid(self) -> int:
@@ -218,6 +221,7 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
         origin.carried,
         moved_from,
         sizes={p.level.hash: p.level.size for p in plan.attempts},
+        split_after=origin.options.get("split_after"),
     )
 
 
@@ -238,6 +242,8 @@ def start_local(
     options: dict[str, Any] = {}
     if pool.cpus_per_attempt is not None:
         options["cpus_per_attempt"] = pool.cpus_per_attempt
+    if pool.split_after is not None:
+        options["split_after"] = pool.split_after
     if skip_solved:
         plan, carried = _without_settled(engine, plan)
         options["carried_over"] = carried.recorded()
@@ -316,8 +322,7 @@ def solve_local(
     note_programs_run(engine, run.id, f"local@{socket.gethostname()}", [p.spec for p in run.pending])
     try:
         with _terminate_interrupts():
-            chunks = [run.pending[i : i + chunk_size] for i in range(0, len(run.pending), chunk_size)]
-            run_local(engine, run.id, chunks, jobs, settings, on_result)
+            run_local(engine, run.id, _local_work(engine, run, jobs, chunk_size), jobs, settings, on_result)
     except Stopped as stop:
         why = (
             "cancelled by the user"
@@ -329,6 +334,18 @@ def solve_local(
         raise Interrupted(run.id, n, stop.reason) from None
     else:
         _snapshot(engine, run.id)
+
+
+def _local_work(engine: Engine, run: NewRun, jobs: int, chunk_size: int) -> LocalWork:
+    """Return the run's pending attempts in chunks of chunk_size, but those its --split-after splits
+    (planning.choose_splits: run as parts the processes share)."""
+    splits: list[PlannedSplit] = []
+    if run.split_after is not None and jobs > 1:
+        with session_scope(engine) as session:
+            splits = choose_splits(session, run.pending, run.split_after, jobs)
+    split = {s.attempt.key for s in splits}
+    whole = [p for p in run.pending if p.key not in split]
+    return LocalWork([whole[i : i + chunk_size] for i in range(0, len(whole), chunk_size)], splits)
 
 
 @contextlib.contextmanager
@@ -516,6 +533,13 @@ def start_rerun(
     options: dict[str, Any] = {"rerun_of": parent_id, "statuses": wanted}
     if mode == RunMode.LOCAL and rerun.cpus_per_attempt is not None:
         options["cpus_per_attempt"] = rerun.cpus_per_attempt
+    if rerun.split_after is not None:
+        if mode == RunMode.DISTRIBUTED:
+            raise OptionError(
+                "--split-after",
+                f"run {parent_id} ran on workers: splitting runs locally only, for now; add --local",
+            )
+        options["split_after"] = rerun.split_after
     if mode == RunMode.DISTRIBUTED:
         options["broker"], options["queue"] = cluster.shown_broker, cluster.queue
     origin = Origin(mode, argv, options, processes, parent_id, detached=detached)

@@ -29,8 +29,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -320,16 +322,35 @@ class PartAsked(Protocol):
     def best(self) -> int | None: ...
 
 
+# The bounds the parts of best-of-all levels share between the processes of one machine, by
+# shared_key: made by the run's executor before its processes start, handed to each (share_bounds).
+_SHARED: dict[str, SharedBound] = {}
+
+
+def shared_key(level_hash: str, heuristic: str) -> str:
+    """Return the key of a split level's shared bound: its attempt (level and heuristic)."""
+    return f"{level_hash}:{heuristic}"
+
+
+def share_bounds(bounds: Mapping[str, SharedBound]) -> None:
+    """Make this process (and the solver children it forks) search the parts of these levels with
+    these bounds, shared with the processes that got them too: an answer one part finds, offered to
+    its level's bound, stops the others within a few thousand nodes."""
+    _SHARED.clear()
+    _SHARED.update(bounds)
+
+
 def part_work(
-    kind: PuzzleKind, level: Any, heuristic: str, part: PartAsked
+    kind: PuzzleKind, level: Any, heuristic: str, part: PartAsked, key: str | None = None
 ) -> Callable[[Budget], Outcome] | str:
     """Return the work that searches one part of level (called with the attempt's Budget), or why not.
 
     The work solves the part's sub-level with the heuristic's solver and returns the whole level's
     Outcome: a part's answer combined with its prefix (``part.combine``), for the kind's ``verify``
     to check on the level; its nodes the part's own (the split's are the caller's to count, once).
-    Best of all: the part searches with a SharedBound of its own on ``budget.bound``, the part's
-    best offered to it and its window set, and a part that searched its window without an answer
+    Best of all: the part searches with the SharedBound share_bounds gave for key, or one of its
+    own, on ``budget.bound``, the part's best offered to it and its window set, and a part that
+    searched its window without an answer
     ends no_solution with ``resume`` (SharedBound.resume: at or past the best, nothing shorter is
     left in the part; None, its tree is searched through). First found ignores window and best.
     Why not (one line): a kind or heuristic
@@ -354,7 +375,25 @@ def part_work(
         )
     shared = split.combine == Combine.BEST_OF_ALL
     note = f"part {part.index + 1} of {part.count}"
-    return _PartWork(solve, split.parts[part.index], shared, part.window if shared else None, part.best, note)
+    window = part.window if shared else None
+    return _PartWork(solve, split.parts[part.index], shared, window, part.best, note, key)
+
+
+# How often a first-found part looks whether another part of its level has found an answer.
+FOUND_POLL_S = 0.02
+
+
+def _stop_once_found(bound: SharedBound) -> None:
+    """In the solver child of a first-found part: end this process once any part of the level has an
+    answer (offered to the level's shared bound by the executor), whatever its search is doing (a
+    native search included); the executor, which decided the level already, counts it as stopped."""
+
+    def watch() -> None:
+        while bound.best() is None:
+            time.sleep(FOUND_POLL_S)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="packsolve-part-found", daemon=True).start()
 
 
 @dataclass(frozen=True)
@@ -367,15 +406,20 @@ class _PartWork:
     window: tuple[int, int] | None
     best: int | None
     note: str  # "part i of n", before the solver's message
+    key: str | None = None  # its level's shared bound, where share_bounds gave one (shared_key)
 
     def __call__(self, budget: Budget) -> Outcome:
         """Search the part under budget; return the whole level's Outcome (see part_work)."""
         bound = None
+        if not self.shared and self.key in _SHARED:
+            _stop_once_found(_SHARED[self.key])
         if self.shared:
-            bound = SharedBound()
+            # This machine's bound of the level, or the part's own: its best came with it.
+            bound = _SHARED.get(self.key or "") or SharedBound(shared=False)
             if self.best is not None:
                 bound.offer(self.best)
             bound.window = self.window
+            bound.resume = None  # a shared bound's, left by the part this process ran before
             budget.bound = bound
         out = self.solve(self.part.level, budget)
         note = self.note

@@ -31,6 +31,17 @@ from packsolve.cli.verdict import exit_code, fail_on_option, wait_fail_on_option
 from packsolve.runstate import RunMode
 
 
+def split_after_option(fn: Any) -> Any:
+    """--split-after of the commands that solve locally (solve, rerun): which levels run as parts."""
+    return click.option(
+        "--split-after",
+        type=duration_within(TIME_LIMIT_S, low=0.001),
+        default=None,
+        help="Split a level expected (from its earlier attempts with the heuristic) to take longer than "
+        "this into parts the processes share, where its kind can split it (docs/splitting.md).",
+    )(fn)
+
+
 def progress_options(fn: Any) -> Any:
     """Options of every command that solves locally: quiet, and how often to print progress to a log."""
     fn = click.option(
@@ -55,6 +66,7 @@ def progress_options(fn: Any) -> Any:
     is_flag=True,
     help="Leave out levels already solved (or proved unsolvable) with the same heuristic in an earlier run.",
 )
+@split_after_option
 @progress_options
 @fail_on_option
 @notify_options
@@ -65,6 +77,7 @@ def solve(
     paths: tuple[str, ...],
     jobs: int | None,
     skip_solved: bool,
+    split_after: float | None,
     quiet: bool,
     progress_every: float,
     fail_on: tuple[str, ...],
@@ -84,7 +97,7 @@ def solve(
 
     request = run_request(opts)
     # Before the database is touched: a typo costs nothing.
-    pool = LocalPool.checked(jobs, invocation.settings.cpus_per_attempt)
+    pool = LocalPool.checked(jobs, invocation.settings.cpus_per_attempt, split_after)
     check_paths(paths)
     plan = plan_request(paths, request)  # a heuristic typo is refused before a database is made
     engine = invocation.engine
@@ -265,6 +278,7 @@ def _await_and_notify(engine: Any, run_id: int, notify_to: tuple[str | None, str
 @click.option("--distributed", "local", flag_value=False, help="Enqueue for Celery workers.")
 @click.option("--jobs", "-j", type=int, default=None, help="Local processes [default: one per core].")
 @cpus_per_attempt_option
+@split_after_option
 @click.option("--max-tries", type=int, default=None, help="Deliveries before lost [default: 5].")
 @progress_options
 @solvers_option
@@ -309,6 +323,7 @@ def rerun(
         local=local,
         jobs=jobs,
         cpus_per_attempt=invocation.settings.cpus_per_attempt,
+        split_after=opts["split_after"],
         message=opts["message"],
         group=opts["group"],
         move_label=opts["move_label"],

@@ -397,6 +397,42 @@ class Deployment(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class Part(Base):
+    """One run of one part of a split level (issue 38): a level's attempt (run, level, heuristic) split
+    into parts run as attempts of their own, a best-of-all part once per round (db.parts).
+
+    The level's one result stays on its attempt row, written once from the parts' answers; these rows
+    say what each part cost and how it ended: ``window`` is the round's iteration bounds (best of
+    all), ``resume`` the first bound the part left unsearched.
+    """
+
+    __tablename__ = "parts"
+    __table_args__ = (
+        UniqueConstraint("run_id", "level_hash", "heuristic", "part", "round", name="uq_part_run"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    level_hash: Mapped[str] = mapped_column(String(64))
+    heuristic: Mapped[str] = mapped_column(String(64))
+    part: Mapped[int] = mapped_column(Integer)  # 0-based, of parts
+    parts: Mapped[int] = mapped_column(Integer)  # how many the level was split into
+    round: Mapped[int] = mapped_column(Integer)  # 1-based
+    window_lo: Mapped[int | None] = mapped_column(Integer)
+    window_hi: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[Status] = mapped_column(StoredEnum(Status, 16))
+    nodes: Mapped[int | None] = mapped_column(BigInteger)
+    wall_s: Mapped[float | None] = mapped_column(Float)
+    cpu_s: Mapped[float | None] = mapped_column(Float)
+    peak_rss_mb: Mapped[float | None] = mapped_column(Float)
+    resume: Mapped[int | None] = mapped_column(Integer)
+    worker: Mapped[str | None] = mapped_column(String(255))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    message: Mapped[str | None] = mapped_column(Text)
+
+
 class RunProgram(Base):
     """An external solver program a worker ran for a run: its command and the SHA-256 of its executable."""
 

@@ -15,10 +15,10 @@ from packsolve.execution.spec import AttemptSpec, Work
 from packsolve.execution.supervisor import ClaimGate, JobResult, run_batch
 from packsolve.external.declaration import ProgramRef
 from packsolve.external.resolution import ProgramMissing, resolve
-from packsolve.levels import canonical_json
+from packsolve.levels import canonical_json, level_hash
 from packsolve.outcome import Outcome, Status
 from packsolve.puzzles import PuzzleKind, get_kind
-from packsolve.splitting import part_work
+from packsolve.splitting import part_work, shared_key
 
 
 def execute_attempts(
@@ -130,7 +130,7 @@ def _prepare(spec: AttemptSpec, keep: int) -> _Prepared | Outcome:
             kind, level, ProgramJob(program, canonical_json(dict(spec.level)), spec.limits, keep)
         )
     if spec.part is not None:
-        work = part_work(kind, level, name, spec.part)
+        work = part_work(kind, level, name, spec.part, shared_key(level_hash(spec.level), spec.heuristic))
         return Outcome(Status.ERROR, message=work) if isinstance(work, str) else _Prepared(kind, level, work)
     return _Prepared(kind, level, functools.partial(solve, level))
 

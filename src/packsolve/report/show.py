@@ -10,11 +10,12 @@ from typing import Any, TypedDict, cast
 from sqlalchemy import select
 from sqlalchemy.orm import Session, undefer
 
-from packsolve.db.models import Attempt, LevelRow, Run
+from packsolve.db.models import Attempt, LevelRow, Part, Run
 from packsolve.errors import LevelNotFound
 from packsolve.figures.measures import measured_shown
 from packsolve.outcome import Status
 from packsolve.report.export import iso
+from packsolve.report.metrics import rounded
 from packsolve.report.text import short_message, visible, visible_output
 
 _HEX = re.compile(r"[0-9a-f]{4,64}")
@@ -91,6 +92,25 @@ class Attempted(TypedDict):
     # What the solver printed beyond its answer, as kept (head, cut marker, tail); null if nothing.
     stdout: str | None
     stderr: str | None
+    # A level split into parts (issue 38): each part's run, a best-of-all part once per round; null if
+    # the attempt ran whole. The attempt's own figures are the level's: its parts' nodes and CPU summed.
+    parts: list[PartShown] | None
+
+
+class PartShown(TypedDict):
+    """One run of one part of a split level."""
+
+    part: int  # 1-based, of parts
+    parts: int
+    round: int
+    window: list[int] | None  # best of all: the iteration bounds the round searched
+    status: str
+    nodes: int | None
+    wall_s: float | None
+    cpu_s: float | None
+    resume: int | None  # the first bound it left unsearched
+    worker: str | None
+    message: str | None
 
 
 class Best(TypedDict):
@@ -120,6 +140,7 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> Leve
 
     row, read = find_level(session, ref, follow_links)
     history: list[dict[str, Any]] = []
+    split = _parts(session, row.hash) if row is not None else {}
     if row is not None:
         q = (
             select(Attempt, Run)
@@ -147,6 +168,7 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> Leve
                     "message": a.message,
                     "stdout": a.stdout,
                     "stderr": a.stderr,
+                    "parts": split.get((a.run_id, a.heuristic)),
                     "solution": json.loads(a.solution) if a.solution is not None else None,
                 }
             )
@@ -170,6 +192,29 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> Leve
         "best": None if best is None else cast(Best, {k: best[k] for k in Best.__annotations__}),
         "history": [cast(Attempted, {k: v for k, v in h.items() if k != "solution"}) for h in history],
     }
+
+
+def _parts(session: Session, level_hash: str) -> dict[tuple[int, str], list[PartShown]]:
+    """Return the part runs of every split attempt of the level, per (run, heuristic)."""
+    out: dict[tuple[int, str], list[PartShown]] = {}
+    query = select(Part).where(Part.level_hash == level_hash).order_by(Part.run_id, Part.part, Part.round)
+    for p in session.scalars(query):
+        out.setdefault((p.run_id, p.heuristic), []).append(
+            {
+                "part": p.part + 1,
+                "parts": p.parts,
+                "round": p.round,
+                "window": None if p.window_lo is None else [p.window_lo, p.window_hi or p.window_lo],
+                "status": str(p.status),
+                "nodes": p.nodes,
+                "wall_s": rounded(p.wall_s),
+                "cpu_s": rounded(p.cpu_s),
+                "resume": p.resume,
+                "worker": p.worker,
+                "message": p.message,
+            }
+        )
+    return out
 
 
 def picture(kind: str, data: dict[str, Any], solution: Any, svg: bool = False) -> str | None:
@@ -223,7 +268,39 @@ def render_level(rep: LevelReport) -> Any:
             why.append(Text(f"run {h['run']} {h['status']}: {short_message(h['message'], h['level'], 200)}"))
     if not rep["history"]:
         return Group(panel, Text("never attempted in this database"))
-    return Group(panel, t, *why, *_outputs(rep["history"]))
+    return Group(panel, t, *why, *_part_tables(rep["history"]), *_outputs(rep["history"]))
+
+
+def _part_tables(history: list[Attempted]) -> list[Any]:
+    """Return a table per split attempt: each part's rounds, status at its last, nodes and times summed."""
+    from rich.table import Table
+
+    tables = []
+    for h in history:
+        runs = h.get("parts")
+        if not runs:
+            continue
+        per: dict[int, list[PartShown]] = {}
+        for r in runs:
+            per.setdefault(r["part"], []).append(r)
+        rounds = max(r["round"] for r in runs)
+        title = f"run {h['run']} {h['heuristic']}: {runs[0]['parts']} parts, {rounds} round(s)"
+        t = Table(title=title, title_justify="left")
+        for name in ("part", "rounds", "status", "nodes", "CPU s", "wall s", "worker"):
+            t.add_column(name, overflow="fold", justify="left" if name in ("status", "worker") else "right")
+        for index, mine in sorted(per.items()):
+            last = mine[-1]
+            t.add_row(
+                str(index),
+                str(len(mine)),
+                last["status"],
+                f"{sum(r['nodes'] or 0 for r in mine):,}",
+                f"{sum(r['cpu_s'] or 0.0 for r in mine):.3f}",
+                f"{sum(r['wall_s'] or 0.0 for r in mine):.3f}",
+                last["worker"] or "",
+            )
+        tables.append(t)
+    return tables
 
 
 def _limit_cell(h: Attempted) -> str:

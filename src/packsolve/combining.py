@@ -1,0 +1,197 @@
+"""A split level's parts handed out round by round, and their answers made the level's one answer.
+
+The pure core of running a split level as attempts of its own (issue 38): no processes, database
+or broker. A run's executor (the local pool) asks ``hand_out`` for the parts to run now, runs
+each as an attempt of the part (``execution.PartSpec``: its index, the iteration window of a
+best-of-all round, the best length known), and gives each part's Outcome back to ``took``; once
+``outcome`` is set the level is decided. The rules are those of ``splitting.solve_split``:
+
+- first found: every part at once; the first with an answer decides the level (the others are
+  not needed: the executor drops those not started); no part with one: no solution; a part that
+  ended otherwise (a timeout, an error) and no answer anywhere: the level ends as that part did.
+- best of all: one round at a time, round B running every part whose next iteration bound is B
+  (round 0 costs each part its first bound), so no part searches deeper than the unsplit search
+  would; an answer found in round B is optimal, and the shortest of the round's answers is the
+  level's. A part that ends otherwise (a timeout, an error) ends the level so.
+
+A part's answer is the whole level's (the part's prefix and its own answer, made so where the part
+ran, and verified there by the kind's ``verify`` as every answer is).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from packsolve.api import Combine, Split
+from packsolve.execution.spec import PendingAttempt
+from packsolve.outcome import Outcome, SearchStats, Status
+from packsolve.puzzles import get_kind
+
+
+def split_of(spec: Any, of: int) -> Split | None:
+    """Return the Split of an attempt's level (an execution.AttemptSpec) into at least ``of`` parts by its
+    kind's split for its heuristic; None where it is not split (no split, a program, a level it keeps
+    whole, one that does not parse)."""
+    kind = get_kind(spec.kind)
+    if kind.split is None or spec.program is not None:
+        return None
+    name, _ = kind.solver(spec.heuristic)
+    try:
+        level = kind.parse(spec.level)
+    except Exception:  # an invalid level is run whole and ends invalid there, as any
+        return None
+    return kind.split(level, name, of)
+
+
+@dataclass(frozen=True)
+class PlannedSplit:
+    """A pending attempt a run runs as parts: the Split its kind gave (asked for `of` parts)."""
+
+    attempt: PendingAttempt
+    split: Split
+    of: int
+    expected_s: float  # its expected wall time, from history, that passed --split-after
+
+
+@dataclass(frozen=True)
+class Handout:
+    """A part to run now: its index, the round, its window (best of all: the iteration bounds to
+    search; None: the part whole) and the best whole-level length known (None: none yet)."""
+
+    index: int
+    round: int
+    window: tuple[int, int] | None = None
+    best: int | None = None
+
+
+@dataclass
+class Combination:
+    """The state of one split level: what is running, what each part left, the answer so far.
+
+    length: how long a whole-level answer is (best of all compares them). started: the monotonic
+    time the level began (its wall time is counted from it).
+    """
+
+    split: Split
+    length: Callable[[Any], int] = len
+    started: float = field(default_factory=time.monotonic)
+    rounds: int = 0
+    running: set[int] = field(default_factory=set)
+    outcome: Outcome | None = None  # the level's, once decided
+    nodes: int = 0
+    cpu_s: float = 0.0
+    peak_rss_mb: float = 0.0
+    _resume: dict[int, int] = field(default_factory=dict)  # best of all: part -> its next bound
+    _best: tuple[int, int, Any] | None = None  # (length, part, the whole-level answer)
+    _unsettled: tuple[int, Outcome] | None = None  # first found: a part that ended neither way
+
+    def __post_init__(self) -> None:
+        self.nodes = self.split.nodes
+        if self.best_of_all:
+            self._resume = {i: 0 for i in range(self.count)}
+
+    @property
+    def count(self) -> int:
+        return len(self.split.parts)
+
+    @property
+    def best_of_all(self) -> bool:
+        return self.split.combine == Combine.BEST_OF_ALL
+
+    def hand_out(self) -> list[Handout]:
+        """Return the parts to run now: none while a best-of-all round runs, or once decided."""
+        if self.outcome is not None or self.running:
+            return []
+        if not self.best_of_all:
+            if self.rounds:
+                return []
+            self.rounds = 1
+            self.running = set(range(self.count))
+            return [Handout(i, 1) for i in range(self.count)]
+        if self._decided_best():
+            return []
+        level_bound = min(self._resume.values())
+        window = (level_bound, level_bound) if self.rounds else (0, 0)
+        indices = sorted(i for i, b in self._resume.items() if b <= window[1])
+        self.rounds += 1
+        self.running = set(indices)
+        best = self._best[0] if self._best is not None else None
+        return [Handout(i, self.rounds, window, best) for i in indices]
+
+    def took(self, index: int, outcome: Outcome) -> None:
+        """Take a part's Outcome (its answer the whole level's); decide the level if it can be."""
+        self.running.discard(index)
+        self.nodes += outcome.nodes
+        self.cpu_s += outcome.stats.cpu_s
+        self.peak_rss_mb = max(self.peak_rss_mb, outcome.stats.peak_rss_mb)
+        if self.outcome is not None:
+            return  # a part still running when the level was decided: its effort counts, nothing else
+        if self.best_of_all:
+            self._took_best(index, outcome)
+        else:
+            self._took_first(index, outcome)
+
+    def timed_out(self) -> None:
+        """The level's limits were spent before its parts decided it: it ends as a timeout."""
+        if self.outcome is None:
+            self._decide(Status.TIMEOUT, message="the level's limits were spent before its parts finished")
+
+    def _took_first(self, index: int, outcome: Outcome) -> None:
+        if outcome.status == Status.SOLVED:
+            self._decide(Status.SOLVED, outcome.solution, f"part {index + 1} of {self.count}")
+            return
+        if outcome.status != Status.NO_SOLUTION and self._unsettled is None:
+            self._unsettled = (index, outcome)
+        if self.running:
+            return
+        if self._unsettled is not None:
+            i, out = self._unsettled
+            self._decide(out.status, message=f"part {i + 1} ended {out.status}: {out.message}")
+        else:
+            self._decide(Status.NO_SOLUTION, message=f"none of the {self.count} parts has an answer")
+
+    def _took_best(self, index: int, outcome: Outcome) -> None:
+        if outcome.status == Status.SOLVED:
+            length = self.length(outcome.solution)
+            if self._best is None or length < self._best[0]:
+                self._best = (length, index, outcome.solution)
+            self._resume.pop(index, None)
+        elif outcome.status == Status.NO_SOLUTION:
+            if outcome.resume is None:
+                self._resume.pop(index, None)
+            else:
+                self._resume[index] = outcome.resume
+        else:
+            self._decide(
+                outcome.status, message=f"part {index + 1} ended {outcome.status}: {outcome.message}"
+            )
+            return
+        if not self.running:
+            self._decided_best()
+
+    def _decided_best(self) -> bool:
+        """Decide a best-of-all level between rounds if it can be; return whether it is decided."""
+        if self.outcome is not None:
+            return True
+        if self._resume and (self._best is None or min(self._resume.values()) < self._best[0]):
+            return False
+        if self._best is None:
+            self._decide(Status.NO_SOLUTION, message=f"none of the {self.count} parts has an answer")
+        else:
+            length, i, answer = self._best
+            rounds = f"in {self.rounds} rounds"
+            message = f"the shortest of {self.count} parts' answers ({length}), part {i + 1}, {rounds}"
+            self._decide(Status.SOLVED, answer, message)
+        return True
+
+    def _decide(self, status: Status, solution: Any = None, message: str = "") -> None:
+        stats = SearchStats(
+            nodes=self.nodes,
+            wall_s=time.monotonic() - self.started,
+            cpu_s=self.cpu_s,
+            peak_rss_mb=self.peak_rss_mb,
+        )
+        self.outcome = Outcome(status, solution if status == Status.SOLVED else None, stats, message)

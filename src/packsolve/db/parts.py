@@ -1,0 +1,66 @@
+"""The parts of split levels (models.Part): each part's run written as it ends, read back for reports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from packsolve.db.models import Part
+from packsolve.outcome import Outcome
+
+
+@dataclass(frozen=True)
+class PartRun:
+    """One part's run as a run's executor saw it end: which attempt and part, its round and window,
+    its Outcome (its resume: the first bound it left), where and when it ran."""
+
+    run_id: int
+    level_hash: str
+    heuristic: str
+    part: int
+    parts: int
+    round: int
+    window: tuple[int, int] | None
+    outcome: Outcome
+    worker: str
+    started_at: datetime
+    finished_at: datetime
+
+
+def record_parts(session: Session, runs: Sequence[PartRun]) -> None:
+    """Write the part runs (one row each: a part run again in a later round is a row of its own)."""
+    session.add_all(
+        Part(
+            run_id=r.run_id,
+            level_hash=r.level_hash,
+            heuristic=r.heuristic,
+            part=r.part,
+            parts=r.parts,
+            round=r.round,
+            window_lo=None if r.window is None else r.window[0],
+            window_hi=None if r.window is None else r.window[1],
+            status=r.outcome.status,
+            nodes=r.outcome.nodes,
+            wall_s=r.outcome.stats.wall_s,
+            cpu_s=r.outcome.stats.cpu_s,
+            peak_rss_mb=r.outcome.stats.peak_rss_mb or None,
+            resume=r.outcome.resume,
+            worker=r.worker,
+            started_at=r.started_at,
+            finished_at=r.finished_at,
+            message=r.outcome.message or None,
+        )
+        for r in runs
+    )
+
+
+def parts_of(session: Session, run_id: int, level_hash: str, heuristic: str | None = None) -> list[Part]:
+    """Return the part runs of a level's attempt in a run (every heuristic's without one), by part, round."""
+    query = select(Part).where(Part.run_id == run_id, Part.level_hash == level_hash)
+    if heuristic is not None:
+        query = query.where(Part.heuristic == heuristic)
+    return list(session.scalars(query.order_by(Part.heuristic, Part.part, Part.round)))

@@ -1,0 +1,85 @@
+"""combining.Combination: a split level's parts handed out round by round and their answers combined."""
+
+from __future__ import annotations
+
+from packsolve.api import Combine, Part, Split
+from packsolve.combining import Combination
+from packsolve.outcome import Outcome, SearchStats, Status
+
+
+def split(rule: Combine, parts: int, nodes: int = 7) -> Split:
+    return Split(rule, tuple(Part(i, (i,), 1) for i in range(parts)), nodes)
+
+
+def out(status: Status, solution=None, nodes=10, cpu=0.5, resume=None) -> Outcome:
+    return Outcome(status, solution, SearchStats(nodes=nodes, cpu_s=cpu), "", resume=resume)
+
+
+def test_first_found_hands_out_every_part_once_and_the_first_answer_decides():
+    c = Combination(split(Combine.FIRST_FOUND, 3))
+    assert [(h.index, h.round, h.window) for h in c.hand_out()] == [(0, 1, None), (1, 1, None), (2, 1, None)]
+    assert c.hand_out() == []
+    c.took(1, out(Status.NO_SOLUTION))
+    assert c.outcome is None
+    c.took(2, out(Status.SOLVED, [2, 5]))
+    assert c.outcome is not None and c.outcome.status == Status.SOLVED and c.outcome.solution == [2, 5]
+    assert "part 3 of 3" in c.outcome.message
+    c.took(0, out(Status.SOLVED, [0, 1]))  # still running when decided: counted, nothing else
+    assert c.outcome.solution == [2, 5] and c.nodes == 7 + 30 and c.cpu_s == 1.5
+
+
+def test_first_found_with_no_answer_ends_as_a_part_that_ended_otherwise_or_with_no_solution():
+    c = Combination(split(Combine.FIRST_FOUND, 2))
+    c.hand_out()
+    c.took(0, out(Status.TIMEOUT))
+    c.took(1, out(Status.NO_SOLUTION))
+    assert (
+        c.outcome is not None
+        and c.outcome.status == Status.TIMEOUT
+        and "part 1 ended timeout" in c.outcome.message
+    )
+    c = Combination(split(Combine.FIRST_FOUND, 2))
+    c.hand_out()
+    c.took(0, out(Status.NO_SOLUTION))
+    c.took(1, out(Status.NO_SOLUTION))
+    assert c.outcome is not None and c.outcome.status == Status.NO_SOLUTION
+
+
+def test_best_of_all_runs_a_round_per_bound_and_keeps_the_shortest_answer_of_the_round_that_finds_one():
+    c = Combination(split(Combine.BEST_OF_ALL, 3))
+    first = c.hand_out()
+    assert [(h.index, h.window, h.best) for h in first] == [
+        (0, (0, 0), None),
+        (1, (0, 0), None),
+        (2, (0, 0), None),
+    ]
+    c.took(0, out(Status.NO_SOLUTION, resume=40))
+    assert c.hand_out() == []  # a round at a time
+    c.took(1, out(Status.NO_SOLUTION, resume=42))
+    c.took(2, out(Status.NO_SOLUTION, resume=None))  # searched through: never again
+    second = c.hand_out()
+    assert [(h.index, h.round, h.window) for h in second] == [(0, 2, (40, 40))]
+    c.took(0, out(Status.NO_SOLUTION, resume=42))
+    third = c.hand_out()
+    assert [(h.index, h.window) for h in third] == [(0, (42, 42)), (1, (42, 42))]
+    c.took(1, out(Status.SOLVED, list(range(42))))
+    assert c.outcome is None  # the round is not over: part 0 may find one as short
+    c.took(0, out(Status.SOLVED, list(range(42))))
+    assert c.outcome is not None and c.outcome.status == Status.SOLVED and len(c.outcome.solution) == 42
+    assert "in 3 rounds" in c.outcome.message and c.rounds == 3
+
+
+def test_best_of_all_ends_when_no_part_can_beat_the_best_and_on_a_part_that_failed():
+    c = Combination(split(Combine.BEST_OF_ALL, 2))
+    c.hand_out()
+    c.took(0, out(Status.SOLVED, list(range(30))))
+    c.took(1, out(Status.NO_SOLUTION, resume=30))  # at the best: nothing shorter left in it
+    assert c.outcome is not None and len(c.outcome.solution) == 30 and c.hand_out() == []
+    c = Combination(split(Combine.BEST_OF_ALL, 2))
+    c.hand_out()
+    c.took(0, out(Status.ERROR))
+    assert c.outcome is not None and c.outcome.status == Status.ERROR
+    c = Combination(split(Combine.BEST_OF_ALL, 2))
+    c.hand_out()
+    c.timed_out()
+    assert c.outcome is not None and c.outcome.status == Status.TIMEOUT
