@@ -12,7 +12,10 @@ best-of-all round, the best length known), and gives each part's Outcome back to
 - best of all: one round at a time, round B running every part whose next iteration bound is B
   (round 0 costs each part its first bound), so no part searches deeper than the unsplit search
   would; an answer found in round B is optimal, and the shortest of the round's answers is the
-  level's. A part that ends otherwise (a timeout, an error) ends the level so.
+  level's. While rounds are cheap (CHEAP_ROUND_S) a round's window spans several bounds: a part
+  then stops at its first answer, and the shortest answer of the round is still optimal (every
+  part searched every bound below it), the parts past it stopped by the shared best. A part that
+  ends otherwise (a timeout, an error) ends the level so.
 
 A part's answer is the whole level's (the part's prefix and its own answer, made so where the part
 ran, and verified there by the kind's ``verify`` as every answer is).
@@ -44,6 +47,13 @@ def split_of(spec: Any, of: int) -> Split | None:
     except Exception:  # an invalid level is run whole and ends invalid there, as any
         return None
     return kind.split(level, name, of)
+
+
+# Best of all: a round whose parts spent less CPU than this in all is followed by one whose window
+# spans twice as many iteration bounds (2, 4, 8, ...): the first bounds of an iterative-deepening
+# search cost next to nothing, and each part handed out costs a few milliseconds of its own. A costlier
+# round is followed by single bounds again, so no part searches far past the optimal bound.
+CHEAP_ROUND_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,8 @@ class Combination:
     _resume: dict[int, int] = field(default_factory=dict)  # best of all: part -> its next bound
     _best: tuple[int, int, Any] | None = None  # (length, part, the whole-level answer)
     _unsettled: tuple[int, Outcome] | None = None  # first found: a part that ended neither way
+    _width: int = 0  # best of all: how many iteration bounds past the round's first its window spans
+    _round_cpu: float = 0.0  # best of all: the CPU seconds of the round running
 
     def __post_init__(self) -> None:
         self.nodes = self.split.nodes
@@ -114,8 +126,14 @@ class Combination:
         if self._decided_best():
             return []
         level_bound = min(self._resume.values())
-        window = (level_bound, level_bound) if self.rounds else (0, 0)
+        if self.rounds and self._round_cpu < CHEAP_ROUND_S:
+            # A round this cheap costs more to hand out than to search: the next spans more bounds.
+            self._width = max(2, 2 * self._width)
+        elif self.rounds:
+            self._width = 0
+        window = (level_bound, level_bound + self._width) if self.rounds else (0, 0)
         indices = sorted(i for i, b in self._resume.items() if b <= window[1])
+        self._round_cpu = 0.0
         self.rounds += 1
         self.running = set(indices)
         best = self._best[0] if self._best is not None else None
@@ -126,6 +144,7 @@ class Combination:
         self.running.discard(index)
         self.nodes += outcome.nodes
         self.cpu_s += outcome.stats.cpu_s
+        self._round_cpu += outcome.stats.cpu_s
         self.peak_rss_mb = max(self.peak_rss_mb, outcome.stats.peak_rss_mb)
         if self.outcome is not None:
             return  # a part still running when the level was decided: its effort counts, nothing else

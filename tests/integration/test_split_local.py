@@ -10,14 +10,18 @@ of a kind without split runs whole.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from packsolve.db.models import Part
 from packsolve.db.session import get_engine, session_scope
+from tests.support.dashboard import serving
 from tests.support.inprocess import exported, invoke
+from tests.support.services import child_env, packsolve_cmd
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
 
@@ -79,6 +83,51 @@ def test_split_levels_run_as_parts_and_end_as_their_whole_runs_did(tmp_path: Pat
     assert history[whole["sliding"]["run"]]["parts"] is None
     table = invoke("show", after["sliding"]["level_hash"], env={**env, "COLUMNS": "120"})
     assert f"run {split_run} linear-conflict: {count} parts" in table.stdout
+    with serving(db_url, log_dir=tmp_path) as served:  # the level's page lists them too
+        code, body = served.get(f"/levels/{after['sliding']['level_hash']}")
+    assert code == 200 and "Split into parts" in body and f"{count} parts</h3>" in body
+    assert body.count('<td class="status-no_solution">no_solution</td>') >= 1
+
+
+def test_a_cancelled_split_level_stops_its_parts_and_resume_splits_it_again(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Korf #7 (52 moves, about 4 s with linear-conflict) timed out at 0.3 s: its history says it takes
+    longer than 0.1 s, so it is split; `cancel` stops the parts; `resume` splits it again and solves it."""
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    pack = tmp_path / "hard.jsonl"
+    level = {"kind": "sliding", "tiles": [[2, 11, 15, 5], [13, 4, 6, 7], [12, 8, 10, 1], [9, 3, 14, 0]]}
+    pack.write_text(json.dumps(level) + "\n")
+    args = ("--heuristic", "linear-conflict", "-j", "2", "-q")
+    first = invoke("solve", str(pack), *args, "--time-limit", "0.3", "--format", "json", env=env)
+    assert first.returncode == 0 and json.loads(first.stdout)["counts"] == {"timeout": 1}, first.stderr
+    solving = subprocess.Popen(
+        packsolve_cmd("solve", str(pack), *args, "--time-limit", "120", "--split-after", "0.1"),
+        env=child_env(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        engine = get_engine(sqlite_url)
+
+        def parts_ran() -> bool:
+            with session_scope(engine) as session:
+                return session.scalar(select(func.count()).select_from(Part)) >= 4
+
+        wait_for(parts_ran, 60, every=0.1, what="four parts of the split level run")
+        assert invoke("cancel", "2", env=env).returncode == 0
+        assert solving.wait(30) == 1, solving.stderr.read() if solving.stderr else ""
+    finally:
+        if solving.poll() is None:
+            solving.kill()
+            solving.wait(10)
+    [cancelled] = exported("2", env)
+    assert cancelled["status"] == "cancelled"
+    resumed = invoke("resume", "2", "-q", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    [done] = exported("2", env)
+    assert done["status"] == "solved" and done["length"] == 52 and "parts' answers (52)" in done["message"]
 
 
 def test_split_after_is_refused_in_one_line_where_it_cannot_apply(tmp_path: Path, sqlite_url: str) -> None:

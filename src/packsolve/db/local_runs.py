@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from packsolve.attempt import AttemptKey, Result
 from packsolve.db.attempts import result_columns
 from packsolve.db.models import Attempt, LevelRow, Run, utcnow
+from packsolve.db.parts import forget_parts
 from packsolve.db.runs import finish_run_if_done
 from packsolve.db.tables import BATCH, PENDING_VALUES, rowcount
 from packsolve.outcome import Status
@@ -126,7 +127,8 @@ def reopen(session: Session, run_id: int, keys: Sequence[AttemptKey], resume: Re
     the resume's process.
 
     The resume joins the run's history (options' resumed); programs declared again replace those
-    the run recorded.
+    the run recorded. The part runs of a split attempt reopened are forgotten: it is split and its
+    parts run again from the start.
     """
     hashes = list(keys)
     for i in range(0, len(hashes), BATCH):
@@ -135,6 +137,7 @@ def reopen(session: Session, run_id: int, keys: Sequence[AttemptKey], resume: Re
             .where(Attempt.run_id == run_id, _among(hashes[i : i + BATCH]))
             .values(status=Status.QUEUED, finished_at=None, message=None, started_at=None)
         )
+        forget_parts(session, run_id, hashes[i : i + BATCH])
     run = session.get(Run, run_id)
     assert run is not None
     resumed = [*(run.options or {}).get("resumed", []), {"argv": list(resume.argv), "levels": len(hashes)}]

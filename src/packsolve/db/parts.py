@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import delete, select, tuple_
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Part
@@ -64,3 +64,10 @@ def parts_of(session: Session, run_id: int, level_hash: str, heuristic: str | No
     if heuristic is not None:
         query = query.where(Part.heuristic == heuristic)
     return list(session.scalars(query.order_by(Part.heuristic, Part.part, Part.round)))
+
+
+def forget_parts(session: Session, run_id: int, keys: Sequence[tuple[str, str]]) -> None:
+    """Delete the part runs of the run's attempts of these (level hash, heuristic) pairs (run again)."""
+    if keys:
+        pairs = tuple_(Part.level_hash, Part.heuristic).in_(list(keys))
+        session.execute(delete(Part).where(Part.run_id == run_id, pairs))

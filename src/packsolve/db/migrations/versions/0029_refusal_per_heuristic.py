@@ -13,6 +13,8 @@ Create Date: 2026-12-05
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -64,7 +66,7 @@ def downgrade() -> None:
 def _remake_sqlite(with_heuristic: bool) -> None:
     """SQLite cannot change a table's primary key: make refusals again with the new one, its rows copied
     (with their attempt's heuristic, upgrading), as SQLite's documentation says."""
-    columns = [
+    columns: list[sa.Column[Any]] = [
         sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
         sa.Column("level_hash", sa.String(64), nullable=False),
         *([sa.Column("heuristic", sa.String(64), nullable=False)] if with_heuristic else []),
