@@ -1,0 +1,115 @@
+"""One hard level on a local pool, whole against split into parts (`solve --split-after`, issue 38).
+
+Per instance of Korf's fifteen-puzzles (or, with --twenty-four, Korf and Felner's 24-puzzles), into a
+fresh SQLite database: `packsolve solve` of the one level whole (which gives it a history), then
+with `--split-after` below that history (so it is split: parts the pool's processes share), then
+whole again; each a child process on --jobs processes. The figures are the attempts' own: wall time
+(the level's, from its first part's start for the split one), CPU time (its parts' summed) and nodes;
+the whole run's wall is the median of its two. The answer's length must be the published optimal one.
+Tables a heuristic needs (pdb-6666) are built by the first solve, before its attempt's clock.
+
+Usage: nice .venv/bin/python -m benchmarks.split_local [--ids 7,3] [--heuristic linear-conflict]
+       [--twenty-four 38 --heuristic pdb-6666] [--jobs 2]
+Writes benchmarks/results/split_local.md (split_local_24.md with --twenty-four).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+from benchmarks.harness import RESULTS, machine_line, markdown_table, parser, publish, run_packsolve
+from benchmarks.sliding_common import KORF100, KORF_FELNER50, read_korf, sliding_set
+
+
+def attempt(env: dict[str, str], pack: Path, args: list[str]) -> dict:
+    """Run `packsolve solve PACK ARGS`; return its one attempt's export record."""
+    out, _, _, _ = run_packsolve(["solve", str(pack), *args, "-q", "--format", "json"], env)
+    run = json.loads(out)["run"]
+    records, _, _, _ = run_packsolve(["export", str(run), "--format", "jsonl"], env)
+    [record] = [json.loads(line) for line in records.splitlines()]
+    return record
+
+
+def one(ident: str, optimal: int | None, tiles: tuple[int, ...], heuristic: str, jobs: str) -> list[object]:
+    """Solve one instance whole, split, whole again; return its table row."""
+    n = 5 if len(tiles) == 25 else 4
+    with tempfile.TemporaryDirectory() as tmp:
+        pack = Path(tmp) / "level.jsonl"
+        pack.write_text(
+            json.dumps({"kind": "sliding", "tiles": [list(tiles[r * n : r * n + n]) for r in range(n)]})
+        )
+        env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp}/bench.db"}
+        args = ["--heuristic", heuristic, "-j", jobs, "--time-limit", "7200"]
+        first = attempt(env, pack, args)
+        split = attempt(env, pack, [*args, "--split-after", f"{max(first['wall_s'] / 4, 0.001):.3f}"])
+        again = attempt(env, pack, args)
+    for record in (first, split, again):
+        assert record["status"] == "solved" and record["length"] == optimal, record
+    assert "parts' answers" in split["message"], split["message"]
+    whole_wall = statistics.median([first["wall_s"], again["wall_s"]])
+    whole_cpu = statistics.median([first["cpu_s"], again["cpu_s"]])
+    parts = split["message"].split(" parts'")[0].rsplit(" ", 1)[-1]
+    rounds = split["message"].rsplit(" in ", 1)[-1]
+    return [
+        ident,
+        heuristic,
+        optimal,
+        f"{whole_wall:.2f} / {whole_cpu:.2f}",
+        f"{first['nodes']:,}",
+        f"{split['wall_s']:.2f} / {split['cpu_s']:.2f}",
+        f"{split['nodes'] / first['nodes']:.3f}",
+        f"{parts}, {rounds}",
+        f"**{whole_wall / split['wall_s']:.2f}**",
+    ]
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--ids", default="7,3", help="Korf's fifteen-puzzles, by id (comma-separated)")
+    ap.add_argument("--twenty-four", default="", help="instead: Korf and Felner's 24-puzzles, by id")
+    ap.add_argument(
+        "--heuristic", default=None, help="default: linear-conflict (pdb-6666 with --twenty-four)"
+    )
+    ap.add_argument("--jobs", default="2")
+    opts = ap.parse_args()
+    listed, wanted = (KORF_FELNER50, opts.twenty_four) if opts.twenty_four else (KORF100, opts.ids)
+    heuristic = opts.heuristic or ("pdb-6666" if opts.twenty_four else "linear-conflict")
+    by_id = {i.ident: i for i in read_korf(sliding_set(listed))}
+    rows = [
+        one(ident, by_id[ident].optimal, by_id[ident].tiles, heuristic, opts.jobs)
+        for ident in (w.strip() for w in wanted.split(","))
+    ]
+    header = (
+        "id",
+        "heuristic",
+        "length",
+        "whole: wall / CPU s",
+        "whole: nodes",
+        "split: wall / CPU s",
+        "split: × nodes",
+        "parts, rounds",
+        "speed-up (wall)",
+    )
+    command = "python -m benchmarks.split_local " + (
+        f"--twenty-four {opts.twenty_four}" if opts.twenty_four else f"--ids {opts.ids}"
+    )
+    text = "\n".join(
+        [
+            "# One hard level on a local pool: whole against split into parts",
+            "",
+            machine_line(),
+            "",
+            f"`{command} --heuristic {heuristic} --jobs {opts.jobs}`",
+            "",
+            markdown_table(header, rows),
+            "",
+        ]
+    )
+    publish(text, RESULTS / ("split_local_24.md" if opts.twenty_four else "split_local.md"))
+
+
+if __name__ == "__main__":
+    main()
