@@ -85,8 +85,13 @@ def _read(connection: Connection, run_id: int, hashes: list[str]) -> tuple[_Fact
     return facts, found
 
 
-def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Facts:
-    """Read the run's row outer-joined to its attempts that `on` selects into found; return its facts."""
+def _joined(connection: Connection, run_id: int, on: Any, found: _Found, window: bool = False) -> _Facts:
+    """Read the run's row outer-joined to its attempts that `on` selects into found; return its facts.
+
+    window: `on` is _window's, which may end amid a level's heuristics (a run may try a level with
+    several, one row each): a full window's last level is left out of found, so that every level in
+    found is whole (a task naming another heuristic of it is refused, not read again).
+    """
     rows: Sequence[Any] = connection.execute(
         select(
             RUNS.c.mode,
@@ -101,14 +106,17 @@ def _joined(connection: Connection, run_id: int, on: Any, found: _Found) -> _Fac
             ATTEMPTS.c.status,
             ATTEMPTS.c.time_limit.label("own_time"),
             ATTEMPTS.c.cpu_limit.label("own_cpu"),
+            ATTEMPTS.c.seq,
         )
         .select_from(RUNS.outerjoin(ATTEMPTS, on))
         .where(RUNS.c.id == run_id)
     ).all()
     if not rows:
         return None
-    for r in rows:
-        if r.level_hash is not None:
+    read = [r for r in rows if r.level_hash is not None]
+    cut = max(read, key=lambda r: r.seq).level_hash if window and len(read) >= WINDOW else None
+    for r in read:
+        if r.level_hash != cut:
             found.setdefault(r.level_hash, {})[r.heuristic] = (r.kind, r.status, r.own_time, r.own_cpu)
     return tuple(rows[0][:6])
 
@@ -200,16 +208,13 @@ class KnownAttempts:
         kept = self._runs.get(key)
         if kept is None or now - kept[0] > KEPT_S:
             kept = None
-        # By attempt: a window may end amid a level's heuristics (a run may try a level with several),
-        # and a level read in part is read again by name, whole.
-        unknown = [h for h, heuristic in attempts if kept is None or heuristic not in kept[2].get(h, {})]
+        # Every level kept was read whole (_joined's window): one it holds answers for every heuristic.
+        unknown = [h for h, _ in attempts if kept is None or h not in kept[2]]
         if unknown:
             found: _Found = {}
-            facts = _joined(connection, run_id, _window(run_id, unknown[0]), found)
+            facts = _joined(connection, run_id, _window(run_id, unknown[0]), found, window=True)
             if facts is not None:
-                rest = list(
-                    dict.fromkeys(h for h, heuristic in attempts if heuristic not in found.get(h, {}))
-                )
+                rest = list(dict.fromkeys(h for h, _ in attempts if h not in found))
                 if rest:
                     facts, named = _read(connection, run_id, rest)
                     found.update(named)
