@@ -12,10 +12,10 @@ best-of-all round, the best length known), and gives each part's Outcome back to
 - best of all: one round at a time, round B running every part whose next iteration bound is B
   (round 0 costs each part its first bound), so no part searches deeper than the unsplit search
   would; an answer found in round B is optimal, and the shortest of the round's answers is the
-  level's. While rounds are cheap (CHEAP_ROUND_S) a round's window spans several bounds: a part
-  then stops at its first answer, and the shortest answer of the round is still optimal (every
-  part searched every bound below it), the parts past it stopped by the shared best. A part that
-  ends otherwise (a timeout, an error) ends the level so.
+  level's. After a round that cost next to nothing (CHEAP_ROUND_S) a round's window spans one bound
+  more: a part then stops at its first answer, and the shortest answer of the round is still
+  optimal (every part searched every bound below it), the parts past it stopped by the shared best.
+  A part that ends otherwise (a timeout, an error) ends the level so.
 
 A part's answer is the whole level's (the part's prefix and its own answer, made so where the part
 ran, and verified there by the kind's ``verify`` as every answer is).
@@ -50,10 +50,11 @@ def split_of(spec: Any, of: int) -> Split | None:
 
 
 # Best of all: a round whose parts spent less CPU than this in all is followed by one whose window
-# spans twice as many iteration bounds (2, 4, 8, ...): the first bounds of an iterative-deepening
-# search cost next to nothing, and each part handed out costs a few milliseconds of its own. A costlier
-# round is followed by single bounds again, so no part searches far past the optimal bound.
-CHEAP_ROUND_S = 0.25
+# reaches WIDER past its first bound (two iterations of the sliding puzzle's IDA*, whose bounds go
+# by 2): the first bounds of an iterative-deepening search cost next to nothing, and each part handed
+# out costs a few milliseconds of its own. A costlier round is followed by single bounds again.
+CHEAP_ROUND_S = 0.01
+WIDER = 2
 
 
 @dataclass(frozen=True)
@@ -126,12 +127,13 @@ class Combination:
         if self._decided_best():
             return []
         level_bound = min(self._resume.values())
-        if self.rounds and self._round_cpu < CHEAP_ROUND_S:
-            # A round this cheap costs more to hand out than to search: the next spans more bounds.
-            self._width = max(2, 2 * self._width)
-        elif self.rounds:
-            self._width = 0
+        # A round this cheap costs more to hand out than to search: the next spans one bound more
+        # (never more: an iteration costs several times the one before, and a part searches its
+        # window through unless another part's answer, offered, stops it).
+        self._width = WIDER if self.rounds and self._round_cpu < CHEAP_ROUND_S else 0
         window = (level_bound, level_bound + self._width) if self.rounds else (0, 0)
+        # In the parts' order, the order of the whole search's first moves: the last round then meets
+        # its answer about where the whole search would (handing the costliest first searched more).
         indices = sorted(i for i, b in self._resume.items() if b <= window[1])
         self._round_cpu = 0.0
         self.rounds += 1

@@ -555,7 +555,8 @@ def check_runnable(run_id: int, pending: Sequence[PendingAttempt]) -> None:
 
 
 # How many parts a split level is cut into per process that runs them: enough that the processes
-# stay busy while parts of uneven size end (benchmarks/split_overhead: at least 8 per process).
+# stay busy while parts of uneven size end, few enough that handing them out (a few milliseconds a
+# part and round) stays small (benchmarks/split_local: 16 a process searched more than 8, and took longer).
 PARTS_PER_PROCESS = 8
 
 
