@@ -556,7 +556,7 @@ def check_runnable(run_id: int, pending: Sequence[PendingAttempt]) -> None:
 
 # How many parts a split level is cut into per process that runs them: enough that the processes
 # stay busy while parts of uneven size end, few enough that handing them out (a few milliseconds a
-# part and round) stays small (benchmarks/split_local: 16 a process searched more than 8, and took longer).
+# part and round) stays small (benchmarks/split_local).
 PARTS_PER_PROCESS = 8
 
 
