@@ -11,10 +11,11 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from packsolve.db.models import Run
+from packsolve.db.models import Part, Run
 from packsolve.db.session import get_engine, session_scope
 from packsolve.errors import LevelNotFound
 from packsolve.levels import make_level
+from packsolve.outcome import Status
 from packsolve.report.compare import compare_runs
 from packsolve.report.export import export_records
 from packsolve.report.hardest import hardest_in_run, hardest_overall
@@ -135,6 +136,29 @@ def test_hardest_breaks_ties_by_cpu_time_not_by_nodes_of_different_kinds(db_url:
     assert across[0]["level"] == "coins-0"  # tried twice
     rest = across[1:]
     assert [r["level_hash"] for r in rest] == sorted(r["level_hash"] for r in rest)
+
+
+def test_hardest_ranks_a_level_split_into_parts_by_its_parts_cpu_not_its_wall_time(db_url: str) -> None:
+    """strip-1 took 2 s of wall on two processes but 8 s of CPU in its parts: it cost the most."""
+    levels = [strip_level(i) for i in range(3)]
+    planned = [Planned(levels[0], "solved", 5.0, 5.0), Planned(levels[1], "solved", 2.0, 8.0)]
+    planned.append(Planned(levels[2], "solved", 3.0, 3.0))
+    run_id = build_run(db_url, planned, time_limit=10.0)
+    env = {"PACKSOLVE_DATABASE_URL": db_url}
+
+    def ranked() -> list[str]:
+        out = invoke("report", "hardest", "--run", str(run_id), "--by", "time", "--format", "json", env=env)
+        assert out.returncode == 0, out.stderr
+        return [r["level"] for r in json.loads(out.stdout)]
+
+    assert ranked() == ["strip-0", "strip-2", "strip-1"]  # by wall time while nothing was split
+    with session_scope(get_engine(db_url)) as session:
+        session.add_all(
+            Part(run_id=run_id, level_hash=levels[1].hash, heuristic="plain", part=i, parts=2, round=1,
+                 status=Status.SOLVED if i else Status.NO_SOLUTION, nodes=10, wall_s=2.0, cpu_s=4.0)
+            for i in range(2)
+        )  # fmt: skip
+    assert ranked() == ["strip-1", "strip-0", "strip-2"]
 
 
 def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(db_url: str) -> None:

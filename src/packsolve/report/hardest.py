@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from sqlalchemy import case, select
+from sqlalchemy import case, exists, select
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, LevelRow, LevelStats, Run
+from packsolve.db.models import Attempt, LevelRow, LevelStats, Part, Run
 from packsolve.figures import level_stats
 from packsolve.figures.par2 import par2_limit_sql, par2_sql
 from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
@@ -18,6 +18,16 @@ from packsolve.report.text import short_message
 from packsolve.request import HeuristicMatrix
 
 BY = ("par2", "time", "nodes")
+# The attempt was split into parts (their runs are kept: models.Part).
+_SPLIT = (
+    exists()
+    .where(
+        Part.run_id == Attempt.run_id,
+        Part.level_hash == Attempt.level_hash,
+        Part.heuristic == Attempt.heuristic,
+    )
+    .correlate(Attempt)
+)
 # An attempt's columns a ranking shows (with its PAR-2 after them).
 _COLUMNS = (
     Attempt.name,
@@ -77,7 +87,8 @@ def hardest_in_run(
     """Return the top attempts of run, unsolved first (by PAR-2), then solved ones by `by`.
 
     Ties (all timeouts have the same PAR-2) go to the attempt that spent more CPU time: seconds mean
-    the same thing in every kind, where a node of one kind is not a node of another.
+    the same thing in every kind, where a node of one kind is not a node of another. A decided level
+    split into parts counts, by par2 or time, its parts' CPU summed (what it cost), not its wall time.
 
     A run that tried levels with several heuristics (a matrix) ranks each level once, by its best
     attempt: decided before undecided, then the lowest PAR-2 (_best_per_level).
@@ -86,7 +97,9 @@ def hardest_in_run(
         return _best_per_level(session, run, by, top, kind)
     par2 = par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run, Attempt))
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
-    key = {"par2": par2, "time": Attempt.wall_s, "nodes": Attempt.nodes}[by]
+    # A level split into parts (issue 38) took its parts' CPU, summed, however short its wall time.
+    spent = case((_SPLIT, Attempt.cpu_s), else_=Attempt.wall_s)
+    key = {"par2": spent, "time": spent, "nodes": Attempt.nodes}[by]
     q = (
         select(*_COLUMNS, par2.label("par2"))
         .join(Run, Run.id == Attempt.run_id)
