@@ -159,6 +159,20 @@ def test_hardest_ranks_a_level_split_into_parts_by_its_parts_cpu_not_its_wall_ti
             for i in range(2)
         )  # fmt: skip
     assert ranked() == ["strip-1", "strip-0", "strip-2"]
+    # A run of several heuristics ranks each level by its best attempt, split ones by their parts' CPU.
+    pairs = zip(planned, levels, strict=True)
+    matrix = [
+        Planned(lv, "solved", p.wall_s, p.cpu_s, heuristic=h) for p, lv in pairs for h in ("plain", "prune")
+    ]
+    run_id = build_run(db_url, matrix, heuristic="plain,prune", time_limit=10.0)
+    assert ranked() == ["strip-0", "strip-2", "strip-1"]
+    with session_scope(get_engine(db_url)) as session:
+        session.add_all(
+            Part(run_id=run_id, level_hash=levels[1].hash, heuristic=h, part=0, parts=1, round=1,
+                 status=Status.SOLVED, nodes=10, wall_s=2.0, cpu_s=8.0)
+            for h in ("plain", "prune")
+        )  # fmt: skip
+    assert ranked() == ["strip-1", "strip-0", "strip-2"]
 
 
 def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(db_url: str) -> None:

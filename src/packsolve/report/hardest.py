@@ -121,7 +121,7 @@ def _best_per_level(session: Session, run: Run, by: str, top: int, kind: str | N
     """Return hardest_in_run's ranking of a matrix run, each level once: its best attempt's figures."""
     par2 = par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run, Attempt))
     q = (
-        select(*_COLUMNS, par2.label("par2"), Attempt.seq)
+        select(*_COLUMNS, par2.label("par2"), Attempt.seq, _SPLIT.label("split"))
         .join(Run, Run.id == Attempt.run_id)
         .where(Attempt.run_id == run.id, Attempt.status.not_in(NOT_RUN_VALUES))
     )
@@ -132,12 +132,12 @@ def _best_per_level(session: Session, run: Run, by: str, top: int, kind: str | N
         held = best.get(row.level_hash)
         if held is None or _goodness(row) < _goodness(held):
             best[row.level_hash] = row
-    shown = {"par2": "par2", "time": "wall_s", "nodes": "nodes"}[by]
 
     def hardness(row: Any) -> tuple[Any, ...]:
         # hardest_in_run's order: undecided first by PAR-2, then by `by`; more CPU time; pack order.
         unsolved = row.status not in SUCCESS_VALUES
-        figure = row.par2 if unsolved else getattr(row, shown)
+        spent = row.cpu_s if row.split else row.wall_s  # a split level: its parts' CPU (hardest_in_run)
+        figure = row.par2 if unsolved else (row.nodes if by == "nodes" else spent)
         return (not unsolved, figure is None, -(figure or 0), -(row.cpu_s or 0), row.seq)
 
     ranked = sorted(best.values(), key=hardness)[:top]
