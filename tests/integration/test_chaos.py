@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from packsolve.settings import DEFAULT_SEND_SETTLE_S
 from tests.support.chaos_pack import audit, write_pack
 from tests.support.services import (
     amqp_depth,
@@ -153,6 +154,9 @@ def test_a_broker_that_loses_its_queue_then_scheduler_once_finishes_every_level(
     # runs them every interval; this test makes one).
     time.sleep(4.0)
     assert wait_until(lambda: _held_by_workers(pg_url, run_id) == 0, 60), "the worker never let go"
+    # An empty queue means lost tasks only for attempts sent over send_settle ago (a task sent just
+    # now may not be counted in the queue yet): the one pass below must come after that.
+    time.sleep(max(0.0, DEFAULT_SEND_SETTLE_S + 1.0 - _seconds_since_sent(pg_url, run_id)))
     res = run_cli("scheduler", "--once", env=env)  # the default grace: no tuning needed
     assert res.returncode == 0, res.stderr
     requeued = int(res.stderr.split("requeued ")[1].split(",")[0])
@@ -222,6 +226,11 @@ _FINAL_SQL = "SELECT count(*) FROM attempts WHERE run_id = :run AND finished_at 
 def _begun(url: str, run_id: int) -> int:
     """Attempts of the run a worker has begun (running, or final already)."""
     return _count(url, "SELECT count(*) FROM attempts WHERE run_id = :run AND started_at IS NOT NULL", run_id)
+
+
+def _seconds_since_sent(url: str, run_id: int) -> float:
+    """Return how long ago, by the database's clock, the run was sent (whole seconds, rounded down)."""
+    return _count(url, "SELECT FLOOR(EXTRACT(EPOCH FROM now() - sent_at)) FROM runs WHERE id = :run", run_id)
 
 
 def _held_by_workers(url: str, run_id: int) -> int:
