@@ -16,12 +16,12 @@ split declares:
 
 The level's answer is the part's prefix and its answer, checked by the kind's ``verify``; its
 nodes are the split's and every part's, its CPU time this process's and its pool's. A kind or
-heuristic without a split is solved unsplit, as one part. Not yet used by runs: it is what their
-scheduling will call per part.
+heuristic without a split is solved unsplit, as one part. Runs do not call it (the benchmarks
+and check_kind do): they run each part as an attempt of its own.
 
-``part_work`` is the other way in: one part of a level as an attempt of its own (an AttemptSpec
-with a PartSpec), the work a solver child runs for it; the run that hands parts out combines
-their outcomes round by round as ``_best_of_all`` and ``_first_found`` do here.
+``part_work`` is that way in: one part of a level as an attempt of its own (an AttemptSpec with a
+PartSpec), the work a solver child runs for it; the run hands parts out and combines their outcomes
+round by round with combining.Combination, by the rules ``_best_of_all`` and ``_first_found`` follow.
 """
 
 from __future__ import annotations

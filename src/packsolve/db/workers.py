@@ -14,10 +14,11 @@ machine, whose clock it uses.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Connection, Table, and_, delete, exists, func, insert, literal, select, update
 from sqlalchemy.orm import Session
@@ -381,13 +382,12 @@ def buffered_in(session: Session, run_id: int, now: datetime | None = None) -> B
     shown: dict[str, int] = {}
     for name, host, published in leases:
         keys = published_buffered(published).get(run_id) or []
-        states = pending_states(session, run_id, keys)
+        pending = pending_of(session, run_id, keys)
         for key in keys:
-            for status, holder in states.get(key[0], ()):
-                if pending_counts(key, name, status, holder):
-                    shown[status[0]] = shown.get(status[0], 0) + 1
-                    by_host[host] = by_host.get(host, 0) + 1
-                    break
+            row = buffered_attempt(key, name, pending)
+            if row is not None:
+                shown[row.status] = shown.get(row.status, 0) + 1
+                by_host[host] = by_host.get(host, 0) + 1
     return Buffered(
         dict(sorted(by_host.items())), shown.get(Status.RUNNING.value, 0), shown.get(Status.QUEUED.value, 0)
     )
@@ -412,33 +412,43 @@ def published_buffered(text: str) -> dict[int, list[BufferedKey]]:
     return out
 
 
-def pending_states(
-    session: Session, run_id: int, keys: list[BufferedKey]
-) -> dict[str, list[tuple[tuple[str, str], str | None]]]:
-    """Return, per level hash of keys, its pending attempts of the run: ((status, heuristic), holder)."""
+class PendingRow(NamedTuple):
+    """A run's pending attempt of a level, as a published buffered result is matched against it."""
+
+    status: str  # queued or running
+    heuristic: str
+    holder: str | None
+
+
+def pending_of(session: Session, run_id: int, keys: list[BufferedKey]) -> dict[str, list[PendingRow]]:
+    """Return, per level hash of keys, the run's pending attempts of that level (one read per BATCH)."""
     hashes = sorted({h for h, _ in keys})
-    found: dict[str, list[tuple[tuple[str, str], str | None]]] = {}
+    found: dict[str, list[PendingRow]] = {}
     for k in range(0, len(hashes), BATCH):
         rows = session.execute(
-            select(Attempt.level_hash, Attempt.heuristic, Attempt.status, Attempt.holder).where(
+            select(Attempt.level_hash, Attempt.status, Attempt.heuristic, Attempt.holder).where(
                 Attempt.run_id == run_id,
                 Attempt.level_hash.in_(hashes[k : k + BATCH]),
                 Attempt.status.in_((Status.QUEUED, Status.RUNNING)),
             )
         )
-        for h, heuristic, status, holder in rows:
+        for h, status, heuristic, holder in rows:
             value = status.value if isinstance(status, Status) else str(status)
-            found.setdefault(h, []).append(((value, heuristic), holder))
+            found.setdefault(h, []).append(PendingRow(value, heuristic, holder))
     return found
 
 
-def pending_counts(key: BufferedKey, lease: str, status: tuple[str, str], holder: str | None) -> bool:
-    """Return whether a published buffered result (key, of lease) is of this pending attempt: its
-    heuristic (any, for a key naming none), and queued, or running under that lease's claim."""
-    value, heuristic = status
-    if key[1] is not None and key[1] != heuristic:
-        return False
-    return value == Status.QUEUED.value or (value == Status.RUNNING.value and holder == lease)
+def buffered_attempt(
+    key: BufferedKey, lease: str, pending: Mapping[str, list[PendingRow]]
+) -> PendingRow | None:
+    """Return the pending attempt a published buffered result (key, of lease) is of, or None (written
+    since): of its heuristic (any, for a key naming none), and queued, or running under that lease's claim."""
+    for row in pending.get(key[0], ()):
+        if key[1] is not None and key[1] != row.heuristic:
+            continue
+        if row.status == Status.QUEUED.value or (row.status == Status.RUNNING.value and row.holder == lease):
+            return row
+    return None
 
 
 def forget_old(session: Session, now: datetime) -> int:

@@ -35,10 +35,10 @@ from packsolve.db.tables import BATCH, PENDING_VALUES
 from packsolve.db.workers import (
     WORKERS,
     BufferedKey,
+    buffered_attempt,
     db_now,
     lost_rows,
-    pending_counts,
-    pending_states,
+    pending_of,
     published_buffered,
 )
 from packsolve.outcome import Status
@@ -253,11 +253,8 @@ def _buffered(session: Session, now: datetime) -> int:
             wanted.setdefault(run, []).extend((name, key) for key in keys)
     total = 0
     for run_id, pairs in sorted(wanted.items()):
-        states = pending_states(session, run_id, [key for _, key in pairs])
-        for name, key in pairs:
-            total += any(
-                pending_counts(key, name, status, holder) for status, holder in states.get(key[0], ())
-            )
+        pending = pending_of(session, run_id, [key for _, key in pairs])
+        total += sum(buffered_attempt(key, name, pending) is not None for name, key in pairs)
     return total
 
 
