@@ -361,7 +361,7 @@ class RerunRequest:
     local: bool | None = None  # None: where the parent ran
     jobs: int | None = None
     cpus_per_attempt: int | None = None  # a local child's processes pinned (--cpus-per-attempt)
-    split_after: float | None = None  # a local child splits a level expected to take longer (seconds)
+    split_after: float | None = None  # the child splits a level expected to take longer (seconds)
     message: str | None = None  # only attempts whose message holds this text
     group: str | None = None  # only the attempts of this failure group (its key, `report failures`)
     move_label: bool = False
@@ -376,11 +376,6 @@ class RerunRequest:
         check_max_tries(self.max_tries)
         check_label(self.label)
         HeuristicMatrix.parse(self.heuristic)
-        if self.split_after is not None and self.local is False:
-            raise OptionError(
-                "--split-after",
-                "splitting a level into parts runs locally only, for now: leave out --distributed",
-            )
         return wanted
 
     def checked_statuses(self) -> list[str]:

@@ -378,26 +378,37 @@ def _interrupt(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+@dataclass(frozen=True)
+class Sending:
+    """How submit sends a run: levels per task (0: chosen), whether to skip the (level, heuristic)
+    attempts decided before (as start_local's skip_solved: NothingToRun if that leaves none), and
+    --split-after (seconds: workers split a level expected to take longer; None: none is split)."""
+
+    chunk_size: int = 0
+    skip_solved: bool = False
+    split_after: float | None = None
+
+
 def start_distributed(
     open_db: Callable[[], Engine],
     cluster: Cluster,
     paths: Sequence[str],
     request: Request,
-    sending: tuple[int, bool],
+    sending: Sending,
     argv: Sequence[str],
 ) -> tuple[NewRun, Sent]:
     """Check the limits and the broker, plan paths, create a distributed run and send it.
 
-    sending: (the chunk size, 0: chosen; whether to skip the (level, heuristic) attempts decided
-    before, as start_local's skip_solved: NothingToRun if that leaves none). The database is opened
-    (open_db(), which may create it) only once the checks and the plan passed: an unreachable
-    broker or a bad level leaves no database file behind.
+    sending: how (see Sending). The database is opened (open_db(), which may create it) only once
+    the checks and the plan passed: an unreachable broker or a bad level leaves no database file behind.
     """
-    chunk_size, skip_solved = sending
+    chunk_size, skip_solved = sending.chunk_size, sending.skip_solved
     check_distributed(request.limits, cluster.visibility_timeout, chunk_size)
     cluster.check_reachable()
     plan = plan_request(paths, request)
     options: dict[str, Any] = {"broker": cluster.shown_broker, "queue": cluster.queue}  # status, `workers`
+    if sending.split_after is not None:  # read by the workers (queue.consumer: which levels they split)
+        options["split_after"] = sending.split_after
     engine = open_db()
     carried = Carried()
     if skip_solved:
@@ -534,11 +545,6 @@ def start_rerun(
     if mode == RunMode.LOCAL and rerun.cpus_per_attempt is not None:
         options["cpus_per_attempt"] = rerun.cpus_per_attempt
     if rerun.split_after is not None:
-        if mode == RunMode.DISTRIBUTED:
-            raise OptionError(
-                "--split-after",
-                f"run {parent_id} ran on workers: splitting runs locally only, for now; add --local",
-            )
         options["split_after"] = rerun.split_after
     if mode == RunMode.DISTRIBUTED:
         options["broker"], options["queue"] = cluster.shown_broker, cluster.queue

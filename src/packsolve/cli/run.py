@@ -32,13 +32,13 @@ from packsolve.runstate import RunMode
 
 
 def split_after_option(fn: Any) -> Any:
-    """--split-after of the commands that solve locally (solve, rerun): which levels run as parts."""
+    """--split-after of the commands that solve (solve, submit, rerun): which levels run as parts."""
     return click.option(
         "--split-after",
         type=duration_within(TIME_LIMIT_S, low=0.001),
         default=None,
         help="Split a level expected (from its earlier attempts with the heuristic) to take longer than "
-        "this into parts the processes share, where its kind can split it (docs/splitting.md).",
+        "this into parts the processes (or workers) share, where its kind can split it (docs/splitting.md).",
     )(fn)
 
 
@@ -178,6 +178,7 @@ def _solve_and_summarise(
     is_flag=True,
     help="Leave out levels already solved (or proved unsolvable) with the same heuristic in an earlier run.",
 )
+@split_after_option
 @wait_fail_on_option
 @notify_options
 @with_cluster("create")
@@ -187,6 +188,7 @@ def submit(
     max_tries: int | None,
     chunk_size: int,
     skip_solved: bool,
+    split_after: float | None,
     wait: bool,
     fail_on: tuple[str, ...],
     notify_command: str | None,
@@ -202,7 +204,12 @@ def submit(
     cluster = invocation.cluster
     try:
         run, sent = runs.start_distributed(
-            lambda: invocation.engine, cluster, paths, request, (chunk_size, skip_solved), sys.argv[1:]
+            lambda: invocation.engine,
+            cluster,
+            paths,
+            request,
+            runs.Sending(chunk_size, skip_solved, split_after),
+            sys.argv[1:],
         )
     except runs.NothingToRun as exc:
         err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)

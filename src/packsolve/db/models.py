@@ -431,6 +431,16 @@ class Part(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     message: Mapped[str | None] = mapped_column(Text)
+    # Parts shared by workers (db.part_queue): the count the level was split for (kind.split's n), the
+    # level attempt's claim token the row was handed out under (None: a local run's), the worker
+    # process running it, the best length known when it was handed out, and its answer (the whole
+    # level's, JSON) with its length.
+    split_of: Mapped[int | None] = mapped_column(Integer)
+    token: Mapped[int | None] = mapped_column(Integer)
+    holder: Mapped[str | None] = mapped_column(String(255))
+    best: Mapped[int | None] = mapped_column(Integer)
+    length: Mapped[int | None] = mapped_column(Integer)
+    solution: Mapped[str | None] = mapped_column(Text, deferred=True)
 
 
 class RunProgram(Base):

@@ -378,3 +378,10 @@ def finish_run_if_done(db: Session | Connection, run_id: int) -> bool:
         return False
     after_run_finished(db, run_id)
     return True
+
+
+def split_after_of(connection: Connection, run_id: int) -> float | None:
+    """Return the run's --split-after (seconds: a level expected to take longer runs as parts), or None."""
+    options = connection.execute(select(Run.options).where(Run.id == run_id)).scalar()
+    value = (options or {}).get("split_after") if isinstance(options, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None

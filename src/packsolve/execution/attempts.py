@@ -148,6 +148,31 @@ def _failed_preparation(spec: AttemptSpec, kind: PuzzleKind, level: Any) -> str 
     return preparing.failure(needs.key) if needs is not None else None
 
 
+def verified(spec: AttemptSpec, outcome: Outcome) -> Outcome:
+    """Return outcome, or its ``wrong`` version if its solution is not an answer to spec's level by the
+    kind's ``verify``: for an answer made elsewhere (a split level's, from the part that found it, read
+    back from the database) before it becomes the level's result."""
+    if outcome.status is not Status.SOLVED:
+        return outcome
+    try:
+        kind = get_kind(spec.kind)
+        level = kind.parse(spec.level)
+    except Exception as exc:
+        return replace(outcome, status=Status.WRONG, message=f"its level cannot be read to verify: {exc}")
+    problem = _rejection(kind, level, outcome.solution)
+    if problem:
+        return replace(outcome, status=Status.WRONG, message=f"verify rejected the solution: {problem}")
+    return outcome
+
+
+def _rejection(kind: PuzzleKind, level: Any, solution: Any) -> str | None:
+    """Return why verify rejects solution as an answer to level (a crash of verify included), or None."""
+    try:
+        return kind.verify(level, solution) or None
+    except Exception as exc:
+        return f"verify failed on this solution: {type(exc).__name__}: {exc}"
+
+
 def _finish(prepared: _Prepared, result: JobResult, keep: int = DEFAULT_OUTPUT_KEEP) -> Outcome:
     """Turn what the child reported into the attempt's Outcome; a solution verify rejects is ``wrong``."""
     payload, stats, forced = result
@@ -163,10 +188,7 @@ def _finish(prepared: _Prepared, result: JobResult, keep: int = DEFAULT_OUTPUT_K
     message = payload.get("message", "")
     resume = payload.get("resume") if status is Status.NO_SOLUTION else None
     if status is Status.SOLVED:
-        try:
-            problem = prepared.kind.verify(prepared.level, solution)
-        except Exception as exc:
-            problem = f"verify failed on this solution: {type(exc).__name__}: {exc}"
+        problem = _rejection(prepared.kind, prepared.level, solution)
         if problem:
             return Outcome(
                 Status.WRONG,

@@ -76,6 +76,17 @@ def hand_over(jobs: Sequence[Job]) -> Child | None:
     return child
 
 
+def forget_kept_child() -> None:
+    """End the kept child, so the next batch forks afresh from this process as it is now: after this
+    process set up what a job reads from its memory that a child forked earlier lacks (a split level's
+    shared bound, splitting.share_bounds)."""
+    global _kept
+    with _kept_lock:
+        child, _kept = _kept, None
+    if child is not None:
+        child.discard()
+
+
 def keep_for_next_batch(child: Child) -> None:
     """Make child, idle after its batch, the kept one (only by the batch whose turn it is)."""
     global _kept

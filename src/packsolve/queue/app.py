@@ -160,6 +160,26 @@ class Cluster:
                     sent += 1
         return sent
 
+    def call_helpers(
+        self, run_id: int, item: PendingAttempt, count: int, max_tries: int, deployment: str | None
+    ) -> None:
+        """Send count calls for help with the parts of a split level (its attempt, led by the caller):
+        each a task any worker process may take, that takes and runs the level's parts while there are
+        any (queue.splits). Signed with the task key as every task."""
+        _, hard = protocol.celery_limits(item.spec.limits, 1, self.settings.db_patience, False)
+        body = protocol.encode(run_id, [item], max_tries, deployment, self.task_key, helps=True)
+        name = item.name or item.level_hash[:12]
+        with self.app.producer_or_acquire() as producer:
+            for _ in range(count):
+                self.app.send_task(
+                    protocol.TASK_NAME,
+                    args=[body],
+                    time_limit=hard,
+                    producer=producer,
+                    argsrepr=f"run {run_id}: help with the parts of {name}",
+                    kwargsrepr="{}",
+                )
+
     def depth(self) -> int:
         """Return how many tasks wait in the queue (see depth_of)."""
         return self.depth_of(self.queue)

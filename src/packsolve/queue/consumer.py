@@ -10,6 +10,7 @@ database's run, attempts, kinds, heuristics and limits (Admission.matching).
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import os
 import threading
@@ -20,14 +21,17 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session
 
 from packsolve.attempt import AttemptKey, Result, began
+from packsolve.combining import PlannedSplit
 from packsolve.db.counters import TASKS_REFUSED, add
 from packsolve.db.models import utcnow
 from packsolve.db.refusals import record_refusal
 from packsolve.db.retry import in_transaction
+from packsolve.db.runs import split_after_of
 from packsolve.db.session import get_engine
-from packsolve.db.workers import Facts, mark_signing
+from packsolve.db.workers import Facts, live_workers, mark_signing
 from packsolve.execution import (
     AttemptSpec,
     Limits,
@@ -43,7 +47,10 @@ from packsolve.external.declaration import Solvers
 from packsolve.external.provenance import Noted, note_programs_run
 from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.outcome import Outcome, Status
+from packsolve.planning import choose_splits
+from packsolve.queue import splits
 from packsolve.queue.admission import REFUSE_UNRECORDED, Admission, Refused, comes_back_in
+from packsolve.queue.app import Cluster
 from packsolve.queue.claiming import Claimant, ClaimConnection, Claimed
 from packsolve.queue.lease import Lease
 from packsolve.queue.protocol import Task, decode, task_keys
@@ -76,6 +83,7 @@ class Done:
     item: PendingAttempt
     outcome: Outcome
     claimed: Claimed | None
+    split: bool = False  # the level ran as parts (queue.splits): its outcome is theirs, never run again
 
 
 class WorkerProcess:
@@ -101,6 +109,8 @@ class WorkerProcess:
         self.noted: Noted = set()  # the programs this process recorded (queue.programs)
         self._lease: Lease | None = None
         self._lease_lock = threading.Lock()
+        self._split_after: dict[int, float | None] = {}  # run id -> its --split-after (seconds), read once
+        self._cluster: Cluster | None = None  # made when this process first calls for helpers
 
     # --- the lease ----------------------------------------------------------------------------
 
@@ -229,6 +239,9 @@ class WorkerProcess:
         if not items:
             return
         lease = self.lease()
+        if task.helps:
+            self._help(task, items[0], lease)
+            return
         # Before any claim: a renewal never gives back what this task is about to claim.
         lease.own(task.run_id, [item.key for item in items])
         try:
@@ -239,22 +252,34 @@ class WorkerProcess:
             claimant = Claimant(
                 task.run_id, self.hostname, lease.name, lease.host, task.max_tries, redelivered
             )
-            self._run_chunk(items, claimant, lease)
+            splits = self._splits_of(task)
+            self._run_chunk(items, claimant, lease, _Splitting(splits, task.deployment))
         finally:
             # What this task still holds and does not run (it failed midway: the database was down too
             # long) goes back at the lease's next tick, not when the lease lapses: it renews.
             lease.disown()
 
-    def _run_chunk(self, items: list[PendingAttempt], claimant: Claimant, lease: Lease) -> None:
-        """Claim, run and record the chunk's attempts group by group, the first alone (see run_task)."""
+    def _run_chunk(
+        self, items: list[PendingAttempt], claimant: Claimant, lease: Lease, splitting: _Splitting
+    ) -> None:
+        """Claim, run and record the chunk's attempts group by group, the first alone (see run_task); an
+        attempt to split is a group of its own, led as parts (queue.splits)."""
         pos = 0
         group_size = 1
         while pos < len(items):
             group = items[pos : pos + group_size]
+            if group[0].key in splitting.plans:
+                group = group[:1]
+            else:
+                group = list(itertools.takewhile(lambda item: item.key not in splitting.plans, group))
             pos += len(group)
             # The first claim of a chunk also holds the rest of it for this process (see db.attempts.hold).
             waiting = [item.key for item in items[pos:]] if len(group) == pos else []
             started = time.monotonic()
+            plan = splitting.plans.get(group[0].key)
+            if plan is not None:
+                self._lead(plan, waiting, claimant, lease, splitting.deployment)
+                continue  # a split level's pace is not its kind's
             count = self._run_group(group, waiting, claimant, lease)
             if count:
                 # The first attempt alone sets the pace; a slow one met later only delays claimed
@@ -288,6 +313,74 @@ class WorkerProcess:
             claimant, lease, _run_claimed(runnable, claimed, self.settings.output_keep), _successors(runnable)
         )
 
+    # --- split levels (queue.splits) --------------------------------------------------------------
+
+    def _hands(self, lease: Lease) -> splits.Hands:
+        return splits.Hands(
+            self.claims, self.engine, self.patience_s, lease.name, self.hostname, self.settings.output_keep
+        )
+
+    def _splits_of(self, task: Task) -> dict[AttemptKey, PlannedSplit]:
+        """Return the task's attempts to split (planning.choose_splits), if its run was sent with
+        --split-after and two or more worker processes are live to share the parts."""
+        if task.run_id not in self._split_after:
+            self._split_after[task.run_id] = in_transaction(
+                self.claims, functools.partial(split_after_of, run_id=task.run_id), self.patience_s
+            )
+        split_after = self._split_after[task.run_id]
+        if split_after is None:
+            return {}
+
+        def plan(connection: Connection) -> list[PlannedSplit]:
+            session = Session(bind=connection)
+            slots = len(live_workers(session))
+            return choose_splits(session, task.items, split_after, slots) if slots > 1 else []
+
+        return {p.attempt.key: p for p in in_transaction(self.claims, plan, self.patience_s)}
+
+    def _lead(
+        self,
+        plan: PlannedSplit,
+        waiting: list[AttemptKey],
+        claimant: Claimant,
+        lease: Lease,
+        deployment: str | None,
+    ) -> None:
+        """Claim a split level's attempt and lead its parts (queue.splits.lead); record its one result."""
+        item = plan.attempt
+        hard_s = item.spec.limits.hard_time()
+        claim = functools.partial(claimant.claim, keys=[item.key], hard_s=hard_s, waiting=waiting)
+        claimed = in_transaction(self.claims, claim, self.patience_s)
+        if not claimed.runs(item.key):
+            h, heuristic = item.key
+            log.info("run %s level %s %s: %s", claimant.run_id, h[:12], heuristic, claimed.verdicts[item.key])
+            return
+
+        def call_helpers(count: int) -> None:
+            if self._cluster is None:
+                self._cluster = Cluster.of(self.settings)
+            self._cluster.call_helpers(claimant.run_id, item, count, claimant.max_tries, deployment)
+
+        outcome = splits.lead(
+            self._hands(lease), plan, claimant.run_id, claimed.tokens[item.key], call_helpers
+        )
+        if outcome is None:
+            h, heuristic = item.key
+            log.info(
+                "run %s level %s %s: its claim was lost while its parts ran",
+                claimant.run_id,
+                h[:12],
+                heuristic,
+            )
+            return
+        self._record(claimant, lease, [Done(item, outcome, claimed, split=True)])
+
+    def _help(self, task: Task, item: PendingAttempt, lease: Lease) -> None:
+        """Run parts of a split level another process leads (a call for help, Task.helps)."""
+        ran = splits.help_with(self._hands(lease), task.run_id, item)
+        h, heuristic = item.key
+        log.info("run %s level %s %s: helped with %d part(s)", task.run_id, h[:12], heuristic, ran)
+
     def _tiny(self, spec: AttemptSpec) -> bool:
         return self.pace.get((spec.kind, spec.heuristic), 1e9) < TINY_S
 
@@ -305,7 +398,9 @@ class WorkerProcess:
             count += 1
             now = time.monotonic()
             key, spec = each.item.key, each.item.spec
-            outcome = _without_freezes(lease, spec, each.outcome, (since, now), self.settings.output_keep)
+            outcome = each.outcome
+            if not each.split:  # a split level's parts were each run under their own watch
+                outcome = _without_freezes(lease, spec, outcome, (since, now), self.settings.output_keep)
             since = time.monotonic()
             self.pace[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
             after = (successor or {}).get(key)
@@ -339,6 +434,14 @@ class WorkerProcess:
         return Result(
             run_id, h, outcome, length, self.hostname, start, finished, claimed_now, token, heuristic
         )
+
+
+@dataclass(frozen=True)
+class _Splitting:
+    """A task's attempts to split (by key) and the deployment its calls for help name."""
+
+    plans: dict[AttemptKey, PlannedSplit]
+    deployment: str | None
 
 
 def declared_programs(declared: Solvers) -> dict[str, Any]:

@@ -117,6 +117,9 @@ class Task:
     max_tries: int
     items: tuple[PendingAttempt, ...]
     deployment: str | None = None  # the id of the database that sent it (None: an older sender)
+    # A call for help with a split level (its one attempt, claimed and led by another worker process):
+    # take and run its parts while there are any (queue.splits), never the level whole.
+    helps: bool = False
 
 
 def encode(
@@ -125,10 +128,12 @@ def encode(
     max_tries: int,
     deployment: str | None = None,
     key: bytes | None = None,
+    helps: bool = False,
 ) -> dict[str, Any]:
     """Return the JSON message body of a task carrying one or more attempts of a run of a deployment.
 
-    With a key the body is signed (SIGNATURE: HMAC-SHA256 of the rest's canonical JSON).
+    With a key the body is signed (SIGNATURE: HMAC-SHA256 of the rest's canonical JSON). helps: a call
+    for help with the parts of one split level (Task.helps), signed as any task.
     """
     body: dict[str, Any] = {
         "run": run_id,
@@ -138,6 +143,8 @@ def encode(
     }
     if deployment is not None:
         body["deployment"] = deployment
+    if helps:  # only when set: every other task is as earlier versions wrote it
+        body["helps"] = True
     if key is not None:
         body[SIGNATURE] = _signature(body, key)
     return body
@@ -193,7 +200,10 @@ def decode(payload: Any) -> Task:
         deployment = payload.get("deployment")
         max_tries = _number(payload, "max_tries", bounds.MAX_TRIES, DEFAULT_MAX_TRIES)
         run_id = _number(payload, "run", bounds.RUN_ID)
-        return Task(run_id, max_tries, items, None if deployment is None else str(deployment))
+        helps = payload.get("helps", False)
+        if not isinstance(helps, bool) or (helps and len(items) != 1):
+            raise ValueError(f"not a packsolve task: helps {helps!r} is not true of one attempt, or false")
+        return Task(run_id, max_tries, items, None if deployment is None else str(deployment), helps)
     except (TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"not a packsolve task: {type(exc).__name__}: {exc}") from None
 

@@ -1,0 +1,104 @@
+"""submit --split-after: a level expected to take longer runs as parts the workers' processes share.
+
+Real workers on Redis and RabbitMQ, real SQLite and PostgreSQL. The process that claims a split level's
+attempt leads it (queue.splits), the others help through calls for help on the queue; the level's one
+result is the leader's, written under its claim's fencing token. Damage: a helper killed (kill -9) or
+frozen past its lease while it holds a part, the leader killed while its parts run. Each time the level
+ends once, solved, with the optimal length (best of all) or a verified tour (first found), and no part
+of an earlier claim counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from packsolve.db.models import Attempt, Part
+from packsolve.db.session import get_engine, session_scope
+from tests.support.fencing import scheduler_loop
+from tests.support.inprocess import exported, invoke
+from tests.support.services import wait_for_run
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.usefixtures("chaos_env")
+
+# Korf's fifteen-puzzle #25 (52 moves optimal, ~0.5 s with linear-conflict), a 6x6 knight's tour from a
+# corner (first found), and a level of the test kind `chaos`, which has no split.
+SLIDING = {"kind": "sliding", "tiles": [[11, 4, 2, 7], [1, 0, 10, 15], [6, 9, 14, 8], [3, 13, 5, 12]]}
+KNIGHTS = {"kind": "knights_tour", "size": 6, "start": [0, 0]}
+CHAOS = {"kind": "chaos", "id": 1, "ms": 300}
+# Korf's fifteen-puzzle #3 (59 moves optimal): several seconds of linear-conflict, long enough to damage
+# the processes running its parts.
+HARD = {"kind": "sliding", "tiles": [[14, 7, 8, 2], [13, 11, 10, 4], [9, 12, 5, 0], [3, 6, 1, 15]]}
+HEURISTIC = "sliding=linear-conflict,knights_tour=plain,chaos=sleep"
+
+
+def write_pack(path: Path, *levels: dict) -> Path:
+    path.write_text("".join(json.dumps(level) + "\n" for level in levels))
+    return path
+
+
+def history(env: dict[str, str], pack: Path) -> dict[str, dict]:
+    """Solve the pack locally once (the history --split-after reads); return its records by kind."""
+    out = invoke("solve", str(pack), "--heuristic", HEURISTIC, "-j", "2", "-q", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    run = json.loads(out.stdout)["run"]
+    return {r["level_hash"]: r for r in exported(str(run), env)}
+
+
+def submit(env: dict[str, str], pack: Path, *args: str) -> int:
+    out = invoke(
+        "submit", str(pack), "--heuristic", HEURISTIC, "--time-limit", "120", "--split-after", "0.001",
+        *args, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def parts_of(db: str, run_id: int) -> list[Part]:
+    with session_scope(get_engine(db)) as session:
+        return list(session.scalars(select(Part).where(Part.run_id == run_id).order_by(Part.id)))
+
+
+def attempt_of(db: str, run_id: int, level_hash: str) -> Attempt:
+    with session_scope(get_engine(db)) as session:
+        return session.scalars(
+            select(Attempt).where(Attempt.run_id == run_id, Attempt.level_hash == level_hash)
+        ).one()
+
+
+def test_workers_split_a_level_into_parts_and_write_its_one_result(
+    tmp_path: Path, any_broker, db_url: str, start_worker
+) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": any_broker.url}
+    pack = write_pack(tmp_path / "pack.jsonl", SLIDING, KNIGHTS, CHAOS)
+    whole = history(env, pack)
+    start_worker(any_broker.url, db_url, "s1@test", concurrency=2)
+    run_id = submit(env, pack)
+    wait_for_run(db_url, run_id, timeout=120)
+    after = {r["kind"]: r for r in exported(str(run_id), env)}
+    assert {k: r["status"] for k, r in after.items()} == {
+        "sliding": "solved",
+        "knights_tour": "solved",
+        "chaos": "solved",
+    }
+    assert after["sliding"]["length"] == 52 and "parts' answers (52)" in after["sliding"]["message"]
+    assert after["knights_tour"]["length"] == 36 and "part " in after["knights_tour"]["message"]
+    assert all(r["tries"] == 1 for r in after.values())
+    parts = parts_of(db_url, run_id)
+    by_level: dict[str, list[Part]] = {}
+    for p in parts:
+        by_level.setdefault(p.level_hash, []).append(p)
+    assert set(by_level) == {after["sliding"]["level_hash"], after["knights_tour"]["level_hash"]}
+    sliding = by_level[after["sliding"]["level_hash"]]
+    token = attempt_of(db_url, run_id, after["sliding"]["level_hash"]).claims
+    assert {p.token for p in sliding} == {token}  # every part handed out under the level's one claim
+    assert all(p.status not in ("queued", "running") for p in sliding)
+    assert max(p.round for p in sliding) > 1
+    assert after["sliding"]["nodes"] < 2 * whole[after["sliding"]["level_hash"]]["nodes"]
