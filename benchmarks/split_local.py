@@ -46,7 +46,27 @@ def one(ident: str, optimal: int | None, tiles: tuple[int, ...], heuristic: str,
         first = attempt(env, pack, args)
         split = attempt(env, pack, [*args, "--split-after", f"{max(first['wall_s'] / 4, 0.001):.3f}"])
         again = attempt(env, pack, args)
-    for record in (first, split, again):
+    return row(ident, heuristic, optimal, (first, split, again))
+
+
+HEADER = (
+    "id",
+    "heuristic",
+    "length",
+    "whole: wall / CPU s",
+    "whole: nodes",
+    "split: wall / CPU s",
+    "split: × nodes",
+    "parts, rounds",
+    "speed-up (wall)",
+)
+
+
+def row(ident: str, heuristic: str, optimal: int | None, records: tuple[dict, dict, dict]) -> list[object]:
+    """Return the table row of one instance from its three attempts' records (whole, split, whole again),
+    each checked solved at the optimal length, the split one by its parts."""
+    first, split, again = records
+    for record in records:
         assert record["status"] == "solved" and record["length"] == optimal, record
     assert "parts' answers" in split["message"], split["message"]
     whole_wall = statistics.median([first["wall_s"], again["wall_s"]])
@@ -66,6 +86,14 @@ def one(ident: str, optimal: int | None, tiles: tuple[int, ...], heuristic: str,
     ]
 
 
+def write(title: str, command: str, rows: list[list[object]], path: Path) -> None:
+    """Publish the table of rows under title, with the machine and the command that made it."""
+    text = "\n".join(
+        ["# " + title, "", machine_line(), "", f"`{command}`", "", markdown_table(HEADER, rows), ""]
+    )
+    publish(text, path)
+
+
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--ids", default="7,3", help="Korf's fifteen-puzzles, by id (comma-separated)")
@@ -82,33 +110,15 @@ def main() -> None:
         one(ident, by_id[ident].optimal, by_id[ident].tiles, heuristic, opts.jobs)
         for ident in (w.strip() for w in wanted.split(","))
     ]
-    header = (
-        "id",
-        "heuristic",
-        "length",
-        "whole: wall / CPU s",
-        "whole: nodes",
-        "split: wall / CPU s",
-        "split: × nodes",
-        "parts, rounds",
-        "speed-up (wall)",
-    )
     command = "python -m benchmarks.split_local " + (
         f"--twenty-four {opts.twenty_four}" if opts.twenty_four else f"--ids {opts.ids}"
     )
-    text = "\n".join(
-        [
-            "# One hard level on a local pool: whole against split into parts",
-            "",
-            machine_line(),
-            "",
-            f"`{command} --heuristic {heuristic} --jobs {opts.jobs}`",
-            "",
-            markdown_table(header, rows),
-            "",
-        ]
+    write(
+        "One hard level on a local pool: whole against split into parts",
+        f"{command} --heuristic {heuristic} --jobs {opts.jobs}",
+        rows,
+        RESULTS / ("split_local_24.md" if opts.twenty_four else "split_local.md"),
     )
-    publish(text, RESULTS / ("split_local_24.md" if opts.twenty_four else "split_local.md"))
 
 
 if __name__ == "__main__":

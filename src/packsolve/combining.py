@@ -101,6 +101,20 @@ class Combination:
     _width: int = 0  # best of all: how many iteration bounds past the round's first its window spans
     _round_cpu: float = 0.0  # best of all: the CPU seconds of the round running
 
+    @classmethod
+    def of_kind(cls, split: Split, kind: str) -> Combination:
+        """Return the Combination of a split level of this kind: answers compared by the kind's length
+        (the export's; an answer it cannot measure counts 0, and verify judges it)."""
+        measure = get_kind(kind).length
+
+        def length(answer: Any) -> int:
+            try:
+                return int(measure(answer) or 0)
+            except Exception:
+                return 0
+
+        return cls(split, length=length)
+
     def __post_init__(self) -> None:
         self.nodes = self.split.nodes
         if self.best_of_all:

@@ -392,10 +392,7 @@ class _SplitLevel:
     def __init__(self, planned: PlannedSplit) -> None:
         self.attempt = planned.attempt
         self.of = planned.of
-        kind = planned.attempt.spec.kind
-        self.combination = Combination(
-            planned.split, length=lambda answer: solution_length(kind, Outcome(Status.SOLVED, answer)) or 0
-        )
+        self.combination = Combination.of_kind(planned.split, planned.attempt.spec.kind)
         self.started_at: datetime | None = None
 
     def part_spec(self, handout: Handout) -> AttemptSpec | None:
@@ -430,7 +427,7 @@ def run_local(
 ) -> None:
     """Run the pending attempts, in chunks, with jobs processes, recording each result.
 
-    The attempts of work.splits (planning.choose_splits) run as their parts instead (_Splits): each part
+    The attempts of work.splits (split_plans.choose_splits) run as their parts instead (_Splits): each part
     an attempt of its own in a pool process, handed out first (a split level is among the longest),
     round by round for a best-of-all split; each level's one result is made of its parts' answers
     (combining.Combination) and recorded as any attempt's, each part's run written beside it (parts).

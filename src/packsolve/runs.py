@@ -54,7 +54,6 @@ from packsolve.planning import (
     Reading,
     check_distributed,
     choose_chunk_size,
-    choose_splits,
     hardest_first,
     plan_cells,
     plan_levels,
@@ -65,6 +64,7 @@ from packsolve.planning import (
 from packsolve.request import HeuristicMatrix, LocalPool, Request, RerunRequest, check_jobs
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
+from packsolve.split_plans import choose_splits
 
 if TYPE_CHECKING:  # Celery loads with a distributed run only, not for a local solve
     from packsolve.queue.app import Cluster
@@ -106,7 +106,7 @@ class NewRun:
     label_moved_from: int | None = None  # the run --move-label took the label from
     resumed: bool = False  # an earlier run's attempts without a result, run again
     sizes: dict[str, int] = field(default_factory=dict, repr=False)  # by level hash, where the plan had them
-    split_after: float | None = None  # a local run's --split-after: seconds (planning.choose_splits)
+    split_after: float | None = None  # a local run's --split-after: seconds (split_plans.choose_splits)
 
     @property
     def invalid(self) -> int:
@@ -338,7 +338,7 @@ def solve_local(
 
 def _local_work(engine: Engine, run: NewRun, jobs: int, chunk_size: int) -> LocalWork:
     """Return the run's pending attempts in chunks of chunk_size, but those its --split-after splits
-    (planning.choose_splits: run as parts the processes share)."""
+    (split_plans.choose_splits: run as parts the processes share)."""
     splits: list[PlannedSplit] = []
     if run.split_after is not None and jobs > 1:
         with session_scope(engine) as session:

@@ -102,3 +102,98 @@ def test_workers_split_a_level_into_parts_and_write_its_one_result(
     assert all(p.status not in ("queued", "running") for p in sliding)
     assert max(p.round for p in sliding) > 1
     assert after["sliding"]["nodes"] < 2 * whole[after["sliding"]["level_hash"]]["nodes"]
+
+
+# Short leases: a process killed or frozen is given up on within seconds.
+LEASE = {"PACKSOLVE_LEASE_TTL": "3"}
+
+
+def running_part(db: str, run_id: int) -> Part | None:
+    with session_scope(get_engine(db)) as session:
+        return session.scalars(
+            select(Part).where(Part.run_id == run_id, Part.status == "running").order_by(Part.id)
+        ).first()
+
+
+def still_held(db: str, part: Part) -> bool:
+    with session_scope(get_engine(db)) as session:
+        now = session.get(Part, part.id)
+        return now is not None and now.status == "running" and now.holder == part.holder
+
+
+def holder_host(holder: str) -> str:
+    return holder.rsplit("/", 1)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["kill a helper", "freeze a helper", "kill the leader"])
+def test_a_split_level_ends_once_and_right_when_a_process_running_its_parts_is_damaged(
+    tmp_path: Path, any_broker, pg_url: str, start_worker, damage: str
+) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": any_broker.url, **LEASE}
+    pack = write_pack(tmp_path / "hard.jsonl", HARD)
+    history(env, pack)
+    workers = {
+        name: start_worker(any_broker.url, pg_url, name, concurrency=1, env=LEASE)
+        for name in ("a@test", "b@test")
+    }
+    with scheduler_loop(env, grace=1):
+        run_id = submit(env, pack)
+        level_hash = attempt_of_run(pg_url, run_id).level_hash
+
+        def leader() -> str | None:
+            holder = attempt_of(pg_url, run_id, level_hash).holder
+            return None if holder is None else holder_host(holder)
+
+        def victim_part() -> Part | None:
+            lead = leader()
+            part = running_part(pg_url, run_id)
+            if lead is None or part is None or part.holder is None:
+                return None
+            helping = holder_host(part.holder) != lead
+            return part if helping == (damage != "kill the leader") else None
+
+        # Frozen first, then checked: the part is still its own (not ended just before the signal).
+        while True:
+            part = wait_for(
+                victim_part, timeout=60, every=0.02, what="a part running where it can be damaged"
+            )
+            victim = workers[holder_host(part.holder)]
+            os.killpg(victim.proc.pid, signal.SIGSTOP)  # the worker, its pool process and its solver child
+            if still_held(pg_url, part):
+                break
+            os.killpg(victim.proc.pid, signal.SIGCONT)
+        first_token = part.token
+        if damage == "freeze a helper":
+            try:
+                wait_for_run(pg_url, run_id, timeout=120)  # its part handed out again, run by the leader
+            finally:
+                os.killpg(victim.proc.pid, signal.SIGCONT)
+            time.sleep(3)  # the thawed process writes its part's end, which is refused
+        else:
+            os.killpg(victim.proc.pid, signal.SIGKILL)
+            victim.proc.wait(10)
+            if damage == "kill the leader":  # started again: two processes share the parts again
+                start_worker(any_broker.url, pg_url, victim.hostname, concurrency=1, env=LEASE)
+            wait_for_run(pg_url, run_id, timeout=120)
+
+    records = exported(str(run_id), env)
+    assert len(records) == 1
+    (record,) = records
+    assert record["status"] == "solved" and record["length"] == 59, record
+    final = attempt_of(pg_url, run_id, level_hash)
+    parts = parts_of(pg_url, run_id)
+    assert parts and {p.token for p in parts} == {final.claims}  # no part of an earlier claim counts
+    assert all(p.status not in ("queued", "running") for p in parts)
+    if damage == "kill the leader":
+        assert final.tries == 2 and final.claims > first_token  # taken back, claimed again, split again
+    else:
+        assert final.tries == 1
+        again = next(p for p in parts if p.id == part.id)
+        assert again.holder != part.holder  # its part was handed out again, its late end refused
+        assert again.status == "solved" or again.resume is not None or again.status == "no_solution"
+
+
+def attempt_of_run(db: str, run_id: int) -> Attempt:
+    with session_scope(get_engine(db)) as session:
+        return session.scalars(select(Attempt).where(Attempt.run_id == run_id)).one()

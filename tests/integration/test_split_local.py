@@ -140,7 +140,6 @@ def test_split_after_is_refused_in_one_line_where_it_cannot_apply(tmp_path: Path
     for args, said in (
         (("--split-after", "0"), "--split-after"),
         (("--split-after", "soon"), "--split-after"),
-        (("--split-after", "1s", "--distributed"), "locally only"),
     ):
         out = invoke("rerun", str(parent), "--status", "solved", *args, env=env)
         assert out.returncode == 2 and said in out.stderr, out.stderr

@@ -18,7 +18,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import Connection, Table, and_, delete, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Table,
+    and_,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from packsolve.attempt import AttemptKey
 from packsolve.db.models import Part, as_utc
@@ -64,7 +76,7 @@ class Ended:
     outcome: Outcome
 
 
-def _of(run_id: int, key: AttemptKey, token: int) -> list[object]:
+def _of(run_id: int, key: AttemptKey, token: int) -> list[ColumnElement[bool]]:
     h, heuristic = key
     return [
         PARTS.c.run_id == run_id,
@@ -74,7 +86,7 @@ def _of(run_id: int, key: AttemptKey, token: int) -> list[object]:
     ]
 
 
-def _claim_current(run_id: int, key: AttemptKey, token: int) -> object:
+def _claim_current(run_id: int, key: AttemptKey, token: int) -> ColumnElement[bool]:
     """The SQL condition: the attempt is running under this claim (its fencing token)."""
     h, heuristic = key
     return exists().where(
@@ -160,8 +172,9 @@ def hand_out(
 
 def take(connection: Connection, run_id: int, key: AttemptKey, token: int, holder: str) -> Taken | None:
     """Take the claim's first queued part (by round, then index) for holder, with the best length known
-    now; None if there is none to take (none queued, or the claim is no longer current). Two takers never get one row: the update is
-    conditional on the row still being queued, and a taker that lost the race tries the next."""
+    now; None if there is none to take (none queued, or the claim is no longer current). Two takers
+    never get one row: the update is conditional on the row still being queued, and a taker that lost
+    the race tries the next."""
     while True:
         row = connection.execute(
             select(

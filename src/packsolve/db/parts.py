@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select, tuple_
+from sqlalchemy import ColumnElement, and_, delete, or_, select, tuple_
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Part
+from packsolve.db.models import Attempt, Part
 from packsolve.outcome import Outcome
 
 
@@ -59,11 +59,33 @@ def record_parts(session: Session, runs: Sequence[PartRun]) -> None:
 
 
 def parts_of(session: Session, run_id: int, level_hash: str, heuristic: str | None = None) -> list[Part]:
-    """Return the part runs of a level's attempt in a run (every heuristic's without one), by part, round."""
-    query = select(Part).where(Part.run_id == run_id, Part.level_hash == level_hash)
+    """Return the part runs of a level's attempt in a run (every heuristic's without one), by part, round
+    (only those that count: of_its_claim)."""
+    query = (
+        select(Part)
+        .join(Attempt, of_its_attempt())
+        .where(Part.run_id == run_id, Part.level_hash == level_hash, of_its_claim())
+    )
     if heuristic is not None:
         query = query.where(Part.heuristic == heuristic)
     return list(session.scalars(query.order_by(Part.heuristic, Part.part, Part.round)))
+
+
+def of_its_attempt() -> ColumnElement[bool]:
+    """The SQL condition joining a part run (models.Part) to its attempt (models.Attempt)."""
+    return and_(
+        Attempt.run_id == Part.run_id,
+        Attempt.level_hash == Part.level_hash,
+        Attempt.heuristic == Part.heuristic,
+    )
+
+
+def of_its_claim() -> ColumnElement[bool]:
+    """The SQL condition on a part run joined to (or correlated with) its attempt: it counts. A local run's
+    always; a worker's only under the attempt's last claim (its fencing token): the parts of an earlier
+    leader, whose claim was taken back, are not the attempt's (a later claim splitting the level again
+    forgets them; one running it whole leaves them, uncounted)."""
+    return or_(Part.token.is_(None), Part.token == Attempt.claims)
 
 
 def forget_parts(session: Session, run_id: int, keys: Sequence[tuple[str, str]]) -> None:

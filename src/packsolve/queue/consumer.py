@@ -47,7 +47,6 @@ from packsolve.external.declaration import Solvers
 from packsolve.external.provenance import Noted, note_programs_run
 from packsolve.external.resolution import ProgramMissing, resolve
 from packsolve.outcome import Outcome, Status
-from packsolve.planning import choose_splits
 from packsolve.queue import splits
 from packsolve.queue.admission import REFUSE_UNRECORDED, Admission, Refused, comes_back_in
 from packsolve.queue.app import Cluster
@@ -56,6 +55,7 @@ from packsolve.queue.lease import Lease
 from packsolve.queue.protocol import Task, decode, task_keys
 from packsolve.queue.results import worker_sink
 from packsolve.settings import Settings
+from packsolve.split_plans import choose_splits
 
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
@@ -321,7 +321,7 @@ class WorkerProcess:
         )
 
     def _splits_of(self, task: Task) -> dict[AttemptKey, PlannedSplit]:
-        """Return the task's attempts to split (planning.choose_splits), if its run was sent with
+        """Return the task's attempts to split (split_plans.choose_splits), if its run was sent with
         --split-after and two or more worker processes are live to share the parts."""
         if task.run_id not in self._split_after:
             self._split_after[task.run_id] = in_transaction(

@@ -45,7 +45,6 @@ from packsolve.execution.attempts import verified
 from packsolve.execution.processes import forget_kept_child
 from packsolve.execution.spec import PendingAttempt
 from packsolve.outcome import Outcome
-from packsolve.puzzles import get_kind
 from packsolve.splitting import share_bounds, shared_key
 
 log = logging.getLogger("packsolve.worker")
@@ -176,8 +175,7 @@ def lead(
     """
     item = plan.attempt
     level = Level(run_id, item, token)
-    kind = get_kind(item.spec.kind)
-    combination = Combination(plan.split, length=kind.length)
+    combination = Combination.of_kind(plan.split, item.spec.kind)
     hands.db(part_queue.begin, **level.where())
     seen: set[int] = set()
     started = time.monotonic()

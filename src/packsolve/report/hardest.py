@@ -8,7 +8,8 @@ from typing import Any, TypedDict
 from sqlalchemy import case, exists, select
 from sqlalchemy.orm import Session
 
-from packsolve.db.models import Attempt, LevelRow, LevelStats, Part, Run
+from packsolve.db.models import Attempt, LevelRow, LevelStats, Run
+from packsolve.db.parts import of_its_attempt, of_its_claim
 from packsolve.figures import level_stats
 from packsolve.figures.par2 import par2_limit_sql, par2_sql
 from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
@@ -19,15 +20,7 @@ from packsolve.request import HeuristicMatrix
 
 BY = ("par2", "time", "nodes")
 # The attempt was split into parts (their runs are kept: models.Part).
-_SPLIT = (
-    exists()
-    .where(
-        Part.run_id == Attempt.run_id,
-        Part.level_hash == Attempt.level_hash,
-        Part.heuristic == Attempt.heuristic,
-    )
-    .correlate(Attempt)
-)
+_SPLIT = exists().where(of_its_attempt(), of_its_claim()).correlate(Attempt)
 # An attempt's columns a ranking shows (with its PAR-2 after them).
 _COLUMNS = (
     Attempt.name,

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, undefer
 
 from packsolve.db.models import Attempt, LevelRow, Part, Run
+from packsolve.db.parts import of_its_attempt, of_its_claim
 from packsolve.errors import LevelNotFound
 from packsolve.figures.measures import measured_shown
 from packsolve.outcome import Status
@@ -197,7 +198,12 @@ def level_report(session: Session, ref: str, follow_links: bool = False) -> Leve
 def _parts(session: Session, level_hash: str) -> dict[tuple[int, str], list[PartShown]]:
     """Return the part runs of every split attempt of the level, per (run, heuristic)."""
     out: dict[tuple[int, str], list[PartShown]] = {}
-    query = select(Part).where(Part.level_hash == level_hash).order_by(Part.run_id, Part.part, Part.round)
+    query = (
+        select(Part)
+        .join(Attempt, of_its_attempt())
+        .where(Part.level_hash == level_hash, of_its_claim())
+        .order_by(Part.run_id, Part.part, Part.round)
+    )
     for p in session.scalars(query):
         out.setdefault((p.run_id, p.heuristic), []).append(
             {
