@@ -13,17 +13,19 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import create_engine, select, text
 
 from packsolve.db.models import Attempt, Part
 from packsolve.db.session import get_engine, session_scope
 from tests.support.fencing import scheduler_loop
 from tests.support.inprocess import exported, invoke
-from tests.support.services import wait_for_run
+from tests.support.services import private_redis, rabbitmq_vhost, wait_for_run
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("chaos_env")
@@ -197,3 +199,79 @@ def test_a_split_level_ends_once_and_right_when_a_process_running_its_parts_is_d
 def attempt_of_run(db: str, run_id: int) -> Attempt:
     with session_scope(get_engine(db)) as session:
         return session.scalars(select(Attempt).where(Attempt.run_id == run_id)).one()
+
+
+@pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
+def restartable_broker(request, broker) -> Iterator[tuple[str, Callable[[], None]]]:
+    """(URL, restart): a redis-server of this test's own, killed and started again empty after 2 s, or a
+    RabbitMQ vhost of its own whose every connection the broker closes (what its clients see of a
+    restart: each reconnects, and what it had not acknowledged is delivered again)."""
+    if request.param == "redis":
+        with private_redis() as (url, restart):
+            yield url, lambda: restart(down_s=2)
+    else:
+        with rabbitmq_vhost() as url:
+            vhost = url.rsplit("/", 1)[1]
+            close = [
+                "rabbitmqctl",
+                "-q",
+                "close_all_connections",
+                "--vhost",
+                vhost,
+                "packsolve test: a restart",
+            ]
+            yield url, lambda: subprocess.run(close, check=True, capture_output=True, timeout=60) and None
+
+
+def kill_connections(pg_url: str, seconds: float) -> int:
+    """Terminate every connection to the test's database every 0.7 s for seconds; return how many."""
+    killer = create_engine(pg_url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
+    dbname = pg_url.rsplit("/", 1)[1]
+    terminated = 0
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            with killer.connect() as conn:
+                terminated += (
+                    conn.execute(
+                        text(
+                            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                            "WHERE datname = :db AND pid <> pg_backend_pid()"
+                        ),
+                        {"db": dbname},
+                    ).scalar()
+                    or 0
+                )
+            time.sleep(0.7)
+    finally:
+        killer.dispose()
+    return terminated
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["broker restart", "database connections killed"])
+def test_a_split_level_ends_once_and_right_across_a_broker_restart_or_its_database_connections_killed(
+    tmp_path: Path, restartable_broker, pg_url: str, start_worker, damage: str
+) -> None:
+    url, restart = restartable_broker
+    env = {"PACKSOLVE_DATABASE_URL": pg_url, "PACKSOLVE_BROKER_URL": url, **LEASE}
+    pack = write_pack(tmp_path / "hard.jsonl", HARD)
+    history(env, pack)
+    workers = [start_worker(url, pg_url, name, concurrency=1, env=LEASE) for name in ("a@test", "b@test")]
+    with scheduler_loop(env, grace=1):
+        run_id = submit(env, pack)
+        wait_for(lambda: running_part(pg_url, run_id), timeout=60, every=0.02, what="a part running")
+        if damage == "broker restart":
+            restart()
+        else:
+            assert kill_connections(pg_url, 5) > 0
+        wait_for_run(pg_url, run_id, timeout=120)
+    assert all(w.proc.poll() is None for w in workers)
+    records = exported(str(run_id), env)
+    assert len(records) == 1
+    (record,) = records
+    assert record["status"] == "solved" and record["length"] == 59, record
+    level = attempt_of_run(pg_url, run_id)
+    parts = parts_of(pg_url, run_id)
+    assert parts and {p.token for p in parts} == {level.claims}
+    assert all(p.status not in ("queued", "running") for p in parts)
