@@ -41,6 +41,28 @@ class _Cell:
         return self._obj
 
 
+class _Slot:
+    """One int64 of a shared array, with the lock of the whole array: the cell of one of many bounds made
+    at once (SharedBound.many), as a locked multiprocessing.Value is of one (value, get_lock, get_obj)."""
+
+    def __init__(self, array: Any, index: int, lock: Any) -> None:
+        self._array, self._index, self._lock = array, index, lock
+
+    @property
+    def value(self) -> int:
+        return int(self._array[self._index])
+
+    @value.setter
+    def value(self, value: int) -> None:
+        self._array[self._index] = value
+
+    def get_lock(self) -> Any:
+        return self._lock
+
+    def get_obj(self) -> ctypes.c_int64:
+        return ctypes.c_int64.from_buffer(self._array, self._index * ctypes.sizeof(ctypes.c_int64))
+
+
 class SharedBound:
     """The bound the parts of a split level share in a best-of-all (optimal) search.
 
@@ -67,6 +89,21 @@ class SharedBound:
         self._cell: Any = maker.Value("q", NO_BEST, lock=True) if shared else _Cell(NO_BEST)
         self.window: tuple[int, int] | None = None
         self.resume: int | None = None
+
+    @classmethod
+    def many(cls, count: int, context: Any = None) -> list[SharedBound]:
+        """Return count bounds shared between processes as one array in shared memory and one lock (a
+        run may share thousands: one Value and semaphore each would cost seconds to make and to hand
+        to each process). context: the multiprocessing context of the processes that share them."""
+        maker = context or multiprocessing
+        array = maker.RawArray(ctypes.c_int64, [NO_BEST] * count)
+        lock = maker.Lock()
+        bounds = []
+        for i in range(count):
+            bound = cls(shared=False)
+            bound._cell = _Slot(array, i, lock)
+            bounds.append(bound)
+        return bounds
 
     def best(self) -> int | None:
         value = int(self._cell.value)

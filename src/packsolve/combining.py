@@ -15,6 +15,11 @@ best-of-all round, the best length known), and gives each part's Outcome back to
   level's. After a round that cost next to nothing (CHEAP_ROUND_S) a round's window spans one bound
   more: a part then stops at its first answer, and the shortest answer of the round is still
   optimal (every part searched every bound below it), the parts past it stopped by the shared best.
+  While a round's last parts still run, a part that ended it without an answer may already search
+  its next bound (``Handout.ahead``: within AHEAD of the round's window, in a round of single bounds):
+  the executor runs such a part only where a process would wait idle for the round's end, and the
+  next round leaves out the parts that ran ahead. An answer found ahead counts as any: the level is
+  decided once every part searched every bound below the best answer.
   A part that ends otherwise (a timeout, an error) ends the level so.
 
 A part's answer is the whole level's (the part's prefix and its own answer, made so where the part
@@ -55,6 +60,9 @@ def split_of(spec: Any, of: int) -> Split | None:
 # out costs a few milliseconds of its own. A costlier round is followed by single bounds again.
 CHEAP_ROUND_S = 0.01
 WIDER = 2
+# Best of all: how far past a round's window a part that ended the round may search ahead (one
+# iteration of the sliding puzzle's IDA*, the built-in best-of-all search, whose bounds go by 2).
+AHEAD = 2
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,9 @@ class PlannedSplit:
     split: Split
     of: int
     expected_s: float  # its expected wall time, from history, that passed --split-after
+    # A first attempt that ran whole past --split-after (split_plans.Probe), whose effort and time
+    # count as the level's; None: split from the start.
+    spent: Outcome | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,7 @@ class Handout:
     round: int
     window: tuple[int, int] | None = None
     best: int | None = None
+    ahead: bool = False  # the next round's, handed out while this one still runs: run it only where idle
 
 
 @dataclass
@@ -99,13 +111,17 @@ class Combination:
     _best: tuple[int, int, Any] | None = None  # (length, part, the whole-level answer)
     _unsettled: tuple[int, Outcome] | None = None  # first found: a part that ended neither way
     _width: int = 0  # best of all: how many iteration bounds past the round's first its window spans
+    _window: tuple[int, int] = (0, 0)  # best of all: the window of the round running
     _round_cpu: float = 0.0  # best of all: the CPU seconds of the round running
+    _ahead: set[int] = field(default_factory=set)  # best of all: parts handed out for the next round
+    before: str = ""  # what the level's message says came before its parts (of_plan), or nothing
 
     @classmethod
-    def of_kind(cls, split: Split, kind: str) -> Combination:
-        """Return the Combination of a split level of this kind: answers compared by the kind's length
-        (the export's; an answer it cannot measure counts 0, and verify judges it)."""
-        measure = get_kind(kind).length
+    def of_plan(cls, plan: PlannedSplit) -> Combination:
+        """Return the Combination of a planned split: answers compared by its kind's length (the
+        export's; an answer it cannot measure counts 0, and verify judges it); a first attempt run
+        whole before it was split (plan.spent) counts in its nodes, CPU and wall time."""
+        measure = get_kind(plan.attempt.spec.kind).length
 
         def length(answer: Any) -> int:
             try:
@@ -113,7 +129,14 @@ class Combination:
             except Exception:
                 return 0
 
-        return cls(split, length=length)
+        combination = cls(plan.split, length=length)
+        if plan.spent is not None:
+            combination.nodes += plan.spent.nodes
+            combination.cpu_s += plan.spent.stats.cpu_s
+            combination.peak_rss_mb = plan.spent.stats.peak_rss_mb
+            combination.started -= plan.spent.stats.wall_s
+            combination.before = f"split after a first attempt of {plan.spent.stats.wall_s:.1f} s"
+        return combination
 
     def __post_init__(self) -> None:
         self.nodes = self.split.nodes
@@ -130,7 +153,11 @@ class Combination:
 
     def hand_out(self) -> list[Handout]:
         """Return the parts to run now: none while a best-of-all round runs, or once decided."""
-        if self.outcome is not None or self.running:
+        if self.outcome is not None:
+            return []
+        if self.best_of_all and self._round_running():
+            return self._hand_out_ahead()
+        if self.running and not self.best_of_all:
             return []
         if not self.best_of_all:
             if self.rounds:
@@ -144,16 +171,41 @@ class Combination:
         # A round this cheap costs more to hand out than to search: the next spans one bound more
         # (never more: an iteration costs several times the one before, and a part searches its
         # window through unless another part's answer, offered, stops it).
-        self._width = WIDER if self.rounds and self._round_cpu < CHEAP_ROUND_S else 0
+        # Not after parts ran ahead: they searched the single bound the round then has.
+        cheap = self.rounds and self._round_cpu < CHEAP_ROUND_S and not self._ahead
+        self._width = WIDER if cheap else 0
         window = (level_bound, level_bound + self._width) if self.rounds else (0, 0)
+        self._window = window
         # In the parts' order, the order of the whole search's first moves: the last round then meets
         # its answer about where the whole search would (handing the costliest first searched more).
-        indices = sorted(i for i, b in self._resume.items() if b <= window[1])
+        indices = sorted(i for i, b in self._resume.items() if b <= window[1] and i not in self._ahead)
         self._round_cpu = 0.0
         self.rounds += 1
-        self.running = set(indices)
+        self.running |= set(indices)  # beside the parts that ran ahead into this round and still run
+        self._ahead = set()
         best = self._best[0] if self._best is not None else None
         return [Handout(i, self.rounds, window, best) for i in indices]
+
+    def _round_running(self) -> bool:
+        """Best of all: whether a part of the round (not one that ran ahead into the next) still runs."""
+        return bool(self.running - self._ahead)
+
+    def _hand_out_ahead(self) -> list[Handout]:
+        """Best of all, while the round runs: the parts that ended it without an answer and may search
+        their next bound now (within AHEAD of a round of single bounds, before any answer is known)."""
+        lo, hi = self._window
+        if self._best is not None or self.rounds < 2 or hi != lo:
+            return []
+        ready = sorted(
+            i
+            for i, b in self._resume.items()
+            if i not in self.running and i not in self._ahead and hi < b <= hi + AHEAD
+        )
+        self._ahead |= set(ready)
+        self.running |= set(ready)
+        return [
+            Handout(i, self.rounds + 1, (self._resume[i], self._resume[i]), None, ahead=True) for i in ready
+        ]
 
     def took(self, index: int, outcome: Outcome) -> None:
         """Take a part's Outcome (its answer the whole level's); decide the level if it can be."""
@@ -204,7 +256,7 @@ class Combination:
                 outcome.status, message=f"part {index + 1} ended {outcome.status}: {outcome.message}"
             )
             return
-        if not self.running:
+        if not self._round_running():
             self._decided_best()
 
     def _decided_best(self) -> bool:
@@ -229,4 +281,6 @@ class Combination:
             cpu_s=self.cpu_s,
             peak_rss_mb=self.peak_rss_mb,
         )
+        if self.before:
+            message = f"{message}; {self.before}" if message else self.before
         self.outcome = Outcome(status, solution if status == Status.SOLVED else None, stats, message)

@@ -11,9 +11,9 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +41,7 @@ from packsolve.execution.spec import PendingAttempt
 from packsolve.outcome import Outcome, Status
 from packsolve.pids import pid_alive
 from packsolve.settings import Settings
+from packsolve.split_plans import Probe
 from packsolve.splitting import share_bounds, shared_key
 
 # How often the run is read to see whether `packsolve cancel` asked it to stop.
@@ -306,17 +307,31 @@ class _Splits:
     their own limits and are written, their effort counted in the level's.
     """
 
-    def __init__(self, run_id: int, splits: Sequence[PlannedSplit], context: Any) -> None:
+    def __init__(
+        self, run_id: int, splits: Sequence[PlannedSplit], probes: Iterable[AttemptKey], context: Any
+    ) -> None:
         self.run_id = run_id
         self.levels = {s.attempt.key: _SplitLevel(s) for s in splits}
-        # Made before the pool's processes start, which inherit them (a multiprocessing Value each):
-        # the best answer's length so far, which stops the parts that cannot beat it (best of all:
-        # their native search reads it; first found: any answer stops them, splitting._stop_once_found).
-        self.bounds = {shared_key(*key): SharedBound(context=context) for key in self.levels}
+        # Made before the pool's processes start, which inherit them (one int64 each, in one shared
+        # array), for the levels split from the start and those a probe may split: the best answer's
+        # length so far, which stops the parts that cannot beat it (best of all: their native search
+        # reads it; first found: any answer stops them, splitting._stop_once_found).
+        keys = [*self.levels, *(k for k in probes if k not in self.levels)]
+        self.bounds = dict(
+            zip((shared_key(*key) for key in keys), SharedBound.many(len(keys), context), strict=True)
+        )
         self.waiting: list[tuple[AttemptKey, Handout]] = []  # handed out, not yet submitted
         self.futures: dict[Future, tuple[AttemptKey, Handout]] = {}
         for key, level in self.levels.items():
             self.waiting += [(key, h) for h in level.combination.hand_out()]
+
+    def add(self, planned: PlannedSplit, began_at: datetime) -> None:
+        """Split now a level whose first attempt, begun at began_at, ran past --split-after (a probe):
+        its first round is handed out before everything."""
+        level = _SplitLevel(planned)
+        level.started_at = began_at
+        self.levels[planned.attempt.key] = level
+        self.waiting[:0] = [(planned.attempt.key, h) for h in level.combination.hand_out()]
 
     @property
     def busy(self) -> bool:
@@ -325,9 +340,14 @@ class _Splits:
     def undecided(self) -> list[AttemptKey]:
         return [key for key, level in self.levels.items() if level.combination.outcome is None]
 
-    def submit(self, pool: ProcessPoolExecutor, keep: int, room: int, recorder: _Recorder) -> None:
-        """Submit waiting parts while the pool has room (room: tasks it may still take)."""
+    def submit(
+        self, pool: ProcessPoolExecutor, keep: int, room: int, recorder: _Recorder, idle: bool = True
+    ) -> None:
+        """Submit waiting parts while the pool has room (room: tasks it may still take); parts handed out
+        ahead of their round (Handout.ahead) only if idle (no other attempt waits for a process)."""
         while self.waiting and len(self.futures) < room:
+            if self.waiting[0][1].ahead and not idle:
+                return
             key, handout = self.waiting.pop(0)
             level = self.levels[key]
             spec = level.part_spec(handout)
@@ -373,7 +393,10 @@ class _Splits:
         if level.combination.outcome is not None:
             self._decided(key, recorder)
         else:
-            self.waiting[:0] = [(key, h) for h in level.combination.hand_out()]
+            handed = [(key, h) for h in level.combination.hand_out()]
+            # A new round's parts before everything; parts ahead of their round after everything.
+            self.waiting[:0] = [(k, h) for k, h in handed if not h.ahead]
+            self.waiting += [(k, h) for k, h in handed if h.ahead]
 
     def _decided(self, key: AttemptKey, recorder: _Recorder) -> None:
         level = self.levels[key]
@@ -392,7 +415,7 @@ class _SplitLevel:
     def __init__(self, planned: PlannedSplit) -> None:
         self.attempt = planned.attempt
         self.of = planned.of
-        self.combination = Combination.of_kind(planned.split, planned.attempt.spec.kind)
+        self.combination = Combination.of_plan(planned)
         self.started_at: datetime | None = None
 
     def part_spec(self, handout: Handout) -> AttemptSpec | None:
@@ -415,6 +438,8 @@ class LocalWork:
 
     chunks: list[list[PendingAttempt]]
     splits: Sequence[PlannedSplit] = ()
+    # Attempts run whole first, split if they pass --split-after (their chunks hold Probe.spec()).
+    probes: Mapping[AttemptKey, Probe] = field(default_factory=dict)
 
 
 def run_local(
@@ -447,7 +472,7 @@ def run_local(
     wake_s = min(policy.every_s, CANCEL_CHECK_S)
     recorder = _Recorder(engine, run_id, on_result, policy)
     futures: dict[Future, list[AttemptKey]] = {}  # a chunk's future: its attempts
-    parts = _Splits(run_id, work.splits, ctx)
+    parts = _Splits(run_id, work.splits, work.probes, ctx)
     started = ctx.SimpleQueue()
     pool = ProcessPoolExecutor(
         max_workers=max(1, jobs),
@@ -468,7 +493,7 @@ def run_local(
             # Keep only a few tasks per process in flight so a stop loses little.
             window = max(1, jobs) * 2
             while queue or futures or parts.busy:
-                parts.submit(pool, keep, window - len(futures), recorder)
+                parts.submit(pool, keep, window - len(futures), recorder, idle=not queue)
                 while queue and len(futures) + len(parts.futures) < window:
                     chunk = queue.pop()
                     hashes = [p.level_hash for p in chunk]
@@ -483,7 +508,17 @@ def run_local(
                     if fut in parts.futures:
                         parts.took(fut, recorder)
                     else:
-                        recorder.add(futures.pop(fut), fut.result())
+                        keys, results = futures.pop(fut), fut.result()
+                        passed = [
+                            (key, result)
+                            for key, result in zip(keys, results, strict=True)
+                            if key in work.probes and work.probes[key].passed(result[0])
+                        ]
+                        for key, (outcome, _, began_at, _, _) in passed:
+                            parts.add(work.probes[key].planned(outcome), began_at)
+                        split_now = {key for key, _ in passed}
+                        kept = [(k, r) for k, r in zip(keys, results, strict=True) if k not in split_now]
+                        recorder.add([k for k, _ in kept], [r for _, r in kept])
                 recorder.flush_if_due()
                 recorder.check_cancelled()
             recorder.flush()

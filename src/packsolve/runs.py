@@ -22,7 +22,6 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from packsolve.attempt import StopReason, tries_cap
-from packsolve.combining import PlannedSplit
 from packsolve.db.catalog import claim_label
 from packsolve.db.history import settled_before
 from packsolve.db.local_runs import stop_pending
@@ -64,7 +63,7 @@ from packsolve.planning import (
 from packsolve.request import HeuristicMatrix, LocalPool, Request, RerunRequest, check_jobs
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
-from packsolve.split_plans import choose_splits
+from packsolve.split_plans import plan_splitting
 
 if TYPE_CHECKING:  # Celery loads with a distributed run only, not for a local solve
     from packsolve.queue.app import Cluster
@@ -338,14 +337,21 @@ def solve_local(
 
 def _local_work(engine: Engine, run: NewRun, jobs: int, chunk_size: int) -> LocalWork:
     """Return the run's pending attempts in chunks of chunk_size, but those its --split-after splits
-    (split_plans.choose_splits: run as parts the processes share)."""
-    splits: list[PlannedSplit] = []
-    if run.split_after is not None and jobs > 1:
-        with session_scope(engine) as session:
-            splits = choose_splits(session, run.pending, run.split_after, jobs)
-    split = {s.attempt.key for s in splits}
-    whole = [p for p in run.pending if p.key not in split]
-    return LocalWork([whole[i : i + chunk_size] for i in range(0, len(whole), chunk_size)], splits)
+    (split_plans.plan_splitting: run as parts the processes share); a probe runs in its chunk under
+    --split-after as its wall limit, and is split if it passes it."""
+    if run.split_after is None or jobs < 2:
+        whole = run.pending
+        return LocalWork([whole[i : i + chunk_size] for i in range(0, len(whole), chunk_size)])
+    with session_scope(engine) as session:
+        splitting = plan_splitting(session, run.pending, run.split_after, jobs)
+    split = splitting.split_keys
+    whole = [
+        replace(p, spec=splitting.probes[p.key].spec()) if p.key in splitting.probes else p
+        for p in run.pending
+        if p.key not in split
+    ]
+    chunks = [whole[i : i + chunk_size] for i in range(0, len(whole), chunk_size)]
+    return LocalWork(chunks, splitting.splits, splitting.probes)
 
 
 @contextlib.contextmanager

@@ -1,23 +1,92 @@
-"""Which attempts of a run are split into parts: those whose level is expected to take longer than
---split-after (issue 38). Read from the levels' history; asked by a local run before it starts and by a
-worker process when it takes a task of a run sent with --split-after."""
+"""Which attempts of a run are split into parts (issue 38): those whose level is expected to take longer
+than --split-after (from the levels' history: split from the start), and those a first attempt of which
+runs past it (probes: each runs whole under --split-after as its wall limit, and is split once it
+passes that). Asked by a local run before it starts and by a worker process when it takes a task of a
+run sent with --split-after."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
 from packsolve.combining import PlannedSplit, split_of
 from packsolve.db.history import past_attempts
 from packsolve.execution.relative import expected_seconds
-from packsolve.execution.spec import PendingAttempt
+from packsolve.execution.spec import AttemptSpec, PendingAttempt
+from packsolve.outcome import Outcome, Status
 from packsolve.puzzles import get_kind
 
 # How many parts a split level is cut into per process that runs them: enough that the processes
 # stay busy while parts of uneven size end, few enough that handing them out (a few milliseconds a
 # part and round) stays small (benchmarks/split_local).
 PARTS_PER_PROCESS = 8
+
+
+@dataclass(frozen=True)
+class Splitting:
+    """A run's attempts to split: from the start (by history, longest expected first), and probes (by
+    attempt): those to split if their first attempt, run whole, passes --split-after."""
+
+    splits: list[PlannedSplit]
+    probes: dict[tuple[str, str], Probe]
+
+    @property
+    def split_keys(self) -> set[tuple[str, str]]:
+        return {s.attempt.key for s in self.splits}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """An attempt run whole first, under --split-after as its wall limit, and split if it passes it: the
+    split its kind gives (asked for `of` parts) and the limit."""
+
+    split: PlannedSplit
+    after_s: float
+
+    def spec(self) -> AttemptSpec:
+        """Return the spec to run the attempt whole with: its own, its wall limit --split-after."""
+        spec = self.split.attempt.spec
+        return replace(spec, limits=replace(spec.limits, time_limit=self.after_s))
+
+    def passed(self, outcome: Outcome) -> bool:
+        """Return whether the whole attempt ran past --split-after (its level is split now), not ended."""
+        return outcome.status == Status.TIMEOUT and outcome.stats.wall_s >= PASSED * self.after_s
+
+    def planned(self, outcome: Outcome) -> PlannedSplit:
+        """Return the split of the attempt whose whole run (outcome) passed --split-after: it counts that
+        run's effort and time as the level's."""
+        return replace(self.split, spent=outcome)
+
+
+# A probe's timeout at this share of --split-after or more is its wall limit's (not its node limit's).
+PASSED = 0.9
+
+
+def plan_splitting(
+    session: Session, pending: Sequence[PendingAttempt], split_after: float, processes: int
+) -> Splitting:
+    """Return which pending attempts to split (choose_splits) and which to run as probes: every other
+    attempt of a built-in heuristic whose kind splits its level, and whose wall limit (if any) is longer
+    than split_after (one that ends sooner ends whole)."""
+    splits = choose_splits(session, pending, split_after, processes)
+    chosen = {s.attempt.key for s in splits}
+    of = max(2, processes * PARTS_PER_PROCESS)
+    probes: dict[tuple[str, str], Probe] = {}
+    for p in _splittable(pending):
+        limit = p.spec.limits.wall_limit()
+        if p.key in chosen or (limit is not None and limit <= split_after):
+            continue
+        split = split_of(p.spec, of)
+        if split is not None:
+            probes[p.key] = Probe(PlannedSplit(p, split, of, split_after), split_after)
+    return Splitting(splits, probes)
+
+
+def _splittable(pending: Sequence[PendingAttempt]) -> list[PendingAttempt]:
+    """Return the attempts of a built-in heuristic whose kind has a split."""
+    return [p for p in pending if p.spec.program is None and get_kind(p.spec.kind).split is not None]
 
 
 def choose_splits(
@@ -29,7 +98,7 @@ def choose_splits(
 
     A level without history, of a kind without split, or run by an external program is run whole.
     """
-    builtin = [p for p in pending if p.spec.program is None and get_kind(p.spec.kind).split is not None]
+    builtin = _splittable(pending)
     if not builtin:
         return []
     past = past_attempts(session, [(p.level_hash, p.spec.kind, p.spec.heuristic) for p in builtin])

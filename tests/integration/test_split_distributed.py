@@ -106,6 +106,30 @@ def test_workers_split_a_level_into_parts_and_write_its_one_result(
     assert after["sliding"]["nodes"] < 2 * whole[after["sliding"]["level_hash"]]["nodes"]
 
 
+def test_workers_split_a_level_without_history_once_its_first_attempt_runs_past_split_after(
+    tmp_path: Path, any_broker, sqlite_url: str, start_worker
+) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": any_broker.url}
+    pack = write_pack(tmp_path / "pack.jsonl", SLIDING, KNIGHTS)  # never solved before: no history
+    start_worker(any_broker.url, sqlite_url, "p1@test", concurrency=2)
+    out = invoke(
+        "submit", str(pack), "--heuristic", HEURISTIC, "--time-limit", "120", "--split-after", "0.1", env=env
+    )
+    assert out.returncode == 0, out.stderr
+    run_id = int(out.stdout.strip().splitlines()[-1])
+    wait_for_run(sqlite_url, run_id, timeout=120)
+    after = {r["kind"]: r for r in exported(str(run_id), env)}
+    sliding = after["sliding"]
+    assert sliding["status"] == "solved" and sliding["length"] == 52, sliding
+    assert "split after a first attempt of " in sliding["message"] and sliding["tries"] == 1
+    assert after["knights_tour"]["status"] == "solved" and "split" not in (
+        after["knights_tour"]["message"] or ""
+    )
+    parts = parts_of(sqlite_url, run_id)
+    assert {p.level_hash for p in parts} == {sliding["level_hash"]}
+    assert {p.token for p in parts} == {attempt_of(sqlite_url, run_id, sliding["level_hash"]).claims}
+
+
 # Short leases: a process killed or frozen is given up on within seconds.
 LEASE = {"PACKSOLVE_LEASE_TTL": "3"}
 

@@ -144,3 +144,25 @@ def test_split_after_is_refused_in_one_line_where_it_cannot_apply(tmp_path: Path
         out = invoke("rerun", str(parent), "--status", "solved", *args, env=env)
         assert out.returncode == 2 and said in out.stderr, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_a_level_without_history_is_split_once_its_first_attempt_runs_past_split_after(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    pack = write_pack(tmp_path)  # never solved before: no history
+    run = solve(env, str(pack), "--time-limit", "60", "--split-after", "0.1")["run"]
+    after = {r["kind"]: r for r in exported(str(run), env)}
+    assert {k: r["status"] for k, r in after.items()} == {
+        "sliding": "solved",
+        "knights_tour": "solved",
+        "chaos": "solved",
+    }
+    sliding = after["sliding"]
+    assert sliding["length"] == 52 and "split after a first attempt of " in sliding["message"]
+    assert sliding["wall_s"] >= 0.1  # its first attempt's time counts
+    assert "split after" not in (after["knights_tour"]["message"] or "")  # ended before: run whole
+    with session_scope(get_engine(sqlite_url)) as session:
+        parts = list(session.scalars(select(Part).where(Part.run_id == run)))
+    assert {p.level_hash for p in parts} == {sliding["level_hash"]}
+    assert sliding["nodes"] >= sum(p.nodes or 0 for p in parts)

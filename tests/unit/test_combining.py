@@ -83,3 +83,54 @@ def test_best_of_all_ends_when_no_part_can_beat_the_best_and_on_a_part_that_fail
     c.hand_out()
     c.timed_out()
     assert c.outcome is not None and c.outcome.status == Status.TIMEOUT
+
+
+def test_best_of_all_hands_a_part_that_ended_its_round_its_next_bound_ahead_and_leaves_it_out_of_that_round():
+    c = Combination(split(Combine.BEST_OF_ALL, 3))
+    c.hand_out()
+    for i in range(3):
+        c.took(i, out(Status.NO_SOLUTION, resume=40))
+    assert [(h.index, h.round, h.window) for h in c.hand_out()] == [
+        (0, 2, (40, 40)),
+        (1, 2, (40, 40)),
+        (2, 2, (40, 40)),
+    ]
+    c.took(0, out(Status.NO_SOLUTION, resume=42))
+    ahead = c.hand_out()  # part 0 may search bound 42 while parts 1 and 2 finish 40
+    assert [(h.index, h.round, h.window, h.ahead) for h in ahead] == [(0, 3, (42, 42), True)]
+    assert c.hand_out() == []  # once
+    c.took(1, out(Status.NO_SOLUTION, resume=42))
+    assert [h.index for h in c.hand_out()] == [1]  # ahead too
+    c.took(2, out(Status.NO_SOLUTION, resume=42))  # round 2 over; parts 0 and 1 run round 3 already
+    third = c.hand_out()
+    assert [(h.index, h.round, h.window, h.ahead) for h in third] == [(2, 3, (42, 42), False)]
+    c.took(0, out(Status.SOLVED, list(range(42))))
+    assert c.outcome is None  # parts 1 and 2 still search 42
+    c.took(2, out(Status.NO_SOLUTION, resume=44))
+    assert c.outcome is None
+    c.took(1, out(Status.NO_SOLUTION, resume=44))
+    assert c.outcome is not None and len(c.outcome.solution) == 42 and c.rounds == 3
+
+
+def test_best_of_all_hands_nothing_ahead_past_a_known_answer_and_an_answer_found_ahead_waits_for_its_round():
+    c = Combination(split(Combine.BEST_OF_ALL, 2))
+    c.hand_out()
+    c.took(0, out(Status.NO_SOLUTION, resume=40))
+    c.took(1, out(Status.NO_SOLUTION, resume=40))
+    c.hand_out()
+    c.took(0, out(Status.NO_SOLUTION, resume=42))
+    [ahead] = c.hand_out()
+    c.took(0, out(Status.SOLVED, list(range(42))))  # found ahead: part 1 may still find 40
+    assert c.outcome is None
+    c.took(1, out(Status.NO_SOLUTION, resume=42))  # it did not: nothing below 42 is left anywhere
+    assert c.outcome is not None and len(c.outcome.solution) == 42
+    c = Combination(split(Combine.BEST_OF_ALL, 3))
+    c.hand_out()
+    for i in range(3):
+        c.took(i, out(Status.NO_SOLUTION, resume=40))
+    c.hand_out()
+    c.took(0, out(Status.SOLVED, list(range(40))))
+    c.took(1, out(Status.NO_SOLUTION, resume=42))
+    assert c.hand_out() == []  # an answer is known: nothing is searched past it
+    c.took(2, out(Status.NO_SOLUTION, resume=42))
+    assert c.outcome is not None and len(c.outcome.solution) == 40

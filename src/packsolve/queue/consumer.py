@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -55,7 +55,7 @@ from packsolve.queue.lease import Lease
 from packsolve.queue.protocol import Task, decode, task_keys
 from packsolve.queue.results import worker_sink
 from packsolve.settings import Settings
-from packsolve.split_plans import choose_splits
+from packsolve.split_plans import Probe, Splitting, plan_splitting
 
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
@@ -252,8 +252,7 @@ class WorkerProcess:
             claimant = Claimant(
                 task.run_id, self.hostname, lease.name, lease.host, task.max_tries, redelivered
             )
-            splits = self._splits_of(task)
-            self._run_chunk(items, claimant, lease, _Splitting(splits, task.deployment))
+            self._run_chunk(items, claimant, lease, _Splitting(self._splitting_of(task), task.deployment))
         finally:
             # What this task still holds and does not run (it failed midway: the database was down too
             # long) goes back at the lease's next tick, not when the lease lapses: it renews.
@@ -280,23 +279,36 @@ class WorkerProcess:
             if plan is not None:
                 self._lead(plan, waiting, claimant, lease, splitting.deployment)
                 continue  # a split level's pace is not its kind's
-            count = self._run_group(group, waiting, claimant, lease)
+            count = self._run_group(group, waiting, claimant, lease, splitting)
             if count:
                 # The first attempt alone sets the pace; a slow one met later only delays claimed
                 # attempts, whose deadlines are staggered for exactly that.
                 group_size = _group_size((time.monotonic() - started) / count)
 
     def _run_group(
-        self, group: list[PendingAttempt], waiting: list[AttemptKey], claimant: Claimant, lease: Lease
+        self,
+        group: list[PendingAttempt],
+        waiting: list[AttemptKey],
+        claimant: Claimant,
+        lease: Lease,
+        splitting: _Splitting,
     ) -> int:
-        """Claim and run one group, handing each result to the buffer; return how many ran."""
+        """Claim and run one group, handing each result to the buffer; return how many ran.
+
+        A probe (split_plans.Probe) runs under --split-after as its wall limit (its claim under its own
+        limits); one that passes it is split once the group is over, and led here under its claim."""
         claim = functools.partial(
             claimant.claim,
             keys=[item.key for item in group],
             hard_s=Limits.widest(item.spec.limits for item in group).hard_time(),
             waiting=waiting,
         )
-        if len(group) == 1 and not waiting and self._tiny(group[0].spec):
+        if (
+            len(group) == 1
+            and not waiting
+            and self._tiny(group[0].spec)
+            and group[0].key not in splitting.probes
+        ):
             claim_after = 0.0 if claimant.redelivered else TINY_S
             gate = DatabaseClaim(self.claims, claim, group[0].key, self.patience_s)
             done = _run_overlapped(claimant.run_id, group[0], gate, claim_after, self.settings.output_keep)
@@ -309,9 +321,12 @@ class WorkerProcess:
                 log.info(
                     "run %s level %s %s: %s", claimant.run_id, h[:12], heuristic, claimed.verdicts[item.key]
                 )
-        return self._record(
-            claimant, lease, _run_claimed(runnable, claimed, self.settings.output_keep), _successors(runnable)
-        )
+        passed: list[tuple[PlannedSplit, Claimed]] = []
+        outcomes = _run_claimed(runnable, claimed, self.settings.output_keep, splitting.spec_of)
+        count = self._record(claimant, lease, outcomes, _successors(runnable), (splitting.probes, passed))
+        for plan, by in passed:
+            self._lead_claimed(plan, by, claimant, lease, splitting.deployment)
+        return count
 
     # --- split levels (queue.splits) --------------------------------------------------------------
 
@@ -320,23 +335,23 @@ class WorkerProcess:
             self.claims, self.engine, self.patience_s, lease.name, self.hostname, self.settings.output_keep
         )
 
-    def _splits_of(self, task: Task) -> dict[AttemptKey, PlannedSplit]:
-        """Return the task's attempts to split (split_plans.choose_splits), if its run was sent with
-        --split-after and two or more worker processes are live to share the parts."""
+    def _splitting_of(self, task: Task) -> Splitting:
+        """Return the task's attempts to split and its probes (split_plans.plan_splitting), if its run
+        was sent with --split-after and two or more worker processes are live to share the parts."""
         if task.run_id not in self._split_after:
             self._split_after[task.run_id] = in_transaction(
                 self.claims, functools.partial(split_after_of, run_id=task.run_id), self.patience_s
             )
         split_after = self._split_after[task.run_id]
         if split_after is None:
-            return {}
+            return Splitting([], {})
 
-        def plan(connection: Connection) -> list[PlannedSplit]:
+        def plan(connection: Connection) -> Splitting:
             session = Session(bind=connection)
             slots = len(live_workers(session))
-            return choose_splits(session, task.items, split_after, slots) if slots > 1 else []
+            return plan_splitting(session, task.items, split_after, slots) if slots > 1 else Splitting([], {})
 
-        return {p.attempt.key: p for p in in_transaction(self.claims, plan, self.patience_s)}
+        return in_transaction(self.claims, plan, self.patience_s)
 
     def _lead(
         self,
@@ -355,6 +370,13 @@ class WorkerProcess:
             h, heuristic = item.key
             log.info("run %s level %s %s: %s", claimant.run_id, h[:12], heuristic, claimed.verdicts[item.key])
             return
+        self._lead_claimed(plan, claimed, claimant, lease, deployment)
+
+    def _lead_claimed(
+        self, plan: PlannedSplit, claimed: Claimed, claimant: Claimant, lease: Lease, deployment: str | None
+    ) -> None:
+        """Lead the parts of a split level whose attempt this process claimed; record its one result."""
+        item = plan.attempt
 
         def call_helpers(count: int) -> None:
             if self._cluster is None:
@@ -390,16 +412,26 @@ class WorkerProcess:
         lease: Lease,
         done: Iterable[Done],
         successor: dict[AttemptKey, AttemptKey] | None = None,
+        probing: tuple[Mapping[AttemptKey, Probe], list[tuple[PlannedSplit, Claimed]]] | None = None,
     ) -> int:
-        """Hand each attempt's result to the buffer as it ends, starting the next's try; return how many."""
+        """Hand each attempt's result to the buffer as it ends, starting the next's try; return how many.
+
+        probing: the group's probes, and where to put those that passed --split-after (not recorded:
+        the caller splits them)."""
         count = 0
         since = time.monotonic()
+        probes, passed = probing or ({}, [])
         for each in done:
             count += 1
             now = time.monotonic()
             key, spec = each.item.key, each.item.spec
             outcome = each.outcome
-            if not each.split:  # a split level's parts were each run under their own watch
+            probe = probes.get(key)
+            # A probe that passed --split-after is no result: its split's comes once it is led.
+            split_now = probe is not None and each.claimed is not None and probe.passed(outcome)
+            if probe is not None and each.claimed is not None and split_now:
+                passed.append((probe.planned(outcome), each.claimed))
+            elif not each.split:  # a split level's parts were each run under their own watch
                 outcome = _without_freezes(lease, spec, outcome, (since, now), self.settings.output_keep)
             since = time.monotonic()
             self.pace[(spec.kind, spec.heuristic)] = outcome.stats.wall_s
@@ -407,6 +439,8 @@ class WorkerProcess:
             if after is not None and each.claimed is not None:
                 start = functools.partial(claimant.start, key=after, claimed=each.claimed)
                 in_transaction(self.claims, start, self.patience_s)
+            if split_now:
+                continue
             self.results.add(self._result(claimant.run_id, key, spec, outcome, each.claimed, lease.offset_s))
             if outcome.stats.wall_s >= self.results.policy.every_s:
                 self.results.flush()  # batching pays for tiny attempts only; a long one's result goes now
@@ -438,10 +472,23 @@ class WorkerProcess:
 
 @dataclass(frozen=True)
 class _Splitting:
-    """A task's attempts to split (by key) and the deployment its calls for help name."""
+    """A task's attempts to split (by key), its probes, and the deployment its calls for help name."""
 
-    plans: dict[AttemptKey, PlannedSplit]
+    splitting: Splitting
     deployment: str | None
+
+    @functools.cached_property
+    def plans(self) -> dict[AttemptKey, PlannedSplit]:
+        return {p.attempt.key: p for p in self.splitting.splits}
+
+    @property
+    def probes(self) -> dict[AttemptKey, Probe]:
+        return self.splitting.probes
+
+    def spec_of(self, item: PendingAttempt) -> AttemptSpec:
+        """Return the spec to run the attempt with: a probe's under --split-after, else its own."""
+        probe = self.probes.get(item.key)
+        return item.spec if probe is None else probe.spec()
 
 
 def declared_programs(declared: Solvers) -> dict[str, Any]:
@@ -479,11 +526,16 @@ def _successors(runnable: Sequence[PendingAttempt]) -> dict[AttemptKey, AttemptK
     return {a.key: b.key for a, b in zip(runnable, runnable[1:], strict=False)}
 
 
-def _run_claimed(runnable: list[PendingAttempt], claimed: Claimed, keep: int) -> Iterator[Done]:
+def _run_claimed(
+    runnable: list[PendingAttempt],
+    claimed: Claimed,
+    keep: int,
+    spec_of: Callable[[PendingAttempt], AttemptSpec],
+) -> Iterator[Done]:
     """Run the claimed attempts in one solver child, yielding each as it ends (lazily: each result
     reaches the buffer, and the database, while the group goes on); each keeps at most keep bytes
     of its solver's own output."""
-    outcomes = execute_attempts([item.spec for item in runnable], keep)
+    outcomes = execute_attempts([spec_of(item) for item in runnable], keep)
     for item, outcome in zip(runnable, outcomes, strict=True):
         yield Done(item, outcome, claimed)
 

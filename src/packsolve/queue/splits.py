@@ -175,7 +175,7 @@ def lead(
     """
     item = plan.attempt
     level = Level(run_id, item, token)
-    combination = Combination.of_kind(plan.split, item.spec.kind)
+    combination = Combination.of_plan(plan)
     hands.db(part_queue.begin, **level.where())
     seen: set[int] = set()
     started = time.monotonic()
