@@ -173,6 +173,15 @@ def test_hardest_ranks_a_level_split_into_parts_by_its_parts_cpu_not_its_wall_ti
             for h in ("plain", "prune")
         )  # fmt: skip
     assert ranked() == ["strip-1", "strip-0", "strip-2"]
+    # Across runs too: a level's best time is what its quickest decided attempt cost.
+    out = invoke("report", "hardest", "--all", "--by", "time", "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    across = json.loads(out.stdout)
+    assert [(r["level"], r["best_wall_s"]) for r in across] == [
+        ("strip-1", 8.0),
+        ("strip-0", 5.0),
+        ("strip-2", 3.0),
+    ]
 
 
 def test_hardest_across_runs_counts_each_level_once_and_sees_running_runs(db_url: str) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, delete, or_, select, tuple_
+from sqlalchemy import ColumnElement, and_, case, delete, exists, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, Part
@@ -86,6 +86,17 @@ def of_its_claim() -> ColumnElement[bool]:
     leader, whose claim was taken back, are not the attempt's (a later claim splitting the level again
     forgets them; one running it whole leaves them, uncounted)."""
     return or_(Part.token.is_(None), Part.token == Attempt.claims)
+
+
+def split_attempt() -> ColumnElement[bool]:
+    """The SQL condition on an attempt (models.Attempt, in the enclosing query): it ran as parts."""
+    return exists().where(of_its_attempt(), of_its_claim()).correlate(Attempt)
+
+
+def attempt_seconds() -> ColumnElement[float]:
+    """An attempt's seconds as the hardest levels rank it: its wall time, or, split into parts (issue
+    38), its parts' CPU summed: what it cost, however short its wall time."""
+    return case((split_attempt(), Attempt.cpu_s), else_=Attempt.wall_s)
 
 
 def forget_parts(session: Session, run_id: int, keys: Sequence[tuple[str, str]]) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from sqlalchemy import case, exists, select
+from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
 from packsolve.db.models import Attempt, LevelRow, LevelStats, Run
-from packsolve.db.parts import of_its_attempt, of_its_claim
+from packsolve.db.parts import attempt_seconds, split_attempt
 from packsolve.figures import level_stats
 from packsolve.figures.par2 import par2_limit_sql, par2_sql
 from packsolve.outcome import NOT_RUN_VALUES, SUCCESS_VALUES
@@ -20,7 +20,7 @@ from packsolve.request import HeuristicMatrix
 
 BY = ("par2", "time", "nodes")
 # The attempt was split into parts (their runs are kept: models.Part).
-_SPLIT = exists().where(of_its_attempt(), of_its_claim()).correlate(Attempt)
+_SPLIT = split_attempt()
 # An attempt's columns a ranking shows (with its PAR-2 after them).
 _COLUMNS = (
     Attempt.name,
@@ -90,8 +90,7 @@ def hardest_in_run(
         return _best_per_level(session, run, by, top, kind)
     par2 = par2_sql(Attempt.status, Attempt.wall_s, par2_limit_sql(Run, Attempt))
     unsolved = Attempt.status.not_in(SUCCESS_VALUES)
-    # A level split into parts (issue 38) took its parts' CPU, summed, however short its wall time.
-    spent = case((_SPLIT, Attempt.cpu_s), else_=Attempt.wall_s)
+    spent = attempt_seconds()
     key = {"par2": spent, "time": spent, "nodes": Attempt.nodes}[by]
     q = (
         select(*_COLUMNS, par2.label("par2"))

@@ -1,0 +1,115 @@
+"""A night's makespan with and without splitting its hard levels (`solve --split-after`, issue 38).
+
+The night, all 24-puzzles solved optimally with pdb-6666: --small random boards (walks of the blank from
+the goal, --moves long, seeded: a second or so each, some much less, some several) and, last in the
+pack, the --hard Korf-Felner instances. Each night is a first one: a fresh SQLite database, no
+history, so a level is split only once it runs past --split-after (split_plans.Probe). The same pack
+is solved on --jobs processes whole, then with --split-after, then whole again; the makespan is the
+`packsolve solve` command's wall time, and the lower bound is the whole nights' CPU time (the
+attempts', median of the two) over the processes. Tables a heuristic needs (pdb-6666) are built
+before the clock (`packsolve kinds --prepare`). Every answer is verified; the 24-puzzles' lengths
+must be the published optimal ones.
+
+Usage: nice .venv/bin/python -m benchmarks.split_night [--small 40] [--moves 100] [--hard 30,44]
+       [--split-after 10] [--jobs 2]
+Writes benchmarks/results/split_night.md.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import tempfile
+from pathlib import Path
+
+from benchmarks.harness import RESULTS, machine_line, markdown_table, parser, publish, run_packsolve
+from benchmarks.sliding_common import KORF_FELNER50, read_korf, sliding_set, walk
+
+HEURISTIC = "pdb-6666"
+
+
+def night_pack(path: Path, small: int, moves: int, hard: list[tuple[int, ...]], seed: int = 1) -> None:
+    """Write the night: small random 5x5 boards (seeded walks of moves), then the hard ones."""
+    rng = random.Random(seed)
+    boards = [walk(5, moves, rng) for _ in range(small)] + [list(t) for t in hard]
+    with path.open("w") as f:
+        for b in boards:
+            f.write(json.dumps({"kind": "sliding", "tiles": [b[r * 5 : r * 5 + 5] for r in range(5)]}) + "\n")
+
+
+def night(pack: Path, jobs: str, split_after: float | None) -> tuple[float, list[dict]]:
+    """Solve the pack in a fresh database; return (the command's wall s, the attempts' records)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp}/night.db"}
+        args = ["solve", str(pack), "--heuristic", HEURISTIC, "-j", jobs, "--time-limit", "7200"]
+        if split_after is not None:
+            args += ["--split-after", str(split_after)]
+        out, _, wall, _ = run_packsolve([*args, "-q", "--format", "json"], env)
+        run = json.loads(out)["run"]
+        records, _, _, _ = run_packsolve(["export", str(run), "--format", "jsonl"], env)
+    return wall, [json.loads(line) for line in records.splitlines()]
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--small", type=int, default=40, help="random 24-puzzles (walks) before the hard ones")
+    ap.add_argument("--moves", type=int, default=100, help="each walk's length")
+    ap.add_argument("--hard", default="30,44", help="Korf-Felner 24-puzzles, by id, last in the pack")
+    ap.add_argument("--split-after", type=float, default=10.0)
+    ap.add_argument("--jobs", default="2")
+    opts = ap.parse_args()
+    by_id = {i.ident: i for i in read_korf(sliding_set(KORF_FELNER50))}
+    hard = [by_id[h.strip()] for h in opts.hard.split(",")]
+    run_packsolve(["kinds", "--prepare", "sliding", HEURISTIC, "--size", "5"], {})  # before any clock
+    with tempfile.TemporaryDirectory() as tmp:
+        pack = Path(tmp) / "night.jsonl"
+        night_pack(pack, opts.small, opts.moves, [h.tiles for h in hard])
+        whole_wall, whole = night(pack, opts.jobs, None)
+        split_wall, split = night(pack, opts.jobs, opts.split_after)
+        again_wall, again = night(pack, opts.jobs, None)
+    for records in (whole, split, again):
+        assert all(r["status"] == "solved" for r in records), [r for r in records if r["status"] != "solved"]
+        lengths = [r["length"] for r in records[-len(hard) :]]
+        assert lengths == [h.optimal for h in hard], lengths
+    jobs = int(opts.jobs)
+    cpu = statistics.median([sum(r["cpu_s"] for r in whole), sum(r["cpu_s"] for r in again)])
+    bound = cpu / jobs
+    makespan = statistics.median([whole_wall, again_wall])
+    split_levels = [r for r in split if "split after" in (r["message"] or "")]
+    hard_rows = [
+        [f"24-puzzle {h.ident}", f"{w['wall_s']:.1f}", f"{s['wall_s']:.1f}", h.optimal]
+        for h, w, s in zip(hard, whole[-len(hard) :], split[-len(hard) :], strict=True)
+    ]
+    rows = [
+        ["whole", f"{makespan:.1f}", f"{makespan / bound:.2f}", "-"],
+        [
+            f"--split-after {opts.split_after:g}",
+            f"{split_wall:.1f}",
+            f"{split_wall / bound:.2f}",
+            f"{len(split_levels)} level(s) split",
+        ],
+    ]
+    text = "\n".join(
+        [
+            "# A night with and without splitting its hard levels",
+            "",
+            machine_line(),
+            "",
+            f"`python -m benchmarks.split_night --small {opts.small} --moves {opts.moves} --hard {opts.hard} "
+            f"--split-after {opts.split_after:g} --jobs {opts.jobs}`",
+            "",
+            f"{len(whole)} levels, {cpu:.1f} CPU s in all (the whole nights' median): lower bound "
+            f"{bound:.1f} s on {jobs} processes.",
+            "",
+            markdown_table(("night", "makespan s", "× lower bound", "split"), rows),
+            "",
+            markdown_table(("hard level", "whole: wall s", "split: wall s", "length"), hard_rows),
+            "",
+        ]
+    )
+    publish(text, RESULTS / "split_night.md")
+
+
+if __name__ == "__main__":
+    main()
