@@ -393,7 +393,14 @@ def _stop_once_found(bound: SharedBound) -> None:
             time.sleep(FOUND_POLL_S)
         os.kill(os.getpid(), signal.SIGKILL)
 
+    if id(bound) in _WATCHED:  # a kept child running the level's parts one after another: once
+        return
+    _WATCHED.add(id(bound))
     threading.Thread(target=watch, name="packsolve-part-found", daemon=True).start()
+
+
+# The bounds a watcher of this process (a solver child) looks at already (_stop_once_found).
+_WATCHED: set[int] = set()
 
 
 @dataclass(frozen=True)

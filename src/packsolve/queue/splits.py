@@ -23,12 +23,13 @@ first-found part stops on it), and a level decided or a claim lost stops the par
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -93,17 +94,16 @@ class Level:
         return {"run_id": self.run_id, "key": self.key, "token": self.token}
 
 
-def run_part(hands: Hands, level: Level, taken: Taken) -> Outcome:
-    """Run one taken part in a fresh solver child and write its end; return its Outcome.
+@contextlib.contextmanager
+def parts_of(hands: Hands, level: Level) -> Iterator[Callable[[Taken], Outcome]]:
+    """Within: run(taken) runs one taken part of level in this process's solver child and writes its end.
 
-    Its limits are the level's, its wall limit less what the level ran before the part was taken.
-
-    The part shares a bound with this process (a fresh child inherits it): a watcher offers it the
-    level's shortest answer found elsewhere, or STOPPED once the level is decided or its claim lost.
+    The parts share a bound with this process, made on entry: the solver child forked next inherits it
+    and is kept for the level's next parts (one fork for all the parts this process runs, not one
+    each), and a watcher offers it the level's shortest answer found elsewhere, or STOPPED once the
+    level is decided or its claim lost. On exit the child holding the bound is let go: it is never
+    kept for another level's attempts.
     """
-    part = PartSpec(taken.index, taken.of, taken.parts, taken.window, taken.best)
-    limits = part_limits(level.item.spec.limits, taken.elapsed_s)
-    spec = replace(level.item.spec, part=part, limits=limits)
     bound = SharedBound(context=multiprocessing.get_context("fork"))
     share_bounds({shared_key(*level.key): bound})
     forget_kept_child()  # the next child forks from this process as it is now: with the bound
@@ -113,12 +113,21 @@ def run_part(hands: Hands, level: Level, taken: Taken) -> Outcome:
     )
     watcher.start()
     try:
-        outcome = next(iter(execute_attempts([spec], hands.keep)))
+        yield functools.partial(_run_part, hands, level)
     finally:
         done.set()
         watcher.join()
         share_bounds({})
-        forget_kept_child()  # a child holding the bound is not kept for other levels' attempts
+        forget_kept_child()
+
+
+def _run_part(hands: Hands, level: Level, taken: Taken) -> Outcome:
+    """Run one taken part and write its end (refused if the part is no longer this process's); return
+    its Outcome. Its limits are the level's, its wall limit less what the level ran before it was taken."""
+    part = PartSpec(taken.index, taken.of, taken.parts, taken.window, taken.best)
+    limits = part_limits(level.item.spec.limits, taken.elapsed_s)
+    spec = replace(level.item.spec, part=part, limits=limits)
+    outcome = next(iter(execute_attempts([spec], hands.keep)))
     length = solution_length(spec.kind, outcome)
     finish = functools.partial(
         part_queue.finish,
@@ -178,9 +187,10 @@ def lead(
     combination = Combination.of_plan(plan)
     hands.db(part_queue.begin, **level.where())
     seen: set[int] = set()
-    started = time.monotonic()
     wall = item.spec.limits.wall_limit()
-    try:
+    with contextlib.ExitStack() as stack:
+        run_part = stack.enter_context(parts_of(hands, level))
+        stack.callback(lambda: hands.db(part_queue.close, holder_of_lead=hands.hostname, **level.where()))
         while combination.outcome is None:
             handed = combination.hand_out()
             if handed:
@@ -192,7 +202,7 @@ def lead(
                     _call(call_helpers, len(rows) - 1)
             taken = hands.db(part_queue.take, holder=hands.holder, **level.where())
             if taken is not None:
-                run_part(hands, level, taken)
+                run_part(taken)
             for end in hands.db(part_queue.ended, seen=seen, **level.where()):
                 seen.add(end.id)
                 combination.took(end.index, end.outcome)
@@ -201,12 +211,10 @@ def lead(
             if not hands.db(part_queue.current, **level.where()):
                 return None
             hands.db(part_queue.requeue_lapsed, **level.where())
-            if wall is not None and time.monotonic() - started > wall:
+            if wall is not None and time.monotonic() - combination.started > wall:  # a probe's time too
                 combination.timed_out()
                 break
             time.sleep(POLL_S)
-    finally:
-        hands.db(part_queue.close, holder_of_lead=hands.hostname, **level.where())
     outcome = combination.outcome
     assert outcome is not None
     return verified(item.spec, outcome)
@@ -230,20 +238,24 @@ def help_with(hands: Hands, run_id: int, item: PendingAttempt) -> int:
     if token is None:
         return 0
     level = Level(run_id, item, token)
+    taken = hands.db(part_queue.take, holder=hands.holder, **level.where())
+    if taken is None:
+        return 0
     ran = 0
     idle_since: float | None = None
-    while True:
-        taken = hands.db(part_queue.take, holder=hands.holder, **level.where())
-        if taken is not None:
-            run_part(hands, level, taken)
-            ran += 1
-            idle_since = None
-            continue
-        if not ran or not hands.db(part_queue.current, **level.where()):
-            return ran
-        now = time.monotonic()
-        if idle_since is None:
-            idle_since = now
-        elif now - idle_since > HELP_IDLE_S:
-            return ran
-        time.sleep(POLL_S)
+    with parts_of(hands, level) as run_part:
+        while True:
+            if taken is not None:
+                run_part(taken)
+                ran += 1
+                idle_since = None
+            elif not hands.db(part_queue.current, **level.where()):
+                return ran
+            else:
+                now = time.monotonic()
+                if idle_since is None:
+                    idle_since = now
+                elif now - idle_since > HELP_IDLE_S:
+                    return ran
+                time.sleep(POLL_S)
+            taken = hands.db(part_queue.take, holder=hands.holder, **level.where())
