@@ -73,9 +73,9 @@ def test_split_levels_run_as_parts_and_end_as_their_whole_runs_did(tmp_path: Pat
     assert {p.round for p in knights} == {1}  # first found: one round
     # The level's figures are its parts': nodes summed (the split's own expansions besides), CPU summed.
     assert after["sliding"]["nodes"] >= sum(p.nodes or 0 for p in sliding)
-    assert after["sliding"]["cpu_s"] == pytest.approx(
-        sum(p.cpu_s or 0.0 for p in sliding), rel=1e-3, abs=1e-3
-    )
+    # (A part searching ahead of its round when the level was decided stops within a few thousand
+    # nodes, after the level's result was written: its row has its CPU, the level's figures do not.)
+    assert after["sliding"]["cpu_s"] == pytest.approx(sum(p.cpu_s or 0.0 for p in sliding), rel=0.05)
     # With the bound shared, the parts search about what the whole search did.
     assert after["sliding"]["nodes"] < 2 * whole["sliding"]["nodes"]
 

@@ -22,7 +22,6 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Table,
-    and_,
     delete,
     exists,
     func,
@@ -301,11 +300,11 @@ def close(connection: Connection, run_id: int, key: AttemptKey, token: int, hold
     return int(gone.rowcount or 0)
 
 
-def open_parts(connection: Connection, run_id: int, key: AttemptKey, token: int) -> int:
-    """Return how many of the claim's parts are queued or running (for a helper deciding to wait)."""
+def running(connection: Connection, run_id: int, key: AttemptKey, token: int) -> int:
+    """Return how many of the claim's parts are running."""
     return int(
         connection.execute(
-            select(func.count()).where(and_(*_of(run_id, key, token)), PARTS.c.status.in_(_OPEN))
+            select(func.count()).where(*_of(run_id, key, token), PARTS.c.status == Status.RUNNING.value)
         ).scalar_one()
     )
 

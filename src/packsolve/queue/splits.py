@@ -57,6 +57,8 @@ WATCH_S = 0.25
 # How long a helper that ran parts waits for the next round before it leaves (the leader calls
 # helpers again for each round of several parts).
 HELP_IDLE_S = 2.0
+# How long a leader whose level is decided waits for the parts still running elsewhere to stop.
+STOP_WAIT_S = 3.0
 # A stopped part's bound: shorter than any answer, so an optimal search prunes everything at once.
 STOPPED = 0
 
@@ -215,9 +217,19 @@ def lead(
                 combination.timed_out()
                 break
             time.sleep(POLL_S)
+        # Parts still running elsewhere see the level's answer within WATCH_S and stop: their ends are
+        # waited for (a while), so the level's totals are its parts' and none is left running.
+        stopping = time.monotonic() + STOP_WAIT_S
+        while hands.db(part_queue.running, **level.where()) and time.monotonic() < stopping:
+            time.sleep(POLL_S)
+        for end in hands.db(part_queue.ended, seen=seen, **level.where()):
+            combination.took(end.index, end.outcome)
     outcome = combination.outcome
     assert outcome is not None
-    return verified(item.spec, outcome)
+    totals = replace(
+        outcome.stats, nodes=combination.nodes, cpu_s=combination.cpu_s, peak_rss_mb=combination.peak_rss_mb
+    )
+    return verified(item.spec, replace(outcome, stats=totals))
 
 
 def _call(call_helpers: Callable[[int], None], count: int) -> None:
