@@ -10,7 +10,7 @@ Tables a heuristic needs (pdb-6666) are built by the first solve, before its att
 
 Usage: nice .venv/bin/python -m benchmarks.split_local [--ids 7,3] [--heuristic linear-conflict]
        [--twenty-four 38 --heuristic pdb-6666] [--jobs 2]
-Writes benchmarks/results/split_local.md (split_local_24.md with --twenty-four).
+Writes benchmarks/results/split_local.md (split_local_24.md with --twenty-four; --out NAME instead).
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def main() -> None:
         "--heuristic", default=None, help="default: linear-conflict (pdb-6666 with --twenty-four)"
     )
     ap.add_argument("--jobs", default="2")
+    ap.add_argument("--out", default=None, help="the results file's name [split_local.md, split_local_24.md]")
     opts = ap.parse_args()
     listed, wanted = (KORF_FELNER50, opts.twenty_four) if opts.twenty_four else (KORF100, opts.ids)
     heuristic = opts.heuristic or ("pdb-6666" if opts.twenty_four else "linear-conflict")
@@ -113,11 +114,13 @@ def main() -> None:
     command = "python -m benchmarks.split_local " + (
         f"--twenty-four {opts.twenty_four}" if opts.twenty_four else f"--ids {opts.ids}"
     )
+    if opts.out:
+        command += f" --out {opts.out}"
     write(
         "One hard level on a local pool: whole against split into parts",
         f"{command} --heuristic {heuristic} --jobs {opts.jobs}",
         rows,
-        RESULTS / ("split_local_24.md" if opts.twenty_four else "split_local.md"),
+        RESULTS / (opts.out or ("split_local_24.md" if opts.twenty_four else "split_local.md")),
     )
 
 

@@ -379,6 +379,14 @@ class WorkerProcess:
         item = plan.attempt
 
         def call_helpers(count: int) -> None:
+            # No more than the other live worker processes: a call no process is free for waits on the
+            # queue, and is dropped unrun once the level is decided.
+            def others(connection: Connection) -> int:
+                return len(live_workers(Session(bind=connection))) - 1
+
+            count = min(count, in_transaction(self.claims, others, self.patience_s))
+            if count < 1:
+                return
             if self._cluster is None:
                 self._cluster = Cluster.of(self.settings)
             self._cluster.call_helpers(claimant.run_id, item, count, claimant.max_tries, deployment)

@@ -51,7 +51,7 @@ from packsolve.splitting import share_bounds, shared_key
 log = logging.getLogger("packsolve.worker")
 
 # How often a leader or helper with no part to take looks again (a round's last part ending elsewhere).
-POLL_S = 0.1
+POLL_S = 0.02
 # How often a running part's process looks at its level (a shorter answer found, the level decided).
 WATCH_S = 0.25
 # How long a helper that ran parts waits for the next round before it leaves (the leader calls
@@ -182,7 +182,8 @@ def lead(
     """Lead a split level whose attempt this process claimed (token); return its Outcome, or None if its
     claim was lost meanwhile (taken back or cancelled: its result would be refused).
 
-    call_helpers(n) asks for n helpers (a failure to is logged: the leader runs every part alone).
+    call_helpers(n) asks for up to n helpers (a failure to is logged: the leader runs every part alone),
+    at most once every HELP_IDLE_S: a helper waits that long for the next round before it leaves.
     """
     item = plan.attempt
     level = Level(run_id, item, token)
@@ -190,6 +191,7 @@ def lead(
     hands.db(part_queue.begin, **level.where())
     seen: set[int] = set()
     wall = item.spec.limits.wall_limit()
+    called = -HELP_IDLE_S  # when helpers were last called (monotonic)
     with contextlib.ExitStack() as stack:
         run_part = stack.enter_context(parts_of(hands, level))
         stack.callback(lambda: hands.db(part_queue.close, holder_of_lead=hands.hostname, **level.where()))
@@ -200,8 +202,10 @@ def lead(
                 split = (plan.of, combination.count)
                 if not hands.db(part_queue.hand_out, split=split, handed=rows, **level.where()):
                     return None
-                if len(rows) > 1:
+                # Helpers stay for the next round HELP_IDLE_S: called again only after that long.
+                if len(rows) > 1 and time.monotonic() - called >= HELP_IDLE_S:
                     _call(call_helpers, len(rows) - 1)
+                    called = time.monotonic()
             taken = hands.db(part_queue.take, holder=hands.holder, **level.where())
             if taken is not None:
                 run_part(taken)
