@@ -303,3 +303,36 @@ def test_a_split_level_ends_once_and_right_across_a_broker_restart_or_its_databa
     level = attempt_of_run(pg_url, run_id)
     assert parts and {p.token for p in parts} == {level.claims}
     assert all(p.status not in ("queued", "running") for p in parts)
+
+
+def test_part_statements_retried_after_a_lost_commit_neither_add_rows_twice_nor_leave_a_part_held_unrun(
+    either_engine,
+) -> None:
+    """A statement of the part queue is retried whole when its connection dies (db.retry), though its
+    commit may have gone through: handing the same parts out again adds none, and a taker that asks
+    again gets the part its first call took, not a second one."""
+    from packsolve.db import part_queue
+    from packsolve.db.attempts import ClaimBy
+    from packsolve.levels import make_level
+    from tests.support.fencing import claim_levels, lease, level_keys, sent_run_of
+
+    level = make_level("hard", HARD)
+    run_id, [h] = sent_run_of(either_engine, [level])
+    lease(either_engine, "w/1", 60)
+    with either_engine.begin() as c:
+        token = claim_levels(c, run_id, [h], ClaimBy("w", 3, None, "w/1")).tokens[h]
+        [key] = level_keys(c, run_id, [h])
+    handed = [part_queue.Handed(i, 1, (0, 0), None) for i in range(3)]
+    where = {"run_id": run_id, "key": key, "token": token}
+    for _ in range(2):
+        with either_engine.begin() as c:
+            assert part_queue.hand_out(c, split=(4, 3), handed=handed, **where) == 3
+    with session_scope(either_engine) as session:
+        assert session.query(Part).filter(Part.run_id == run_id).count() == 3
+    with either_engine.begin() as c:
+        first = part_queue.take(c, holder="w/1", **where)
+        again = part_queue.take(c, holder="w/1", **where)  # its first call's commit was lost to it
+        other = part_queue.take(c, holder="w/2", **where)
+    assert first is not None and again is not None and other is not None
+    assert again.id == first.id and other.id != first.id
+    assert (first.index, first.of, first.parts, first.window) == (0, 4, 3, (0, 0))

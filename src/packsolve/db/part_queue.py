@@ -139,12 +139,20 @@ def hand_out(
     split: tuple[int, int],
     handed: Sequence[Handed],
 ) -> int:
-    """Add these parts as queued rows of the claim, if it is current; return how many were added.
+    """Add these parts as queued rows of the claim, if it is current; return how many were handed (0:
+    the claim is no longer current).
 
     split: (the count the level was split for, how many parts that gave)."""
     of, parts = split
+    wanted = len(handed)
     if not handed or not current(connection, run_id, key, token):
         return 0
+    # Rows already there are not added again: a call retried after its commit was lost adds none twice.
+    rows = connection.execute(select(PARTS.c.part, PARTS.c.round).where(*_of(run_id, key, token)))
+    there = {(part, round_) for part, round_ in rows}
+    handed = [p for p in handed if (p.index, p.round) not in there]
+    if not handed:
+        return wanted
     h, heuristic = key
     connection.execute(
         insert(PARTS),
@@ -166,26 +174,29 @@ def hand_out(
             for p in handed
         ],
     )
-    return len(handed)
+    return wanted
 
 
 def take(connection: Connection, run_id: int, key: AttemptKey, token: int, holder: str) -> Taken | None:
     """Take the claim's first queued part (by round, then index) for holder, with the best length known
     now; None if there is none to take (none queued, or the claim is no longer current). Two takers
     never get one row: the update is conditional on the row still being queued, and a taker that lost
-    the race tries the next."""
+    the race tries the next.
+
+    A process runs one part at a time: a part still running under holder is one a call of its own
+    took before its commit was lost (the database restarted, the connection was killed) and that was
+    retried; it is that part that is returned, never left held and unrun."""
+    held = connection.execute(
+        select(PARTS.c.id)
+        .where(*_of(run_id, key, token), PARTS.c.status == Status.RUNNING.value)
+        .where(PARTS.c.holder == holder, _claim_current(run_id, key, token))
+        .limit(1)
+    ).first()
+    if held is not None:
+        return _taken(connection, run_id, key, token, held.id)
     while True:
         row = connection.execute(
-            select(
-                PARTS.c.id,
-                PARTS.c.part,
-                PARTS.c.parts,
-                PARTS.c.split_of,
-                PARTS.c.round,
-                PARTS.c.window_lo,
-                PARTS.c.window_hi,
-                PARTS.c.best,
-            )
+            select(PARTS.c.id)
             .where(*_of(run_id, key, token), PARTS.c.status == Status.QUEUED.value)
             .where(_claim_current(run_id, key, token))
             .order_by(PARTS.c.round, PARTS.c.part)
@@ -199,14 +210,25 @@ def take(connection: Connection, run_id: int, key: AttemptKey, token: int, holde
             .values(status=Status.RUNNING.value, holder=holder, started_at=now_sql(connection))
         )
         if got.rowcount:
-            window = None if row.window_lo is None else (row.window_lo, row.window_hi)
-            begun = started_at(connection, run_id, key)
-            elapsed = 0.0 if begun is None else max(0.0, (db_now(connection) - as_utc(begun)).total_seconds())
-            # The best known now, not only when it was handed out: a part taken after another part of its
-            # round found an answer prunes with that answer from its first node.
-            found = best_length(connection, run_id, key, token)
-            best = found if row.best is None or (found is not None and found < row.best) else row.best
-            return Taken(row.id, row.part, row.parts, row.split_of, row.round, window, best, elapsed)
+            return _taken(connection, run_id, key, token, row.id)
+
+
+def _taken(connection: Connection, run_id: int, key: AttemptKey, token: int, part_id: int) -> Taken:
+    """Return the Taken of a row just taken: what to run, how long its attempt has run, the best known."""
+    row = connection.execute(
+        select(
+            PARTS.c.id, PARTS.c.part, PARTS.c.parts, PARTS.c.split_of, PARTS.c.round, PARTS.c.window_lo,
+            PARTS.c.window_hi, PARTS.c.best,
+        ).where(PARTS.c.id == part_id)
+    ).one()  # fmt: skip
+    window = None if row.window_lo is None else (row.window_lo, row.window_hi)
+    begun = started_at(connection, run_id, key)
+    elapsed = 0.0 if begun is None else max(0.0, (db_now(connection) - as_utc(begun)).total_seconds())
+    # The best known now, not only when it was handed out: a part taken after another part of its round
+    # found an answer prunes with that answer from its first node.
+    found = best_length(connection, run_id, key, token)
+    best = found if row.best is None or (found is not None and found < row.best) else row.best
+    return Taken(row.id, row.part, row.parts, row.split_of, row.round, window, best, elapsed)
 
 
 def finish(
