@@ -95,6 +95,8 @@ class SharedBound:
         """Return count bounds shared between processes as one array in shared memory and one lock (a
         run may share thousands: one Value and semaphore each would cost seconds to make and to hand
         to each process). context: the multiprocessing context of the processes that share them."""
+        if count < 1:
+            return []  # nothing made: no shared memory, no semaphore (nor the tracker that minds them)
         maker = context or multiprocessing
         array = maker.RawArray(ctypes.c_int64, [NO_BEST] * count)
         lock = maker.Lock()
