@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -356,17 +357,23 @@ def _local_work(engine: Engine, run: NewRun, jobs: int, chunk_size: int) -> Loca
 
 @contextlib.contextmanager
 def _terminate_interrupts() -> Iterator[None]:
-    """Within: SIGTERM raises KeyboardInterrupt as Ctrl-C does; after: the handlers as they were."""
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    with contextlib.suppress(ValueError):  # not the main thread: the caller handles signals
+    """Within: SIGTERM raises KeyboardInterrupt as Ctrl-C does, and Ctrl-C does whatever this process
+    inherited (a parent that ignored or blocked SIGINT); after: the handlers and the mask as they were."""
+    stops = {signal.SIGINT, signal.SIGTERM}
+    previous = {sig: signal.getsignal(sig) for sig in stops}
+    mask: set[int | signal.Signals] | None = None
+    if threading.current_thread() is threading.main_thread():  # else the caller handles signals
         # `kill PID` (a service manager's stop) ends the run as Ctrl-C does, not half-written.
         signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            if handler is not None and signal.getsignal(sig) != handler:
-                with contextlib.suppress(ValueError):  # not the main thread
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            for sig, handler in previous.items():
+                if handler is not None and signal.getsignal(sig) != handler:
                     signal.signal(sig, handler)
 
 
