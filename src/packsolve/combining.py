@@ -4,7 +4,7 @@ The pure core of running a split level as attempts of its own (issue 38): no pro
 or broker. A run's executor (the local pool) asks ``hand_out`` for the parts to run now, runs
 each as an attempt of the part (``execution.PartSpec``: its index, the iteration window of a
 best-of-all round, the best length known), and gives each part's Outcome back to ``took``; once
-``outcome`` is set the level is decided. The rules are those of ``splitting.solve_split``:
+``outcome`` is set the level is decided (``splitting.solve_split`` runs its parts by the same rules):
 
 - first found: every part at once; the first with an answer decides the level (the others are
   not needed: the executor drops those not started); no part with one: no solution; a part that
@@ -33,25 +33,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from packsolve.api import Combine, Split
-from packsolve.execution.spec import PendingAttempt
+from packsolve.api import Combine, PuzzleKind, Split
 from packsolve.outcome import Outcome, SearchStats, Status
-from packsolve.puzzles import get_kind
 
 
-def split_of(spec: Any, of: int) -> Split | None:
-    """Return the Split of an attempt's level (an execution.AttemptSpec) into at least ``of`` parts by its
-    kind's split for its heuristic; None where it is not split (no split, a program, a level it keeps
-    whole, one that does not parse)."""
-    kind = get_kind(spec.kind)
-    if kind.split is None or spec.program is not None:
-        return None
-    name, _ = kind.solver(spec.heuristic)
-    try:
-        level = kind.parse(spec.level)
-    except Exception:  # an invalid level is run whole and ends invalid there, as any
-        return None
-    return kind.split(level, name, of)
+def answer_length(kind: PuzzleKind) -> Callable[[Any], int]:
+    """Return how long a whole-level answer of the kind is, as best of all compares them: by the kind's
+    ``length`` (the export's); an answer it cannot measure counts 0, and ``verify`` judges it."""
+
+    def length(answer: Any) -> int:
+        try:
+            return int(kind.length(answer) or 0)
+        except Exception:
+            return 0
+
+    return length
 
 
 # Best of all: a round whose parts spent less CPU than this in all is followed by one whose window
@@ -63,19 +59,6 @@ WIDER = 2
 # Best of all: how far past a round's window a part that ended the round may search ahead (one
 # iteration of the sliding puzzle's IDA*, the built-in best-of-all search, whose bounds go by 2).
 AHEAD = 2
-
-
-@dataclass(frozen=True)
-class PlannedSplit:
-    """A pending attempt a run runs as parts: the Split its kind gave (asked for `of` parts)."""
-
-    attempt: PendingAttempt
-    split: Split
-    of: int
-    expected_s: float  # its expected wall time, from history, that passed --split-after
-    # A first attempt that ran whole past --split-after (split_plans.Probe), whose effort and time
-    # count as the level's; None: split from the start.
-    spent: Outcome | None = None
 
 
 @dataclass(frozen=True)
@@ -115,28 +98,6 @@ class Combination:
     _round_cpu: float = 0.0  # best of all: the CPU seconds of the round running
     _ahead: set[int] = field(default_factory=set)  # best of all: parts handed out for the next round
     before: str = ""  # what the level's message says came before its parts (of_plan), or nothing
-
-    @classmethod
-    def of_plan(cls, plan: PlannedSplit) -> Combination:
-        """Return the Combination of a planned split: answers compared by its kind's length (the
-        export's; an answer it cannot measure counts 0, and verify judges it); a first attempt run
-        whole before it was split (plan.spent) counts in its nodes, CPU and wall time."""
-        measure = get_kind(plan.attempt.spec.kind).length
-
-        def length(answer: Any) -> int:
-            try:
-                return int(measure(answer) or 0)
-            except Exception:
-                return 0
-
-        combination = cls(plan.split, length=length)
-        if plan.spent is not None:
-            combination.nodes += plan.spent.nodes
-            combination.cpu_s += plan.spent.stats.cpu_s
-            combination.peak_rss_mb = plan.spent.stats.peak_rss_mb
-            combination.started -= plan.spent.stats.wall_s
-            combination.before = f"split after a first attempt of {plan.spent.stats.wall_s:.1f} s"
-        return combination
 
     def __post_init__(self) -> None:
         self.nodes = self.split.nodes

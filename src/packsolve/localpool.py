@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from packsolve.attempt import AttemptKey, Result, StopReason, began
 from packsolve.budget import SharedBound
-from packsolve.combining import Combination, Handout, PlannedSplit
+from packsolve.combining import Handout
 from packsolve.db.attempts import record
 from packsolve.db.local_runs import mark_running, record_over_cancel, was_cancelled
 from packsolve.db.models import utcnow
@@ -41,7 +41,7 @@ from packsolve.execution.spec import PendingAttempt
 from packsolve.outcome import Outcome, Status
 from packsolve.pids import pid_alive
 from packsolve.settings import Settings
-from packsolve.split_plans import Probe
+from packsolve.split_plans import PlannedSplit, Probe
 from packsolve.splitting import share_bounds, shared_key
 
 # How often the run is read to see whether `packsolve cancel` asked it to stop.
@@ -415,7 +415,7 @@ class _SplitLevel:
     def __init__(self, planned: PlannedSplit) -> None:
         self.attempt = planned.attempt
         self.of = planned.of
-        self.combination = Combination.of_plan(planned)
+        self.combination = planned.combination()
         self.started_at: datetime | None = None
 
     def part_spec(self, handout: Handout) -> AttemptSpec | None:

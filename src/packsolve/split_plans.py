@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlalchemy.orm import Session
 
-from packsolve.combining import PlannedSplit, split_of
+from packsolve.api import Split
+from packsolve.combining import Combination, answer_length
 from packsolve.db.history import past_attempts
 from packsolve.execution.relative import expected_seconds
 from packsolve.execution.spec import AttemptSpec, PendingAttempt
@@ -22,6 +24,47 @@ from packsolve.puzzles import get_kind
 # stay busy while parts of uneven size end, few enough that handing them out (a few milliseconds a
 # part and round) stays small (benchmarks/split_local).
 PARTS_PER_PROCESS = 8
+
+
+@dataclass(frozen=True)
+class PlannedSplit:
+    """A pending attempt a run runs as parts: the Split its kind gave (asked for `of` parts)."""
+
+    attempt: PendingAttempt
+    split: Split
+    of: int
+    expected_s: float  # its expected wall time, from history, that passed --split-after
+    # A first attempt that ran whole past --split-after (Probe), whose effort and time count as the
+    # level's; None: split from the start.
+    spent: Outcome | None = None
+
+    def combination(self) -> Combination:
+        """Return the Combination that runs this split: answers compared by the kind's length; a first
+        attempt run whole before it was split (spent) counts in its nodes, CPU and wall time."""
+        combination = Combination(self.split, length=answer_length(get_kind(self.attempt.spec.kind)))
+        if self.spent is not None:
+            combination.nodes += self.spent.nodes
+            combination.cpu_s += self.spent.stats.cpu_s
+            combination.peak_rss_mb = self.spent.stats.peak_rss_mb
+            combination.started -= self.spent.stats.wall_s
+            combination.before = f"split after a first attempt of {self.spent.stats.wall_s:.1f} s"
+        return combination
+
+
+def split_of(spec: AttemptSpec, of: int) -> Split | None:
+    """Return the Split of an attempt's level into at least ``of`` parts by its kind's split for its
+    heuristic; None where it is not split (no split, a program, a level it keeps whole, one that does
+    not parse)."""
+    kind = get_kind(spec.kind)
+    if kind.split is None or spec.program is not None:
+        return None
+    name, _ = kind.solver(spec.heuristic)
+    level: Any
+    try:
+        level = kind.parse(spec.level)
+    except Exception:  # an invalid level is run whole and ends invalid there, as any
+        return None
+    return kind.split(level, name, of)
 
 
 @dataclass(frozen=True)

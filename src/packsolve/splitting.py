@@ -2,17 +2,11 @@
 
 The pure core of splitting: no database, broker or command line. ``solve_split`` asks the kind
 for ``split(level, heuristic, n)`` and runs the parts with the kind's own solver, each under a
-Budget made from what is left of the level's limits, and combines their answers by the rule the
-split declares:
-
-- first found: parts run in order (on a pool, as processes free up); the first part with an
-  answer gives the level's answer and the pool is stopped; no part with one: no solution;
-- best of all: the parts share a SharedBound. They run in rounds, one iteration bound of an
-  iterative-deepening search at a time (the bound's window): round B runs every part whose next
-  iteration is B, so no part searches an iteration deeper than the unsplit search would; an
-  answer found in round B is optimal (every shorter bound is searched through) and the parts
-  still running stop at once, since none can beat it. A solver that knows no iterations
-  searches its part whole in the first round and prunes with the best, if it can.
+Budget made from what is left of the level's limits; combining.Combination hands the parts out
+and combines their answers by the rule the split declares, the same rules a run's parts follow
+(that module says them): first found stops at the first answer (a pool's other parts are
+stopped); best of all runs one round of iteration bounds at a time, the parts sharing a
+SharedBound, so an answer found in a round is optimal and the parts still running stop at once.
 
 The level's answer is the part's prefix and its answer, checked by the kind's ``verify``; its
 nodes are the split's and every part's, its CPU time this process's and its pool's. A kind or
@@ -21,7 +15,7 @@ and check_kind do): they run each part as an attempt of its own.
 
 ``part_work`` is that way in: one part of a level as an attempt of its own (an AttemptSpec with a
 PartSpec), the work a solver child runs for it; the run hands parts out and combines their outcomes
-round by round with combining.Combination, by the rules ``_best_of_all`` and ``_first_found`` follow.
+round by round with combining.Combination.
 """
 
 from __future__ import annotations
@@ -37,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from packsolve.api import Budget, Combine, Outcome, Part, PuzzleKind, SharedBound, Solve, Split, Status
+from packsolve.combining import Combination, answer_length
 from packsolve.outcome import SearchStats
 
 
@@ -114,31 +109,22 @@ def _children_cpu() -> float:
 
 
 class _Limits:
-    """The level's limits, shared out: the level's deadline, and the nodes and CPU left when a part
-    is handed out (in order: when it starts; on a pool: when its round is handed out)."""
+    """The level's limits, shared out: the level's deadline, and the nodes and CPU its parts have not
+    spent (the Combination's sums) when a part is handed out (in order: when it starts; on a pool:
+    when its round is handed out)."""
 
     def __init__(self, given: LevelLimits) -> None:
         self.deadline = None if given.time_limit is None else time.monotonic() + given.time_limit
         self.node_limit, self.cpu_limit = given.node_limit, given.cpu_limit
-        self.nodes = 0
-        self.cpu = 0.0
 
-    def left(self) -> tuple[float | None, int | None, float | None] | None:
+    def left(self, spent: Combination) -> tuple[float | None, int | None, float | None] | None:
         """Return (the deadline, nodes, CPU s left) for a part, or None when one of them is spent."""
         wall = None if self.deadline is None else self.deadline - time.monotonic()
-        nodes = None if self.node_limit is None else self.node_limit - self.nodes
-        cpu = None if self.cpu_limit is None else self.cpu_limit - self.cpu
-        if (
-            (wall is not None and wall <= 0)
-            or (nodes is not None and nodes <= 0)
-            or (cpu is not None and cpu <= 0)
-        ):
+        nodes = None if self.node_limit is None else self.node_limit - spent.nodes
+        cpu = None if self.cpu_limit is None else self.cpu_limit - spent.cpu_s
+        if any(v is not None and v <= 0 for v in (wall, nodes, cpu)):
             return None
         return self.deadline, nodes, cpu
-
-    def spent(self, run: PartRun) -> None:
-        self.nodes += run.outcome.nodes
-        self.cpu += run.cpu_s
 
 
 def solve_split(
@@ -152,10 +138,12 @@ def solve_split(
 ) -> SplitRun:
     """Solve level as at least ``parts`` parts on ``processes`` processes (1: in this process, in order).
 
-    ``limits``: the level's (a part stops at the level's deadline and gets the nodes and CPU left
-    when it is handed out, so parts running side by side may together pass the node or CPU limit
-    by what they spend at once). Past one: timeout. The
-    returned Outcome's solution, if any, is checked with ``kind.verify`` (wrong if it fails).
+    The parts are handed out and their answers combined by combining.Combination, as a run's are:
+    a best-of-all round is run whole before the next is handed out; a first-found level stops at
+    its first answer. ``limits``: the level's (a part stops at the level's deadline and gets the
+    nodes and CPU left when it is handed out, so parts running side by side may together pass the
+    node or CPU limit by what they spend at once). Past one: timeout. The returned Outcome's
+    solution, if any, is checked with ``kind.verify`` (wrong if it fails).
     """
     name, _ = kind.solver(heuristic)
     prepare = kind.preparation(name, level) if kind.preparation else None
@@ -163,30 +151,23 @@ def solve_split(
         prepare.run()  # before the clock and before a pool forks, as packsolve prepares outside limits
     wall0, cpu0, child0 = time.monotonic(), time.process_time(), _children_cpu()
     split = kind.split(level, name, parts) if kind.split is not None else None
-    if split is None:
-        split_parts: tuple[Part, ...] = (Part(level),)
-        rule = Combine.FIRST_FOUND
-    else:
-        split_parts, rule = split.parts, split.combine
-    bound = SharedBound() if rule == Combine.BEST_OF_ALL else None
-    left = _Limits(limits or LevelLimits())
-    left.nodes = split.nodes if split is not None else 0
+    # Unsplit: the level is the one part of a first-found split.
+    combination = Combination(split or Split(Combine.FIRST_FOUND, (Part(level),)), length=answer_length(kind))
+    bound = SharedBound() if combination.best_of_all else None
     run = SplitRun(Outcome(Status.NO_SOLUTION), split)
     _install(kind, name, bound)
     pool = None
-    if processes > 1 and len(split_parts) > 1:
+    if processes > 1 and combination.count > 1:
         # fork: the workers inherit the kind, the shared bound and any pattern tables loaded above.
         pool = multiprocessing.get_context("fork").Pool(processes)
     try:
-        if rule == Combine.FIRST_FOUND:
-            outcome = _first_found(split_parts, left, run, pool)
-        else:
-            assert bound is not None
-            outcome = _best_of_all(split_parts, left, run, pool, bound)
+        _combine(combination, _Limits(limits or LevelLimits()), run, pool, bound)
     finally:
         if pool is not None:
             pool.terminate()
             pool.join()
+    outcome = combination.outcome
+    assert outcome is not None
     if outcome.status == Status.SOLVED:
         why = kind.verify(level, outcome.solution)
         if why is not None:
@@ -194,115 +175,65 @@ def solve_split(
                 Status.WRONG, outcome.solution, message=f"the parts' combined answer is wrong: {why}"
             )
     stats = SearchStats(
-        nodes=left.nodes,
+        nodes=combination.nodes,
         wall_s=time.monotonic() - wall0,
         cpu_s=time.process_time() - cpu0 + _children_cpu() - child0,
     )
     run.outcome = Outcome(outcome.status, outcome.solution, stats, outcome.message)
+    run.rounds = combination.rounds
     return run
 
 
-def _tasks(
-    indices: list[int], split_parts: tuple[Part, ...], window: tuple[int, int] | None, limits: _Limits
-) -> list[tuple[int, Any, tuple[int, int] | None, float | None, int | None, float | None]] | None:
-    left = limits.left()
-    if left is None:
-        return None
-    return [(i, split_parts[i].level, window, *left) for i in indices]
-
-
-def _timeout(limits: _Limits) -> Outcome:  # noqa: ARG001 - one message for every way they run out
-    return Outcome(Status.TIMEOUT, message="the level's limits were spent before its parts finished")
-
-
-def _first_found(split_parts: tuple[Part, ...], limits: _Limits, run: SplitRun, pool: Any) -> Outcome:
-    run.rounds = 1
-    if pool is None:
-        results: Any = _in_order(split_parts, limits)
-    else:
-        tasks = _tasks(list(range(len(split_parts))), split_parts, None, limits)
-        if tasks is None:
-            return _timeout(limits)
-        results = pool.imap_unordered(_run_part, tasks)
-    unsettled: Outcome | None = None
-    for part_run in results:
-        run.runs.append(part_run)
-        limits.spent(part_run)
-        out = part_run.outcome
-        if out.status == Status.SOLVED:
-            part = split_parts[part_run.index]
-            return Outcome(
-                Status.SOLVED, part.combine(out.solution), message=_said(out, part_run, len(split_parts))
-            )
-        if out.status != Status.NO_SOLUTION and unsettled is None:
-            unsettled = out
-            if pool is None:
-                break
-    if unsettled is not None:
-        return Outcome(unsettled.status, message=f"a part ended {unsettled.status}: {unsettled.message}")
-    if len(run.runs) < len(split_parts):
-        return _timeout(limits)
-    return Outcome(Status.NO_SOLUTION, message=f"none of the {len(split_parts)} parts has an answer")
-
-
-def _in_order(split_parts: tuple[Part, ...], limits: _Limits) -> Any:
-    """Run the parts here one after another, each with the limits left when it starts, while some are."""
-    for i, part in enumerate(split_parts):
-        left = limits.left()
-        if left is None:
+def _combine(
+    combination: Combination, limits: _Limits, run: SplitRun, pool: Any, bound: SharedBound | None
+) -> None:
+    """Run the parts the combination hands out, round by round, until it decides the level."""
+    parts = combination.split.parts
+    while combination.outcome is None:
+        handed = combination.hand_out()
+        left = limits.left(combination)
+        # Nothing handed out while undecided: parts run in order stopped with the level's limits spent.
+        if not handed or left is None:
+            combination.timed_out()
             return
-        yield _run_part((i, part.level, None, *left))
-
-
-def _said(out: Outcome, part_run: PartRun, count: int) -> str:
-    note = f"part {part_run.index + 1} of {count}"
-    return f"{note}: {out.message}" if out.message else note
-
-
-def _best_of_all(
-    split_parts: tuple[Part, ...], limits: _Limits, run: SplitRun, pool: Any, bound: SharedBound
-) -> Outcome:
-    # Round 0 (window 0..0) costs each part its heuristic's first value: where its search begins.
-    resume: dict[int, int] = {i: 0 for i in range(len(split_parts))}
-    best: tuple[int, int, Any] | None = None  # (length, part, the part's answer)
-    while resume:
-        level_bound = min(resume.values())
-        if best is not None and level_bound >= best[0]:
-            break
-        window = (level_bound, level_bound) if run.rounds else (0, 0)
-        indices = [i for i, b in resume.items() if b <= window[1]]
-        tasks = _tasks(indices, split_parts, window, limits)
-        if tasks is None:
-            return _timeout(limits)
-        run.rounds += 1
-        results = map(_run_part, tasks) if pool is None else pool.imap_unordered(_run_part, tasks)
+        tasks = [(h.index, parts[h.index].level, h.window, *left) for h in handed]
+        results = (
+            _in_order(tasks, limits, combination) if pool is None else pool.imap_unordered(_run_part, tasks)
+        )
         for part_run in results:
             run.runs.append(part_run)
-            limits.spent(part_run)
-            out, i = part_run.outcome, part_run.index
-            if out.status == Status.SOLVED:
-                length = split_parts[i].depth + len(out.solution)
-                bound.offer(length)
-                if best is None or length < best[0]:
-                    best = (length, i, out.solution)
-                resume.pop(i, None)
-            elif out.status == Status.NO_SOLUTION:
-                if part_run.resume is None:
-                    resume.pop(i, None)
-                else:
-                    resume[i] = part_run.resume
-            else:
-                return Outcome(out.status, message=f"part {i + 1} ended {out.status}: {out.message}")
-    if best is None:
-        return Outcome(Status.NO_SOLUTION, message=f"none of the {len(split_parts)} parts has an answer")
-    length, i, answer = best
-    part = split_parts[i]
-    return Outcome(
-        Status.SOLVED,
-        part.combine(answer),
-        message=f"the shortest of {len(split_parts)} parts' answers ({length}), "
-        f"part {i + 1}, in {run.rounds} rounds",
-    )
+            outcome = _whole(part_run, parts[part_run.index], combination.count)
+            if bound is not None and outcome.status == Status.SOLVED:
+                # The parts still running see it within a few thousand nodes, and stop: none is shorter.
+                bound.offer(combination.length(outcome.solution))
+            combination.took(part_run.index, outcome)
+            if combination.outcome is not None:
+                return  # decided: the parts not yet run are not needed (a pool's are stopped)
+
+
+def _in_order(tasks: list[Any], limits: _Limits, spent: Combination) -> Any:
+    """Run the parts here one after another, each with the limits left when it starts, while some are."""
+    for index, level, window, *_ in tasks:
+        left = limits.left(spent)
+        if left is None:
+            return
+        yield _run_part((index, level, window, *left))
+
+
+def _whole(part_run: PartRun, part: Part, count: int) -> Outcome:
+    """Return a part's run as the Combination takes it: its answer the level's (the part's prefix and
+    its answer), its CPU and wall time the part's as measured, where its search stopped (resume)."""
+    out = part_run.outcome
+    note = f"part {part_run.index + 1} of {count}"
+    solution = out.solution
+    status, message = out.status, f"{note}: {out.message}" if out.message else note
+    if out.status == Status.SOLVED:
+        try:
+            solution = part.combine(out.solution)
+        except TypeError as exc:
+            status, message = Status.WRONG, f"{note}: its answer is not a list of steps: {exc}"
+    stats = replace(out.stats, cpu_s=part_run.cpu_s, wall_s=part_run.wall_s)
+    return Outcome(status, solution, stats, message, resume=part_run.resume)
 
 
 class PartAsked(Protocol):

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from packsolve.api import Budget, Combine, Part, SharedBound, Split, Status
+from packsolve.combining import CHEAP_ROUND_S
 from packsolve.puzzles import get_kind
 from packsolve.splitting import LevelLimits, solve_split
 from packsolve.testing import run_checks
@@ -95,9 +96,13 @@ def test_best_of_all_on_korf_15_puzzles_finds_the_published_length_with_about_th
         assert SLIDING.verify(board, run.outcome.solution) is None
         if processes == 1:
             # Round by round no part searches deeper than the unsplit search: in order, the parts cost
-            # the unsplit nodes give or take the last round's order and the frontier. (Side by side, a
-            # part also searches while another finds the answer: benchmarks/split_overhead.py.)
-            assert run.outcome.nodes <= 1.15 * unsplit.nodes + 1_000
+            # the unsplit nodes give or take the last round's order and the frontier, and the rounds
+            # that span two bounds after a round that cost next to nothing (combining.CHEAP_ROUND_S),
+            # which cost little themselves. (Side by side, a part also searches while another finds
+            # the answer: benchmarks/split_overhead.py.)
+            widened = [r for r in run.runs if r.window is not None and r.window[1] > r.window[0]]
+            assert sum(r.cpu_s for r in widened) < 20 * CHEAP_ROUND_S
+            assert run.outcome.nodes <= 1.15 * unsplit.nodes + sum(r.outcome.nodes for r in widened) + 1_000
 
 
 def test_the_goal_nearer_than_the_frontier_is_one_part_with_the_whole_answer():

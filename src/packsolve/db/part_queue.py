@@ -99,7 +99,7 @@ def _claim_current(run_id: int, key: AttemptKey, token: int) -> ColumnElement[bo
 
 def current(connection: Connection, run_id: int, key: AttemptKey, token: int) -> bool:
     """Return whether the attempt still runs under this claim (its parts may be taken and run)."""
-    return bool(connection.execute(select(_claim_current(run_id, key, token))).scalar())
+    return token_of(connection, run_id, key) == token
 
 
 def token_of(connection: Connection, run_id: int, key: AttemptKey) -> int | None:

@@ -24,7 +24,6 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 from packsolve.attempt import AttemptKey, Result, began
-from packsolve.combining import PlannedSplit
 from packsolve.db.counters import TASKS_REFUSED, add
 from packsolve.db.models import utcnow
 from packsolve.db.refusals import record_refusal
@@ -55,7 +54,7 @@ from packsolve.queue.lease import Lease
 from packsolve.queue.protocol import Task, decode, task_keys
 from packsolve.queue.results import worker_sink
 from packsolve.settings import Settings
-from packsolve.split_plans import Probe, Splitting, plan_splitting
+from packsolve.split_plans import PlannedSplit, Probe, Splitting, plan_splitting
 
 # Attempts of a chunk are claimed (and run in one solver child) in groups of about this much work.
 GROUP_S = 0.5
@@ -380,7 +379,8 @@ class WorkerProcess:
 
         def call_helpers(count: int) -> None:
             # No more than the other live worker processes: a call no process is free for waits on the
-            # queue, and is dropped unrun once the level is decided.
+            # queue, and is dropped unrun once the level is decided. Counted at each call (once per
+            # HELP_IDLE_S at most), not once per task: workers join and leave while a long level runs.
             def others(connection: Connection) -> int:
                 return len(live_workers(Session(bind=connection))) - 1
 

@@ -37,7 +37,6 @@ from sqlalchemy import Engine
 
 from packsolve.attempt import AttemptKey
 from packsolve.budget import SharedBound
-from packsolve.combining import Combination, PlannedSplit
 from packsolve.db import part_queue
 from packsolve.db.part_queue import Handed, Taken
 from packsolve.db.retry import Transactional, in_transaction
@@ -46,6 +45,7 @@ from packsolve.execution.attempts import verified
 from packsolve.execution.processes import forget_kept_child
 from packsolve.execution.spec import PendingAttempt
 from packsolve.outcome import Outcome
+from packsolve.split_plans import PlannedSplit
 from packsolve.splitting import share_bounds, shared_key
 
 log = logging.getLogger("packsolve.worker")
@@ -187,7 +187,7 @@ def lead(
     """
     item = plan.attempt
     level = Level(run_id, item, token)
-    combination = Combination.of_plan(plan)
+    combination = plan.combination()
     hands.db(part_queue.begin, **level.where())
     seen: set[int] = set()
     wall = item.spec.limits.wall_limit()
