@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from packsolve import bounds
 from packsolve.errors import OptionError
@@ -92,18 +93,25 @@ def _check_at_most(option: str, value: float | None, span: bounds.Range) -> None
         raise OptionError(option, f"{value:g} is more than can be stored; give {span}")
 
 
+# --split-after share: split a level expected to take longer than each process's share of the night
+# (its expected time over the processes), worked out when the run is made (runs: split_plans.night_share).
+SHARE = "share"
+# --split-after: seconds, or SHARE.
+SplitAfter = float | Literal["share"]
+
+
 @dataclass(frozen=True)
 class LocalPool:
     """The processes of a local run (check_jobs's), and the CPUs of its own each is pinned to (None: not)."""
 
     processes: int
     cpus_per_attempt: int | None = None
-    # Split a level expected to take longer than this (seconds) into parts the processes share.
-    split_after: float | None = None
+    # Split a level expected to take longer than this (seconds, or SHARE) into parts the processes share.
+    split_after: SplitAfter | None = None
 
     @classmethod
     def checked(
-        cls, jobs: int | None, cpus_per_attempt: int | None, split_after: float | None = None
+        cls, jobs: int | None, cpus_per_attempt: int | None, split_after: SplitAfter | None = None
     ) -> LocalPool:
         """Return the pool these options ask for; raise OptionError as check_jobs does."""
         return cls(check_jobs(jobs, cpus_per_attempt), cpus_per_attempt, split_after)
@@ -361,7 +369,9 @@ class RerunRequest:
     local: bool | None = None  # None: where the parent ran
     jobs: int | None = None
     cpus_per_attempt: int | None = None  # a local child's processes pinned (--cpus-per-attempt)
-    split_after: float | None = None  # the child splits a level expected to take longer (seconds)
+    split_after: SplitAfter | None = (
+        None  # the child splits a level expected to take longer (seconds, or SHARE)
+    )
     message: str | None = None  # only attempts whose message holds this text
     group: str | None = None  # only the attempts of this failure group (its key, `report failures`)
     move_label: bool = False

@@ -37,7 +37,7 @@ from packsolve.db.runs import (
     resolve_run,
 )
 from packsolve.db.session import session_scope
-from packsolve.db.workers import deployment_id
+from packsolve.db.workers import deployment_id, live_workers
 from packsolve.errors import BrokerError, DatabaseError, OptionError, PlanError
 from packsolve.execution import Limits, cgroups, preparing
 from packsolve.execution.relative import RelativeLimits
@@ -61,10 +61,10 @@ from packsolve.planning import (
     relative_limits,
     run_programs,
 )
-from packsolve.request import HeuristicMatrix, LocalPool, Request, RerunRequest, check_jobs
+from packsolve.request import SHARE, HeuristicMatrix, LocalPool, Request, RerunRequest, SplitAfter, check_jobs
 from packsolve.runstate import RunMode
 from packsolve.settings import Settings
-from packsolve.split_plans import plan_splitting
+from packsolve.split_plans import NightShare, night_share, plan_splitting
 
 if TYPE_CHECKING:  # Celery loads with a distributed run only, not for a local solve
     from packsolve.queue.app import Cluster
@@ -173,7 +173,7 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
     max_tries = tries_cap(request.max_tries)
     limits = request.limits
     # The command line as given, secrets masked (packsolve.masking): provenance, never a secret.
-    options = {
+    options: dict[str, Any] = {
         "argv": mask_argv(origin.argv),
         **({"paths": list(plan.paths)} if plan.paths else {}),
         # How this machine measures and limits a local run's attempts (a distributed run's: each worker's).
@@ -181,6 +181,12 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
         # --time-limit 3x: the spec (each attempt has its own limit, the run's columns the largest).
         **({"relative": request.relative.to_options()} if request.relative else {}),
     }
+    options.update(origin.options)
+    notes = list(plan.notes)
+    if origin.options.get("split_after") == SHARE:
+        share = _night_share(engine, plan, origin)
+        options.update(split_after=round(share.seconds, 3), split_share=share.recorded())
+        notes.append(share.said())
     row = RunOptions(
         mode=mode,
         heuristic=str(HeuristicMatrix.parse(request.heuristic)),
@@ -193,7 +199,7 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
         max_tries=max_tries if mode == RunMode.DISTRIBUTED else request.max_tries,
         label=request.label,
         parent_id=origin.parent_id,
-        options={**options, **origin.options},
+        options=options,
         # So resume can tell whether a local run is still going.
         pid=os.getpid() if mode == RunMode.LOCAL and not origin.detached else None,
         # The kinds used (source, version) and the external programs' declarations (they travel in tasks).
@@ -216,13 +222,36 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
         len(plan.attempts),
         plan.duplicates,
         max_tries,
-        plan.notes,
+        notes,
         plan.reading,
         origin.carried,
         moved_from,
         sizes={p.level.hash: p.level.size for p in plan.attempts},
-        split_after=origin.options.get("split_after"),
+        split_after=options.get("split_after"),
     )
+
+
+def _night_share(engine: Engine, plan: Plan, origin: Origin) -> NightShare:
+    """Return --split-after share worked out for the plan (split_plans.night_share; its seconds are
+    recorded with the run, so a resumed run splits as it began). The processes are the local run's, or
+    a distributed run's live worker processes when it is sent."""
+    keys = [(p.level.hash, p.level.kind, p.heuristic) for p in plan.attempts if p.level.valid]
+    with session_scope(engine) as session:
+        processes = origin.concurrency or len(live_workers(session))
+        if not processes:
+            raise OptionError(
+                "--split-after",
+                "share divides the night among the live worker processes, and none is live: start the "
+                "workers first, or give a duration (e.g. --split-after 10m)",
+            )
+        share = night_share(session, keys, processes)
+    if share is None:
+        raise OptionError(
+            "--split-after",
+            f"share needs earlier attempts of the run's levels to know the night's length, and none of its "
+            f"{len(keys)} attempt(s) has one: give a duration (e.g. --split-after 10m)",
+        )
+    return share
 
 
 def start_local(
@@ -395,11 +424,11 @@ def _interrupt(signum: int, _frame: Any) -> None:
 class Sending:
     """How submit sends a run: levels per task (0: chosen), whether to skip the (level, heuristic)
     attempts decided before (as start_local's skip_solved: NothingToRun if that leaves none), and
-    --split-after (seconds: workers split a level expected to take longer; None: none is split)."""
+    --split-after (seconds, or SHARE: workers split a level expected to take longer; None: none is split)."""
 
     chunk_size: int = 0
     skip_solved: bool = False
-    split_after: float | None = None
+    split_after: SplitAfter | None = None
 
 
 def start_distributed(

@@ -6,6 +6,7 @@ run sent with --split-after."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -156,3 +157,59 @@ def choose_splits(
         if split is not None:
             chosen.append(PlannedSplit(p, split, of, expected))
     return sorted(chosen, key=lambda s: -s.expected_s)
+
+
+# --split-after share (request.SHARE): the least share a night splits at. A level of a few seconds
+# gains little or nothing from its parts (benchmarks: 5 s fifteen-puzzles 1.06x locally, 0.95x on
+# workers; 8-12 s ones about 1.5x).
+SHARE_FLOOR_S = 10.0
+
+
+@dataclass(frozen=True)
+class NightShare:
+    """--split-after share, worked out when a run is made: the night's expected time (of the attempts
+    with history; each other counted as their median) over the processes that run it, SHARE_FLOOR_S
+    at least."""
+
+    seconds: float
+    expected_s: float  # the night's, in all
+    known: int  # attempts with history
+    attempts: int
+    processes: int
+
+    def said(self) -> str:
+        """Return the line that tells the user which levels the run splits, and why."""
+        floor = " (the least it splits at)" if self.seconds == SHARE_FLOOR_S else ""
+        return (
+            f"--split-after share: levels expected past {self.seconds:.1f} s{floor} are split; the night's "
+            f"expected {self.expected_s:.1f} s over {self.processes} process(es), from the history of "
+            f"{self.known} of its {self.attempts} attempt(s) (the others counted as their median)"
+        )
+
+    def recorded(self) -> dict[str, float | int]:
+        """Return how the run's options keep it (beside split_after: its seconds)."""
+        return {
+            "expected_s": round(self.expected_s, 3),
+            "known": self.known,
+            "attempts": self.attempts,
+            "processes": self.processes,
+        }
+
+
+def night_share(
+    session: Session, attempts: Sequence[tuple[str, str, str]], processes: int
+) -> NightShare | None:
+    """Return the night's share of each of processes for these (level hash, kind, heuristic) attempts,
+    from their history (db.history, as choose_splits reads it); None if none of them has one."""
+    past = past_attempts(session, attempts)
+    expected = [
+        e
+        for h, _, heuristic in attempts
+        if (times := past.get((h, heuristic))) is not None
+        and (e := expected_seconds(times.decided_wall, times.timed_out_wall)) is not None
+    ]
+    if not expected:
+        return None
+    total = sum(expected) + (len(attempts) - len(expected)) * statistics.median(expected)
+    seconds = max(SHARE_FLOOR_S, total / max(1, processes))
+    return NightShare(seconds, total, len(expected), len(attempts), processes)

@@ -11,6 +11,7 @@ import click
 from packsolve.bounds import DURATION_FORM as WRITE
 from packsolve.bounds import Range, duration_seconds
 from packsolve.execution.relative import RELATIVE_FORM, Relative, parse_relative
+from packsolve.request import SHARE
 
 
 class Duration(click.ParamType):
@@ -77,3 +78,22 @@ class RunLimit(Duration):
 
 
 RUN_LIMIT = RunLimit()
+
+
+class SplitAfterType(Duration):
+    """A click type for --split-after: a duration (seconds, float), or `share` (request.SHARE: each
+    process's share of the night's expected time, worked out when the run is made)."""
+
+    name = "duration|share"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        """Return how --help writes the value."""
+        return "DURATION|share"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return seconds, or SHARE; fail with one line saying what would work."""
+        if isinstance(value, str) and value.strip().lower() == SHARE:
+            return SHARE
+        if isinstance(value, str) and duration_seconds(value) is None:
+            self.fail(f"{value!r} is not a duration ({WRITE}) or share", param, ctx)
+        return super().convert(value, param, ctx)

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from packsolve.bounds import COUNT, TIME_LIMIT_S
-from packsolve.cli.durations import RUN_LIMIT, duration_within
+from packsolve.bounds import COUNT, TIME_LIMIT_S, Range
+from packsolve.cli.durations import RUN_LIMIT, SplitAfterType, duration_within
 from packsolve.cli.group import Invocation
 from packsolve.cli.notes import print_plan_notes
 from packsolve.cli.notify import notify, notify_options
@@ -28,6 +28,7 @@ from packsolve.cli.options import (
 )
 from packsolve.cli.progress import DEFAULT_EVERY_S, solve_showing_progress
 from packsolve.cli.verdict import exit_code, fail_on_option, wait_fail_on_option, wait_for_end, warning_of
+from packsolve.request import SplitAfter
 from packsolve.runstate import RunMode
 
 
@@ -35,10 +36,12 @@ def split_after_option(fn: Any) -> Any:
     """--split-after of the commands that solve (solve, submit, rerun): which levels run as parts."""
     return click.option(
         "--split-after",
-        type=duration_within(TIME_LIMIT_S, low=0.001),
+        type=SplitAfterType(Range(0.001, TIME_LIMIT_S.high, real=TIME_LIMIT_S.real)),
         default=None,
         help="Split a level expected (from its earlier attempts with the heuristic) to take longer than "
-        "this into parts the processes (or workers) share, where its kind can split it (docs/splitting.md).",
+        "this into parts the processes (or workers) share, where its kind can split it; a level without "
+        "history is split once a first attempt runs this long. share: each process's share of the "
+        "night's expected time, 10 s at least (docs/splitting.md).",
     )(fn)
 
 
@@ -77,7 +80,7 @@ def solve(
     paths: tuple[str, ...],
     jobs: int | None,
     skip_solved: bool,
-    split_after: float | None,
+    split_after: SplitAfter | None,
     quiet: bool,
     progress_every: float,
     fail_on: tuple[str, ...],
@@ -188,7 +191,7 @@ def submit(
     max_tries: int | None,
     chunk_size: int,
     skip_solved: bool,
-    split_after: float | None,
+    split_after: SplitAfter | None,
     wait: bool,
     fail_on: tuple[str, ...],
     notify_command: str | None,
