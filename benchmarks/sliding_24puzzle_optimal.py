@@ -65,9 +65,10 @@ def attempt(inst: Instance, limit: float) -> dict[str, object]:
     }
 
 
-def report(records: list[dict], out: Path, build: str) -> None:
-    """Rewrite the Markdown report: every attempt, the node rate and projections from the latest ones."""
-    latest = {str(r["id"]): r for r in records}  # a board's last attempt speaks for the current build
+def rates(records: list[dict]) -> tuple[float, float, int]:
+    """Return (our expanded nodes per CPU second, our expanded / the published generated nodes, how many
+    boards that ratio is from), over each board's latest attempt (the current build's)."""
+    latest = {str(r["id"]): r for r in records}
     rate_cpu = sum(float(r["cpu_s"]) for r in latest.values())
     rate = sum(int(r["nodes"]) for r in latest.values()) / rate_cpu if rate_cpu else 0.0
     # The published counts are another program's generated nodes: scale them by what our expanded
@@ -77,13 +78,18 @@ def report(records: list[dict], out: Path, build: str) -> None:
         for i, r in latest.items()
         if r["status"] == "solved" and i in PUBLISHED_GENERATED
     ]
-    ratio = sum(ratios) / len(ratios) if ratios else 1.0
+    return rate, (sum(ratios) / len(ratios) if ratios else 1.0), len(ratios)
+
+
+def report(records: list[dict], out: Path, build: str) -> None:
+    """Rewrite the Markdown report: every attempt, the node rate and projections from the latest ones."""
+    rate, ratio, counted = rates(records)
     lines = [
         "# Korf & Felner's 24-puzzles, optimal by `pdb-6666`",
         "",
         f"Tables: {build}. Node rate over the latest attempt of each board: {rate / 1e6:.2f} M nodes "
         f"per CPU second. Our expanded nodes / published generated nodes on the solved boards with a "
-        f"published count: {ratio:.3f} (from {len(ratios)}); projections = published x that / our rate.",
+        f"published count: {ratio:.3f} (from {counted}); projections = published x that / our rate.",
         "",
         "| id | published optimum | status | length | verified | nodes | wall s | CPU s | M nodes / CPU s "
         "| load | when | published nodes generated | projected CPU s at our rate |",

@@ -3,10 +3,11 @@
 Per instance of Korf's fifteen-puzzles (or, with --twenty-four, Korf and Felner's 24-puzzles), into a
 fresh SQLite database: `packsolve solve` of the one level whole (which gives it a history), then
 with `--split-after` below that history (so it is split: parts the pool's processes share), then
-whole again; each a child process on --jobs processes. The figures are the attempts' own: wall time
-(the level's, from its first part's start for the split one), CPU time (its parts' summed) and nodes;
-the whole run's wall is the median of its two. The answer's length must be the published optimal one.
-Tables a heuristic needs (pdb-6666) are built by the first solve, before its attempt's clock.
+whole again (not with --whole-once); each a child process on --jobs processes. The figures are the
+attempts' own: wall time (the level's, from its first part's start for the split one), CPU time (its
+parts' summed) and nodes; the whole run's wall is the median of its two. The answer's length must be
+the published optimal one. Tables a heuristic needs (pdb-6666) are built by the first solve, before
+its attempt's clock.
 
 Usage: nice .venv/bin/python -m benchmarks.split_local [--ids 7,3] [--heuristic linear-conflict]
        [--twenty-four 38 --heuristic pdb-6666] [--jobs 2]
@@ -33,8 +34,10 @@ def attempt(env: dict[str, str], pack: Path, args: list[str]) -> dict:
     return record
 
 
-def one(ident: str, optimal: int | None, tiles: tuple[int, ...], heuristic: str, jobs: str) -> list[object]:
-    """Solve one instance whole, split, whole again; return its table row."""
+def one(
+    ident: str, optimal: int | None, tiles: tuple[int, ...], heuristic: str, jobs: str, again: bool = True
+) -> list[object]:
+    """Solve one instance whole, split, whole again (unless not again); return its table row."""
     n = 5 if len(tiles) == 25 else 4
     with tempfile.TemporaryDirectory() as tmp:
         pack = Path(tmp) / "level.jsonl"
@@ -45,8 +48,8 @@ def one(ident: str, optimal: int | None, tiles: tuple[int, ...], heuristic: str,
         args = ["--heuristic", heuristic, "-j", jobs, "--time-limit", "7200"]
         first = attempt(env, pack, args)
         split = attempt(env, pack, [*args, "--split-after", f"{max(first['wall_s'] / 4, 0.001):.3f}"])
-        again = attempt(env, pack, args)
-    return row(ident, heuristic, optimal, (first, split, again))
+        second = attempt(env, pack, args) if again else first
+    return row(ident, heuristic, optimal, (first, split, second))
 
 
 HEADER = (
@@ -103,12 +106,13 @@ def main() -> None:
     )
     ap.add_argument("--jobs", default="2")
     ap.add_argument("--out", default=None, help="the results file's name [split_local.md, split_local_24.md]")
+    ap.add_argument("--whole-once", action="store_true", help="run each level whole once, not twice")
     opts = ap.parse_args()
     listed, wanted = (KORF_FELNER50, opts.twenty_four) if opts.twenty_four else (KORF100, opts.ids)
     heuristic = opts.heuristic or ("pdb-6666" if opts.twenty_four else "linear-conflict")
     by_id = {i.ident: i for i in read_korf(sliding_set(listed))}
     rows = [
-        one(ident, by_id[ident].optimal, by_id[ident].tiles, heuristic, opts.jobs)
+        one(ident, by_id[ident].optimal, by_id[ident].tiles, heuristic, opts.jobs, not opts.whole_once)
         for ident in (w.strip() for w in wanted.split(","))
     ]
     command = "python -m benchmarks.split_local " + (
@@ -116,6 +120,8 @@ def main() -> None:
     )
     if opts.out:
         command += f" --out {opts.out}"
+    if opts.whole_once:
+        command += " --whole-once"
     write(
         "One hard level on a local pool: whole against split into parts",
         f"{command} --heuristic {heuristic} --jobs {opts.jobs}",

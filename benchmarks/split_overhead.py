@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
+from benchmarks.harness import machine_line
 from benchmarks.sliding_common import KORF100, KORF_FELNER50, read_korf, sliding_set
 from packsolve.api import Budget, Status
 from packsolve.puzzles import get_kind
@@ -55,15 +57,20 @@ def _split(
 def simulated_makespan(run: SplitRun, processes: int) -> float:
     """Return the CPU seconds the parts' rounds would take on this many processes, from their measured CPU.
 
-    Each round's parts go, in order, to the process free first (as the pool hands them out); a
-    round ends with its last part. Optimistic about the last round: the parts measured one after
-    another stopped at once behind the one that found the answer, side by side they would run
-    until it does.
+    Optimistic about the last round: the parts measured one after another stopped at once behind the
+    one that found the answer, side by side they would run until it does (scheduled_makespan).
     """
+    return scheduled_makespan([(part_run.window, part_run.cpu_s) for part_run in run.runs], processes)
+
+
+def scheduled_makespan(parts: Iterable[tuple[object, float]], processes: int) -> float:
+    """Return the seconds parts ((their round, CPU seconds), in the order handed out) take on this many
+    processes: each round's parts go, in order, to the process free first (as the pool and the
+    workers hand them out); a round ends with its last part."""
     total = 0.0
     rounds: dict[object, list[float]] = {}
-    for part_run in run.runs:
-        rounds.setdefault(part_run.window, []).append(part_run.cpu_s)
+    for key, cpu in parts:
+        rounds.setdefault(key, []).append(cpu)
     for times in rounds.values():
         free = [0.0] * processes
         for t in times:
@@ -95,31 +102,36 @@ def twenty_four(args: argparse.Namespace) -> None:
         if prep is not None:
             prep.run()
         length, n0, c0, w0 = _unsplit(board, heuristic)
-        l1, n1, c1, _, count, rounds, _ = _split(board, heuristic, args.parts, 1)
+        l1, n1, c1, _, count, rounds, in_order = _split(board, heuristic, args.parts, 1)
         l2, n2, c2, w2, _, _, pooled = _split(board, heuristic, args.parts, 2)
         assert length == l1 == l2 == inst.optimal, (ident, length, l1, l2, inst.optimal)
         by_cpu = c0 / cpu_makespan(pooled)
-        rows.append((ident, length, count, rounds, n0, n1, n2, c0, c1, c2, w0, w2, by_cpu))
+        simulated = " / ".join(f"{c0 / simulated_makespan(in_order, p):.2f}" for p in SIMULATED)
+        rows.append((ident, length, count, rounds, n0, n1, n2, c0, c1, c2, w0, w2, by_cpu, simulated))
         print(
             f"24-puzzle #{ident} {length}: nodes {n0} / {n1 / n0:.3f} / {n2 / n0:.3f}, "
-            f"CPU {c0:.1f} / {c1:.1f} / {c2:.1f}, by CPU {by_cpu:.2f}",
+            f"CPU {c0:.1f} / {c1:.1f} / {c2:.1f}, by CPU {by_cpu:.2f}, simulated {simulated}",
             flush=True,
         )
     lines = [
         "# Splitting a 24-puzzle: work against the unsplit search (issue 38)",
         "",
-        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on this 2-core machine while CI",
-        f"ran beside it. `python -m benchmarks.split_overhead --twenty-four {args.twenty_four}"
-        f" --parts {args.parts}`: `pdb-6666`, the parts in order and on 2 processes (best of all).",
+        machine_line(),
+        "",
+        f"`python -m benchmarks.split_overhead --twenty-four {args.twenty_four} --parts {args.parts}`:"
+        " `pdb-6666`, the parts in order and on 2 processes (best of all). Simulated: the unsplit CPU"
+        " over the parts' CPU times measured in order, scheduled round by round on P processes"
+        " (simulated_makespan).",
         "",
         "| id | optimal | parts | rounds | nodes unsplit | × in order | × 2 processes | CPU unsplit s "
-        "| CPU in order s | CPU 2 processes s | wall unsplit s | wall 2 processes s | speed-up by CPU |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| CPU in order s | CPU 2 processes s | wall unsplit s | wall 2 processes s | speed-up by CPU "
+        "| simulated " + " / ".join(map(str, SIMULATED)) + " |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for ident, length, count, rounds, n0, n1, n2, c0, c1, c2, w0, w2, by_cpu in rows:
+    for ident, length, count, rounds, n0, n1, n2, c0, c1, c2, w0, w2, by_cpu, simulated in rows:
         lines.append(
             f"| {ident} | {length} | {count} | {rounds} | {n0:,} | {n1 / n0:.3f} | {n2 / n0:.3f} | {c0:.1f} "
-            f"| {c1:.1f} | {c2:.1f} | {w0:.1f} | {w2:.1f} | {by_cpu:.2f} |"
+            f"| {c1:.1f} | {c2:.1f} | {w0:.1f} | {w2:.1f} | {by_cpu:.2f} | {simulated} |"
         )
     t0, t1, t2 = (sum(r[i] for r in rows) for i in (4, 5, 6))
     lines += ["", f"In all: {t1 / t0:.3f} × the unsplit nodes in order, {t2 / t0:.3f} × on 2 processes."]
@@ -194,8 +206,8 @@ def main() -> None:
     lines = [
         "# Splitting a level: work against the unsplit search (issue 38)",
         "",
-        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on this 2-core machine while CI",
-        "ran beside it (wall times rough).",
+        machine_line(),
+        "",
         f"`python -m benchmarks.split_overhead --parts {args.parts} --first {args.first}`:",
         f"Korf's first {len(instances)} fifteen-puzzles, heuristic `{args.heuristic}`,",
         f"at least {args.parts} parts each",

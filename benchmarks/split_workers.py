@@ -22,6 +22,8 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from benchmarks.harness import (
@@ -60,6 +62,40 @@ def one(
     return row(ident, heuristic, optimal, (first, split, again))
 
 
+@contextmanager
+def workers(work: Path, broker: str, jobs: str, count: int = 1) -> Iterator[dict[str, str]]:
+    """Yield the environment of a SQLite database in work and count `packsolve worker -c JOBS` on the
+    broker, ready; stop them after the block."""
+    env = {
+        "PACKSOLVE_DATABASE_URL": f"sqlite:///{work}/bench.db",
+        "PACKSOLVE_BROKER_URL": broker,
+        "PACKSOLVE_QUEUE": "split-bench",
+    }
+    run_packsolve(["db", "upgrade"], env)
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for n in range(count):
+            with (work / f"worker-{n}.log").open("w") as log:
+                started.append(
+                    subprocess.Popen(
+                        [*PACKSOLVE, "worker", "-c", jobs, "-n", f"bench{n}@split"],
+                        env={**os.environ, **env},
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        for n in range(count):
+            while " ready." not in (work / f"worker-{n}.log").read_text():
+                time.sleep(0.2)
+        yield env
+    finally:
+        for worker in started:
+            os.killpg(worker.pid, signal.SIGTERM)
+        for worker in started:
+            worker.wait(60)
+
+
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--ids", default="7,3", help="Korf's fifteen-puzzles, by id (comma-separated)")
@@ -74,30 +110,11 @@ def main() -> None:
     by_id = {i.ident: i for i in read_korf(sliding_set(listed))}
     with tempfile.TemporaryDirectory() as tmp, redis_server() as broker:
         work = Path(tmp)
-        env = {
-            "PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp}/bench.db",
-            "PACKSOLVE_BROKER_URL": broker,
-            "PACKSOLVE_QUEUE": "split-bench",
-        }
-        run_packsolve(["db", "upgrade"], env)
-        with (work / "worker.log").open("w") as log:
-            worker = subprocess.Popen(
-                [*PACKSOLVE, "worker", "-c", opts.jobs, "-n", "bench@split"],
-                env={**os.environ, **env},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                while " ready." not in (work / "worker.log").read_text():
-                    time.sleep(0.2)
-                rows = [
-                    one(env, work, ident, by_id[ident].optimal, by_id[ident].tiles, heuristic)
-                    for ident in (w.strip() for w in wanted.split(","))
-                ]
-            finally:
-                os.killpg(worker.pid, signal.SIGTERM)
-                worker.wait(60)
+        with workers(work, broker, opts.jobs) as env:
+            rows = [
+                one(env, work, ident, by_id[ident].optimal, by_id[ident].tiles, heuristic)
+                for ident in (w.strip() for w in wanted.split(","))
+            ]
     command = "python -m benchmarks.split_workers " + (
         f"--twenty-four {opts.twenty_four}" if opts.twenty_four else f"--ids {opts.ids}"
     )
