@@ -2,9 +2,11 @@
 
 The night, all 24-puzzles solved optimally with pdb-6666: --small random boards (walks of the blank from
 the goal, --moves long, seeded: a second or so each, some much less, some several) and, last in the
-pack, the --hard Korf-Felner instances. Each night is a first one: a fresh SQLite database, no
-history, so a level is split only once it runs past --split-after (split_plans.Probe). The same pack
-is solved on --jobs processes whole, then with --split-after, then whole again; the makespan is the
+pack, the --hard Korf-Felner instances. The same pack is solved on --jobs processes whole, then with
+--split-after, then whole again, each a first night: a fresh SQLite database, no history, so a level
+is split only once it runs past --split-after (split_plans.Probe); then a second night in the first
+whole night's database, with `--split-after share` (the levels expected past each process's share of
+the night, from that history, split). The makespan is the
 `packsolve solve` command's wall time, and the lower bound is the whole nights' CPU time (the
 attempts', median of the two) over the processes. Tables a heuristic needs (pdb-6666) are built
 before the clock (`packsolve kinds --prepare`). Every answer is verified; the 24-puzzles' lengths
@@ -38,16 +40,15 @@ def night_pack(path: Path, small: int, moves: int, hard: list[tuple[int, ...]], 
             f.write(json.dumps({"kind": "sliding", "tiles": [b[r * 5 : r * 5 + 5] for r in range(5)]}) + "\n")
 
 
-def night(pack: Path, jobs: str, split_after: float | None) -> tuple[float, list[dict]]:
-    """Solve the pack in a fresh database; return (the command's wall s, the attempts' records)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{tmp}/night.db"}
-        args = ["solve", str(pack), "--heuristic", HEURISTIC, "-j", jobs, "--time-limit", "7200"]
-        if split_after is not None:
-            args += ["--split-after", str(split_after)]
-        out, _, wall, _ = run_packsolve([*args, "-q", "--format", "json"], env)
-        run = json.loads(out)["run"]
-        records, _, _, _ = run_packsolve(["export", str(run), "--format", "jsonl"], env)
+def night(pack: Path, jobs: str, split_after: float | str | None, db: Path) -> tuple[float, list[dict]]:
+    """Solve the pack into the SQLite database db; return (the command's wall s, the attempts' records)."""
+    env = {"PACKSOLVE_DATABASE_URL": f"sqlite:///{db}"}
+    args = ["solve", str(pack), "--heuristic", HEURISTIC, "-j", jobs, "--time-limit", "7200"]
+    if split_after is not None:
+        args += ["--split-after", str(split_after)]
+    out, _, wall, _ = run_packsolve([*args, "-q", "--format", "json"], env)
+    run = json.loads(out)["run"]
+    records, _, _, _ = run_packsolve(["export", str(run), "--format", "jsonl"], env)
     return wall, [json.loads(line) for line in records.splitlines()]
 
 
@@ -65,10 +66,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         pack = Path(tmp) / "night.jsonl"
         night_pack(pack, opts.small, opts.moves, [h.tiles for h in hard])
-        whole_wall, whole = night(pack, opts.jobs, None)
-        split_wall, split = night(pack, opts.jobs, opts.split_after)
-        again_wall, again = night(pack, opts.jobs, None)
-    for records in (whole, split, again):
+        first = Path(tmp) / "first.db"
+        whole_wall, whole = night(pack, opts.jobs, None, first)
+        split_wall, split = night(pack, opts.jobs, opts.split_after, Path(tmp) / "split.db")
+        again_wall, again = night(pack, opts.jobs, None, Path(tmp) / "again.db")
+        # A second night, the first one's history known: the levels past each process's share split.
+        share_wall, share = night(pack, opts.jobs, "share", first)
+    for records in (whole, split, again, share):
         assert all(r["status"] == "solved" for r in records), [r for r in records if r["status"] != "solved"]
         lengths = [r["length"] for r in records[-len(hard) :]]
         assert lengths == [h.optimal for h in hard], lengths
@@ -77,9 +81,10 @@ def main() -> None:
     bound = cpu / jobs
     makespan = statistics.median([whole_wall, again_wall])
     split_levels = [r for r in split if "split after" in (r["message"] or "")]
+    last = [records[-len(hard) :] for records in (whole, split, share)]
     hard_rows = [
-        [f"24-puzzle {h.ident}", f"{w['wall_s']:.1f}", f"{s['wall_s']:.1f}", h.optimal]
-        for h, w, s in zip(hard, whole[-len(hard) :], split[-len(hard) :], strict=True)
+        [f"24-puzzle {h.ident}", *(f"{r['wall_s']:.1f}" for r in rs), h.optimal]
+        for h, *rs in zip(hard, *last, strict=True)
     ]
     rows = [
         ["whole", f"{makespan:.1f}", f"{makespan / bound:.2f}", "-"],
@@ -88,6 +93,12 @@ def main() -> None:
             f"{split_wall:.1f}",
             f"{split_wall / bound:.2f}",
             f"{len(split_levels)} level(s) split",
+        ],
+        [
+            "second night, --split-after share",
+            f"{share_wall:.1f}",
+            f"{share_wall / bound:.2f}",
+            f"{sum(1 for r in share if 'parts' in (r['message'] or ''))} level(s) split",
         ],
     ]
     text = "\n".join(
@@ -104,7 +115,9 @@ def main() -> None:
             "",
             markdown_table(("night", "makespan s", "× lower bound", "split"), rows),
             "",
-            markdown_table(("hard level", "whole: wall s", "split: wall s", "length"), hard_rows),
+            markdown_table(
+                ("hard level", "whole: wall s", "split: wall s", "share night: wall s", "length"), hard_rows
+            ),
             "",
         ]
     )
