@@ -183,7 +183,12 @@ def create(engine: Engine, plan: Plan, request: Request, origin: Origin) -> NewR
     }
     options.update(origin.options)
     notes = list(plan.notes)
-    if origin.options.get("split_after") == SHARE:
+    if "split_after" in options and mode == RunMode.LOCAL and (origin.concurrency or 1) < 2:
+        options.pop("split_after")  # nothing to record: a resumed run splits nothing either
+        notes.append(
+            "--split-after splits nothing on one process: a split level's parts need 2 or more (-j 2)"
+        )
+    elif origin.options.get("split_after") == SHARE:
         share = _night_share(engine, plan, origin)
         options.update(split_after=round(share.seconds, 3), split_share=share.recorded())
         notes.append(share.said())

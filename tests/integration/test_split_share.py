@@ -122,6 +122,22 @@ def test_a_short_night_splits_nothing_below_the_floor(tmp_path: Path, sqlite_url
     assert not split_levels(sqlite_url, json.loads(out.stdout)["run"])
 
 
+def test_one_process_splits_nothing_and_says_so(tmp_path: Path, sqlite_url: str) -> None:
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    for split_after in ("share", "1s"):  # share needs no history here: nothing would use it
+        out = invoke(
+            "solve", str(write_pack(tmp_path)), "--heuristic", HEURISTIC, "-j", "1", "--format", "json",
+            "--split-after", split_after, env=env,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert (
+            "--split-after splits nothing on one process: a split level's parts need 2 or more" in out.stderr
+        )
+        run_id = json.loads(out.stdout)["run"]
+        assert "split_after" not in run_options(sqlite_url, run_id)  # a resumed run splits nothing either
+        assert not split_levels(sqlite_url, run_id)
+
+
 def test_submit_shares_the_night_among_the_live_worker_processes(
     tmp_path: Path, any_broker, db_url: str, start_worker
 ) -> None:
