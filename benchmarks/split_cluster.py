@@ -16,7 +16,6 @@ Writes benchmarks/results/split_cluster.md (--out NAME instead) and prints each 
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from sqlalchemy import select
 
 from benchmarks.harness import RESULTS, machine_line, markdown_table, parser, publish, redis_server
 from benchmarks.sliding_common import KORF_FELNER50, read_korf, sliding_set
+from benchmarks.split_local import parts_and_rounds
 from benchmarks.split_overhead import SIMULATED, scheduled_makespan
 from benchmarks.split_workers import attempt, workers
 from packsolve.db.models import Part
@@ -86,8 +86,7 @@ def one(env: dict[str, str], work: Path, inst, split_after: float, time_limit: f
         assert record["length"] == inst.optimal, record
     message = record["message"] or ""
     simulated = simulate(env, record)
-    found = re.search(r"of (\d+) parts'.* in (\d+) rounds", message) or re.search(r"of (\d+)()", message)
-    parts, rounds = (found.group(1), found.group(2) or "-") if found else ("-", "-")
+    parts, rounds = parts_and_rounds(message)
     row = [
         inst.ident,
         inst.optimal,

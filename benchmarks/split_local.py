@@ -17,6 +17,7 @@ Writes benchmarks/results/split_local.md (split_local_24.md with --twenty-four; 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import tempfile
 from pathlib import Path
@@ -74,8 +75,7 @@ def row(ident: str, heuristic: str, optimal: int | None, records: tuple[dict, di
     assert "parts' answers" in split["message"], split["message"]
     whole_wall = statistics.median([first["wall_s"], again["wall_s"]])
     whole_cpu = statistics.median([first["cpu_s"], again["cpu_s"]])
-    parts = split["message"].split(" parts'")[0].rsplit(" ", 1)[-1]
-    rounds = split["message"].rsplit(" in ", 1)[-1]
+    parts, rounds = parts_and_rounds(split["message"])
     return [
         ident,
         heuristic,
@@ -84,9 +84,18 @@ def row(ident: str, heuristic: str, optimal: int | None, records: tuple[dict, di
         f"{first['nodes']:,}",
         f"{split['wall_s']:.2f} / {split['cpu_s']:.2f}",
         f"{split['nodes'] / first['nodes']:.3f}",
-        f"{parts}, {rounds}",
+        f"{parts}, {rounds} rounds",
         f"**{whole_wall / split['wall_s']:.2f}**",
     ]
+
+
+def parts_and_rounds(message: str | None) -> tuple[str, str]:
+    """Return how many parts and rounds a split level's message says it ran ("-" for what it does not
+    say: a level not split, or one that ended otherwise)."""
+    found = re.search(r"of (\d+) parts'.* in (\d+) rounds", message or "") or re.search(
+        r"part \d+ of (\d+)()", message or ""
+    )
+    return (found.group(1), found.group(2) or "-") if found else ("-", "-")
 
 
 def write(title: str, command: str, rows: list[list[object]], path: Path) -> None:

@@ -221,19 +221,27 @@ def _in_order(tasks: list[Any], limits: _Limits, spent: Combination) -> Any:
 
 
 def _whole(part_run: PartRun, part: Part, count: int) -> Outcome:
-    """Return a part's run as the Combination takes it: its answer the level's (the part's prefix and
-    its answer), its CPU and wall time the part's as measured, where its search stopped (resume)."""
+    """Return a part's run as the Combination takes it: the level's Outcome (_level_outcome), its CPU
+    and wall time the part's as measured."""
     out = part_run.outcome
+    stats = replace(out.stats, cpu_s=part_run.cpu_s, wall_s=part_run.wall_s)
     note = f"part {part_run.index + 1} of {count}"
-    solution = out.solution
-    status, message = out.status, f"{note}: {out.message}" if out.message else note
+    return _level_outcome(replace(out, stats=stats), part, note, part_run.resume)
+
+
+def _level_outcome(out: Outcome, part: Part, note: str, resume: int | None) -> Outcome:
+    """Return a part's Outcome as the whole level's: its answer combined with the part's prefix (wrong
+    if it is not a list of steps), its message after note ("part i of n"), and, searched without an
+    answer, resume (where its search stopped)."""
+    message = f"{note}: {out.message}" if out.message else note
     if out.status == Status.SOLVED:
         try:
-            solution = part.combine(out.solution)
+            return replace(out, solution=part.combine(out.solution), message=message)
         except TypeError as exc:
-            status, message = Status.WRONG, f"{note}: its answer is not a list of steps: {exc}"
-    stats = replace(out.stats, cpu_s=part_run.cpu_s, wall_s=part_run.wall_s)
-    return Outcome(status, solution, stats, message, resume=part_run.resume)
+            return replace(
+                out, status=Status.WRONG, message=f"{note}: its answer is not a list of steps: {exc}"
+            )
+    return replace(out, message=message, resume=resume)
 
 
 class PartAsked(Protocol):
@@ -360,15 +368,5 @@ class _PartWork:
             bound.resume = None  # a shared bound's, left by the part this process ran before
             budget.bound = bound
         out = self.solve(self.part.level, budget)
-        note = self.note
-        message = f"{note}: {out.message}" if out.message else note
-        if out.status == Status.SOLVED:
-            try:
-                whole = self.part.combine(out.solution)
-            except TypeError as exc:
-                return replace(
-                    out, status=Status.WRONG, message=f"{note}: its answer is not a list of steps: {exc}"
-                )
-            return replace(out, solution=whole, message=message)
         resume = bound.resume if bound is not None and out.status == Status.NO_SOLUTION else None
-        return replace(out, message=message, resume=resume)
+        return _level_outcome(out, self.part, self.note, resume)
