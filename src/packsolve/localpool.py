@@ -340,14 +340,18 @@ class _Splits:
     def undecided(self) -> list[AttemptKey]:
         return [key for key, level in self.levels.items() if level.combination.outcome is None]
 
-    def submit(
-        self, pool: ProcessPoolExecutor, keep: int, room: int, recorder: _Recorder, idle: bool = True
-    ) -> None:
+    def submit(self, pool: ProcessPoolExecutor, keep: int, room: int, recorder: _Recorder, idle: int) -> None:
         """Submit waiting parts while the pool has room (room: tasks it may still take); parts handed out
-        ahead of their round (Handout.ahead) only if idle (no other attempt waits for a process)."""
+        ahead of their round (Handout.ahead) only onto an idle process (idle: how many processes have
+        no task, running or queued, with no other attempt waiting).
+
+        An ahead part queued behind busy processes would run before the rounds other split levels hand
+        out meanwhile, and in its own level's last round it is wasted: it runs only where a process
+        would otherwise wait."""
         while self.waiting and len(self.futures) < room:
-            if self.waiting[0][1].ahead and not idle:
+            if self.waiting[0][1].ahead and idle <= 0:
                 return
+            idle -= 1  # the part takes an idle process, if there is one
             key, handout = self.waiting.pop(0)
             level = self.levels[key]
             spec = level.part_spec(handout)
@@ -421,15 +425,16 @@ class _SplitLevel:
     def part_spec(self, handout: Handout) -> AttemptSpec | None:
         """Return the spec of a part handed out, under what is left of the level's limits (None: none)."""
         limits = self.attempt.spec.limits
-        c = self.combination
-        wall = None if limits.time_limit is None else limits.time_limit - (time.monotonic() - c.started)
-        nodes = None if limits.node_limit is None else limits.node_limit - c.nodes
-        cpu = None if limits.cpu_limit is None else limits.cpu_limit - c.cpu_s
-        if any(v is not None and v <= 0 for v in (wall, nodes, cpu)):
+        left = self.combination.left(limits.time_limit, limits.node_limit, limits.cpu_limit)
+        if left is None:
             return None
-        part = PartSpec(handout.index, self.of, c.count, handout.window, handout.best)
-        left = replace(limits, time_limit=wall, node_limit=nodes, cpu_limit=cpu)
-        return replace(self.attempt.spec, limits=left, part=part)
+        wall, nodes, cpu = left
+        part = PartSpec(handout.index, self.of, self.combination.count, handout.window, handout.best)
+        return replace(
+            self.attempt.spec,
+            limits=replace(limits, time_limit=wall, node_limit=nodes, cpu_limit=cpu),
+            part=part,
+        )
 
 
 @dataclass(frozen=True)
@@ -493,7 +498,8 @@ def run_local(
             # Keep only a few tasks per process in flight so a stop loses little.
             window = max(1, jobs) * 2
             while queue or futures or parts.busy:
-                parts.submit(pool, keep, window - len(futures), recorder, idle=not queue)
+                idle = 0 if queue else max(1, jobs) - len(futures) - len(parts.futures)
+                parts.submit(pool, keep, window - len(futures), recorder, idle)
                 while queue and len(futures) + len(parts.futures) < window:
                     chunk = queue.pop()
                     hashes = [p.level_hash for p in chunk]
