@@ -182,6 +182,19 @@ class Combination:
         else:
             self._took_first(index, outcome)
 
+    def left(
+        self, time_limit: float | None, node_limit: int | None, cpu_limit: float | None
+    ) -> tuple[float | None, int | None, float | None] | None:
+        """Return what the level's limits leave a part handed out now, (wall s, nodes, CPU s): the wall
+        time from the level's start, the nodes and CPU its parts have not spent (None: no such limit);
+        None when one of them is spent."""
+        wall = None if time_limit is None else time_limit - (time.monotonic() - self.started)
+        nodes = None if node_limit is None else node_limit - self.nodes
+        cpu = None if cpu_limit is None else cpu_limit - self.cpu_s
+        if any(v is not None and v <= 0 for v in (wall, nodes, cpu)):
+            return None
+        return wall, nodes, cpu
+
     def timed_out(self) -> None:
         """The level's limits were spent before its parts decided it: it ends as a timeout."""
         if self.outcome is None:

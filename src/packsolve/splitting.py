@@ -108,25 +108,6 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-class _Limits:
-    """The level's limits, shared out: the level's deadline, and the nodes and CPU its parts have not
-    spent (the Combination's sums) when a part is handed out (in order: when it starts; on a pool:
-    when its round is handed out)."""
-
-    def __init__(self, given: LevelLimits) -> None:
-        self.deadline = None if given.time_limit is None else time.monotonic() + given.time_limit
-        self.node_limit, self.cpu_limit = given.node_limit, given.cpu_limit
-
-    def left(self, spent: Combination) -> tuple[float | None, int | None, float | None] | None:
-        """Return (the deadline, nodes, CPU s left) for a part, or None when one of them is spent."""
-        wall = None if self.deadline is None else self.deadline - time.monotonic()
-        nodes = None if self.node_limit is None else self.node_limit - spent.nodes
-        cpu = None if self.cpu_limit is None else self.cpu_limit - spent.cpu_s
-        if any(v is not None and v <= 0 for v in (wall, nodes, cpu)):
-            return None
-        return self.deadline, nodes, cpu
-
-
 def solve_split(
     kind: PuzzleKind,
     level: Any,
@@ -161,7 +142,7 @@ def solve_split(
         # fork: the workers inherit the kind, the shared bound and any pattern tables loaded above.
         pool = multiprocessing.get_context("fork").Pool(processes)
     try:
-        _combine(combination, _Limits(limits or LevelLimits()), run, pool, bound)
+        _combine(combination, limits or LevelLimits(), run, pool, bound)
     finally:
         if pool is not None:
             pool.terminate()
@@ -185,13 +166,13 @@ def solve_split(
 
 
 def _combine(
-    combination: Combination, limits: _Limits, run: SplitRun, pool: Any, bound: SharedBound | None
+    combination: Combination, limits: LevelLimits, run: SplitRun, pool: Any, bound: SharedBound | None
 ) -> None:
     """Run the parts the combination hands out, round by round, until it decides the level."""
     parts = combination.split.parts
     while combination.outcome is None:
         handed = combination.hand_out()
-        left = limits.left(combination)
+        left = _left(limits, combination)
         # Nothing handed out while undecided: parts run in order stopped with the level's limits spent.
         if not handed or left is None:
             combination.timed_out()
@@ -211,10 +192,20 @@ def _combine(
                 return  # decided: the parts not yet run are not needed (a pool's are stopped)
 
 
-def _in_order(tasks: list[Any], limits: _Limits, spent: Combination) -> Any:
+def _left(limits: LevelLimits, spent: Combination) -> tuple[float | None, int | None, float | None] | None:
+    """Return (the level's deadline, nodes, CPU s left) for a part handed out now (Combination.left), or
+    None when one is spent: a part a pool starts late gets the time left when it starts (_run_part)."""
+    left = spent.left(limits.time_limit, limits.node_limit, limits.cpu_limit)
+    if left is None:
+        return None
+    wall, nodes, cpu = left
+    return (None if wall is None else time.monotonic() + wall), nodes, cpu
+
+
+def _in_order(tasks: list[Any], limits: LevelLimits, spent: Combination) -> Any:
     """Run the parts here one after another, each with the limits left when it starts, while some are."""
     for index, level, window, *_ in tasks:
-        left = limits.left(spent)
+        left = _left(limits, spent)
         if left is None:
             return
         yield _run_part((index, level, window, *left))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from packsolve.api import Combine, Part, Split
 from packsolve.combining import Combination
 from packsolve.outcome import Outcome, SearchStats, Status
@@ -134,3 +136,14 @@ def test_best_of_all_hands_nothing_ahead_past_a_known_answer_and_an_answer_found
     assert c.hand_out() == []  # an answer is known: nothing is searched past it
     c.took(2, out(Status.NO_SOLUTION, resume=42))
     assert c.outcome is not None and len(c.outcome.solution) == 40
+
+
+def test_what_a_levels_limits_leave_a_part_counts_its_parts_spending_and_its_time_since_it_began():
+    c = Combination(split(Combine.BEST_OF_ALL, 2), started=time.monotonic() - 4.0)
+    c.hand_out()
+    c.took(0, out(Status.NO_SOLUTION, nodes=100, cpu=1.5, resume=30))
+    wall, nodes, cpu = c.left(10.0, 1_000, 5.0)
+    assert 5.0 < wall <= 6.0 and nodes == 1_000 - 7 - 100 and cpu == 3.5  # the split's own 7 nodes too
+    assert c.left(None, None, None) == (None, None, None)
+    assert c.left(3.0, None, None) is None  # 4 s since the level began: its wall time is spent
+    assert c.left(None, 107, None) is None and c.left(None, None, 1.5) is None
