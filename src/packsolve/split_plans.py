@@ -22,9 +22,21 @@ from packsolve.outcome import Outcome, Status
 from packsolve.puzzles import get_kind
 
 # How many parts a split level is cut into per process that runs them: enough that the processes
-# stay busy while parts of uneven size end, few enough that handing them out (a few milliseconds a
-# part and round) stays small (benchmarks/split_local).
+# stay busy while parts of uneven size end (a round ends with its largest part), few enough that
+# handing them out (about 10 ms a part and round locally, a database round trip on workers) stays
+# small: PARTS_PER_PROCESS for a level expected to take half a minute or less, one more per
+# SECONDS_PER_PART of its expected time beyond, MAX_PARTS_PER_PROCESS at most (benchmarks/split_local:
+# Korf-Felner #4, 425 s whole, gained 1.19x on 2 processes in 17 parts and 3.4x in 100).
 PARTS_PER_PROCESS = 8
+SECONDS_PER_PART = 4.0
+MAX_PARTS_PER_PROCESS = 64
+
+
+def parts_for(processes: int, expected_s: float) -> int:
+    """Return how many parts to ask a level's kind for, the level expected to take expected_s on
+    processes processes' parts (2 at least)."""
+    per_process = min(MAX_PARTS_PER_PROCESS, max(PARTS_PER_PROCESS, int(expected_s / SECONDS_PER_PART)))
+    return max(2, processes * per_process)
 
 
 @dataclass(frozen=True)
@@ -116,7 +128,7 @@ def plan_splitting(
     than split_after (one that ends sooner ends whole)."""
     splits = choose_splits(session, pending, split_after, processes)
     chosen = {s.attempt.key for s in splits}
-    of = max(2, processes * PARTS_PER_PROCESS)
+    of = parts_for(processes, split_after)  # a probe split is a level that ran split_after at least
     probes: dict[tuple[str, str], Probe] = {}
     for p in _splittable(pending):
         limit = p.spec.limits.wall_limit()
@@ -146,13 +158,13 @@ def choose_splits(
     if not builtin:
         return []
     past = past_attempts(session, [(p.level_hash, p.spec.kind, p.spec.heuristic) for p in builtin])
-    of = max(2, processes * PARTS_PER_PROCESS)
     chosen: list[PlannedSplit] = []
     for p in builtin:
         times = past.get(p.key)
         expected = None if times is None else expected_seconds(times.decided_wall, times.timed_out_wall)
         if expected is None or expected <= split_after:
             continue
+        of = parts_for(processes, expected)
         split = split_of(p.spec, of)
         if split is not None:
             chosen.append(PlannedSplit(p, split, of, expected))
