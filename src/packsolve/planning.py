@@ -341,6 +341,26 @@ def choose_chunk_size(
     return max(1, min(chunk, len(pending) // MIN_TASKS))
 
 
+# A local run's last chunks hold at most the attempts left over this many per process: the chunk
+# size was guessed from a median (or from sizes, on a first night), and a chunk's attempts run one
+# after another in one process, so two long levels in the run's last chunk would end it on one
+# process while the others wait. Tapered, the last tasks hold one attempt each (guided
+# self-scheduling).
+TAPER = 2
+
+
+def tapered_chunks(items: Sequence[PendingAttempt], size: int, processes: int) -> list[list[PendingAttempt]]:
+    """Return items in order in chunks of at most size, each at most the items left over TAPER x
+    processes: full chunks first, then smaller ones down to one attempt each at the end."""
+    chunks: list[list[PendingAttempt]] = []
+    i = 0
+    while i < len(items):
+        take = max(1, min(size, (len(items) - i) // (TAPER * max(1, processes))))
+        chunks.append(list(items[i : i + take]))
+        i += take
+    return chunks
+
+
 def max_chunk_for(limits: Limits, visibility_timeout: int) -> int:
     """Return the most attempts one task may carry: all at their hard limit within half the visibility
     timeout (seconds, the settings').

@@ -60,6 +60,7 @@ from packsolve.planning import (
     plan_request,
     relative_limits,
     run_programs,
+    tapered_chunks,
 )
 from packsolve.request import SHARE, HeuristicMatrix, LocalPool, Request, RerunRequest, SplitAfter, check_jobs
 from packsolve.runstate import RunMode
@@ -371,12 +372,11 @@ def solve_local(
 
 
 def _local_work(engine: Engine, run: NewRun, jobs: int, chunk_size: int) -> LocalWork:
-    """Return the run's pending attempts in chunks of chunk_size, but those its --split-after splits
-    (split_plans.plan_splitting: run as parts the processes share); a probe runs in its chunk under
-    --split-after as its wall limit, and is split if it passes it."""
+    """Return the run's pending attempts in chunks of chunk_size, the last ones smaller (tapered_chunks),
+    but those its --split-after splits (split_plans.plan_splitting: run as parts the processes share);
+    a probe runs in its chunk under --split-after as its wall limit, and is split if it passes it."""
     if run.split_after is None or jobs < 2:
-        whole = run.pending
-        return LocalWork([whole[i : i + chunk_size] for i in range(0, len(whole), chunk_size)])
+        return LocalWork(tapered_chunks(run.pending, chunk_size, jobs))
     with session_scope(engine) as session:
         splitting = plan_splitting(session, run.pending, run.split_after, jobs)
     split = splitting.split_keys
@@ -385,8 +385,7 @@ def _local_work(engine: Engine, run: NewRun, jobs: int, chunk_size: int) -> Loca
         for p in run.pending
         if p.key not in split
     ]
-    chunks = [whole[i : i + chunk_size] for i in range(0, len(whole), chunk_size)]
-    return LocalWork(chunks, splitting.splits, splitting.probes)
+    return LocalWork(tapered_chunks(whole, chunk_size, jobs), splitting.splits, splitting.probes)
 
 
 @contextlib.contextmanager
