@@ -379,9 +379,20 @@ def max_chunk_for(limits: Limits, visibility_timeout: int) -> int:
 LPT_FLOOR_S = 0.05
 
 
+@dataclass(frozen=True)
+class Ordered:
+    """A run's attempts longest expected first, and those expected to take a task's worth or more
+    (TARGET_TASK_S): each goes in a task of its own (queue.app.chunks_of). Chunked by count, the
+    longest levels, first in the order, would share the first task and run one after another in
+    one process while the others finished the rest."""
+
+    attempts: list[PendingAttempt]
+    alone: frozenset[tuple[str, str]] = frozenset()
+
+
 def hardest_first(
     session: Session, run_id: int, pending: list[PendingAttempt], sizes: Mapping[str, int] | None = None
-) -> list[PendingAttempt]:
+) -> Ordered:
     """Return the attempts ordered longest-expected-first (LPT shortens the makespan of a run).
 
     The levels' history in other runs is read from the database (their sizes
@@ -395,9 +406,7 @@ def hardest_first(
     return longest_first(pending, facts)
 
 
-def longest_first(
-    pending: list[PendingAttempt], facts: Mapping[str, tuple[int, float | None]]
-) -> list[PendingAttempt]:
+def longest_first(pending: list[PendingAttempt], facts: Mapping[str, tuple[int, float | None]]) -> Ordered:
     """Return the attempts ordered longest-expected-first from facts ({hash: (size, past seconds or None)}).
 
     A level's expected time is its best past time (fastest solved or proved
@@ -405,12 +414,13 @@ def longest_first(
     counts as its longest such attempt). A level never seen gets the expected
     time of the known level of its kind nearest in size, so it goes in between;
     with no history for its kind, the median of all known times. Times under
-    LPT_FLOOR_S count as equal. Ties: bigger first, then pack order.
+    LPT_FLOOR_S count as equal. Ties: bigger first, then pack order. Those expected to take
+    TARGET_TASK_S or more go alone (Ordered); with no history, none does.
     """
     known = {h: t for h, (_, t) in facts.items() if t is not None}
     sizes = {h: size for h, (size, _) in facts.items()}
     if not known:
-        return sorted(pending, key=lambda p: -sizes.get(p.level_hash, 0))
+        return Ordered(sorted(pending, key=lambda p: -sizes.get(p.level_hash, 0)))
     # Per kind, the longest known time at each size: of known levels equally near in size, the
     # longest wins. Sorted by size, the nearest sizes of an unseen level are found by bisection.
     longest: dict[str, dict[int, float]] = {}
@@ -434,9 +444,14 @@ def longest_first(
         h = p.level_hash
         return known[h] if h in known else guess(p.spec.kind, sizes.get(h, 0))
 
-    keyed = [(-max(expected(p), LPT_FLOOR_S), -sizes.get(p.level_hash, 0), i) for i, p in enumerate(pending)]
+    times = [expected(p) for p in pending]
+    keyed = [
+        (-max(t, LPT_FLOOR_S), -sizes.get(p.level_hash, 0), i)
+        for i, (p, t) in enumerate(zip(pending, times, strict=True))
+    ]
     keyed.sort()
-    return [pending[i] for _, _, i in keyed]
+    alone = frozenset(p.key for p, t in zip(pending, times, strict=True) if t >= TARGET_TASK_S)
+    return Ordered([pending[i] for _, _, i in keyed], alone)
 
 
 def _nearest(points: list[tuple[int, float]], size: int) -> float:

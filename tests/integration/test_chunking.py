@@ -19,7 +19,7 @@ from packsolve.planning import MAX_CHUNK, MIN_TASKS, choose_chunk_size, plan_run
 from packsolve.settings import resolve
 from tests.support.chaos_pack import write_pack
 from tests.support.fencing import claim_levels
-from tests.support.inprocess import invoke
+from tests.support.inprocess import exported, invoke
 from tests.support.services import wait_for_run
 from tests.support.waiting import wait_until
 
@@ -236,3 +236,23 @@ def test_a_tiny_attempt_is_claimed_by_its_result_unless_its_task_was_delivered_a
     assert [a.deadline is not None for a in rows] == [True, False, True]
     assert all(a.started_at <= a.finished_at for a in rows)
     process.stop()
+
+
+def test_levels_known_to_be_long_go_to_a_task_each_not_one_task_of_the_hardest(tmp_path, broker, sqlite_url):
+    # Hardest first, chunked by count, the two long levels would share the first task and run one after
+    # the other in one worker process; each goes alone, the short ones share tasks as before.
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url, "PACKSOLVE_BROKER_URL": broker}
+    pack = tmp_path / "pack.jsonl"
+    levels = [{"kind": "chaos", "id": i, "ms": 1} for i in range(60)]
+    levels += [{"kind": "chaos", "id": 100 + i, "ms": 700} for i in range(2)]
+    pack.write_text("".join(json.dumps(level) + "\n" for level in levels))
+    history = invoke("solve", str(pack), "-j", "2", "-q", "--format", "json", env=env)  # two of 0.7 s
+    assert history.returncode == 0, history.stderr
+    records = exported(str(json.loads(history.stdout)["run"]), env)
+    long = {r["level_hash"] for r in records if r["wall_s"] >= 0.7}
+    assert len(long) == 2
+    _, err = submit(env, str(pack))
+    tasks = [[item["level"] for item in p["items"]] for p in queue_messages(broker)]
+    assert sorted(len(t) for t in tasks) == [1, 1] + [3] * 20  # 62 levels, at most 3 a task (16 tasks a run)
+    assert {t[0] for t in tasks if len(t) == 1} == long
+    assert "22 task(s) of up to 3" in err

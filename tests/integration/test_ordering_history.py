@@ -43,4 +43,4 @@ def test_a_submit_is_ordered_by_other_runs_times_with_sizes_given_or_read(db_url
     assert read == given
     # 3 notes (3 s); 5 to 7 notes, never run, nearest to 4 notes (1 s): biggest first, then 4 notes;
     # 2 notes (0.5 s) last. This run's own attempts (queued, no time) count for nothing.
-    assert [p.name for p in given] == ["c3", "c7", "c6", "c5", "c4", "c2"]
+    assert [p.name for p in given.attempts] == ["c3", "c7", "c6", "c5", "c4", "c2"]

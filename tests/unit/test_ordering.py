@@ -6,7 +6,7 @@ import random
 
 from packsolve.execution import AttemptSpec, Limits
 from packsolve.execution.spec import PendingAttempt
-from packsolve.planning import LPT_FLOOR_S, longest_first
+from packsolve.planning import LPT_FLOOR_S, TARGET_TASK_S, longest_first
 
 
 def spec(level_hash: str, kind: str) -> PendingAttempt:
@@ -44,14 +44,22 @@ FACTS: dict[str, tuple[int, float | None]] = {
 
 
 def test_levels_go_longest_expected_first_then_bigger_then_in_pack_order():
-    ordered = [p.level_hash for p in longest_first(PACK, FACTS)]
+    ordered = [p.level_hash for p in longest_first(PACK, FACTS).attempts]
     # 5 s: f 70, b 60, d 55, k 40; 3 s: c 60, i 3, j 0; 2 s: l 52, e 52 (pack order), a 50; 1 s: h 16, g 9
     assert ordered == ["f", "b", "d", "k", "c", "i", "j", "l", "e", "a", "h", "g"]
 
 
+def test_levels_expected_to_take_a_tasks_worth_or_more_go_in_a_task_each():
+    facts = {**FACTS, "g": (9, TARGET_TASK_S / 10)}
+    alone = {h for h, _ in longest_first(PACK, facts).alone}
+    # Every one expected 2 s or more; not g (a twentieth of a second), nor h (guessed from g, its kind's one).
+    assert alone == set("abcdlefijk")
+    assert longest_first(PACK, {h: (size, None) for h, (size, _) in FACTS.items()}).alone == frozenset()
+
+
 def test_with_no_history_levels_go_biggest_first_then_in_pack_order():
     facts = {h: (size, None) for h, (size, _) in FACTS.items()}
-    ordered = [p.level_hash for p in longest_first(PACK, facts)]
+    ordered = [p.level_hash for p in longest_first(PACK, facts).attempts]
     assert ordered == ["f", "b", "c", "d", "l", "e", "a", "k", "h", "g", "i", "j"]
 
 
@@ -60,7 +68,7 @@ def test_levels_expected_under_the_floor_go_bigger_first_then_in_pack_order():
     pack = [spec(h, "sudoku") for h in "abcdef"]
     facts = {"a": (81, 0.0003), "b": (81, 0.0001), "c": (81, 0.0002), "d": (81, 0.004), "e": (90, 0.0001)}
     facts["f"] = (81, 0.2)
-    ordered = [p.level_hash for p in longest_first(pack, facts)]
+    ordered = [p.level_hash for p in longest_first(pack, facts).attempts]
     assert ordered == ["f", "e", "a", "b", "c", "d"]
 
 
@@ -106,6 +114,6 @@ def test_thousands_of_levels_are_ordered_as_the_reference_orders_them():
         # Coins has no history; the others about a third, with coarse times (ties of time too).
         known = kind != "coins" and rng.random() < 0.3
         facts[h] = (size, rng.randrange(0, 40) / 4 if known else None)
-    assert longest_first(specs, facts) == reference_order(specs, facts)
+    assert longest_first(specs, facts).attempts == reference_order(specs, facts)
     sparse = {h: (size, t if t is None or rng.random() < 0.01 else None) for h, (size, t) in facts.items()}
-    assert longest_first(specs, sparse) == reference_order(specs, sparse)
+    assert longest_first(specs, sparse).attempts == reference_order(specs, sparse)

@@ -47,3 +47,12 @@ def test_tasks_hold_attempts_of_one_kind_and_heuristic_each_where_its_first_came
     assert sorted(p.level_hash + p.spec.heuristic for c in chunks_of(pending, 4) for p in c) == sorted(
         p.level_hash + p.spec.heuristic for p in pending
     )
+    # Those expected long (planning.Ordered.alone) go in a task each; the rest fill tasks around them.
+    chunks = chunks_of(pending, 4, alone={pending[0].key, pending[2].key})
+    assert [[(int(p.level_hash, 16), p.spec.heuristic) for p in c] for c in chunks] == [
+        [(0, "dp")],
+        [(0, "mine"), (1, "mine")],
+        [(1, "dp")],
+        [(2, "dp")],
+        [(3, "dp")],
+    ]

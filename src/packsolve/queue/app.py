@@ -9,7 +9,7 @@ unacknowledged tasks. Nothing below digs the settings out of the app's configura
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from celery import Celery
@@ -117,8 +117,10 @@ class Cluster:
         max_tries: int,
         chunk_size: int = 1,
         deployment: str | None = None,
+        alone: Collection[tuple[str, str]] = (),
     ) -> int:
-        """Send the attempts as tasks of chunk_size over one connection; return tasks sent.
+        """Send the attempts as tasks of chunk_size (those in alone: of one) over one connection; return
+        tasks sent.
 
         deployment is the id of the database the run lives in: a worker of another database refuses
         the tasks instead of running them against the wrong one. Each task is signed with the task
@@ -140,7 +142,7 @@ class Cluster:
             # Declared once here instead of once per message (declare=[] below).
             producer.maybe_declare(app.amqp.queues[self.queue])
             with producer.batch(max_size=1000):
-                for chunk in chunks_of(pending, chunk_size):
+                for chunk in chunks_of(pending, chunk_size, alone):
                     prepares = _may_prepare(chunk, kinds)
                     soft, hard = protocol.celery_limits(
                         Limits.widest(p.spec.limits for p in chunk), len(chunk), patience, prepares
@@ -240,8 +242,11 @@ class Cluster:
             raise UsageError(problem)
 
 
-def chunks_of(pending: Sequence[PendingAttempt], size: int) -> list[list[PendingAttempt]]:
-    """Return the attempts in tasks of at most size, each of one kind and heuristic, in the order given.
+def chunks_of(
+    pending: Sequence[PendingAttempt], size: int, alone: Collection[tuple[str, str]] = ()
+) -> list[list[PendingAttempt]]:
+    """Return the attempts in tasks of at most size, each of one kind and heuristic, in the order given;
+    an attempt whose key is in alone (expected long: planning.Ordered) in a task of its own.
 
     A task is refused whole by a worker that lacks its kind or its heuristic's program, and such
     refusals by every worker give up its attempts: an attempt must not share a task with another
@@ -251,6 +256,9 @@ def chunks_of(pending: Sequence[PendingAttempt], size: int) -> list[list[Pending
     chunks: list[list[PendingAttempt]] = []
     filling: dict[tuple[str, str], list[PendingAttempt]] = {}
     for p in pending:
+        if p.key in alone:
+            chunks.append([p])
+            continue
         key = (p.spec.kind, p.spec.heuristic)
         chunk = filling.get(key)
         if chunk is None or len(chunk) >= size:
