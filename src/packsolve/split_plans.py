@@ -26,7 +26,8 @@ from packsolve.puzzles import get_kind
 # handing them out (about 10 ms a part and round locally, a database round trip on workers) stays
 # small: PARTS_PER_PROCESS for a level expected to take half a minute or less, one more per
 # SECONDS_PER_PART of its expected time beyond, MAX_PARTS_PER_PROCESS at most (benchmarks/split_local:
-# Korf-Felner #4, 425 s whole, gained 1.19x on 2 processes in 17 parts and 3.4x in 100).
+# Korf-Felner #4, 425 s whole, gained 1.19x on 2 processes in 17 parts, 1.37x in the 240 this gives
+# it, 3.4x in 100: the parts' nodes vary with the cut, docs/benchmarks.md).
 PARTS_PER_PROCESS = 8
 SECONDS_PER_PART = 4.0
 MAX_PARTS_PER_PROCESS = 64
