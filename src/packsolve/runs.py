@@ -469,8 +469,8 @@ def start_distributed(
 
 
 def send(engine: Engine, cluster: Cluster, run: NewRun, chunk_size: int = 0) -> Sent:
-    """Enqueue the run's pending attempts hardest first in tasks of chunk_size (0: chosen; one expected to
-    take half a second or more in a task of its own: planning.Ordered); mark them sent.
+    """Enqueue the run's pending attempts hardest first in tasks of chunk_size (0: chosen, and then one
+    expected to take half a second or more in a task of its own: planning.Ordered); mark them sent.
 
     If the broker or the database fails meanwhile, the run stays, unsent (the
     scheduler leaves it alone, `runs` shows it), and SendFailed (or
@@ -483,17 +483,14 @@ def send(engine: Engine, cluster: Cluster, run: NewRun, chunk_size: int = 0) -> 
             ordered = hardest_first(session, run.id, run.pending, run.sizes or None)
             pending = ordered.attempts
             visibility = cluster.visibility_timeout
+            alone = frozenset() if chunk_size else ordered.alone  # a size given is kept as given
             chunk_size = chunk_size or choose_chunk_size(session, pending, visibility_timeout=visibility)
             deployment = deployment_id(session)
     except SQLAlchemyError as exc:
         raise _unsent(engine, cluster, run.id, exc, database=True) from None
     started = time.monotonic()
     try:
-        tasks = (
-            cluster.send(run.id, pending, run.max_tries, chunk_size, deployment, ordered.alone)
-            if pending
-            else 0
-        )
+        tasks = cluster.send(run.id, pending, run.max_tries, chunk_size, deployment, alone) if pending else 0
     except Exception as exc:
         raise _unsent(engine, cluster, run.id, exc, database=False) from None
     try:
