@@ -351,7 +351,6 @@ class _Splits:
         while self.waiting and len(self.futures) < room:
             if self.waiting[0][1].ahead and idle <= 0:
                 return
-            idle -= 1  # the part takes an idle process, if there is one
             key, handout = self.waiting.pop(0)
             level = self.levels[key]
             spec = level.part_spec(handout)
@@ -360,6 +359,7 @@ class _Splits:
                 self._decided(key, recorder)
                 continue
             self.futures[pool.submit(_attempts, [spec], [key[0]], keep)] = (key, handout)
+            idle -= 1  # the part took an idle process, if there was one
 
     def took(self, fut: Future, recorder: _Recorder) -> None:
         """Take a part's result: write its run, combine it, hand out what comes next."""
