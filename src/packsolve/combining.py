@@ -17,8 +17,9 @@ best-of-all round, the best length known), and gives each part's Outcome back to
   optimal (every part searched every bound below it), the parts past it stopped by the shared best.
   While a round's last parts still run, a part that ended it without an answer may already search
   its next bound (``Handout.ahead``: within AHEAD of the round's window, in a round of single bounds):
-  the executor runs such a part only where a process would wait idle for the round's end, and the
-  next round leaves out the parts that ran ahead. An answer found ahead counts as any: the level is
+  the executor runs such a part only where a process would wait idle for the round's end, gives
+  back (``give_back``) those it has not started when the next round begins, and that round leaves
+  out the parts that ran ahead. An answer found ahead counts as any: the level is
   decided once every part searched every bound below the best answer.
   A part that ends otherwise (a timeout, an error) ends the level so.
 
@@ -167,6 +168,17 @@ class Combination:
         return [
             Handout(i, self.rounds + 1, (self._resume[i], self._resume[i]), None, ahead=True) for i in ready
         ]
+
+    def give_back(self, index: int) -> None:
+        """Best of all: take back a part handed out ahead that the executor has not started: it is
+        handed out again by a later hand_out, in the parts' order (ahead again, or in its round).
+
+        An executor that queues parts ahead runs them in the order they ended the round before; once
+        their round begins, the ones not started belong in it, in order: an answer's part run late in
+        the last round leaves every part queued before it searched in full."""
+        if index in self._ahead:
+            self._ahead.discard(index)
+            self.running.discard(index)
 
     def took(self, index: int, outcome: Outcome) -> None:
         """Take a part's Outcome (its answer the whole level's); decide the level if it can be."""

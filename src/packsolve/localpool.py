@@ -397,6 +397,12 @@ class _Splits:
         if level.combination.outcome is not None:
             self._decided(key, recorder)
         else:
+            # Its parts ahead not yet submitted go back and are handed out again with the rest, in the
+            # parts' order: kept queued, they would run in the order they ended the round before.
+            for k, h in self.waiting:
+                if k == key and h.ahead:
+                    level.combination.give_back(h.index)
+            self.waiting = [(k, h) for k, h in self.waiting if k != key or not h.ahead]
             handed = [(key, h) for h in level.combination.hand_out()]
             # A new round's parts before everything; parts ahead of their round after everything.
             self.waiting[:0] = [(k, h) for k, h in handed if not h.ahead]

@@ -147,3 +147,27 @@ def test_what_a_levels_limits_leave_a_part_counts_its_parts_spending_and_its_tim
     assert c.left(None, None, None) == (None, None, None)
     assert c.left(3.0, None, None) is None  # 4 s since the level began: its wall time is spent
     assert c.left(None, 107, None) is None and c.left(None, None, 1.5) is None
+
+
+def test_best_of_all_a_part_given_back_unstarted_is_handed_out_again_in_its_round_in_order():
+    c = Combination(split(Combine.BEST_OF_ALL, 3))
+    c.hand_out()
+    for i in range(3):
+        c.took(i, out(Status.NO_SOLUTION, resume=40))
+    c.hand_out()
+    c.took(2, out(Status.NO_SOLUTION, resume=42))
+    [ahead] = c.hand_out()
+    assert (ahead.index, ahead.ahead) == (2, True)
+    c.give_back(2)  # never started
+    c.took(0, out(Status.NO_SOLUTION, resume=42))
+    assert [(h.index, h.ahead) for h in c.hand_out()] == [(0, True), (2, True)]  # ahead again, in order
+    c.give_back(0)
+    c.give_back(2)
+    c.took(1, out(Status.NO_SOLUTION, resume=42))  # round 2 over
+    assert [(h.index, h.round, h.ahead) for h in c.hand_out()] == [
+        (0, 3, False),
+        (1, 3, False),
+        (2, 3, False),
+    ]
+    c.give_back(1)  # not ahead: nothing changes
+    assert c.running == {0, 1, 2}

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import Future
+from datetime import UTC, datetime
 
 from packsolve.api import Combine, Part, Split
 from packsolve.combining import Handout
 from packsolve.execution.spec import AttemptSpec, Limits, PendingAttempt
 from packsolve.localpool import _Splits
+from packsolve.outcome import Outcome, SearchStats, Status
 from packsolve.split_plans import PlannedSplit
 
 BOARD = {"tiles": [[1, 2, 3], [4, 5, 6], [7, 0, 8]]}
@@ -63,3 +65,40 @@ def test_a_round_of_another_level_goes_first_and_takes_the_idle_process_before_a
     # Both of b's parts are given (room), the one idle process taken by the first: a's part waits.
     assert pool.given == [("b" * 64, 0), ("b" * 64, 1)]
     assert [(k, h.index) for k, h in s.waiting] == [(a, 2)]
+
+
+class Recorder:
+    """Stands in for the run's _Recorder: keeps the part runs written."""
+
+    def __init__(self) -> None:
+        self.part_runs: list = []
+
+
+def ended(s: _Splits, key, handout: Handout, resume: int) -> None:
+    """Give s the end of a part: searched its window without an answer, next bound resume."""
+    fut: Future = Future()
+    outcome = Outcome(Status.NO_SOLUTION, None, SearchStats(nodes=5, cpu_s=0.5), "", resume=resume)
+    now = datetime.now(UTC)
+    fut.set_result([(outcome, "w", now, now, None)])
+    s.futures[fut] = (key, handout)
+    s.took(fut, Recorder())
+
+
+def test_parts_ahead_not_yet_run_join_the_round_that_begins_in_the_parts_order():
+    s = splits("a" * 64)
+    key = next(iter(s.levels))
+    c = s.levels[key].combination
+    for i in range(3):  # round 1 searched: every part's next bound is 40
+        c.took(i, Outcome(Status.NO_SOLUTION, None, SearchStats(cpu_s=0.5), "", resume=40))
+    second = c.hand_out()
+    assert [h.index for h in second] == [0, 1, 2]
+    # Parts 2 then 0 end round 2 and are handed out ahead; no process was idle to take them.
+    ended(s, key, second[2], 42)
+    ended(s, key, second[0], 42)
+    assert [(h.index, h.ahead) for _, h in s.waiting] == [(0, True), (2, True)]
+    ended(s, key, second[1], 42)  # round 2 over: round 3 holds all three, in order, none ahead
+    assert [(h.index, h.round, h.window, h.ahead) for _, h in s.waiting] == [
+        (0, 3, (42, 42), False),
+        (1, 3, (42, 42), False),
+        (2, 3, (42, 42), False),
+    ]
