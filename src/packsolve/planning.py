@@ -11,7 +11,7 @@ import json
 import os
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -349,15 +349,23 @@ def choose_chunk_size(
 TAPER = 2
 
 
-def tapered_chunks(items: Sequence[PendingAttempt], size: int, processes: int) -> list[list[PendingAttempt]]:
+def tapered_chunks(
+    items: Sequence[PendingAttempt], size: int, processes: int, alone: Collection[tuple[str, str]] = ()
+) -> list[list[PendingAttempt]]:
     """Return items in order in chunks of at most size, each at most the items left over TAPER x
-    processes: full chunks first, then smaller ones down to one attempt each at the end."""
+    processes: full chunks first, then smaller ones down to one attempt each at the end; an attempt
+    whose key is in alone (expected long: Ordered) in a chunk of its own."""
     chunks: list[list[PendingAttempt]] = []
     i = 0
     while i < len(items):
         take = max(1, min(size, (len(items) - i) // (TAPER * max(1, processes))))
-        chunks.append(list(items[i : i + take]))
-        i += take
+        chunk = [items[i]]
+        while len(chunk) < take and i + len(chunk) < len(items) and chunk[0].key not in alone:
+            if items[i + len(chunk)].key in alone:
+                break
+            chunk.append(items[i + len(chunk)])
+        chunks.append(chunk)
+        i += len(chunk)
     return chunks
 
 
@@ -388,6 +396,7 @@ class Ordered:
 
     attempts: list[PendingAttempt]
     alone: frozenset[tuple[str, str]] = frozenset()
+    by_history: bool = True  # False: no level has history, the order is by size alone
 
 
 def hardest_first(
@@ -420,7 +429,7 @@ def longest_first(pending: list[PendingAttempt], facts: Mapping[str, tuple[int, 
     known = {h: t for h, (_, t) in facts.items() if t is not None}
     sizes = {h: size for h, (size, _) in facts.items()}
     if not known:
-        return Ordered(sorted(pending, key=lambda p: -sizes.get(p.level_hash, 0)))
+        return Ordered(sorted(pending, key=lambda p: -sizes.get(p.level_hash, 0)), by_history=False)
     # Per kind, the longest known time at each size: of known levels equally near in size, the
     # longest wins. Sorted by size, the nearest sizes of an unseen level are found by bisection.
     longest: dict[str, dict[int, float]] = {}

@@ -341,19 +341,15 @@ def solve_local(
 ) -> None:
     """Solve the run's pending attempts on a local process pool, recording each result (as settings say).
 
-    Attempts go to the pool in chunks of chunk_size (None: chosen like
-    submit's, from past times or level sizes). On Ctrl-C, or once `packsolve
+    Attempts go to the pool longest expected first, as submit sends them (planning.hardest_first), in
+    chunks of chunk_size (None: chosen like submit's, from past times or level sizes, and then one
+    expected to take half a second or more in a chunk of its own). On Ctrl-C, or once `packsolve
     cancel` marked the run, the pool stops at once: results so far are kept,
     the attempts with none are marked cancelled (saying whether they had
     started), the run is finished, and Interrupted is raised.
     """
     if not run.pending:
         return
-    if chunk_size is None:
-        with session_scope(engine) as session:
-            chunk_size = choose_chunk_size(session, run.pending)
-        # Every process needs a few chunks, or one slow chunk decides the run's end.
-        chunk_size = max(1, min(chunk_size, -(-len(run.pending) // (jobs * 4))))
     note_programs_run(engine, run.id, f"local@{socket.gethostname()}", [p.spec for p in run.pending])
     try:
         with _terminate_interrupts():
@@ -371,21 +367,33 @@ def solve_local(
         _snapshot(engine, run.id)
 
 
-def _local_work(engine: Engine, run: NewRun, jobs: int, chunk_size: int) -> LocalWork:
-    """Return the run's pending attempts in chunks of chunk_size, the last ones smaller (tapered_chunks),
-    but those its --split-after splits (split_plans.plan_splitting: run as parts the processes share);
-    a probe runs in its chunk under --split-after as its wall limit, and is split if it passes it."""
-    if run.split_after is None or jobs < 2:
-        return LocalWork(tapered_chunks(run.pending, chunk_size, jobs))
+def _local_work(engine: Engine, run: NewRun, jobs: int, chunk_size: int | None) -> LocalWork:
+    """Return the run's pending attempts longest expected first (with no history: in the pack's
+    order) in chunks of chunk_size (None: chosen, and a long one alone: planning.Ordered), the last
+    ones smaller (tapered_chunks), but those its --split-after splits (split_plans.plan_splitting:
+    run as parts the processes share); a probe runs in its chunk under --split-after as its wall
+    limit, and is split if it passes it."""
     with session_scope(engine) as session:
+        # Longest expected first: a night whose hardest levels start last ends with them, alone. A
+        # first night keeps the pack's order: with no history no level is known to be long enough to
+        # go alone, and chunked by count the biggest would share the first chunk, in one process.
+        ordered = hardest_first(session, run.id, run.pending, run.sizes or None)
+        attempts = ordered.attempts if ordered.by_history else run.pending
+        alone = ordered.alone if chunk_size is None else frozenset()  # a size given is kept as given
+        if chunk_size is None:
+            # Every process needs a few chunks, or one slow chunk decides the run's end.
+            chosen = choose_chunk_size(session, run.pending)
+            chunk_size = max(1, min(chosen, -(-len(run.pending) // (max(1, jobs) * 4))))
+        if run.split_after is None or jobs < 2:
+            return LocalWork(tapered_chunks(attempts, chunk_size, jobs, alone))
         splitting = plan_splitting(session, run.pending, run.split_after, jobs)
     split = splitting.split_keys
     whole = [
         replace(p, spec=splitting.probes[p.key].spec()) if p.key in splitting.probes else p
-        for p in run.pending
+        for p in attempts
         if p.key not in split
     ]
-    return LocalWork(tapered_chunks(whole, chunk_size, jobs), splitting.splits, splitting.probes)
+    return LocalWork(tapered_chunks(whole, chunk_size, jobs, alone), splitting.splits, splitting.probes)
 
 
 @contextlib.contextmanager

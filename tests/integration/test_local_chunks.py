@@ -38,3 +38,24 @@ def test_the_two_long_levels_at_the_end_of_a_first_night_run_on_two_processes_at
     second_start = datetime.fromisoformat(long[1]["started_at"])
     # Side by side: the second began before the first ended (one after the other, it would begin after).
     assert second_start < first_end, long
+
+
+def test_a_second_night_runs_the_levels_its_history_says_are_long_first_each_on_a_process_of_its_own(
+    tmp_path: Path, sqlite_url
+):
+    # The long levels last in the pack: the first night runs it in order, the second by its history.
+    pack = tmp_path / "night.jsonl"
+    levels = [{"kind": "chaos", "id": i, "ms": 5} for i in range(40)]
+    levels += [{"kind": "chaos", "id": 100 + i, "ms": LONG_MS} for i in range(2)]
+    pack.write_text("".join(json.dumps(level) + "\n" for level in levels))
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    for _night in (1, 2):
+        out = invoke("solve", str(pack), "-j", "2", "--heuristic", "sleep", "--format", "json", "-q", env=env)
+        assert out.returncode == 0, out.stderr
+    records = exported(str(json.loads(out.stdout)["run"]), env)
+    assert len(records) == 42 and all(r["status"] == "solved" for r in records)
+    long = [r for r in records if r["wall_s"] >= LONG_MS / 1000]
+    short = [r for r in records if r["wall_s"] < LONG_MS / 1000]
+    assert len(long) == 2
+    # Both long levels began before every short one: one on each process (not in one chunk), first.
+    assert max(r["started_at"] for r in long) < min(r["started_at"] for r in short), long

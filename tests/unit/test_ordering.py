@@ -59,8 +59,22 @@ def test_levels_expected_to_take_a_tasks_worth_or_more_go_in_a_task_each():
 
 def test_with_no_history_levels_go_biggest_first_then_in_pack_order():
     facts = {h: (size, None) for h, (size, _) in FACTS.items()}
-    ordered = [p.level_hash for p in longest_first(PACK, facts).attempts]
-    assert ordered == ["f", "b", "c", "d", "l", "e", "a", "k", "h", "g", "i", "j"]
+    by_size = longest_first(PACK, facts)
+    assert [p.level_hash for p in by_size.attempts] == [
+        "f",
+        "b",
+        "c",
+        "d",
+        "l",
+        "e",
+        "a",
+        "k",
+        "h",
+        "g",
+        "i",
+        "j",
+    ]
+    assert not by_size.by_history and longest_first(PACK, FACTS).by_history  # a local run keeps pack order
 
 
 def test_levels_expected_under_the_floor_go_bigger_first_then_in_pack_order():

@@ -29,3 +29,12 @@ def test_a_chunk_never_holds_more_than_the_attempts_left_over_the_processes_can_
             assert len(chunk) == max(1, min(10, left // (TAPER * processes)))
             left -= len(chunk)
     assert tapered_chunks([], 10, 2) == []
+
+
+def test_an_attempt_expected_long_is_a_chunk_of_its_own_and_the_rest_keep_their_order():
+    items = attempts(40)
+    alone = {items[0].key, items[1].key, items[7].key}
+    chunks = tapered_chunks(items, 5, 2, alone)
+    assert [p for c in chunks for p in c] == items
+    assert chunks[:4] == [[items[0]], [items[1]], items[2:7], [items[7]]]
+    assert all(len(c) == 1 for c in chunks if any(p.key in alone for p in c))
