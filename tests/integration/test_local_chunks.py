@@ -20,18 +20,25 @@ pytestmark = pytest.mark.usefixtures("chaos_env")
 LONG_MS = 1500
 
 
+def nights(tmp_path: Path, sqlite_url: str, levels: list[dict], count: int = 1) -> list[dict]:
+    """Solve the pack of levels on 2 processes count times in one database; return the last run's records."""
+    pack = tmp_path / "night.jsonl"
+    pack.write_text("".join(json.dumps(level) + "\n" for level in levels))
+    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
+    for _ in range(count):
+        out = invoke("solve", str(pack), "-j", "2", "--heuristic", "sleep", "--format", "json", "-q", env=env)
+        assert out.returncode == 0, out.stderr
+    records = exported(str(json.loads(out.stdout)["run"]), env)
+    assert len(records) == len(levels) and all(r["status"] == "solved" for r in records)
+    return records
+
+
 def test_the_two_long_levels_at_the_end_of_a_first_night_run_on_two_processes_at_once(
     tmp_path: Path, sqlite_url
 ):
-    pack = tmp_path / "night.jsonl"
     levels = [{"kind": "chaos", "id": i, "ms": 5} for i in range(60)]
     levels += [{"kind": "chaos", "id": 100 + i, "ms": LONG_MS} for i in range(2)]
-    pack.write_text("".join(json.dumps(level) + "\n" for level in levels))
-    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    out = invoke("solve", str(pack), "-j", "2", "--heuristic", "sleep", "--format", "json", "-q", env=env)
-    assert out.returncode == 0, out.stderr
-    records = exported(str(json.loads(out.stdout)["run"]), env)
-    assert len(records) == 62 and all(r["status"] == "solved" for r in records)
+    records = nights(tmp_path, sqlite_url, levels)
     long = sorted((r for r in records if r["wall_s"] >= LONG_MS / 1000), key=lambda r: r["started_at"])
     assert len(long) == 2
     first_end = datetime.fromisoformat(long[0]["finished_at"])
@@ -44,16 +51,9 @@ def test_a_second_night_runs_the_levels_its_history_says_are_long_first_each_on_
     tmp_path: Path, sqlite_url
 ):
     # The long levels last in the pack: the first night runs it in order, the second by its history.
-    pack = tmp_path / "night.jsonl"
     levels = [{"kind": "chaos", "id": i, "ms": 5} for i in range(40)]
     levels += [{"kind": "chaos", "id": 100 + i, "ms": LONG_MS} for i in range(2)]
-    pack.write_text("".join(json.dumps(level) + "\n" for level in levels))
-    env = {"PACKSOLVE_DATABASE_URL": sqlite_url}
-    for _night in (1, 2):
-        out = invoke("solve", str(pack), "-j", "2", "--heuristic", "sleep", "--format", "json", "-q", env=env)
-        assert out.returncode == 0, out.stderr
-    records = exported(str(json.loads(out.stdout)["run"]), env)
-    assert len(records) == 42 and all(r["status"] == "solved" for r in records)
+    records = nights(tmp_path, sqlite_url, levels, count=2)
     long = [r for r in records if r["wall_s"] >= LONG_MS / 1000]
     short = [r for r in records if r["wall_s"] < LONG_MS / 1000]
     assert len(long) == 2
