@@ -360,10 +360,11 @@ def tapered_chunks(
     while i < len(items):
         take = max(1, min(size, (len(items) - i) // (TAPER * max(1, processes))))
         chunk = [items[i]]
-        while len(chunk) < take and i + len(chunk) < len(items) and chunk[0].key not in alone:
-            if items[i + len(chunk)].key in alone:
-                break
-            chunk.append(items[i + len(chunk)])
+        if items[i].key not in alone:
+            for p in items[i + 1 : i + take]:
+                if p.key in alone:
+                    break
+                chunk.append(p)
         chunks.append(chunk)
         i += len(chunk)
     return chunks
