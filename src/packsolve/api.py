@@ -19,6 +19,7 @@ only the pure core (budget, outcome, errors).
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -209,20 +210,35 @@ def solver(fn: Callable[[Any, Budget], Any]) -> Solve:
     The wrapped function returns an Outcome, or raises BudgetExhausted, which
     becomes ``Outcome(timeout)``. Node counts always come from the budget, so
     every heuristic counts the same way. A function that returns anything but
-    an Outcome raises TypeError.
+    an Outcome raises TypeError. The Solve pickles when fn does (a module-level function, say).
     """
+    return _Solver(fn)
 
-    @functools.wraps(fn)
-    def solve(level: Any, budget: Budget) -> Outcome:
+
+class _Solver:
+    """solver()'s Solve: an object, not a closure, so that a job holding it pickles (its function by
+    name) and goes to a worker's kept solver child; a job that does not pickle forks a fresh child."""
+
+    def __init__(self, fn: Callable[[Any, Budget], Any]) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, level: Any, budget: Budget) -> Outcome:
         try:
-            out = fn(level, budget)
+            out = self.fn(level, budget)
         except BudgetExhausted as exc:
             return Outcome(Status.TIMEOUT, stats=SearchStats(nodes=budget.nodes), message=str(exc))
         if not isinstance(out, Outcome):
-            raise TypeError(f"solver {fn.__name__} returned {type(out).__name__}, not Outcome")
+            name = getattr(self.fn, "__name__", type(self.fn).__name__)
+            raise TypeError(f"solver {name} returned {type(out).__name__}, not Outcome")
         return Outcome(out.status, out.solution, SearchStats(nodes=budget.nodes), out.message)
 
-    return solve
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # Used as a decorator, this object is what its module calls the function: pickled by that name.
+        name = getattr(self, "__qualname__", None)
+        if name and getattr(sys.modules.get(getattr(self, "__module__", "")), name, None) is self:
+            return str(name)
+        return (_Solver, (self.fn,))
 
 
 def solved(solution: Any, message: str = "") -> Outcome:

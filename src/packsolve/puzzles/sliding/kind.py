@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping
 from fractions import Fraction
@@ -62,12 +63,22 @@ def _against_stated(board: Board, moves: list[int], message: str = "") -> Outcom
 
 def _optimal(search: Any) -> Any:
     """Wrap a search returning moves (or None) into a solver that first rules out odd parity."""
+    return solver(_Optimal(search))
 
-    def solve(board: Board, budget: Budget) -> Outcome:
+
+class _Optimal:
+    """An optimal search as a solver's function: an object, so that it pickles (its search by name) and
+    an attempt goes to the kept solver child, which has the pattern tables mapped already."""
+
+    def __init__(self, search: Any) -> None:
+        self.search = search
+        self.__name__ = getattr(search, "__name__", "solve")
+
+    def __call__(self, board: Board, budget: Budget) -> Outcome:
         reason = unsolvable_reason(board)
         if reason is not None:
             return no_solution(reason)
-        moves = search(board, budget)
+        moves = self.search(board, budget)
         if moves is None and budget.bound is not None:
             best = budget.bound.best()
             if best is not None:
@@ -80,15 +91,9 @@ def _optimal(search: Any) -> Any:
             return no_solution("the search exhausted every reachable board without meeting the goal")
         return _against_stated(board, moves)
 
-    solve.__name__ = getattr(search, "__name__", "solve")
-    return solver(solve)
-
 
 def _ida(mode: int) -> Any:
-    def search(board: Board, budget: Budget) -> list[int] | None:
-        return ida.ida_star(board, budget, mode)
-
-    return search
+    return functools.partial(ida.ida_star, mode=mode)
 
 
 def _weighted(board: Board, budget: Budget) -> Outcome:
