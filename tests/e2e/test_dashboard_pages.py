@@ -252,6 +252,9 @@ def test_a_walk_in_chromium_loads_each_kind_of_page_with_every_request_answered_
         assert page.locator("#scatter svg circle").count() == 6
         page.click("#scatter a >> nth=0")
         page.wait_for_selector("#level-picture")
+        # Loaded (or broken: complete with no width), not only in the page: on a busy machine the image
+        # may still be on its way when the element is there.
+        page.wait_for_function("document.getElementById('level-picture').complete")
         assert page.evaluate("document.getElementById('level-picture').naturalWidth") > 0
         # The icon every page links (headless Chromium does not fetch icons by itself).
         icon = page.request.get(served.url + page.get_attribute("link[rel=icon]", "href").lstrip("/"))
