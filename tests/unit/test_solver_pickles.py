@@ -5,31 +5,39 @@ from __future__ import annotations
 
 import functools
 import pickle
+from pathlib import Path
 
 import pytest
 
 from packsolve.api import Budget, Status
-from packsolve.puzzles import get_kind
+from packsolve.levels import read_levels
+from packsolve.puzzles import _MODULES, get_kind
 
-BOARD = {"tiles": [[1, 2, 3], [4, 5, 6], [7, 0, 8]]}
+PACKS = Path(__file__).resolve().parents[2] / "examples" / "packs"
+
+EVERY_SOLVER = [(kind, heuristic) for kind in _MODULES for heuristic in get_kind(kind).solvers]
 
 
-@pytest.mark.parametrize(
-    ("kind", "heuristic"),
-    [
-        ("sliding", "pdb"),  # an optimal search wrapped in an object (sliding.kind._Optimal)
-        ("sliding", "linear-conflict"),
-        ("sliding", "weighted"),  # solver(module_function)
-        ("sudoku", "dlx"),  # @solver on a module-level function: pickled by its name
-        ("tictactoe", "alphabeta"),
-    ],
-)
-def test_a_builtin_solvers_job_pickles_and_solves_after(kind, heuristic):
-    _, solve = get_kind(kind).solver(heuristic)
+def _smallest_level(kind: str):  # noqa: ANN202 - a parsed level of the kind
+    levels = [lv for lv in read_levels([PACKS / kind]) if lv.error is None and lv.kind == kind]
+    assert levels, f"examples/packs/{kind} holds no valid {kind} level"
+    return get_kind(kind).parse(min(levels, key=lambda lv: lv.size).data)
+
+
+def test_every_builtin_kind_and_heuristic_is_listed():
+    # Guards the parametrisation below against an empty or shrunken list.
+    assert len(EVERY_SOLVER) > len(_MODULES) and {k for k, _ in EVERY_SOLVER} == set(_MODULES)
+
+
+@pytest.mark.parametrize(("kind", "heuristic"), EVERY_SOLVER)
+def test_every_builtin_solvers_job_pickles_and_solves_after(kind, heuristic):
+    puzzle = get_kind(kind)
+    _, solve = puzzle.solver(heuristic)
+    level = _smallest_level(kind)
+    job = pickle.loads(pickle.dumps(functools.partial(solve, level)))
+    out = job(Budget(time_limit=5))
+    assert out.status in (Status.SOLVED, Status.NO_SOLUTION, Status.TIMEOUT), out.message
+    if out.status == Status.SOLVED:
+        assert puzzle.verify(level, out.solution) is None
     again = pickle.loads(pickle.dumps(solve))
-    if kind == "sliding":
-        board = get_kind(kind).parse(BOARD)
-        job = pickle.loads(pickle.dumps(functools.partial(solve, board)))
-        out = job(Budget(time_limit=10))
-        assert out.status == Status.SOLVED and get_kind(kind).verify(board, out.solution) is None
     assert callable(again) and again.__name__ == solve.__name__

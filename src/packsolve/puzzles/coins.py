@@ -71,11 +71,18 @@ def _recursion_guard(name: str, n: int) -> RuntimeError:
     )
 
 
-def _take_or_skip(prune: bool) -> Any:
-    """The write-up's recursion: each note taken or skipped; with prune, stop once the sum passes s."""
+class _TakeOrSkip:
+    """The write-up's recursion: each note taken or skipped; with prune, stop once the sum passes s.
 
-    def search(level: Coins, budget: Budget) -> Outcome:
-        notes, target, n = level.notes, level.target, len(level.notes)
+    An object rather than a closure, so that a job holding it pickles and goes to the kept solver child.
+    """
+
+    def __init__(self, prune: bool) -> None:
+        self.prune = prune
+        self.__name__ = "prune" if prune else "take_or_skip"
+
+    def __call__(self, level: Coins, budget: Budget) -> Outcome:
+        notes, target, n, prune = level.notes, level.target, len(level.notes), self.prune
         best: list[int] | None = None
         chosen: list[int] = []
 
@@ -100,8 +107,6 @@ def _take_or_skip(prune: bool) -> Any:
         if best is None:
             return no_solution(f"no subset of the {n} notes sums to {target}")
         return solved(_answer(best))
-
-    return solver(search)
 
 
 def _quick_no(level: Coins) -> tuple[str | None, int, list[int], int]:
@@ -323,8 +328,8 @@ KIND = PuzzleKind(
     parse=parse,
     canonical=canonical,
     solvers={
-        "plain": _take_or_skip(prune=False),
-        "prune": _take_or_skip(prune=True),
+        "plain": solver(_TakeOrSkip(prune=False)),
+        "prune": solver(_TakeOrSkip(prune=True)),
         "dp": solver(dynamic_programming),
         "bnb": solver(branch_and_bound),
         "auto": solver(auto),

@@ -158,20 +158,42 @@ def _exhausted(board: Board) -> Outcome:
     )
 
 
-def _graph_solver(make_order: Callable[[Board], Ordering]) -> Callable[[Board, Budget], Outcome]:
-    """Return a solver running graph.depth_first with the board's ordering (the write-ups' style)."""
+class _GraphSearch:
+    """A solver running graph.depth_first with the board's ordering (the write-ups' style).
 
-    def solve(board: Board, budget: Budget) -> Outcome:
+    An object rather than a closure, and make_order a module-level function, so that a job holding it
+    pickles and goes to the kept solver child.
+    """
+
+    def __init__(self, make_order: Callable[[Board], Ordering]) -> None:
+        self.make_order = make_order
+        self.__name__ = make_order.__name__.lstrip("_")
+
+    def __call__(self, board: Board, budget: Budget) -> Outcome:
         out = _impossible(board)
         if out is not None:
             return out
-        path = depth_first(board_problem(board), budget, make_order(board), board.prefix)
+        path = depth_first(board_problem(board), budget, self.make_order(board), board.prefix)
         if path is None:
             return _exhausted(board)
         # A part answers from its own start, the last square of its prefix.
         return solved(_cells(board, path[max(0, len(board.prefix) - 1) :]))
 
-    return solve
+
+def _natural(board: Board) -> Ordering:
+    return natural_order
+
+
+def _warnsdorff(board: Board) -> Ordering:
+    return warnsdorff_order
+
+
+def _pohl(board: Board) -> Ordering:
+    return pohl_order
+
+
+def _roth(board: Board) -> Ordering:
+    return roth_order(board.cols, board.rows)
 
 
 # The heuristics split: the backtracking searches, which are complete and continue a prefix; the
@@ -312,11 +334,11 @@ KIND = PuzzleKind(
     parse=parse,
     canonical=canonical,
     solvers={
-        "plain": solver(_graph_solver(lambda b: natural_order)),
-        "warnsdorff": solver(_graph_solver(lambda b: warnsdorff_order)),
-        "pohl": solver(_graph_solver(lambda b: pohl_order)),
-        "roth": solver(_graph_solver(lambda b: roth_order(b.cols, b.rows))),
-        "squirrel_cull": solver(_graph_solver(squirrel_cull_order)),
+        "plain": solver(_GraphSearch(_natural)),
+        "warnsdorff": solver(_GraphSearch(_warnsdorff)),
+        "pohl": solver(_GraphSearch(_pohl)),
+        "roth": solver(_GraphSearch(_roth)),
+        "squirrel_cull": solver(_GraphSearch(squirrel_cull_order)),
         "warnsdorff_closing": solver(closing_search),
         "blocks": solver(blocks),
         "auto": solver(auto),

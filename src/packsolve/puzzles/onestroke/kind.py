@@ -174,15 +174,22 @@ def problem(grid: Grid) -> tuple[HamiltonProblem, list[tuple[int, int]]]:
     return HamiltonProblem(tuple(adj), index[grid.start]), cells
 
 
-def _search(order: Any) -> Any:
-    def solve(grid: Grid, budget: Budget) -> Outcome:
+class _DepthFirst:
+    """The write-ups' depth-first search, in order or with an ordering (Warnsdorff's).
+
+    An object rather than a closure, so that a job holding it pickles and goes to the kept solver child.
+    """
+
+    def __init__(self, order: Any) -> None:
+        self.order = order
+        self.__name__ = getattr(order, "__name__", "depth_first")
+
+    def __call__(self, grid: Grid, budget: Budget) -> Outcome:
         p, cells = problem(grid)
-        path = depth_first(p, budget, order) if order else depth_first(p, budget)
+        path = depth_first(p, budget, self.order) if self.order else depth_first(p, budget)
         if path is None:
             return no_solution("exhaustive search found no path through every open cell")
         return solved([list(cells[v]) for v in path])
-
-    return solver(solve)
 
 
 @solver
@@ -391,8 +398,8 @@ KIND = PuzzleKind(
     parse=parse,
     canonical=canonical,
     solvers={
-        "plain": _search(None),
-        "warnsdorff": _search(warnsdorff_order),
+        "plain": solver(_DepthFirst(None)),
+        "warnsdorff": solver(_DepthFirst(warnsdorff_order)),
         "prune": prune,
         "cpsat": cpsat,
         "portfolio": portfolio,
