@@ -23,14 +23,20 @@ from packsolve.puzzles import get_kind
 
 # How many parts a split level is cut into per process that runs them: enough that the processes
 # stay busy while parts of uneven size end (a round ends with its largest part), few enough that
-# handing them out (about 10 ms a part and round locally, a database round trip on workers) stays
-# small: PARTS_PER_PROCESS for a level expected to take half a minute or less, one more per
+# handing them out (a few milliseconds a part and round locally, a database round trip on workers)
+# stays small: PARTS_PER_PROCESS for a level expected to take half a minute or less, one more per
 # SECONDS_PER_PART of its expected time beyond, MAX_PARTS_PER_PROCESS at most (benchmarks/split_local:
-# Korf-Felner #4, 425 s whole, gained 1.19x on 2 processes in 17 parts, 1.37x in the 240 this gives
-# it, 3.4x in 100: the parts' nodes vary with the cut, docs/benchmarks.md).
+# Korf-Felner #4, 425 s whole, gained 1.19x on 2 processes in 17 parts, 1.92x in the 240 this gives
+# it: docs/benchmarks.md).
 PARTS_PER_PROCESS = 8
 SECONDS_PER_PART = 4.0
 MAX_PARTS_PER_PROCESS = 64
+# A probe's level (no history) still running at --split-after is cut as if it took this many times
+# --split-after: such a level most often runs far longer (an iterative-deepening search's iteration
+# costs several times all those before it), and a cut too coarse costs far more than one too fine:
+# #4 in the 17 parts a 30 s expectation gives searched 1.63x its nodes on a night, where each part
+# more costs a few milliseconds a round.
+PROBE_EXPECTED = 4.0
 
 
 def parts_for(processes: int, expected_s: float) -> int:
@@ -40,6 +46,13 @@ def parts_for(processes: int, expected_s: float) -> int:
     return max(2, processes * per_process)
 
 
+def probe_expected(split_after: float, wall_limit: float | None) -> float:
+    """Return how long a level whose first attempt ran past split_after is expected to take in all
+    (PROBE_EXPECTED times split_after, its wall limit at most)."""
+    expected = PROBE_EXPECTED * split_after
+    return expected if wall_limit is None else min(expected, wall_limit)
+
+
 @dataclass(frozen=True)
 class PlannedSplit:
     """A pending attempt a run runs as parts: the Split its kind gave (asked for `of` parts)."""
@@ -47,7 +60,8 @@ class PlannedSplit:
     attempt: PendingAttempt
     split: Split
     of: int
-    expected_s: float  # its expected wall time, from history, that passed --split-after
+    # Its expected wall time: from history, past --split-after; a probe's, probe_expected.
+    expected_s: float
     # A first attempt that ran whole past --split-after (Probe), whose effort and time count as the
     # level's; None: split from the start.
     spent: Outcome | None = None
@@ -129,15 +143,16 @@ def plan_splitting(
     than split_after (one that ends sooner ends whole)."""
     splits = choose_splits(session, pending, split_after, processes)
     chosen = {s.attempt.key for s in splits}
-    of = parts_for(processes, split_after)  # a probe split is a level that ran split_after at least
     probes: dict[tuple[str, str], Probe] = {}
     for p in _splittable(pending):
         limit = p.spec.limits.wall_limit()
         if p.key in chosen or (limit is not None and limit <= split_after):
             continue
+        expected = probe_expected(split_after, limit)
+        of = parts_for(processes, expected)
         split = split_of(p.spec, of)
         if split is not None:
-            probes[p.key] = Probe(PlannedSplit(p, split, of, split_after), split_after)
+            probes[p.key] = Probe(PlannedSplit(p, split, of, expected), split_after)
     return Splitting(splits, probes)
 
 

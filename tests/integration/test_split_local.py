@@ -18,6 +18,8 @@ from sqlalchemy import func, select
 
 from packsolve.db.models import Part
 from packsolve.db.session import get_engine, session_scope
+from packsolve.execution.spec import AttemptSpec, Limits
+from packsolve.split_plans import parts_for, probe_expected, split_of
 from tests.support.dashboard import serving
 from tests.support.inprocess import exported, invoke
 from tests.support.services import child_env, packsolve_cmd
@@ -166,3 +168,9 @@ def test_a_level_without_history_is_split_once_its_first_attempt_runs_past_split
         parts = list(session.scalars(select(Part).where(Part.run_id == run)))
     assert {p.level_hash for p in parts} == {sliding["level_hash"]}
     assert sliding["nodes"] >= sum(p.nodes or 0 for p in parts)
+    # Cut as a level expected to take several times --split-after, within its wall limit.
+    cut = split_of(
+        AttemptSpec("sliding", "linear-conflict", SLIDING, Limits(60.0)),
+        parts_for(2, probe_expected(0.1, 60.0)),
+    )
+    assert cut is not None and {p.parts for p in parts} == {len(cut.parts)}
