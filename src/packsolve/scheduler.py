@@ -34,10 +34,9 @@ from packsolve.db.workers import (
     record_event,
 )
 from packsolve.errors import UsageError
-from packsolve.execution.spec import PendingAttempt
 from packsolve.figures.finished import catch_up
 from packsolve.outcome import Status
-from packsolve.planning import choose_chunk_size, stored_pending
+from packsolve.planning import Ordered, choose_chunk_size, hardest_first, stored_pending
 from packsolve.queue.app import Cluster
 from packsolve.queue.brokerscan import BrokerUnreadable
 
@@ -187,7 +186,7 @@ def _take_back(
 ) -> None:
     """Take the candidates in short transactions, then send again those requeued (adds to done)."""
     for i in range(0, len(candidates), TAKE_BATCH):
-        batches: list[tuple[int, list[PendingAttempt], int, int]] = []
+        batches: list[tuple[int, Ordered, int, int]] = []
         with session_scope(engine) as session:
             taken = take_stale(session, candidates[i : i + TAKE_BATCH], default_max_tries)
             note_taken_back(session, taken)
@@ -213,13 +212,17 @@ def _take_back(
                 # Only the attempts taken: a run may try a level with several heuristics, and each is its own.
                 hashes = list(dict.fromkeys(h for h, _ in keys))
                 pending = [p for p in stored_pending(session, run, hashes) if p.key in keys]
+                # As submit sends them: longest expected first, a long one in a task of its own, so that
+                # a lost long level does not run after the others of its chunk in one process.
+                ordered = hardest_first(session, run_id, pending)
                 chunk = choose_chunk_size(session, pending, visibility_timeout=cluster.visibility_timeout)
-                batches.append((run_id, pending, tries_cap(run.max_tries, default_max_tries), chunk))
+                batches.append((run_id, ordered, tries_cap(run.max_tries, default_max_tries), chunk))
         # Sent after the commit: a crash in between leaves the attempts queued with no task, which
         # the next pass finds (the queue empty, they are orphans) and sends again.
-        for run_id, pending, max_tries, chunk in batches:
-            done.tasks_sent += cluster.send(run_id, pending, max_tries, chunk, deployment)
-            done.requeued += len(pending)
+        for run_id, ordered, max_tries, chunk in batches:
+            attempts = ordered.attempts
+            done.tasks_sent += cluster.send(run_id, attempts, max_tries, chunk, deployment, ordered.alone)
+            done.requeued += len(attempts)
 
 
 # Attempts named in one `claims taken back` event: a process holding a chunk of thousands is

@@ -173,6 +173,24 @@ def test_submit_puts_known_hard_levels_first_and_unseen_ones_between_by_size(db_
     assert _queue_order(broker) == [10, 5, 300, 250]
 
 
+def test_lost_tasks_go_again_longest_first_a_long_level_in_a_task_of_its_own(db_url, tmp_path, broker):
+    """Attempts taken back are sent as submit sends them: a lost level known to be long must not share a
+    task, behind the others, with the short ones lost beside it."""
+    env = {"PACKSOLVE_DATABASE_URL": db_url, "PACKSOLVE_BROKER_URL": broker}
+    first = submit(env, _pack(tmp_path / "a", [5, 6, 7, 300, 8]))
+    with session_scope(get_engine(db_url)) as session:
+        for a in session.scalars(select(Attempt).where(Attempt.run_id == first)):
+            a.status, a.wall_s = "solved", 10.0 if _size(session, a.level_hash) == 300 else 0.01
+    forget_queue(broker)
+    # The same levels again, all in one task, as a user's --chunk-size asks; the broker loses it.
+    submit(env, _pack(tmp_path / "b", [5, 6, 7, 300, 8]), "--chunk-size", "5")
+    assert len(_queued_tasks(broker)) == 1
+    forget_queue(broker)
+    assert "requeued 5" in reconcile_once(env)
+    tasks = _queued_tasks(broker)
+    assert tasks[0] == [300] and sorted(ms for task in tasks[1:] for ms in task) == [5, 6, 7, 8]
+
+
 def _pack(directory: Path, sizes: list[int]) -> str:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "p.jsonl"
@@ -187,14 +205,20 @@ def _size(session, level_hash: str) -> int:
 
 
 def _queue_order(broker: str) -> list[int]:
-    """Return the ms of each queued task in the order workers will take them (kombu pops the right end)."""
+    """Return the ms of each queued attempt in the order workers will take them."""
+    return [ms for task in _queued_tasks(broker) for ms in task]
+
+
+def _queued_tasks(broker: str) -> list[list[int]]:
+    """Return the ms of each queued task's attempts, tasks in the order workers will take them (kombu
+    pops the right end)."""
     import base64
 
     raw = redis.Redis.from_url(broker).lrange(queue_name(), 0, -1)
     out = []
     for item in reversed(raw):
         body = json.loads(base64.b64decode(json.loads(item)["body"]))
-        out.extend(i["spec"]["level"]["ms"] for i in body[0][0]["items"])
+        out.append([i["spec"]["level"]["ms"] for i in body[0][0]["items"]])
     return out
 
 
