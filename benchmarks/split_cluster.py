@@ -24,7 +24,7 @@ from sqlalchemy import select
 from benchmarks.harness import RESULTS, machine_line, markdown_table, parser, publish, redis_server
 from benchmarks.sliding_common import KORF_FELNER50, read_korf, sliding_set
 from benchmarks.split_local import parts_and_rounds
-from benchmarks.split_overhead import SIMULATED, scheduled_makespan
+from benchmarks.split_overhead import SIMULATED, ahead_makespan, scheduled_makespan
 from benchmarks.split_workers import attempt, workers
 from packsolve.db.models import Part
 from packsolve.db.session import get_engine, session_scope
@@ -39,27 +39,32 @@ HEADER = (
     "wall s",
     "parts, rounds",
     "simulated " + " / ".join(map(str, SIMULATED)),
+    "with parts ahead",
 )
 
 
-def simulate(env: dict[str, str], record: dict) -> str:
-    """Return the speed-ups its parts' measured CPU times give, scheduled round by round on SIMULATED
-    processes (split_overhead.scheduled_makespan), against their CPU summed (the level's whole search,
-    as the parts cost it; the first attempt run whole before the split left out)."""
+def simulate(env: dict[str, str], record: dict) -> tuple[str, str]:
+    """Return the speed-ups its parts' measured CPU times give on SIMULATED processes, scheduled round by
+    round (split_overhead.scheduled_makespan) and with parts ahead (ahead_makespan), against their CPU
+    summed (the level's whole search, as the parts cost it; the first attempt run whole before the
+    split left out)."""
     url = env["PACKSOLVE_DATABASE_URL"]
     with session_scope(get_engine(url)) as session:
-        parts = [
-            (row.round, row.cpu_s or 0.0)
+        runs = [
+            (row.part, row.round, row.window_lo == row.window_hi, row.cpu_s or 0.0)
             for row in session.scalars(
                 select(Part)
                 .where(Part.run_id == record["run"], Part.level_hash == record["level_hash"])
                 .order_by(Part.round, Part.part)
             )
         ]
-    total = sum(cpu for _, cpu in parts)
+    total = sum(cpu for *_, cpu in runs)
     if not total:
-        return "-"
-    return " / ".join(f"{total / scheduled_makespan(parts, p):.2f}" for p in SIMULATED)
+        return "-", "-"
+    barrier = " / ".join(
+        f"{total / scheduled_makespan([(r, c) for _, r, _, c in runs], p):.2f}" for p in SIMULATED
+    )
+    return barrier, " / ".join(f"{total / ahead_makespan(runs, p):.2f}" for p in SIMULATED)
 
 
 def one(env: dict[str, str], work: Path, inst, split_after: float, time_limit: float) -> list[object]:
@@ -85,7 +90,7 @@ def one(env: dict[str, str], work: Path, inst, split_after: float, time_limit: f
     if solved:
         assert record["length"] == inst.optimal, record
     message = record["message"] or ""
-    simulated = simulate(env, record)
+    simulated, ahead = simulate(env, record)
     parts, rounds = parts_and_rounds(message)
     row = [
         inst.ident,
@@ -97,6 +102,7 @@ def one(env: dict[str, str], work: Path, inst, split_after: float, time_limit: f
         f"{record['wall_s']:.0f}",
         f"{parts}, {rounds}",
         simulated,
+        ahead,
     ]
     print(" | ".join(str(c) for c in row), "|", message, flush=True)
     return row
