@@ -210,7 +210,8 @@ def solver(fn: Callable[[Any, Budget], Any]) -> Solve:
     The wrapped function returns an Outcome, or raises BudgetExhausted, which
     becomes ``Outcome(timeout)``. Node counts always come from the budget, so
     every heuristic counts the same way. A function that returns anything but
-    an Outcome raises TypeError. The Solve pickles when fn does (a module-level function, say).
+    an Outcome raises TypeError. The Solve pickles when fn does (a module-level function, or a
+    functools.partial of one with its parameters).
     """
     return _Solver(fn)
 
@@ -222,6 +223,8 @@ class _Solver:
     def __init__(self, fn: Callable[[Any, Budget], Any]) -> None:
         self.fn = fn
         functools.update_wrapper(self, fn)
+        if not hasattr(self, "__name__"):  # a functools.partial: named by its function
+            self.__name__ = getattr(getattr(fn, "func", fn), "__name__", type(fn).__name__)
 
     def __call__(self, level: Any, budget: Budget) -> Outcome:
         try:
@@ -229,8 +232,7 @@ class _Solver:
         except BudgetExhausted as exc:
             return Outcome(Status.TIMEOUT, stats=SearchStats(nodes=budget.nodes), message=str(exc))
         if not isinstance(out, Outcome):
-            name = getattr(self.fn, "__name__", type(self.fn).__name__)
-            raise TypeError(f"solver {name} returned {type(out).__name__}, not Outcome")
+            raise TypeError(f"solver {self.__name__} returned {type(out).__name__}, not Outcome")
         return Outcome(out.status, out.solution, SearchStats(nodes=budget.nodes), out.message)
 
     def __reduce__(self) -> str | tuple[Any, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from bisect import bisect_left
 from collections import Counter
@@ -71,42 +72,33 @@ def _recursion_guard(name: str, n: int) -> RuntimeError:
     )
 
 
-class _TakeOrSkip:
-    """The write-up's recursion: each note taken or skipped; with prune, stop once the sum passes s.
+def _take_or_skip(prune: bool, level: Coins, budget: Budget) -> Outcome:
+    """The write-up's recursion: each note taken or skipped; with prune, stop once the sum passes s."""
+    notes, target, n = level.notes, level.target, len(level.notes)
+    best: list[int] | None = None
+    chosen: list[int] = []
 
-    An object rather than a closure, so that a job holding it pickles and goes to the kept solver child.
-    """
+    def go(i: int, total: int) -> None:
+        nonlocal best
+        budget.charge()
+        if prune and total > target:
+            return
+        if i == n:
+            if total == target and (best is None or len(chosen) < len(best)):
+                best = chosen[:]
+            return
+        chosen.append(notes[i])
+        go(i + 1, total + notes[i])
+        chosen.pop()
+        go(i + 1, total)
 
-    def __init__(self, prune: bool) -> None:
-        self.prune = prune
-        self.__name__ = "prune" if prune else "take_or_skip"
-
-    def __call__(self, level: Coins, budget: Budget) -> Outcome:
-        notes, target, n, prune = level.notes, level.target, len(level.notes), self.prune
-        best: list[int] | None = None
-        chosen: list[int] = []
-
-        def go(i: int, total: int) -> None:
-            nonlocal best
-            budget.charge()
-            if prune and total > target:
-                return
-            if i == n:
-                if total == target and (best is None or len(chosen) < len(best)):
-                    best = chosen[:]
-                return
-            chosen.append(notes[i])
-            go(i + 1, total + notes[i])
-            chosen.pop()
-            go(i + 1, total)
-
-        try:
-            go(0, 0)
-        except RecursionError:
-            raise _recursion_guard("take-or-skip", n) from None
-        if best is None:
-            return no_solution(f"no subset of the {n} notes sums to {target}")
-        return solved(_answer(best))
+    try:
+        go(0, 0)
+    except RecursionError:
+        raise _recursion_guard("take-or-skip", n) from None
+    if best is None:
+        return no_solution(f"no subset of the {n} notes sums to {target}")
+    return solved(_answer(best))
 
 
 def _quick_no(level: Coins) -> tuple[str | None, int, list[int], int]:
@@ -328,8 +320,8 @@ KIND = PuzzleKind(
     parse=parse,
     canonical=canonical,
     solvers={
-        "plain": solver(_TakeOrSkip(prune=False)),
-        "prune": solver(_TakeOrSkip(prune=True)),
+        "plain": solver(functools.partial(_take_or_skip, False)),
+        "prune": solver(functools.partial(_take_or_skip, True)),
         "dp": solver(dynamic_programming),
         "bnb": solver(branch_and_bound),
         "auto": solver(auto),

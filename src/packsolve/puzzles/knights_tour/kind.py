@@ -13,6 +13,7 @@ at once.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -158,26 +159,17 @@ def _exhausted(board: Board) -> Outcome:
     )
 
 
-class _GraphSearch:
-    """A solver running graph.depth_first with the board's ordering (the write-ups' style).
-
-    An object rather than a closure, and make_order a module-level function, so that a job holding it
-    pickles and goes to the kept solver child.
-    """
-
-    def __init__(self, make_order: Callable[[Board], Ordering]) -> None:
-        self.make_order = make_order
-        self.__name__ = make_order.__name__.lstrip("_")
-
-    def __call__(self, board: Board, budget: Budget) -> Outcome:
-        out = _impossible(board)
-        if out is not None:
-            return out
-        path = depth_first(board_problem(board), budget, self.make_order(board), board.prefix)
-        if path is None:
-            return _exhausted(board)
-        # A part answers from its own start, the last square of its prefix.
-        return solved(_cells(board, path[max(0, len(board.prefix) - 1) :]))
+def _graph_search(make_order: Callable[[Board], Ordering], board: Board, budget: Budget) -> Outcome:
+    """Run graph.depth_first with the board's ordering (the write-ups' style). Solvers hold it as a
+    functools.partial with a module-level make_order, so that a job pickles (the kept solver child)."""
+    out = _impossible(board)
+    if out is not None:
+        return out
+    path = depth_first(board_problem(board), budget, make_order(board), board.prefix)
+    if path is None:
+        return _exhausted(board)
+    # A part answers from its own start, the last square of its prefix.
+    return solved(_cells(board, path[max(0, len(board.prefix) - 1) :]))
 
 
 def _natural(board: Board) -> Ordering:
@@ -334,11 +326,11 @@ KIND = PuzzleKind(
     parse=parse,
     canonical=canonical,
     solvers={
-        "plain": solver(_GraphSearch(_natural)),
-        "warnsdorff": solver(_GraphSearch(_warnsdorff)),
-        "pohl": solver(_GraphSearch(_pohl)),
-        "roth": solver(_GraphSearch(_roth)),
-        "squirrel_cull": solver(_GraphSearch(squirrel_cull_order)),
+        "plain": solver(functools.partial(_graph_search, _natural)),
+        "warnsdorff": solver(functools.partial(_graph_search, _warnsdorff)),
+        "pohl": solver(functools.partial(_graph_search, _pohl)),
+        "roth": solver(functools.partial(_graph_search, _roth)),
+        "squirrel_cull": solver(functools.partial(_graph_search, squirrel_cull_order)),
         "warnsdorff_closing": solver(closing_search),
         "blocks": solver(blocks),
         "auto": solver(auto),

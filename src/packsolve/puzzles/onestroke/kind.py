@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from html import escape
@@ -174,22 +175,13 @@ def problem(grid: Grid) -> tuple[HamiltonProblem, list[tuple[int, int]]]:
     return HamiltonProblem(tuple(adj), index[grid.start]), cells
 
 
-class _DepthFirst:
-    """The write-ups' depth-first search, in order or with an ordering (Warnsdorff's).
-
-    An object rather than a closure, so that a job holding it pickles and goes to the kept solver child.
-    """
-
-    def __init__(self, order: Any) -> None:
-        self.order = order
-        self.__name__ = getattr(order, "__name__", "depth_first")
-
-    def __call__(self, grid: Grid, budget: Budget) -> Outcome:
-        p, cells = problem(grid)
-        path = depth_first(p, budget, self.order) if self.order else depth_first(p, budget)
-        if path is None:
-            return no_solution("exhaustive search found no path through every open cell")
-        return solved([list(cells[v]) for v in path])
+def _depth_first(order: Any, grid: Grid, budget: Budget) -> Outcome:
+    """The write-ups' depth-first search, in order (order None) or with an ordering (Warnsdorff's)."""
+    p, cells = problem(grid)
+    path = depth_first(p, budget, order) if order else depth_first(p, budget)
+    if path is None:
+        return no_solution("exhaustive search found no path through every open cell")
+    return solved([list(cells[v]) for v in path])
 
 
 @solver
@@ -398,8 +390,8 @@ KIND = PuzzleKind(
     parse=parse,
     canonical=canonical,
     solvers={
-        "plain": solver(_DepthFirst(None)),
-        "warnsdorff": solver(_DepthFirst(warnsdorff_order)),
+        "plain": solver(functools.partial(_depth_first, None)),
+        "warnsdorff": solver(functools.partial(_depth_first, warnsdorff_order)),
         "prune": prune,
         "cpsat": cpsat,
         "portfolio": portfolio,

@@ -62,34 +62,26 @@ def _against_stated(board: Board, moves: list[int], message: str = "") -> Outcom
 
 
 def _optimal(search: Any) -> Any:
-    """Wrap a search returning moves (or None) into a solver that first rules out odd parity."""
-    return solver(_Optimal(search))
+    """Wrap a search returning moves (or None) into a solver that first rules out odd parity: a
+    functools.partial of a module-level function, so that a job pickles and goes to the kept solver
+    child, which has the pattern tables mapped already."""
+    return solver(functools.partial(_optimal_search, search))
 
 
-class _Optimal:
-    """An optimal search as a solver's function: an object, so that it pickles (its search by name) and
-    an attempt goes to the kept solver child, which has the pattern tables mapped already."""
-
-    def __init__(self, search: Any) -> None:
-        self.search = search
-        self.__name__ = getattr(search, "__name__", "solve")
-
-    def __call__(self, board: Board, budget: Budget) -> Outcome:
-        reason = unsolvable_reason(board)
-        if reason is not None:
-            return no_solution(reason)
-        moves = self.search(board, budget)
-        if moves is None and budget.bound is not None:
-            best = budget.bound.best()
-            if best is not None:
-                return no_solution(
-                    f"this part has no answer shorter than {best} moves (the best of all parts)"
-                )
-            if budget.bound.window is not None:
-                return no_solution(f"this part has no answer within {budget.bound.window[1]} moves")
-        if moves is None:
-            return no_solution("the search exhausted every reachable board without meeting the goal")
-        return _against_stated(board, moves)
+def _optimal_search(search: Any, board: Board, budget: Budget) -> Outcome:
+    reason = unsolvable_reason(board)
+    if reason is not None:
+        return no_solution(reason)
+    moves = search(board, budget)
+    if moves is None and budget.bound is not None:
+        best = budget.bound.best()
+        if best is not None:
+            return no_solution(f"this part has no answer shorter than {best} moves (the best of all parts)")
+        if budget.bound.window is not None:
+            return no_solution(f"this part has no answer within {budget.bound.window[1]} moves")
+    if moves is None:
+        return no_solution("the search exhausted every reachable board without meeting the goal")
+    return _against_stated(board, moves)
 
 
 def _ida(mode: int) -> Any:
